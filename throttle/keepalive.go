@@ -1,0 +1,87 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// KeepAlive refreshes the lease while work runs: every TTL/3 it extends the
+// key (token-checked) back to the full TTL. It returns a context for the
+// work, derived from ctx and carrying the lease (see LeaseFrom), that is
+// cancelled with cause ErrLost the moment the lease is known lost: the key
+// was taken or deleted, extensions kept failing until the lease's validity
+// ran out, or Policy.MaxHold was reached. Check context.Cause(workCtx).
+//
+// The returned stop function stops the refresher, waits for a refresh in
+// flight to finish, and cancels the work context; call it when the work
+// returns, before Release. It is safe to call more than once. The refresher
+// keeps going until stop is called even if ctx is cancelled, so that the key
+// stays held while the work winds down.
+func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
+	work, cancel := context.WithCancelCause(ctx)
+	work = ContextWithLease(work, ls)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ls.refresh(context.WithoutCancel(work), cancel, quit)
+	}()
+	var once sync.Once
+	return work, func() {
+		once.Do(func() {
+			close(quit)
+			wg.Wait()
+			cancel(context.Canceled)
+		})
+	}
+}
+
+func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{}) {
+	interval := ls.ttl / 3
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	var capped <-chan time.Time
+	if max := ls.l.p.MaxHold; max > 0 {
+		left := max - (ls.ttl - Drift(ls.ttl) - ls.ValidFor())
+		capTimer := time.NewTimer(left)
+		defer capTimer.Stop()
+		capped = capTimer.C
+	}
+	for {
+		select {
+		case <-quit:
+			return
+		case <-capped:
+			ls.lose(cancel, fmt.Errorf("%w: hold limit %v reached", ErrLost, ls.l.p.MaxHold))
+			return
+		case <-timer.C:
+		}
+		err := ls.Extend(ctx, ls.ttl)
+		switch {
+		case err == nil:
+			timer.Reset(interval)
+		case errors.Is(err, ErrNotHeld):
+			ls.lose(cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
+			return
+		default:
+			// The store failed: the key may still be ours. Retry soon,
+			// and give up once the lease's validity has run out.
+			left := ls.ValidFor()
+			if left <= 0 {
+				ls.lose(cancel, fmt.Errorf("%w: could not extend before the lease ran out: %v", ErrLost, err))
+				return
+			}
+			timer.Reset(min(interval/3+time.Millisecond, left))
+		}
+	}
+}
+
+func (ls *Lease) lose(cancel context.CancelCauseFunc, cause error) {
+	ls.l.stats.lost.Add(1)
+	ls.l.p.Logger.Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
+	cancel(cause)
+}

@@ -1,0 +1,248 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// probeInterval is how long FailOver stays on the fallback store before one
+// caller tries the primary again.
+const probeInterval = time.Second
+
+// monoStart anchors monotonic time stamps kept in atomics.
+var monoStart = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoStart)) }
+
+// Limiter takes keys in a Store under one Policy. It is safe for concurrent
+// use; make one per policy at start-up and share it.
+type Limiter struct {
+	store    Store
+	notifier Notifier
+	p        Policy
+
+	// downUntil is the monotonic time until which FailOver skips the
+	// primary store; 0 while the primary answers.
+	downUntil atomic.Int64
+	// lastLog is the monotonic time of the last store-error log line; it
+	// keeps an outage from flooding the log.
+	lastLog atomic.Int64
+
+	stats counters
+}
+
+// New returns a Limiter for store under policy p, with p's zero fields set to
+// their defaults. It fails with ErrInvalid when p is not usable.
+func New(store Store, p Policy) (*Limiter, error) {
+	if store == nil {
+		return nil, invalid("nil store")
+	}
+	p, err := p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{store: store, p: p}
+	l.notifier, _ = store.(Notifier)
+	return l, nil
+}
+
+// Policy returns the limiter's policy with its defaults filled in.
+func (l *Limiter) Policy() Policy { return l.p }
+
+// Key returns the stored key for id under this limiter's policy.
+func (l *Limiter) Key(id string) string { return Key(l.p.Prefix, l.p.Name, id) }
+
+// Acquire takes the key for id and returns the lease only on success.
+//
+// It fails with a *ContendedError (errors.Is ErrContended) when somebody
+// holds the key and Policy.Wait is zero or has run out, with a *StoreError
+// (errors.Is ErrStore) when the store failed, and with ctx.Err() when ctx
+// ended first. The lease expires by itself after Policy.TTL(); call Release
+// to free it earlier, or KeepAlive to hold it longer.
+func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
+	return l.acquireKey(ctx, l.Key(id))
+}
+
+func (l *Limiter) acquireKey(ctx context.Context, key string) (*Lease, error) {
+	req := AcquireRequest{Key: key, TTL: l.p.TTL(), Fence: l.p.Fence, Reentrant: l.p.Reentrant}
+	if req.Reentrant {
+		req.Token = ownerFrom(ctx)
+	}
+	if req.Token == "" {
+		req.Token = NewToken()
+	}
+	lease, remaining, err := l.try(ctx, req)
+	if lease != nil || err != nil {
+		return lease, err
+	}
+	if l.p.Wait <= 0 {
+		return nil, &ContendedError{RetryAfter: remaining}
+	}
+	return l.wait(ctx, req, remaining)
+}
+
+// wait retries a held key with backoff until it is acquired, Policy.Wait
+// runs out or ctx ends. When the store is a Notifier, a release wakes it at
+// once.
+func (l *Limiter) wait(ctx context.Context, req AcquireRequest, remaining time.Duration) (*Lease, error) {
+	deadline := time.Now().Add(l.p.Wait)
+	var wake <-chan struct{}
+	if l.notifier != nil {
+		w, stop, err := l.notifier.Watch(ctx, req.Key)
+		if err == nil {
+			defer stop()
+			wake = w
+			// The holder may have released between the first try and
+			// the watch: try again before sleeping.
+			lease, rem, err := l.try(ctx, req)
+			if lease != nil || err != nil {
+				return lease, err
+			}
+			remaining = rem
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for attempt := 1; ; attempt++ {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, &ContendedError{RetryAfter: remaining}
+		}
+		pause := l.p.Backoff(attempt)
+		if pause > left {
+			pause = left
+		}
+		timer.Reset(pause)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+		}
+		lease, rem, err := l.try(ctx, req)
+		if lease != nil || err != nil {
+			return lease, err
+		}
+		remaining = rem
+	}
+}
+
+// try makes one acquisition on the primary store or, under FailOver while
+// the primary is failing, on the fallback. It returns a lease, or the
+// holder's remaining time, or an error.
+func (l *Limiter) try(ctx context.Context, req AcquireRequest) (*Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	store := l.store
+	failover := l.p.OnStoreError == FailOver
+	if failover && l.skipPrimary() {
+		store = l.p.Fallback
+	}
+	sent := time.Now()
+	g, err := l.call(ctx, store, req)
+	if err != nil && failover && store == l.store && ctx.Err() == nil {
+		l.downUntil.Store(monoNow() + int64(probeInterval))
+		l.logStoreError("acquire", err)
+		store = l.p.Fallback
+		sent = time.Now()
+		g, err = l.call(ctx, store, req)
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, 0, ctxErr
+		}
+		l.stats.storeErrors.Add(1)
+		return nil, 0, &StoreError{Op: "acquire", Err: err}
+	}
+	if store == l.store && failover && l.downUntil.Load() != 0 {
+		l.downUntil.Store(0)
+	}
+	if !g.Acquired {
+		l.stats.rejected.Add(1)
+		return nil, g.Remaining, nil
+	}
+	l.stats.acquired.Add(1)
+	if store != l.store {
+		l.stats.fallback.Add(1)
+	}
+	return newLease(l, store, req, g, sent), 0, nil
+}
+
+// skipPrimary reports whether FailOver should use the fallback now. Once the
+// down period is over, exactly one caller (the one that wins the swap) probes
+// the primary while the others stay on the fallback.
+func (l *Limiter) skipPrimary() bool {
+	until := l.downUntil.Load()
+	if until == 0 {
+		return false
+	}
+	now := monoNow()
+	if now < until {
+		return true
+	}
+	return !l.downUntil.CompareAndSwap(until, now+int64(probeInterval))
+}
+
+func (l *Limiter) call(ctx context.Context, store Store, req AcquireRequest) (Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	defer cancel()
+	return store.Acquire(ctx, req)
+}
+
+// logStoreError logs a store error at most once a second, so that an outage
+// does not flood the log; Stats counts every one.
+func (l *Limiter) logStoreError(op string, err error) {
+	now := monoNow()
+	last := l.lastLog.Load()
+	if last != 0 && now-last < int64(time.Second) {
+		return
+	}
+	if !l.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	l.p.Logger.Warn("throttle: store error", "policy", l.p.Name, "op", op,
+		"on_store_error", l.p.OnStoreError.String(), "err", err)
+}
+
+// Admit decides an HTTP request for id under the policy, which is the one
+// place the middleware adapters take their decisions from:
+//
+//   - a lease and no rejection: the request goes ahead and holds the key;
+//   - no lease and no rejection: the store failed and the policy fails open,
+//     so the request goes ahead unguarded (logged, counted in
+//     Stats.FailedOpen);
+//   - a rejection: the request must be answered with it.
+func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, *Rejection) {
+	lease, err := l.acquireKey(ctx, l.Key(id))
+	if err == nil {
+		return lease, nil
+	}
+	return nil, l.rejection(err)
+}
+
+// rejection turns an acquisition error into the answer for the client, or
+// nil when the policy fails open.
+func (l *Limiter) rejection(err error) *Rejection {
+	r := &Rejection{Policy: l.p.Name, Mode: l.p.Mode, Window: l.p.TTL(), Err: err}
+	var ce *ContendedError
+	switch {
+	case errors.As(err, &ce):
+		r.Reason, r.Status, r.RetryAfter = ReasonContended, l.p.RejectStatus, ce.RetryAfter
+	case errors.Is(err, ErrStore):
+		if l.p.OnStoreError == FailOpen {
+			l.stats.failedOpen.Add(1)
+			l.logStoreError("acquire", err)
+			return nil
+		}
+		l.logStoreError("acquire", err)
+		r.Reason, r.Status, r.RetryAfter = ReasonStoreUnavailable, 503, time.Second
+	default: // the caller's context ended: nobody is listening any more
+		r.Reason, r.Status = ReasonCanceled, 503
+	}
+	return r
+}

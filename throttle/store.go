@@ -1,0 +1,117 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps short-lived locks, each owned by the token that created it.
+//
+// The interface is deliberately small so that a store is easy to write and
+// easy to check: storetest.Run is the conformance suite every implementation
+// in this module passes, and a store of your own should pass it too.
+//
+// Every method takes the caller's context first and must return promptly when
+// it is done. Stores return their own errors unchanged; the Limiter wraps them
+// in a *StoreError so that callers can tell "the store failed" apart from
+// "somebody holds the key".
+type Store interface {
+	// Acquire takes req.Key for req.Token for req.TTL if nobody holds it, in
+	// one atomic step (for Redis: SET key token NX PX ttl). When somebody
+	// else holds the key, it reports how long they keep it. An error means
+	// the store could not answer; a held key is not an error.
+	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
+
+	// Release frees key if, and only if, it is still held by token. A
+	// holder whose lease ran out and whose key somebody else took since
+	// gets OutcomeHeldByOther and frees nothing.
+	Release(ctx context.Context, key, token string) (Outcome, error)
+
+	// Extend sets the time to live of key to ttl if, and only if, it is
+	// still held by token. It is how a long-running holder keeps its lease.
+	Extend(ctx context.Context, key, token string, ttl time.Duration) (Outcome, error)
+}
+
+// Notifier is implemented by stores that can tell a waiting acquirer that a
+// key was released, so that a hand-over takes about one round trip instead
+// of a polling interval. Stores without it are polled with the Policy's
+// backoff.
+type Notifier interface {
+	// Watch returns a channel that receives a value (without blocking the
+	// store: extra signals are dropped) after key is released, and a stop
+	// function that the caller must call when it no longer waits. A watch
+	// that cannot be set up returns an error; the caller then polls.
+	Watch(ctx context.Context, key string) (<-chan struct{}, func(), error)
+}
+
+// AcquireRequest says what to acquire and how.
+type AcquireRequest struct {
+	// Key is the full stored key, as built by Key.
+	Key string
+	// Token identifies the holder. It must be unique to this acquisition
+	// (see NewToken) or, for Reentrant requests, to the owner.
+	Token string
+	// TTL is how long the key is held before it expires by itself. It
+	// must be positive; stores round it up to a whole millisecond.
+	TTL time.Duration
+	// Fence asks for a fencing token: a number that strictly increases for
+	// Key with every successful acquisition, across every process that
+	// shares the store. Grant.Fence carries it.
+	Fence bool
+	// Reentrant lets the holder of Key (same Token) acquire it again: the
+	// store counts the holds, refreshes the TTL on every re-entry and frees
+	// the key only when Release has been called as many times.
+	Reentrant bool
+}
+
+// Grant is the answer to an acquisition.
+type Grant struct {
+	// Acquired is true when the caller now holds the key.
+	Acquired bool
+	// Remaining is, when Acquired is false, how long the current holder
+	// keeps the key: at least 1ms while the key has an expiry, or -1 when
+	// the key was stored without one (by something other than throttle).
+	// It is 0 when Acquired is true.
+	Remaining time.Duration
+	// Fence is the fencing token of this acquisition when the request asked
+	// for one, and 0 otherwise. A re-entry reports the fence of the first
+	// acquisition that is still held.
+	Fence int64
+	// Holds is the number of holds the owner has after this acquisition: 1
+	// for a first acquisition, more for re-entries, 0 when not Acquired.
+	Holds int
+}
+
+// Outcome is what a token-checked Release or Extend found.
+type Outcome uint8
+
+const (
+	// OutcomeOK means the token held the key: Release freed it, Extend
+	// set its new time to live.
+	OutcomeOK Outcome = iota + 1
+	// OutcomeHeldByOther means the key exists but belongs to another token;
+	// nothing was changed. For the caller it means its lease was lost.
+	OutcomeHeldByOther
+	// OutcomeGone means the key no longer exists: it expired or was
+	// deleted. Nothing was changed.
+	OutcomeGone
+	// OutcomeStillHeld is returned by Release of a reentrant key that the
+	// token still holds more times: the hold count went down by one and
+	// the key stays held.
+	OutcomeStillHeld
+)
+
+// String returns the outcome's name for logs.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeHeldByOther:
+		return "held-by-other"
+	case OutcomeGone:
+		return "gone"
+	case OutcomeStillHeld:
+		return "still-held"
+	}
+	return "unknown"
+}
