@@ -1,0 +1,132 @@
+package keyfuncs
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+)
+
+// IPOption tunes RemoteIP and ForwardedIP.
+type IPOption func(*ipConfig)
+
+type ipConfig struct {
+	v6bits    int  // prefix length IPv6 addresses are grouped by; 128 = no grouping
+	forwarded bool // read RFC 7239 Forwarded instead of X-Forwarded-For
+}
+
+func newIPConfig(opts []IPOption) ipConfig {
+	c := ipConfig{v6bits: 128}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// GroupIPv6 makes IPv6 clients share one identity per /bits network, written
+// as a prefix such as "2001:db8:1:2::/64". A single user or host usually holds
+// a whole /64 and can pick a fresh address in it for every request, so keying
+// on the full address would let it slip past any limit; 64 is the usual
+// choice. IPv4 addresses (including IPv4-mapped IPv6 ones) are not grouped.
+//
+// Without this option every IPv6 address is its own identity. GroupIPv6
+// panics if bits is outside 0..128: that is a programming error, found at
+// start-up rather than on every request.
+func GroupIPv6(bits int) IPOption {
+	if bits < 0 || bits > 128 {
+		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
+	}
+	return func(c *ipConfig) { c.v6bits = bits }
+}
+
+var remoteSource = "remote address"
+
+// RemoteIP keys on the address of the direct peer, the host part of
+// r.RemoteAddr. It is normalised so that one client has one identity: the
+// port and any IPv6 zone are dropped, an IPv4-mapped IPv6 address
+// (::ffff:192.0.2.1) is written as plain IPv4 (192.0.2.1), and IPv6 is
+// written in its canonical RFC 5952 form (or grouped, see GroupIPv6).
+//
+// Behind a reverse proxy or load balancer the peer is the proxy, so every
+// user would share its key: use ForwardedIP there. A RemoteAddr that is not an
+// IP address (a Unix socket peer, a test that forgot to set it) gives a
+// *Error with status 400, never a shared key.
+func RemoteIP(opts ...IPOption) Func {
+	c := newIPConfig(opts)
+	return func(r *http.Request) (string, error) {
+		host, addr, err := parseRemote(r.RemoteAddr)
+		if err != nil {
+			return "", err
+		}
+		return c.format(host, addr), nil
+	}
+}
+
+// parseRemote parses r.RemoteAddr ("ip:port", "[ipv6]:port", or a bare IP)
+// into a normalised address. host is the textual address as found, used to
+// avoid an allocation when it is already canonical.
+func parseRemote(remote string) (host string, addr netip.Addr, err error) {
+	host, addr, ok := parseHostPort(remote)
+	if !ok {
+		return "", netip.Addr{}, &Error{Status: http.StatusBadRequest, Source: remoteSource, Reason: "not an IP address"}
+	}
+	return host, addr, nil
+}
+
+// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", with an
+// optional IPv6 zone, and returns the address unmapped and without zone.
+func parseHostPort(s string) (string, netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return s, normalise(a), true
+	}
+	host := s
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		host = h
+	} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		host = s[1 : len(s)-1]
+	} else {
+		return "", netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return "", netip.Addr{}, false
+	}
+	return host, normalise(a), true
+}
+
+// normalise drops the zone and unmaps IPv4-in-IPv6, so that the same client
+// compares equal (and matches IPv4 trusted prefixes) however it is written.
+func normalise(a netip.Addr) netip.Addr {
+	return a.WithZone("").Unmap()
+}
+
+// format writes a normalised address as an identity. host is the text the
+// address was parsed from: a plain IPv4 address that netip accepted is
+// already canonical (netip rejects leading zeros and short forms), so it is
+// returned as is, without allocating.
+func (c ipConfig) format(host string, a netip.Addr) string {
+	if a.Is4() {
+		if isPlainIPv4(host) {
+			return host // canonical: see above
+		}
+		return a.String()
+	}
+	if c.v6bits < 128 {
+		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6 and 0 <= bits <= 128
+		return p.String()
+	}
+	return a.String()
+}
+
+// isPlainIPv4 reports whether s holds only digits and dots, that is, is
+// written as IPv4 rather than as IPv4-mapped IPv6 or with a zone.
+func isPlainIPv4(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '.' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,47 @@
+package keyfuncs
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// PathValue keys on the wildcard name of the route the request matched in
+// Go 1.22+ http.ServeMux, such as {id} in "POST /orders/{id}/pay"
+// (r.PathValue). A missing or empty value gives a 400 *Error with source
+// `path value "<name>"`. gin and echo do not fill r.PathValue: use their
+// adapters' own path sources there.
+func PathValue(name string) Func {
+	source := "path value " + strconv.Quote(name)
+	return func(r *http.Request) (string, error) {
+		if v := r.PathValue(name); v != "" {
+			return v, nil
+		}
+		return "", missing(source)
+	}
+}
+
+// Pattern keys on the http.ServeMux pattern the request matched
+// (r.Pattern, such as "POST /orders/{id}"), so that one limit covers a
+// whole route whatever its path values. Combine it with a user key through
+// Join to throttle each user per route. A request that did not go through
+// a Go 1.23+ ServeMux has no pattern and gives a 400 *Error with source
+// "route pattern"; gin and echo adapters offer their own route sources.
+func Pattern() Func {
+	return func(r *http.Request) (string, error) {
+		if r.Pattern != "" {
+			return r.Pattern, nil
+		}
+		return "", missing("route pattern")
+	}
+}
+
+// Method keys on the request method, such as "POST", typically joined with
+// a user and a route. An empty method means GET, as in net/http.
+func Method() Func {
+	return func(r *http.Request) (string, error) {
+		if r.Method == "" {
+			return http.MethodGet, nil
+		}
+		return r.Method, nil
+	}
+}
