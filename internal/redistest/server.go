@@ -1,0 +1,269 @@
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// startTimeout bounds how long Start and Restart wait for PING.
+	startTimeout = 10 * time.Second
+	// stopTimeout bounds how long Stop waits after SIGTERM before it kills.
+	stopTimeout = 10 * time.Second
+	// portAttempts is how often Start picks a new port when the server
+	// could not bind the one it was given (another process took it between
+	// our probe and the server's bind).
+	portAttempts = 5
+)
+
+// NotFound is the message a test fails with when redis-server is not on PATH.
+const NotFound = "redis-server not found: apt-get install redis-server (Debian/Ubuntu) or brew install redis (macOS)"
+
+// Server is one redis-server process owned by a test. Its methods are safe
+// for concurrent use, but a test normally drives it from one goroutine.
+type Server struct {
+	// Addr is the server's "127.0.0.1:port" address. It stays the same
+	// across Stop/Kill and Restart, so clients made before a restart
+	// reconnect to the new process.
+	Addr string
+
+	bin  string
+	dir  string
+	log  string
+	args []string
+
+	mu   sync.Mutex
+	proc *process
+}
+
+// process is one run of redis-server; done is closed once it has exited.
+type process struct {
+	cmd    *exec.Cmd
+	done   chan struct{}
+	stderr bytes.Buffer
+}
+
+// Start runs a new redis-server on a free 127.0.0.1 port with --save ""
+// and --appendonly no (nothing is written to disk), its working directory
+// and log file in t.TempDir(), and args appended to the command line (for
+// example "--maxmemory", "1mb"). It returns once the server answers PING,
+// and registers a cleanup that stops the server and waits for it to exit.
+//
+// Start fails the test when redis-server is not installed or does not come
+// up within 10 seconds, and skips it under go test -short.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("redistest: skipping test that needs redis-server in -short mode")
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(NotFound)
+	}
+	dir := t.TempDir()
+	s := &Server{bin: bin, dir: dir, log: filepath.Join(dir, "redis.log"), args: args}
+	t.Cleanup(func() { s.stop(syscall.SIGTERM) })
+
+	var lastErr error
+	for range portAttempts {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: no free port: %v", err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if lastErr = s.launch(); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatalf("redistest: %v", lastErr)
+	return nil
+}
+
+// Client returns a go-redis client for the server, closed at the test's
+// cleanup. It reconnects by itself after Restart.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop shuts the server down gracefully (SIGTERM, which with saving off does
+// not write anything) and waits for the process to exit; after 10 seconds it
+// kills it. Stopping a stopped server does nothing.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	s.stop(syscall.SIGTERM)
+}
+
+// Kill kills the server with SIGKILL, as a crash would, and waits for the
+// process to exit. Killing a stopped server does nothing.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.stop(syscall.SIGKILL)
+}
+
+// Restart starts the server again on the same port after Stop or Kill (it
+// stops a running one first) and waits until it answers PING. The data is
+// gone: persistence is off, as after a failover to an empty replica.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.stop(syscall.SIGTERM)
+	var err error
+	// The port was ours a moment ago; another process may have grabbed
+	// it in between, which is rare, so retry briefly before giving up.
+	for range portAttempts {
+		if err = s.launch(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("redistest: restart: %v", err)
+}
+
+// launch starts redis-server on s.Addr and waits for PING. On failure the
+// process has exited or been killed.
+func (s *Server) launch() error {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	argv := []string{
+		"--port", port,
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", s.log,
+		"--daemonize", "no",
+	}
+	argv = append(argv, s.args...)
+	p := &process{cmd: exec.Command(s.bin, argv...), done: make(chan struct{})}
+	p.cmd.Stderr = &p.stderr
+	p.cmd.Stdout = &p.stderr
+	setDeathSignal(p.cmd)
+	if err := p.cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	if err := waitPing(s.Addr, p.done); err != nil {
+		p.signal(syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("redis-server on %s: %w; stderr: %q; log tail: %q",
+			s.Addr, err, p.stderr.String(), tail(s.log))
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return nil
+}
+
+// stop signals the running process, if any, and waits for it to exit,
+// escalating to SIGKILL after stopTimeout.
+func (s *Server) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		p.signal(syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (p *process) signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// freePort asks the kernel for a free loopback port by listening on port 0
+// and closing the listener. The port may be taken again before
+// redis-server binds it; Start retries with another one in that case.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// errExited reports a server that exited before answering PING, typically
+// because it could not bind its port.
+var errExited = errors.New("exited before answering PING")
+
+// waitPing sends PING until it gets +PONG, the process exits or
+// startTimeout passes. It speaks RESP directly so that no client (and no
+// client goroutine) outlives it.
+func waitPing(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(startTimeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errExited
+		default:
+		}
+		if lastErr = ping(addr); lastErr == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("no PONG within %v: %v", startTimeout, lastErr)
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		// -LOADING or similar: not ready yet.
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// tail returns the last lines of the log file for failure messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
