@@ -1,0 +1,63 @@
+package memstore
+
+import "time"
+
+// Option configures a Store made by New.
+type Option func(*config)
+
+type config struct {
+	maxKeys  int
+	clock    func() time.Time
+	fenceTTL time.Duration
+}
+
+// DefaultMaxKeys is the default bound on the number of locks (and, separately,
+// of fence counters) a Store keeps: about 1M keys, a few hundred MiB at most
+// with typical key lengths, enough for a busy single instance.
+const DefaultMaxKeys = 1 << 20
+
+// DefaultFenceTTL is how long a fence counter is kept after its last use by
+// default. A day is far longer than any lock TTL, so a counter normally
+// outlives every lease it numbered.
+const DefaultFenceTTL = 24 * time.Hour
+
+// WithMaxKeys bounds the number of live locks to about n (n is split evenly
+// over the shards, so a shard may be full slightly before the store is), and
+// the number of fence counters likewise. An Acquire that needs a new entry
+// in a full shard first removes the shard's expired entries; when none
+// expired it fails with ErrFull, which the Limiter treats as a store failure
+// so that the policy's OnStoreError decides. n < 1 means DefaultMaxKeys.
+func WithMaxKeys(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = DefaultMaxKeys
+		}
+		c.maxKeys = n
+	}
+}
+
+// WithClock makes the store read the time from now instead of time.Now. Tests
+// use it to move time forward without sleeping. The store measures TTLs with
+// Time.Sub against the first reading, so a clock with a monotonic reading
+// (like time.Now) is immune to wall clock steps. A nil now means time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			now = time.Now
+		}
+		c.clock = now
+	}
+}
+
+// WithFenceTTL sets how long a key's fence counter is kept after its last use
+// (default DefaultFenceTTL). Shorter saves memory on many one-off keys;
+// fences stay increasing either way while the wall clock does not step back
+// (see the package documentation). d <= 0 means the default.
+func WithFenceTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			d = DefaultFenceTTL
+		}
+		c.fenceTTL = d
+	}
+}

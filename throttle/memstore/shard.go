@@ -1,0 +1,158 @@
+package memstore
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// lock is one held key. Its strings are the caller's, kept without copying.
+type lock struct {
+	token   string
+	expires time.Duration // since Store.epoch
+	fence   int64         // fence of the first acquisition, 0 if none was asked
+	holds   int32         // hold count of a reentrant lock, 0 for a plain lock
+}
+
+// counter is a key's fence counter.
+type counter struct {
+	last    int64
+	expires time.Duration // since Store.epoch
+}
+
+// sampleSize is how many entries an insertion looks at to remove expired
+// ones, as Redis's active expiry does: enough to keep up with a steady rate
+// of one-off keys, small enough to cost little.
+const sampleSize = 3
+
+// shard is one part of the store: a mutex and the maps it guards.
+type shard struct {
+	mu       sync.Mutex
+	locks    map[string]lock
+	fences   map[string]counter
+	waiters  map[string][]chan struct{}
+	capacity int
+
+	// lockFloor and fenceFloor are lower bounds of the expiry of every
+	// entry in locks and fences. While now is below them nothing can have
+	// expired, so a full shard refuses at once instead of scanning.
+	lockFloor  time.Duration
+	fenceFloor time.Duration
+
+	_ [64]byte // keeps neighbouring shards' mutexes off one cache line
+}
+
+func (sh *shard) init(capacity int) {
+	sh.locks = make(map[string]lock)
+	sh.fences = make(map[string]counter)
+	sh.capacity = capacity
+	sh.lockFloor, sh.fenceFloor = math.MaxInt64, math.MaxInt64
+}
+
+// live returns the lock of key if it has not expired, removing it if it has.
+func (sh *shard) live(key string, now time.Duration) (lock, bool) {
+	l, ok := sh.locks[key]
+	if ok && l.expires <= now {
+		delete(sh.locks, key)
+		return lock{}, false
+	}
+	return l, ok
+}
+
+// put stores l under key and keeps lockFloor a lower bound.
+func (sh *shard) put(key string, l lock) {
+	sh.locks[key] = l
+	sh.lockFloor = min(sh.lockFloor, l.expires)
+}
+
+// roomForLock makes room for one more lock: it samples a few entries and,
+// when the shard is full, removes every expired one. It reports whether a
+// new lock fits.
+func (sh *shard) roomForLock(now time.Duration) bool {
+	n := 0
+	for k, l := range sh.locks {
+		if n++; n > sampleSize {
+			break
+		}
+		if l.expires <= now {
+			delete(sh.locks, k)
+		}
+	}
+	if len(sh.locks) < sh.capacity {
+		return true
+	}
+	if now < sh.lockFloor {
+		return false
+	}
+	floor := time.Duration(math.MaxInt64)
+	for k, l := range sh.locks {
+		if l.expires <= now {
+			delete(sh.locks, k)
+		} else {
+			floor = min(floor, l.expires)
+		}
+	}
+	sh.lockFloor = floor
+	return len(sh.locks) < sh.capacity
+}
+
+// nextFence returns key's next fence, max(last+1, wall), or false when the
+// key has no counter and there is no room for one.
+func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) (int64, bool) {
+	c, ok := sh.fences[key]
+	if ok && c.expires <= now {
+		delete(sh.fences, key)
+		ok = false
+	}
+	if !ok && !sh.roomForFence(now) {
+		return 0, false
+	}
+	c.last = max(c.last+1, wall)
+	c.expires = now + ttl
+	sh.fences[key] = c
+	sh.fenceFloor = min(sh.fenceFloor, c.expires)
+	return c.last, true
+}
+
+// roomForFence is roomForLock for fence counters.
+func (sh *shard) roomForFence(now time.Duration) bool {
+	n := 0
+	for k, c := range sh.fences {
+		if n++; n > sampleSize {
+			break
+		}
+		if c.expires <= now {
+			delete(sh.fences, k)
+		}
+	}
+	if len(sh.fences) < sh.capacity {
+		return true
+	}
+	if now < sh.fenceFloor {
+		return false
+	}
+	floor := time.Duration(math.MaxInt64)
+	for k, c := range sh.fences {
+		if c.expires <= now {
+			delete(sh.fences, k)
+		} else {
+			floor = min(floor, c.expires)
+		}
+	}
+	sh.fenceFloor = floor
+	return len(sh.fences) < sh.capacity
+}
+
+// notify wakes the waiters of key without blocking: a waiter whose channel
+// already holds a signal has not looked yet and needs no second one.
+func (sh *shard) notify(key string) {
+	if len(sh.waiters) == 0 {
+		return
+	}
+	for _, ch := range sh.waiters[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

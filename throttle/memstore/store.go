@@ -1,0 +1,210 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// maxShards is the number of shards of a large store: enough that goroutines
+// on different keys rarely share a mutex on machines with dozens of cores.
+const maxShards = 64
+
+// minPerShard is the least capacity per shard; a small store (WithMaxKeys) has
+// fewer shards so that its bound stays close to what was asked.
+const minPerShard = 16
+
+// Store is an in-memory throttle.Store and throttle.Notifier for one process.
+// It is safe for concurrent use; the zero value is not usable, call New.
+type Store struct {
+	shards   []shard
+	mask     uint64
+	seed     maphash.Seed
+	clock    func() time.Time
+	epoch    time.Time
+	fenceTTL time.Duration
+}
+
+var (
+	_ throttle.Store    = (*Store)(nil)
+	_ throttle.Notifier = (*Store)(nil)
+)
+
+// New returns an empty store. Without options it holds up to DefaultMaxKeys
+// locks, reads time.Now and keeps fence counters for DefaultFenceTTL.
+func New(opts ...Option) *Store {
+	c := config{maxKeys: DefaultMaxKeys, clock: time.Now, fenceTTL: DefaultFenceTTL}
+	for _, o := range opts {
+		o(&c)
+	}
+	n := maxShards
+	for n > 1 && c.maxKeys/n < minPerShard {
+		n /= 2
+	}
+	s := &Store{
+		shards:   make([]shard, n),
+		mask:     uint64(n - 1),
+		seed:     maphash.MakeSeed(),
+		clock:    c.clock,
+		fenceTTL: c.fenceTTL,
+	}
+	s.epoch = s.clock()
+	per := (c.maxKeys + n - 1) / n
+	for i := range s.shards {
+		s.shards[i].init(per)
+	}
+	return s
+}
+
+func (s *Store) shard(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)&s.mask]
+}
+
+// now returns the time since the store was made, for expiries, and the wall
+// clock in microseconds, for fences, from one clock reading.
+func (s *Store) now() (time.Duration, int64) {
+	t := s.clock()
+	return t.Sub(s.epoch), t.UnixMicro()
+}
+
+// ceilMillis rounds d up to a whole millisecond, as Redis rounds PX and
+// PTTL, so that both stores report the same Remaining.
+func ceilMillis(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("%w: memstore: ttl %v must be positive", throttle.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// Acquire takes req.Key for req.Token if it is free (or, for a Reentrant
+// request, already held by req.Token as a reentrant lock). It fails with
+// ErrFull when a new entry does not fit (see WithMaxKeys), with an error
+// matching throttle.ErrInvalid for an empty token or a TTL that is not
+// positive, and with ctx.Err() when ctx is done.
+func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return throttle.Grant{}, err
+	}
+	if err := checkTTL(req.TTL); err != nil {
+		return throttle.Grant{}, err
+	}
+	if req.Token == "" {
+		return throttle.Grant{}, fmt.Errorf("%w: memstore: empty token", throttle.ErrInvalid)
+	}
+	ttl := ceilMillis(req.TTL)
+	now, wall := s.now()
+	sh := s.shard(req.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+
+	if l, held := sh.live(req.Key, now); held {
+		if !req.Reentrant || l.holds == 0 || l.token != req.Token {
+			return throttle.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
+		}
+		if req.Fence && l.fence == 0 {
+			f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
+			if !ok {
+				return throttle.Grant{}, ErrFull
+			}
+			l.fence = f
+		}
+		l.holds++
+		l.expires = now + ttl
+		sh.put(req.Key, l)
+		g := throttle.Grant{Acquired: true, Holds: int(l.holds)}
+		if req.Fence {
+			g.Fence = l.fence
+		}
+		return g, nil
+	}
+
+	if !sh.roomForLock(now) {
+		return throttle.Grant{}, ErrFull
+	}
+	l := lock{token: req.Token, expires: now + ttl}
+	if req.Reentrant {
+		l.holds = 1
+	}
+	if req.Fence {
+		f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
+		if !ok {
+			return throttle.Grant{}, ErrFull
+		}
+		l.fence = f
+	}
+	sh.put(req.Key, l)
+	return throttle.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
+}
+
+// Release frees key if token holds it, or drops one hold of a reentrant lock
+// held more than once (OutcomeStillHeld). Waiters from Watch are woken when
+// the key is freed. It returns ctx.Err() when ctx is done.
+func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	now, _ := s.now()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l, held := sh.live(key, now)
+	switch {
+	case !held:
+		return throttle.OutcomeGone, nil
+	case l.token != token:
+		return throttle.OutcomeHeldByOther, nil
+	case l.holds > 1:
+		l.holds--
+		sh.locks[key] = l
+		return throttle.OutcomeStillHeld, nil
+	}
+	delete(sh.locks, key)
+	sh.notify(key)
+	return throttle.OutcomeOK, nil
+}
+
+// Extend sets the time to live of key to ttl (rounded up to a millisecond) if
+// token holds it. It fails with an error matching throttle.ErrInvalid when
+// ttl is not positive and with ctx.Err() when ctx is done.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return 0, err
+	}
+	now, _ := s.now()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l, held := sh.live(key, now)
+	switch {
+	case !held:
+		return throttle.OutcomeGone, nil
+	case l.token != token:
+		return throttle.OutcomeHeldByOther, nil
+	}
+	l.expires = now + ceilMillis(ttl)
+	sh.put(key, l)
+	return throttle.OutcomeOK, nil
+}
+
+// Len returns the number of locks the store keeps, counting expired ones that
+// were not removed yet. It is meant for metrics and tests.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.locks)
+		sh.mu.Unlock()
+	}
+	return n
+}
