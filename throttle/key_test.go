@@ -1,0 +1,132 @@
+package throttle_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// hashTag returns what Redis Cluster hashes for key: the part between the
+// first '{' and the first '}' after it.
+func hashTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}
+
+func TestKeyFormat(t *testing.T) {
+	cases := []struct{ prefix, policy, id, want string }{
+		{"throttle", "submit", "42", "throttle:{submit:42}"},
+		{"p", "submit", "a:b", "p:{submit:a%3Ab}"},
+		{"p", "x{y}", "%", "p:{x%7By%7D:%25}"},
+		{"p", "s", "", "p:{s:}"},
+		{"p", "s", "two words\n", "p:{s:two%20words%0A}"},
+		{"p", "s", "é", "p:{s:%C3%A9}"},
+	}
+	for _, c := range cases {
+		if got := throttle.Key(c.prefix, c.policy, c.id); got != c.want {
+			t.Errorf("Key(%q, %q, %q) = %q, want %q", c.prefix, c.policy, c.id, got, c.want)
+		}
+	}
+}
+
+func TestKeyHashesLongComponents(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	k := throttle.Key("throttle", "submit", long)
+	if len(k) > 128 {
+		t.Fatalf("key for a 1 MiB id is %d bytes long", len(k))
+	}
+	if !strings.Contains(k, "%!") {
+		t.Fatalf("long id not marked as hashed: %q", k)
+	}
+	other := throttle.Key("throttle", "submit", long[:len(long)-1]+"y")
+	if k == other {
+		t.Fatal("two different long ids share a key")
+	}
+	// The longest component kept as is, and the shortest one hashed.
+	edge := strings.Repeat("a", throttle.MaxComponent)
+	if k := throttle.Key("p", "s", edge); !strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was hashed: %q", throttle.MaxComponent, k)
+	}
+	if k := throttle.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was kept: %q", throttle.MaxComponent+1, k)
+	}
+}
+
+func TestFenceKeySharesSlot(t *testing.T) {
+	k := throttle.Key("throttle", "jobs", "customer:7")
+	if hashTag(throttle.FenceKey(k)) != hashTag(k) {
+		t.Fatalf("fence key %q and lock key %q hash differently", throttle.FenceKey(k), k)
+	}
+}
+
+func TestJoinID(t *testing.T) {
+	if throttle.JoinID("a:b", "c") == throttle.JoinID("a", "b:c") {
+		t.Fatal("JoinID is not injective over separators")
+	}
+	if got := throttle.JoinID("42", "POST"); got != "42:POST" {
+		t.Fatalf("JoinID = %q", got)
+	}
+	if throttle.JoinID() != "" || throttle.JoinID("") == throttle.JoinID("", "") {
+		t.Fatal("JoinID confuses empty lists")
+	}
+}
+
+// FuzzKey checks the promises of Key: different ids give different keys,
+// the key is bounded whatever the id, and the hash tag spans exactly the
+// escaped policy and id.
+func FuzzKey(f *testing.F) {
+	for _, s := range [][2]string{
+		{"42", "43"}, {"a:b", "a%3Ab"}, {"{x}", "%7Bx%7D"}, {"", "%"},
+		{strings.Repeat("z", 100), strings.Repeat("z", 101)}, {"\x00\xff", "\x00"},
+		{"%!abc", "x"}, {strings.Repeat(":", 30), strings.Repeat("%", 30)},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ka, kb := throttle.Key("throttle", "submit", a), throttle.Key("throttle", "submit", b)
+		if a != b && ka == kb {
+			t.Fatalf("ids %q and %q share key %q", a, b, ka)
+		}
+		for _, k := range []string{ka, kb} {
+			if len(k) > len("throttle:{submit:}")+throttle.MaxComponent {
+				t.Fatalf("key %q is %d bytes", k, len(k))
+			}
+			if strings.Count(k, "{") != 1 || strings.Count(k, "}") != 1 || !strings.HasSuffix(k, "}") {
+				t.Fatalf("key %q breaks the hash tag", k)
+			}
+			if hashTag(k) != k[len("throttle:{"):len(k)-1] {
+				t.Fatalf("hash tag of %q is %q", k, hashTag(k))
+			}
+		}
+	})
+}
+
+// FuzzJoinID checks that two different pairs never join to the same id.
+func FuzzJoinID(f *testing.F) {
+	f.Add("a:b", "c", "a", "b:c")
+	f.Add("", ":", ":", "")
+	f.Add("%3A", "", ":", "")
+	f.Fuzz(func(t *testing.T, a, b, c, d string) {
+		if (a != c || b != d) && throttle.JoinID(a, b) == throttle.JoinID(c, d) {
+			t.Fatalf("(%q, %q) and (%q, %q) join to %q", a, b, c, d, throttle.JoinID(a, b))
+		}
+		if throttle.JoinID(a) == throttle.JoinID(c, d) {
+			t.Fatalf("(%q) and (%q, %q) join alike", a, c, d)
+		}
+	})
+}
+
+func BenchmarkKey(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = throttle.Key("throttle", "submit", "user-12345")
+	}
+}

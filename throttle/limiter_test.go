@@ -1,0 +1,215 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+var errDown = errors.New("store is down")
+
+// brokenStore fails every call, as a store does whose server is gone.
+type brokenStore struct{}
+
+func (brokenStore) Acquire(context.Context, throttle.AcquireRequest) (throttle.Grant, error) {
+	return throttle.Grant{}, errDown
+}
+func (brokenStore) Release(context.Context, string, string) (throttle.Outcome, error) {
+	return 0, errDown
+}
+func (brokenStore) Extend(context.Context, string, string, time.Duration) (throttle.Outcome, error) {
+	return 0, errDown
+}
+
+// switchStore is a working store that can be switched off, to test what the
+// Limiter does while its store fails and after it recovers.
+type switchStore struct {
+	throttle.Store
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func (s *switchStore) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+	s.calls.Add(1)
+	if s.down.Load() {
+		return throttle.Grant{}, errDown
+	}
+	return s.Store.Acquire(ctx, req)
+}
+
+// hangStore never answers until the context ends, like a Redis that
+// accepted the connection and went silent.
+type hangStore struct{ brokenStore }
+
+func (hangStore) Acquire(ctx context.Context, _ throttle.AcquireRequest) (throttle.Grant, error) {
+	<-ctx.Done()
+	return throttle.Grant{}, ctx.Err()
+}
+
+func newLimiter(t *testing.T, store throttle.Store, p throttle.Policy) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(store, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestAcquireContended(t *testing.T) {
+	ctx := context.Background()
+	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute})
+	lease, err := l.Acquire(ctx, "42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Key() != "throttle:{submit:42}" || lease.TTL() != time.Minute || lease.ValidFor() <= 0 {
+		t.Fatalf("lease: key %q ttl %v valid %v", lease.Key(), lease.TTL(), lease.ValidFor())
+	}
+	_, err = l.Acquire(ctx, "42")
+	var ce *throttle.ContendedError
+	if !errors.Is(err, throttle.ErrContended) || !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > time.Minute {
+		t.Fatalf("second acquire: %v", err)
+	}
+	if errors.Is(err, throttle.ErrStore) {
+		t.Fatal("a held key must not look like a store error")
+	}
+	if _, err := l.Acquire(ctx, "43"); err != nil {
+		t.Fatalf("another id: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, throttle.ErrNotHeld) {
+		t.Fatalf("second release: %v", err)
+	}
+	if _, err := l.Acquire(ctx, "42"); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	if s := l.Stats(); s.Acquired != 3 || s.Rejected != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestAcquireCanceledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit"})
+	if _, err := l.Acquire(ctx, "1"); !errors.Is(err, context.Canceled) || errors.Is(err, throttle.ErrStore) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestAcquireStoreTimeout(t *testing.T) {
+	l := newLimiter(t, hangStore{}, throttle.Policy{Name: "submit", Timeout: 20 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(context.Background(), "1")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var se *throttle.StoreError
+		if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || se.Op != "acquire" {
+			t.Fatalf("err = %v, want a StoreError wrapping DeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a silent store was not bounded by Policy.Timeout")
+	}
+}
+
+func TestAdmitDecisions(t *testing.T) {
+	ctx := context.Background()
+	t.Run("contended", func(t *testing.T) {
+		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: 3 * time.Second})
+		if lease, rej := l.Admit(ctx, "u"); lease == nil || rej != nil {
+			t.Fatalf("first: %v %v", lease, rej)
+		}
+		_, rej := l.Admit(ctx, "u")
+		if rej == nil || rej.Status != http.StatusTooManyRequests || rej.Reason != throttle.ReasonContended ||
+			rej.RetryAfter <= 0 || rej.Policy != "submit" || rej.Window != 3*time.Second {
+			t.Fatalf("duplicate: %+v", rej)
+		}
+	})
+	t.Run("exclusive", func(t *testing.T) {
+		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
+		l.Admit(ctx, "u")
+		if _, rej := l.Admit(ctx, "u"); rej == nil || rej.Status != http.StatusConflict {
+			t.Fatalf("duplicate: %+v", rej)
+		}
+	})
+	t.Run("fail open", func(t *testing.T) {
+		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit"})
+		if lease, rej := l.Admit(ctx, "u"); lease != nil || rej != nil {
+			t.Fatalf("got %v %v, want through unguarded", lease, rej)
+		}
+		if s := l.Stats(); s.FailedOpen != 1 || s.StoreErrors != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+	t.Run("fail closed", func(t *testing.T) {
+		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
+		_, rej := l.Admit(ctx, "u")
+		if rej == nil || rej.Status != http.StatusServiceUnavailable || rej.Reason != throttle.ReasonStoreUnavailable || rej.RetryAfter != time.Second {
+			t.Fatalf("got %+v", rej)
+		}
+		if !errors.Is(rej.Err, throttle.ErrStore) || !errors.Is(rej.Err, errDown) {
+			t.Fatalf("rejection error %v should wrap the store's", rej.Err)
+		}
+	})
+	t.Run("exclusive fails closed by default", func(t *testing.T) {
+		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
+		if _, rej := l.Admit(ctx, "u"); rej == nil || rej.Status != http.StatusServiceUnavailable {
+			t.Fatalf("got %+v", rej)
+		}
+	})
+}
+
+func TestFailOver(t *testing.T) {
+	ctx := context.Background()
+	primary := &switchStore{Store: memstore.New()}
+	l := newLimiter(t, primary, throttle.Policy{Name: "submit", Window: time.Minute,
+		OnStoreError: throttle.FailOver, Fallback: memstore.New()})
+
+	primary.down.Store(true)
+	lease, rej := l.Admit(ctx, "a")
+	if lease == nil || rej != nil {
+		t.Fatalf("first request during the outage: %v %+v", lease, rej)
+	}
+	if _, rej := l.Admit(ctx, "a"); rej == nil || rej.Status != http.StatusTooManyRequests {
+		t.Fatalf("the fallback should still turn duplicates away, got %+v", rej)
+	}
+	calls := primary.calls.Load()
+	l.Admit(ctx, "b")
+	if primary.calls.Load() != calls {
+		t.Fatal("the primary was asked again within the probe interval")
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("a fallback lease is released in the fallback: %v", err)
+	}
+
+	primary.down.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for primary.calls.Load() == calls+0 || l.Stats().Fallback == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the limiter never probed the primary again")
+		}
+		l.Admit(ctx, "probe")
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := primary.calls.Load()
+	if lease, _ := l.Admit(ctx, "c"); lease == nil {
+		t.Fatal("no lease after recovery")
+	}
+	if primary.calls.Load() == before {
+		t.Fatal("requests did not go back to the primary after it recovered")
+	}
+	if s := l.Stats(); s.Fallback < 2 || s.StoreErrors != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
