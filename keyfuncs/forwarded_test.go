@@ -1,0 +1,209 @@
+package keyfuncs
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func mustPrefixes(t testing.TB, s ...string) []netip.Prefix {
+	t.Helper()
+	p, err := ParsePrefixes(s...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestForwardedIPXFF(t *testing.T) {
+	trusted := mustPrefixes(t, "10.0.0.0/8", "192.0.2.10", "2001:db8:ffff::/48")
+	tests := []struct {
+		name   string
+		remote string
+		hdr    []string
+		opts   []IPOption
+		want   string
+	}{
+		{"untrusted peer, no header", "203.0.113.5:1", nil, nil, "203.0.113.5"},
+		{"untrusted peer, spoofed header ignored", "203.0.113.5:1",
+			[]string{"X-Forwarded-For", "1.1.1.1"}, nil, "203.0.113.5"},
+		{"untrusted peer, spoofed chain ignored", "203.0.113.5:1",
+			[]string{"X-Forwarded-For", "1.1.1.1, 10.0.0.1"}, nil, "203.0.113.5"},
+		{"untrusted peer, junk header ignored", "203.0.113.5:1",
+			[]string{"X-Forwarded-For", "\x00garbage,,,["}, nil, "203.0.113.5"},
+		{"trusted peer, no header: the peer", "10.0.0.2:1", nil, nil, "10.0.0.2"},
+		{"trusted peer, one hop", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "198.51.100.7"}, nil, "198.51.100.7"},
+		{"client prepends a fake address", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7"}, nil, "198.51.100.7"},
+		{"right to left through trusted hops", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7, 192.0.2.10, 10.1.2.3"}, nil, "198.51.100.7"},
+		{"several header lines", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-For", "198.51.100.7, 10.9.9.9", "X-Forwarded-For", "10.1.1.1"}, nil, "198.51.100.7"},
+		{"all trusted: leftmost", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "10.0.0.9, 192.0.2.10"}, nil, "10.0.0.9"},
+		{"spaces and empty elements", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", " ,\t198.51.100.7 , ,10.0.0.3,"}, nil, "198.51.100.7"},
+		{"port on a hop", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "198.51.100.7:5555"}, nil, "198.51.100.7"},
+		{"ipv6 hop", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "2001:DB8::7"}, nil, "2001:db8::7"},
+		{"bracketed ipv6 hop with port", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "[2001:db8::7]:443"}, nil, "2001:db8::7"},
+		{"mapped ipv4 hop unmapped and trusted", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "198.51.100.7, ::ffff:10.3.3.3"}, nil, "198.51.100.7"},
+		{"trusted ipv6 proxy", "[2001:db8:ffff::1]:1",
+			[]string{"X-Forwarded-For", "2001:db8:1:2::99"}, []IPOption{GroupIPv6(64)}, "2001:db8:1:2::/64"},
+		{"mapped peer trusted", "[::ffff:10.0.0.2]:1",
+			[]string{"X-Forwarded-For", "198.51.100.7"}, nil, "198.51.100.7"},
+		{"junk left of the client is never read", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "not-an-ip, [[[, 198.51.100.7"}, nil, "198.51.100.7"},
+		{"Forwarded ignored without FromForwarded", "10.0.0.2:1",
+			[]string{"Forwarded", "for=6.6.6.6"}, nil, "10.0.0.2"},
+		{"X-Forwarded-For ignored with FromForwarded", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "6.6.6.6"}, []IPOption{FromForwarded()}, "10.0.0.2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ForwardedIP(trusted, tt.opts...)(req(tt.remote, tt.hdr...))
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestForwardedIPRFC7239(t *testing.T) {
+	trusted := mustPrefixes(t, "10.0.0.0/8", "2001:db8:ffff::/48")
+	tests := []struct {
+		name string
+		hdr  []string
+		want string
+	}{
+		{"rfc example", []string{"Forwarded", `for="_gazonk", For="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::17"},
+		{"params and case", []string{"Forwarded", `FOR=192.0.2.60;proto=http;by=203.0.113.43`}, "192.0.2.60"},
+		{"quoted ipv4 with port", []string{"Forwarded", `for="192.0.2.43:47011"`}, "192.0.2.43"},
+		{"right to left", []string{"Forwarded", `for=6.6.6.6, for=192.0.2.43, for=10.0.0.5`}, "192.0.2.43"},
+		{"several lines", []string{"Forwarded", `for=6.6.6.6`, "Forwarded", `for=192.0.2.43;proto=https`, "Forwarded", `for="[2001:db8:ffff::9]"`}, "192.0.2.43"},
+		{"all trusted: leftmost", []string{"Forwarded", `for=10.1.1.1, for=10.2.2.2`}, "10.1.1.1"},
+		{"no header: the peer", nil, "10.0.0.2"},
+		{"unquoted ipv6 leniency", []string{"Forwarded", `for=[2001:db8::5]:80`}, "2001:db8::5"},
+		{"escaped quoted value", []string{"Forwarded", `for="\192.0.2.44"`}, "192.0.2.44"},
+		{"spaces and empty elements", []string{"Forwarded", ` , for=192.0.2.45 ; proto=https ,, `}, "192.0.2.45"},
+		{"comma inside quotes", []string{"Forwarded", `for=192.0.2.46;ext="a, for=6.6.6.6"`}, "192.0.2.46"},
+		{"obfuscated left of the client is fine", []string{"Forwarded", `for=_hidden, for=192.0.2.47`}, "192.0.2.47"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", tt.hdr...))
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestForwardedIPErrors(t *testing.T) {
+	trusted := mustPrefixes(t, "10.0.0.0/8")
+	xff := []struct{ name, v string }{
+		{"unparsable hop", "198.51.100.7, not-an-ip"},
+		{"unparsable rightmost", "junk"},
+		{"hostname", "example.com"},
+		{"binary", "\x00\x01\xff"},
+		{"separator soup", "1.2.3.4;5.6.7.8"},
+		{"too many hops", strings.Repeat("10.0.0.1,", MaxForwardedHops) + "10.0.0.1"},
+		{"too large", strings.Repeat(" ", MaxForwardedBytes) + "1.2.3.4"},
+	}
+	for _, tt := range xff {
+		t.Run("xff "+tt.name, func(t *testing.T) {
+			_, err := ForwardedIP(trusted)(req("10.0.0.2:1", "X-Forwarded-For", tt.v))
+			wantErr(t, err, http.StatusBadRequest, `header "X-Forwarded-For"`, strings.TrimSpace(tt.v))
+		})
+	}
+	fwd := []struct{ name, v string }{
+		{"obfuscated client", `for=_hidden`},
+		{"unknown client", `for=unknown`},
+		{"unknown client quoted, any case", `for="UnKnown"`},
+		{"no for", `proto=https;by=10.0.0.1`},
+		{"unterminated quote", `for="192.0.2.1`},
+		{"junk after value", `for="192.0.2.1"x`},
+		{"client quote swallowing the proxy's element", `for="x, for="[2001:db8::1]"`},
+		{"duplicate for", `for=1.2.3.4;for=5.6.7.8`},
+		{"missing value", `for=`},
+		{"missing name", `=1.2.3.4`},
+		{"no equals", `for`},
+		{"unparsable node", `for="1.2.3.4.5"`},
+		{"binary", "for=\x00"},
+		{"too many hops", strings.Repeat("for=10.0.0.1,", MaxForwardedHops+1)},
+		{"too large", strings.Repeat(",", MaxForwardedBytes+1)},
+	}
+	for _, tt := range fwd {
+		t.Run("forwarded "+tt.name, func(t *testing.T) {
+			_, err := ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", "Forwarded", tt.v))
+			wantErr(t, err, http.StatusBadRequest, `header "Forwarded"`, "1.2.3.4", "192.0.2.1", "_hidden")
+		})
+	}
+	t.Run("bad peer", func(t *testing.T) {
+		_, err := ForwardedIP(trusted)(req("nope", "X-Forwarded-For", "1.2.3.4"))
+		wantErr(t, err, http.StatusBadRequest, "remote address", "nope")
+	})
+}
+
+func TestForwardedIPMegabyteHeader(t *testing.T) {
+	trusted := mustPrefixes(t, "10.0.0.0/8")
+	big := strings.Repeat("10.0.0.1, ", 100_000) // ~1 MB, Go's default header limit
+	for _, name := range []string{"X-Forwarded-For", "Forwarded"} {
+		var opts []IPOption
+		if name == "Forwarded" {
+			opts = append(opts, FromForwarded())
+		}
+		_, err := ForwardedIP(trusted, opts...)(req("10.0.0.2:1", name, big+"198.51.100.7"))
+		wantErr(t, err, http.StatusBadRequest, "header "+`"`+name+`"`)
+		// The same header from an untrusted peer is not even read.
+		got, err := ForwardedIP(trusted, opts...)(req("203.0.113.1:1", name, big))
+		if err != nil || got != "203.0.113.1" {
+			t.Fatalf("untrusted peer: %q, %v", got, err)
+		}
+	}
+}
+
+func TestForwardedIPAtLimits(t *testing.T) {
+	trusted := mustPrefixes(t, "10.0.0.0/8")
+	// Exactly MaxForwardedHops hops is fine.
+	v := strings.Repeat("10.0.0.1,", MaxForwardedHops-1) + "10.0.0.1"
+	got, err := ForwardedIP(trusted)(req("10.0.0.2:1", "X-Forwarded-For", v))
+	if err != nil || got != "10.0.0.1" {
+		t.Fatalf("%d hops: %q, %v", MaxForwardedHops, got, err)
+	}
+	fv := strings.Repeat("for=10.0.0.1,", MaxForwardedHops)
+	got, err = ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", "Forwarded", fv))
+	if err != nil || got != "10.0.0.1" {
+		t.Fatalf("%d Forwarded hops: %q, %v", MaxForwardedHops, got, err)
+	}
+}
+
+func TestForwardedIPNoTrusted(t *testing.T) {
+	got, err := ForwardedIP(nil)(req("10.0.0.2:1", "X-Forwarded-For", "1.1.1.1"))
+	if err != nil || got != "10.0.0.2" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestForwardedIPInvalidPrefixPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a zero prefix")
+		}
+	}()
+	ForwardedIP([]netip.Prefix{{}})
+}
+
+func TestForwardedIPMappedTrustedPrefix(t *testing.T) {
+	// A trusted prefix written as IPv4-mapped IPv6 still matches IPv4 peers.
+	p := []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}
+	got, err := ForwardedIP(p)(req("10.0.0.2:1", "X-Forwarded-For", "198.51.100.7"))
+	if err != nil || got != "198.51.100.7" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
