@@ -1,0 +1,45 @@
+// Package echoadapter guards echo routes with a throttle.Limiter in one
+// line:
+//
+//	e.POST("/submit", submit, echoadapter.Middleware(limiter, key))
+//
+// It is the echo face of the same admission the nethttp and gin adapters
+// use: the key is built, the request admitted under the limiter's policy,
+// and the hold ended when the handler returns (Window keeps the key, Dedupe
+// releases it when the handler failed or panicked, Exclusive refreshes its
+// lease while the handler runs and releases it afterwards). A rejected
+// request never reaches the handler: it is answered with 429 (409 for
+// Exclusive), Retry-After and RateLimit headers and an RFC 9457
+// application/problem+json body, identical to the other adapters, and they
+// all build the same stored keys, so echo, gin and net/http services share
+// locks on one Redis.
+//
+// To answer rejections through the application's own HTTPErrorHandler,
+// give WithRejectHandler a function that returns HTTPError(c, rej).
+//
+// # Status of the handler
+//
+// Echo handlers return errors that the HTTPErrorHandler renders after the
+// middleware has returned, so the status is worked out the way that handler
+// will: when the response is already committed, the status it was
+// committed with; otherwise an *echo.HTTPError's Code, 500 for any other
+// error, and c.Response().Status when there is no error. A panic ends the
+// hold as a failure and keeps unwinding, to echo's Recover middleware if
+// one is registered before this one.
+//
+// # Keys
+//
+// Middleware takes a keyfuncs.Func, which works on the *http.Request and so
+// builds the same key in every framework. ContextMiddleware takes a KeyFunc
+// reading the echo.Context instead, with echo's own sources: RealIP, Value
+// (c.Get, e.g. a user ID set by an authentication middleware) and Path (the
+// route pattern); Request adapts any keyfuncs.Func.
+//
+// Beware of c.RealIP with echo v4's defaults: unless Echo.IPExtractor is
+// set, it returns the leftmost X-Forwarded-For address, or X-Real-IP,
+// headers any client can set, and only then the peer address. Keyed on
+// that, a client picks a new identity per request and is never throttled.
+// Set e.IPExtractor (echo.ExtractIPDirect() without proxies,
+// echo.ExtractIPFromXFFHeader with trust options behind them), or use
+// keyfuncs.ForwardedIP with an explicit trusted list.
+package echoadapter

@@ -1,0 +1,91 @@
+package echoadapter
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Middleware returns echo middleware that admits each request under l,
+// keyed by the identity key builds from c.Request(). Because keyfuncs work
+// on the *http.Request, the stored key is the one the nethttp and gin
+// adapters build for the same request.
+//
+// The handler runs with c.Request() carrying the lease
+// (throttle.LeaseFrom(c.Request().Context())) when the policy is Exclusive,
+// Fence or Reentrant. Middleware panics when l or key is nil: a wiring
+// mistake to catch at start-up.
+func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
+	if key == nil {
+		panic("echoadapter: Middleware needs a non-nil key function")
+	}
+	return ContextMiddleware(l, Request(key), opts...)
+}
+
+// ContextMiddleware is Middleware with a key built from the echo.Context,
+// for echo's own identity sources (RealIP, Value, Path). See the package
+// documentation for what echo trusts when it computes RealIP.
+func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
+	if l == nil || key == nil {
+		panic("echoadapter: middleware needs a non-nil Limiter and key function")
+	}
+	cfg := config{reject: defaultReject}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	skip, reject := cfg.skip, cfg.reject
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if skip != nil && skip(c) {
+				return next(c)
+			}
+			id, err := key(c)
+			if err != nil {
+				return reject(c, guard.KeyRejection(l, err))
+			}
+			r := c.Request()
+			parent := r.Context()
+			ctx, ticket, rej := guard.Begin(parent, l, id)
+			if rej != nil {
+				return reject(c, rej)
+			}
+			if ctx != parent {
+				c.SetRequest(r.WithContext(ctx))
+			}
+			// No recover: a panic keeps unwinding with its own value
+			// and stack once the hold is ended.
+			returned := false
+			defer func() {
+				if !returned {
+					ticket.Finish(ctx, 0, true)
+				}
+			}()
+			err = next(c)
+			returned = true
+			ticket.Finish(ctx, status(c, err), false)
+			return err
+		}
+	}
+}
+
+// status is the status the client gets for a handler that returned err:
+// see "Status of the handler" in the package documentation.
+func status(c echo.Context, err error) int {
+	res := c.Response()
+	if res.Committed || err == nil {
+		if res.Status == 0 {
+			return http.StatusOK
+		}
+		return res.Status
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) && he.Code != 0 {
+		return he.Code
+	}
+	return http.StatusInternalServerError
+}

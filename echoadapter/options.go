@@ -1,0 +1,62 @@
+package echoadapter
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Option configures Middleware and ContextMiddleware.
+type Option func(*config)
+
+type config struct {
+	skip   func(c echo.Context) bool
+	reject RejectHandler
+}
+
+// RejectHandler answers a request that does not go ahead: a duplicate, a
+// request whose key could not be built, or one the store could not decide
+// under a fail-closed policy. It either writes the response and returns nil,
+// or returns an error for the application's HTTPErrorHandler to render
+// (see HTTPError). rej.Err is for logs only, never for the client.
+type RejectHandler func(c echo.Context, rej *throttle.Rejection) error
+
+// WithRejectHandler replaces the default rejection response (problem+json
+// written directly) by h. A nil h keeps the default.
+func WithRejectHandler(h RejectHandler) Option {
+	return func(c *config) {
+		if h != nil {
+			c.reject = h
+		}
+	}
+}
+
+// WithSkipper lets requests for which skip returns true through unguarded,
+// like echo's middleware.Skipper (a middleware.Skipper value can be passed
+// as is). By default no request is skipped.
+func WithSkipper(skip func(c echo.Context) bool) Option {
+	return func(c *config) { c.skip = skip }
+}
+
+// HTTPError sets the rejection's Retry-After and RateLimit headers on
+// c.Response() and returns an *echo.HTTPError with its status and a short
+// explanation, for a RejectHandler that lets the application's
+// HTTPErrorHandler render rejections like its other errors:
+//
+//	echoadapter.WithRejectHandler(func(c echo.Context, rej *throttle.Rejection) error {
+//		return echoadapter.HTTPError(c, rej)
+//	})
+//
+// The error carries no internal error (rej.Err is left out), so that echo's
+// debug mode cannot show keys or store errors to the client.
+func HTTPError(c echo.Context, rej *throttle.Rejection) *echo.HTTPError {
+	guard.SetHeaders(c.Response().Header(), rej)
+	return echo.NewHTTPError(rej.Status, guard.Detail(rej))
+}
+
+// defaultReject writes the shared problem+json answer.
+func defaultReject(c echo.Context, rej *throttle.Rejection) error {
+	guard.Write(c.Response(), rej)
+	return nil
+}

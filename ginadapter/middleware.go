@@ -1,0 +1,68 @@
+package ginadapter
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Middleware returns gin middleware that admits each request under l, keyed
+// by the identity key builds from c.Request. Because keyfuncs work on the
+// *http.Request, the stored key is the one the nethttp and echo adapters
+// build for the same request.
+//
+// The rest of the chain runs with c.Request carrying the lease
+// (throttle.LeaseFrom(c.Request.Context())) when the policy is Exclusive,
+// Fence or Reentrant. Middleware panics when l or key is nil: a wiring
+// mistake to catch at start-up.
+func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
+	if key == nil {
+		panic("ginadapter: Middleware needs a non-nil key function")
+	}
+	return ContextMiddleware(l, Request(key), opts...)
+}
+
+// ContextMiddleware is Middleware with a key built from the *gin.Context,
+// for gin's own identity sources (ClientIP, Value, FullPath). See the
+// package documentation for what gin trusts when it computes ClientIP.
+func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.HandlerFunc {
+	if l == nil || key == nil {
+		panic("ginadapter: middleware needs a non-nil Limiter and key function")
+	}
+	cfg := config{reject: defaultReject}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	reject := cfg.reject
+	return func(c *gin.Context) {
+		id, err := key(c)
+		if err != nil {
+			reject(c, guard.KeyRejection(l, err))
+			c.Abort()
+			return
+		}
+		parent := c.Request.Context()
+		ctx, ticket, rej := guard.Begin(parent, l, id)
+		if rej != nil {
+			reject(c, rej)
+			c.Abort()
+			return
+		}
+		if ctx != parent {
+			c.Request = c.Request.WithContext(ctx)
+		}
+		// No recover: a panic keeps unwinding with its own value and
+		// stack to gin.Recovery once the hold is ended.
+		returned := false
+		defer func() {
+			if !returned {
+				ticket.Finish(ctx, 0, true)
+			}
+		}()
+		c.Next()
+		returned = true
+		ticket.Finish(ctx, c.Writer.Status(), false)
+	}
+}

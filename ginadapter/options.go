@@ -1,0 +1,48 @@
+package ginadapter
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Option configures Middleware and ContextMiddleware.
+type Option func(*config)
+
+type config struct {
+	reject RejectHandler
+}
+
+// RejectHandler answers a request that does not go ahead: a duplicate, a
+// request whose key could not be built, or one the store could not decide
+// under a fail-closed policy. rej.Status is the status the default answer
+// would use; rej.Err is for logs only, never for the client.
+type RejectHandler func(c *gin.Context, rej *throttle.Rejection)
+
+// WithRejectHandler replaces the default rejection response by h, for
+// services with their own error format. h should write the response, in
+// the gin idiom, with c.AbortWithStatusJSON or c.JSON; the middleware calls
+// c.Abort after h returns in any case, so that no later handler runs for a
+// rejected request. No header is set before h runs; call SetHeaders for
+// the standard Retry-After and RateLimit fields. A nil h keeps the default.
+func WithRejectHandler(h RejectHandler) Option {
+	return func(c *config) {
+		if h != nil {
+			c.reject = h
+		}
+	}
+}
+
+// defaultReject writes the shared problem+json answer and aborts.
+func defaultReject(c *gin.Context, rej *throttle.Rejection) {
+	guard.Write(c.Writer, rej)
+	c.Abort()
+}
+
+// SetHeaders sets the Retry-After, RateLimit-Policy and RateLimit response
+// headers the default answer would send for rej, for a RejectHandler that
+// writes its own body but keeps the standard fields clients understand.
+func SetHeaders(c *gin.Context, rej *throttle.Rejection) {
+	guard.SetHeaders(c.Writer.Header(), rej)
+}

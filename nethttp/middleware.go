@@ -1,0 +1,77 @@
+package nethttp
+
+import (
+	"net/http"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Middleware returns middleware that admits each request under l, keyed by
+// the identity key builds from it (combined with the policy name by
+// l.Key). It is the one-line way to guard a handler; see the package
+// documentation for the responses.
+//
+// The handler runs with the request's context, or with one carrying the
+// lease (throttle.LeaseFrom) when the policy is Exclusive, Fence or
+// Reentrant; an Exclusive lease is refreshed while the handler runs and the
+// context is cancelled with throttle.ErrLost if it is lost. A panic in the
+// handler ends the hold as a failure (the key is released in Dedupe and
+// Exclusive modes) and keeps unwinding unchanged, so that http.Server or
+// your recovery middleware still sees it.
+//
+// Middleware panics when l or key is nil: that is a wiring mistake to catch
+// at start-up, not something a request can cause.
+func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(http.Handler) http.Handler {
+	if l == nil || key == nil {
+		panic("nethttp: Middleware needs a non-nil Limiter and key function")
+	}
+	cfg := config{reject: defaultReject}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("nethttp: Middleware wraps a nil handler")
+		}
+		return &handler{l: l, key: key, next: next, reject: cfg.reject}
+	}
+}
+
+type handler struct {
+	l      *throttle.Limiter
+	key    keyfuncs.Func
+	next   http.Handler
+	reject RejectHandler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, err := h.key(r)
+	if err != nil {
+		h.reject(w, r, guard.KeyRejection(h.l, err))
+		return
+	}
+	parent := r.Context()
+	ctx, ticket, rej := guard.Begin(parent, h.l, id)
+	if rej != nil {
+		h.reject(w, r, rej)
+		return
+	}
+	if ctx != parent {
+		r = r.WithContext(ctx)
+	}
+	rec := &recorder{ResponseWriter: w}
+	// The hold is ended in a deferred call without recover, so that a
+	// panic (or runtime.Goexit) keeps unwinding with its own value and
+	// stack once the key is released.
+	returned := false
+	defer func() {
+		if !returned {
+			ticket.Finish(ctx, 0, true)
+		}
+	}()
+	h.next.ServeHTTP(rec, r)
+	returned = true
+	ticket.Finish(ctx, rec.result(), false)
+}

@@ -1,0 +1,38 @@
+package nethttp
+
+import (
+	"net/http"
+
+	"github.com/go-throttle/throttle/internal/guard"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Option configures Middleware.
+type Option func(*config)
+
+type config struct {
+	reject RejectHandler
+}
+
+// RejectHandler answers a request that does not go ahead: a duplicate, a
+// request whose key could not be built, or one the store could not decide
+// under a fail-closed policy. rej.Status is the status the default answer
+// would use; rej.Err is for logs only, never for the client.
+type RejectHandler func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection)
+
+// WithRejectHandler replaces the default rejection response (problem+json
+// with Retry-After and RateLimit headers) by h, for services that have their
+// own error format. h is called instead of the guarded handler and must
+// write the whole response. A nil h keeps the default.
+func WithRejectHandler(h RejectHandler) Option {
+	return func(c *config) {
+		if h != nil {
+			c.reject = h
+		}
+	}
+}
+
+// defaultReject writes the shared problem+json answer.
+func defaultReject(w http.ResponseWriter, _ *http.Request, rej *throttle.Rejection) {
+	guard.Write(w, rej)
+}

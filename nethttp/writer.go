@@ -1,0 +1,96 @@
+package nethttp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+)
+
+// recorder is the ResponseWriter the guarded handler gets. It notes the
+// status of the response (the first final WriteHeader, or 200 when the
+// body or a flush starts the response) and otherwise passes everything
+// through: it implements http.Flusher, http.Hijacker and io.ReaderFrom by
+// delegating to the server's writer, and Unwrap lets
+// http.ResponseController reach that writer for the rest.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// result returns the status the client got: what the handler sent, or 200
+// when it sent nothing (net/http then answers 200 with an empty body).
+func (w *recorder) result() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *recorder) started() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+}
+
+// WriteHeader notes the first final status. 1xx informational responses
+// (103 Early Hints) may precede it; 101 Switching Protocols is final.
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	w.started()
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom lets io.Copy to the response use the server's sendfile/splice
+// path when it has one.
+func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
+	w.started()
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	// writerOnly hides this method from io.Copy, which would otherwise
+	// call it again.
+	return io.Copy(writerOnly{w.ResponseWriter}, src)
+}
+
+type writerOnly struct{ io.Writer }
+
+// Flush sends buffered data to the client when the server's writer can.
+func (w *recorder) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush reporting failure; http.ResponseController.Flush
+// prefers it, so that "not supported" reaches the caller.
+func (w *recorder) FlushError() error {
+	w.started()
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over to the handler when the server's writer
+// allows it (HTTP/1.x), and returns an error matching http.ErrNotSupported
+// otherwise. A hijacked response with no status counts as 101 Switching
+// Protocols, a success.
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
+
+// Unwrap returns the server's writer, for http.ResponseController.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Push starts an HTTP/2 server push when the server's writer supports it,
+// and returns http.ErrNotSupported otherwise.
+func (w *recorder) Push(target string, opts *http.PushOptions) error {
+	if p, ok := w.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
