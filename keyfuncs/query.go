@@ -10,8 +10,9 @@ import (
 )
 
 // Query keys on the values of the URL query parameter name (?name=...), in
-// the order they appear. Several values are joined with throttle.JoinID, so
-// that ?id=a&id=b and ?id=a:b give different identities. The query is
+// the order they appear, joined with throttle.JoinID (even a single one, whose
+// separators are then escaped), so that ?id=a&id=b and ?id=a:b give
+// different identities. The query is
 // scanned for name only, without building url.Values for the whole query.
 //
 // Only the URL is read, never a POST form body. A parameter that is absent,
@@ -41,11 +42,8 @@ func Query(name string) Func {
 				nonEmpty = nonEmpty || v != ""
 			}
 		}
-		switch {
-		case !nonEmpty:
+		if !nonEmpty {
 			return "", missing(source)
-		case len(vals) == 1:
-			return vals[0], nil
 		}
 		return throttle.JoinID(vals...), nil
 	}
