@@ -12,8 +12,9 @@ type config struct {
 }
 
 // DefaultMaxKeys is the default bound on the number of locks (and, separately,
-// of fence counters) a Store keeps: about 1M keys, a few hundred MiB at most
-// with typical key lengths, enough for a busy single instance.
+// of fence counters) a Store keeps: about 1M keys, some 200 MiB at most with
+// typical key lengths (see the package documentation), enough for a busy
+// single instance.
 const DefaultMaxKeys = 1 << 20
 
 // DefaultFenceTTL is how long a fence counter is kept after its last use by

@@ -1,0 +1,64 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// A single-instance service guards form submissions with an in-memory store:
+// the second submission of user 42 within the window is turned away.
+func Example() {
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Window: 5 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if _, err := limiter.Acquire(ctx, "user-42"); err == nil {
+		fmt.Println("first submission: accepted")
+	}
+	var contended *throttle.ContendedError
+	if _, err := limiter.Acquire(ctx, "user-42"); errors.As(err, &contended) {
+		fmt.Println("second submission: rejected, retry after", contended.RetryAfter.Round(time.Second))
+	}
+	// Output:
+	// first submission: accepted
+	// second submission: rejected, retry after 5s
+}
+
+// Tests move a fake clock instead of sleeping.
+func ExampleWithClock() {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := memstore.New(memstore.WithClock(func() time.Time { return now }))
+	ctx := context.Background()
+	req := throttle.AcquireRequest{Key: "k", Token: throttle.NewToken(), TTL: time.Minute}
+	g, _ := store.Acquire(ctx, req)
+	fmt.Println("acquired:", g.Acquired)
+
+	now = now.Add(time.Minute) // the lock expires
+	req.Token = throttle.NewToken()
+	g, _ = store.Acquire(ctx, req)
+	fmt.Println("acquired after a minute:", g.Acquired)
+	// Output:
+	// acquired: true
+	// acquired after a minute: true
+}
+
+// A bounded store refuses new keys with ErrFull instead of growing; the
+// Limiter treats that as a store failure and the policy's OnStoreError
+// decides.
+func ExampleWithMaxKeys() {
+	store := memstore.New(memstore.WithMaxKeys(1))
+	ctx := context.Background()
+	_, err := store.Acquire(ctx, throttle.AcquireRequest{Key: "a", Token: "t", TTL: time.Minute})
+	fmt.Println("first key:", err)
+	_, err = store.Acquire(ctx, throttle.AcquireRequest{Key: "b", Token: "t", TTL: time.Minute})
+	fmt.Println("second key full:", errors.Is(err, memstore.ErrFull))
+	// Output:
+	// first key: <nil>
+	// second key full: true
+}
