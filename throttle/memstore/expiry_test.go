@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -126,5 +127,29 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	}
 	if locks, _, _ := s.counts(); locks > n/10 {
 		t.Fatalf("%d of %d expired locks still stored after %d insertions", locks, n, 4*n)
+	}
+}
+
+func TestHugeTTLDoesNotOverflow(t *testing.T) {
+	clk := newFakeClock()
+	s := New(WithClock(clk.Now))
+	acquire(t, s, "k", "a", time.Duration(math.MaxInt64))
+	clk.Advance(100 * 365 * 24 * time.Hour)
+	if g := acquire(t, s, "k", "b", time.Second); g.Acquired || g.Remaining <= 0 {
+		t.Fatalf("a lock with the largest TTL: %+v, want still held", g)
+	}
+	outcome(t, throttle.OutcomeOK)(s.Extend(bg, "k", "a", time.Duration(math.MaxInt64)))
+}
+
+func TestTooManyHolds(t *testing.T) {
+	s := New()
+	req := throttle.AcquireRequest{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
+	s.Acquire(bg, req)
+	sh := s.shard("k")
+	l := sh.locks["k"]
+	l.holds = math.MaxInt32
+	sh.locks["k"] = l
+	if _, err := s.Acquire(bg, req); !errors.Is(err, throttle.ErrInvalid) {
+		t.Fatalf("re-entry past the hold limit: %v, want ErrInvalid", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
@@ -70,9 +71,14 @@ func (s *Store) now() (time.Duration, int64) {
 	return t.Sub(s.epoch), t.UnixMicro()
 }
 
+// maxTTL caps TTLs (at about 146 years) so that an expiry time cannot
+// overflow.
+const maxTTL = time.Duration(1 << 62)
+
 // ceilMillis rounds d up to a whole millisecond, as Redis rounds PX and
 // PTTL, so that both stores report the same Remaining.
 func ceilMillis(d time.Duration) time.Duration {
+	d = min(d, maxTTL)
 	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
@@ -107,6 +113,9 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 	if l, held := sh.live(req.Key, now); held {
 		if !req.Reentrant || l.holds == 0 || l.token != req.Token {
 			return throttle.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
+		}
+		if l.holds == math.MaxInt32 {
+			return throttle.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", throttle.ErrInvalid)
 		}
 		if req.Fence && l.fence == 0 {
 			f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
