@@ -1,0 +1,17 @@
+package redisstore
+
+// Hooks for the tests in package redisstore_test.
+
+// SetScriptedPlain makes plain acquisitions use the acquire script instead
+// of the SET+PTTL pipeline, so that tests and benchmarks cover both.
+func (s *Store) SetScriptedPlain(on bool) { s.scriptedPlain = on }
+
+// Scripts returns the embedded scripts' sources and the SHA1s go-redis
+// sends with EVALSHA.
+func Scripts() map[string][2]string {
+	return map[string][2]string{
+		"acquire": {acquireSrc, acquireScript.Hash()},
+		"release": {releaseSrc, releaseScript.Hash()},
+		"extend":  {extendSrc, extendScript.Hash()},
+	}
+}

@@ -1,0 +1,20 @@
+-- extend: set the ttl of KEYS[1] if, and only if, ARGV[1] holds it.
+--
+-- KEYS[1]  lock key
+-- ARGV[1]  token
+-- ARGV[2]  new ttl in milliseconds (>= 1)
+--
+-- Returns 1 extended, 2 held by another token, 3 gone.
+
+local key, token = KEYS[1], ARGV[1]
+local kind = redis.call("TYPE", key).ok
+if kind == "none" then return 3 end
+local ours = false
+if kind == "string" then
+  ours = redis.call("GET", key) == token
+elseif kind == "hash" then
+  ours = redis.call("HEXISTS", key, token) == 1
+end
+if not ours then return 2 end
+redis.call("PEXPIRE", key, ARGV[2])
+return 1

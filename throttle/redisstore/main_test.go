@@ -1,0 +1,10 @@
+package redisstore_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The store starts goroutines for Watch; every test must leave none behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

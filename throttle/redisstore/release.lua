@@ -1,0 +1,23 @@
+-- release: free KEYS[1] if, and only if, ARGV[1] holds it.
+--
+-- KEYS[1]  lock key
+-- ARGV[1]  token
+-- ARGV[2]  channel told when the key is freed (KEYS[1] .. ":released")
+--
+-- Returns 1 freed, 2 held by another token, 3 gone, 4 still held (a
+-- reentrant key whose hold count went down but not to zero).
+
+local key, token = KEYS[1], ARGV[1]
+local kind = redis.call("TYPE", key).ok
+if kind == "none" then return 3 end
+if kind == "string" then
+  if redis.call("GET", key) ~= token then return 2 end
+elseif kind == "hash" then
+  if redis.call("HEXISTS", key, token) == 0 then return 2 end
+  if redis.call("HINCRBY", key, token, -1) > 0 then return 4 end
+else
+  return 2
+end
+redis.call("DEL", key)
+redis.call("PUBLISH", ARGV[2], "1")
+return 1

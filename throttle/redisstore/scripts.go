@@ -1,0 +1,37 @@
+package redisstore
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua sources are kept in .lua files so that they can be read, linted
+// and tested as Lua; go:embed compiles them into the binary.
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed extend.lua
+	extendSrc string
+)
+
+// The scripts run with EVALSHA, which sends the 40-byte SHA1 instead of the
+// source; redis.Script.Run falls back to EVAL (which also caches the script)
+// when the server answers NOSCRIPT, after a restart, a failover to a replica
+// that never saw the script, or SCRIPT FLUSH. That fallback costs one extra
+// round trip once per server.
+var (
+	acquireScript = redis.NewScript(acquireSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	extendScript  = redis.NewScript(extendSrc)
+)
+
+// Replies of the release and extend scripts.
+const (
+	replyOK          = 1
+	replyHeldByOther = 2
+	replyGone        = 3
+	replyStillHeld   = 4
+)

@@ -1,0 +1,57 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+)
+
+// TestScriptSHA checks that the SHA1 EVALSHA sends for each embedded script
+// is the one Redis computes for it, so that EVALSHA finds the script that
+// SCRIPT LOAD or an EVAL fallback cached.
+func TestScriptSHA(t *testing.T) {
+	_, _, c := newStore(t)
+	ctx := context.Background()
+	for name, s := range redisstore.Scripts() {
+		src, sha := s[0], s[1]
+		sum := sha1.Sum([]byte(src))
+		if got := hex.EncodeToString(sum[:]); got != sha {
+			t.Errorf("%s: go-redis hash %s, sha1 of source %s", name, sha, got)
+		}
+		loaded, err := c.ScriptLoad(ctx, src).Result()
+		if err != nil {
+			t.Fatalf("%s: SCRIPT LOAD: %v", name, err)
+		}
+		if loaded != sha {
+			t.Errorf("%s: SCRIPT LOAD returned %s, EVALSHA sends %s", name, loaded, sha)
+		}
+	}
+}
+
+// TestNoScriptFallback flushes the script cache between calls: EVALSHA gets
+// NOSCRIPT and the store must fall back to EVAL instead of failing.
+func TestNoScriptFallback(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		req := throttle.AcquireRequest{Key: key(t), Token: throttle.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
+		g, err := s.Acquire(ctx, req)
+		if err != nil || !g.Acquired {
+			t.Fatalf("acquire after SCRIPT FLUSH: %+v, %v", g, err)
+		}
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := s.Release(ctx, req.Key, req.Token); err != nil || out != throttle.OutcomeOK {
+			t.Fatalf("release after SCRIPT FLUSH: %v, %v", out, err)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is a throttle.Store and throttle.Notifier on one Redis deployment.
+// It is safe for concurrent use; make one per client and share it.
+type Store struct {
+	client       redis.UniversalClient
+	fenceTTL     time.Duration
+	watchTimeout time.Duration
+
+	// scriptedPlain makes plain (not fenced, not reentrant) acquisitions
+	// run the acquire script instead of the SET+PTTL pipeline. Both cost
+	// one round trip; the pipeline is the default because it measured
+	// faster (see the benchmarks). Tests flip it to check both.
+	scriptedPlain bool
+
+	watch watcher
+}
+
+// New returns a Store on client, which may be a *redis.Client, a
+// *redis.ClusterClient, a Sentinel failover client or a *redis.Ring: every
+// command the store sends touches keys of one Redis Cluster hash slot.
+//
+// The store does not own the client: Close stops the store's subscription
+// but leaves the client open.
+//
+// Create the client with ContextTimeoutEnabled: true so that a store call
+// ends at its context's deadline (throttle.Policy.Timeout); without it,
+// go-redis bounds network reads and writes by ReadTimeout and WriteTimeout
+// (3 s by default) and ignores the context's deadline while it waits.
+func New(client redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{client: client, fenceTTL: DefaultFenceTTL, watchTimeout: DefaultWatchTimeout}
+	for _, o := range opts {
+		o(s)
+	}
+	s.watch.init(s)
+	return s
+}
+
+// Close stops the store's shared Pub/Sub subscription and its goroutines and
+// waits for them; watches still open are woken no more (their Limiters fall
+// back to polling). The client stays open. Close is idempotent and the store
+// keeps serving Acquire, Release and Extend after it.
+func (s *Store) Close() error { return s.watch.close() }
+
+var (
+	_ throttle.Store    = (*Store)(nil)
+	_ throttle.Notifier = (*Store)(nil)
+)
+
+// hashFenceField is the hash field of a reentrant lock that keeps its fence;
+// tokens made by throttle.NewToken never contain ':', so it cannot clash.
+const hashFenceField = ":fence"
+
+// Acquire takes req.Key in one round trip (see the package documentation
+// for the data model). A key that somebody else holds is not an error: the
+// grant reports how long they keep it.
+func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+	if err := checkRequest(req.Key, req.Token, req.TTL); err != nil {
+		return throttle.Grant{}, err
+	}
+	if !req.Fence && !req.Reentrant && !s.scriptedPlain {
+		return s.acquirePipelined(ctx, req)
+	}
+	return s.acquireScripted(ctx, req)
+}
+
+// acquirePipelined sends SET key token NX PX ttl and PTTL key in one
+// pipeline: one round trip, no script, and the PTTL answers a rejection.
+func (s *Store) acquirePipelined(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+	var set *redis.BoolCmd
+	var pttl *redis.DurationCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
+		pttl = p.PTTL(ctx, req.Key)
+		return nil
+	})
+	if err != nil {
+		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+	}
+	if set.Val() {
+		return throttle.Grant{Acquired: true, Holds: 1}, nil
+	}
+	// go-redis keeps PTTL's -1 and -2 as nanoseconds, the rest as
+	// milliseconds.
+	ms := int64(pttl.Val())
+	if ms >= 0 {
+		ms = int64(pttl.Val() / time.Millisecond)
+	}
+	return throttle.Grant{Remaining: remaining(ms)}, nil
+}
+
+func (s *Store) acquireScripted(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+	res, err := acquireScript.Run(ctx, s.client,
+		[]string{req.Key, throttle.FenceKey(req.Key)},
+		req.Token, millis(req.TTL), flag(req.Fence), flag(req.Reentrant), millis(s.fenceTTL),
+	).Int64Slice()
+	if err != nil {
+		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+	}
+	if len(res) != 3 {
+		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: unexpected script reply %v", res)
+	}
+	if res[0] == 1 {
+		return throttle.Grant{Acquired: true, Fence: res[1], Holds: int(res[2])}, nil
+	}
+	return throttle.Grant{Remaining: remaining(res[1])}, nil
+}
+
+// Release frees key if token holds it, and then publishes on the key's
+// release channel so that Watch wakes the waiters, all in one script and
+// one round trip. A reentrant key loses one hold and is freed at zero.
+func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
+	if err := checkRequest(key, token, time.Millisecond); err != nil {
+		return 0, err
+	}
+	n, err := releaseScript.Run(ctx, s.client, []string{key}, token, channel(key)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: release: %w", err)
+	}
+	return outcome("release", n)
+}
+
+// Extend sets key's time to live to ttl if token holds it, in one script and
+// one round trip. It does not change a reentrant key's hold count.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
+	if err := checkRequest(key, token, ttl); err != nil {
+		return 0, err
+	}
+	n, err := extendScript.Run(ctx, s.client, []string{key}, token, millis(ttl)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: extend: %w", err)
+	}
+	return outcome("extend", n)
+}
+
+func outcome(op string, n int64) (throttle.Outcome, error) {
+	switch n {
+	case replyOK:
+		return throttle.OutcomeOK, nil
+	case replyHeldByOther:
+		return throttle.OutcomeHeldByOther, nil
+	case replyGone:
+		return throttle.OutcomeGone, nil
+	case replyStillHeld:
+		if op == "release" {
+			return throttle.OutcomeStillHeld, nil
+		}
+	}
+	return 0, fmt.Errorf("redisstore: %s: unexpected script reply %d", op, n)
+}
+
+// errInvalid is wrapped by every argument error so that callers can match
+// throttle.ErrInvalid.
+var errInvalid = throttle.ErrInvalid
+
+func checkRequest(key, token string, ttl time.Duration) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: redisstore: empty key", errInvalid)
+	case token == "":
+		return fmt.Errorf("%w: redisstore: empty token", errInvalid)
+	case token == hashFenceField:
+		return fmt.Errorf("%w: redisstore: token %q is reserved", errInvalid, token)
+	case ttl <= 0:
+		return fmt.Errorf("%w: redisstore: ttl %v is not positive", errInvalid, ttl)
+	}
+	return nil
+}
+
+// roundUp rounds a positive duration up to a whole millisecond, the
+// resolution of PX and PEXPIRE.
+func roundUp(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+}
+
+func millis(d time.Duration) int64 { return int64(roundUp(d) / time.Millisecond) }
+
+// remaining turns a PTTL into Grant.Remaining: -1 for a key without expiry,
+// and at least 1ms otherwise (a key that expired between the SET and the
+// PTTL, PTTL -2, is reported as free in 1ms).
+func remaining(pttlMillis int64) time.Duration {
+	switch {
+	case pttlMillis == -1:
+		return -1
+	case pttlMillis < 1:
+		return time.Millisecond
+	}
+	return time.Duration(pttlMillis) * time.Millisecond
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// channel is the Pub/Sub channel the release script publishes on when it
+// frees key.
+func channel(key string) string { return key + ":released" }
