@@ -1,0 +1,46 @@
+package adaptertest
+
+import (
+	"net/http"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Adapter describes one middleware adapter to the suite. Every function
+// returns the framework's own engine, serving h for every method and path.
+type Adapter struct {
+	// Name names the adapter in test output.
+	Name string
+
+	// Wrap puts h behind the adapter's middleware for l and key, with
+	// default options.
+	Wrap func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler
+
+	// WrapCustom is Wrap with the adapter's own rejection handler option
+	// answering every rejection, in the framework's idiom, with status
+	// CustomStatus and the header CustomHeader set to rej.Reason.String().
+	WrapCustom func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler
+
+	// Bare serves h on the same engine without the middleware, the
+	// baseline of the benchmarks.
+	Bare func(h http.Handler) http.Handler
+}
+
+// The answer the WrapCustom rejection handlers give.
+const (
+	CustomStatus = http.StatusTeapot
+	CustomHeader = "X-Rejected"
+)
+
+// UserHeader carries the user identity in the suite's requests.
+const UserHeader = "X-User-ID"
+
+// UserKey keys on UserHeader.
+func UserKey() keyfuncs.Func { return keyfuncs.Header(UserHeader) }
+
+// ExampleKey is the key the example services use: the user header, or the
+// client IP when it is absent.
+func ExampleKey() keyfuncs.Func {
+	return keyfuncs.FirstOf(keyfuncs.Header(UserHeader), keyfuncs.RemoteIP())
+}

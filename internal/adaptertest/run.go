@@ -1,0 +1,336 @@
+package adaptertest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// Run runs the adapter's behaviour suite on an in-memory store.
+func Run(t *testing.T, a Adapter) {
+	cases := []struct {
+		name string
+		fn   func(*testing.T, Adapter)
+	}{
+		{"DuplicateRejected", testDuplicate},
+		{"DedupeFailureReleases", testDedupeFailure},
+		{"DedupePanicReleases", testDedupePanic},
+		{"DedupeNothingWrittenKeeps", testNothingWritten},
+		{"WindowKeepsAfterFailure", testWindow},
+		{"ExclusiveConflict", testExclusive},
+		{"ExclusiveLeaseRefreshed", testLeaseRefreshed},
+		{"FenceInContext", testFence},
+		{"WaitInsteadOfConflict", testWait},
+		{"KeyError", testKeyError},
+		{"BodyTooLarge", testBodyTooLarge},
+		{"CustomReject", testCustomReject},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, a) })
+	}
+}
+
+// NewLimiter returns a limiter for p on a fresh memory store.
+func NewLimiter(t testing.TB, p throttle.Policy) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(memstore.New(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// counter is a handler that counts its calls and answers with the status
+// the call number picks (201 when statuses runs out).
+type counter struct {
+	calls    atomic.Int32
+	statuses []int
+}
+
+func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := int(c.calls.Add(1))
+	status := http.StatusCreated
+	if n <= len(c.statuses) {
+		status = c.statuses[n-1]
+	}
+	OK(w, status)
+}
+
+func testDuplicate(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit", Window: 5 * time.Second, Fence: true})
+	var token atomic.Value
+	var calls atomic.Int32
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if ls := throttle.LeaseFrom(r.Context()); ls != nil {
+			token.Store(ls.Token())
+		}
+		OK(w, http.StatusCreated)
+	}))
+	const user = "user-7f3a9c"
+	Status(t, Serve(h, Submit(user)), http.StatusCreated)
+	tok, _ := token.Load().(string)
+	if len(tok) < 16 {
+		t.Fatalf("handler saw no lease in its context (token %q)", tok)
+	}
+	rec := Serve(h, Submit(user))
+	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], l.Key(user))
+	if n := RetryAfter(t, rec.Header()); n > 5 {
+		t.Fatalf("Retry-After %d exceeds the 5s window", n)
+	}
+	CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+	// Another user has a key of their own.
+	Status(t, Serve(h, Submit("user-other")), http.StatusCreated)
+}
+
+func testDedupeFailure(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	c := &counter{statuses: []int{http.StatusInternalServerError, http.StatusCreated}}
+	h := a.Wrap(l, UserKey(), c)
+	Status(t, Serve(h, Submit("u1")), http.StatusInternalServerError)
+	// The failure released the key: the retry is admitted ...
+	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
+	// ... and its success is kept for the window.
+	CheckProblem(t, Serve(h, Submit("u1")), http.StatusTooManyRequests, QuotaExceeded)
+	if n := c.calls.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
+}
+
+type panicValue struct{ n int }
+
+func testDedupePanic(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	want := &panicValue{42}
+	var calls atomic.Int32
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			panic(want)
+		}
+		OK(w, http.StatusCreated)
+	}))
+	if p := ServePanic(h, Submit("u1")); p != want {
+		t.Fatalf("panic value %v, want the handler's %v", p, want)
+	}
+	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
+	Status(t, Serve(h, Submit("u1")), http.StatusTooManyRequests)
+}
+
+func testNothingWritten(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	Status(t, Serve(h, Submit("u1")), http.StatusOK)
+	Status(t, Serve(h, Submit("u1")), http.StatusTooManyRequests)
+}
+
+func testWindow(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "report", Mode: throttle.Window, Window: 3 * time.Second})
+	c := &counter{statuses: []int{http.StatusInternalServerError, http.StatusInternalServerError}}
+	h := a.Wrap(l, UserKey(), c)
+	Status(t, Serve(h, Submit("u1")), http.StatusInternalServerError)
+	rec := Serve(h, Submit("u1"))
+	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
+	CheckRateLimit(t, rec.Header(), "report", `"report";q=1;w=3`, 3)
+	if n := c.calls.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+}
+
+// blocker is a handler whose first call signals entered and waits for
+// release; later calls answer at once.
+type blocker struct {
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (b *blocker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if b.calls.Add(1) == 1 {
+		close(b.entered)
+		<-b.release
+	}
+	OK(w, http.StatusOK)
+}
+
+// background serves r in a goroutine; the returned function waits for the
+// answer.
+func background(h http.Handler, r *http.Request) func() int {
+	var wg sync.WaitGroup
+	var code int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		code = Serve(h, r).Code
+	}()
+	return func() int { wg.Wait(); return code }
+}
+
+func testExclusive(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive})
+	b := newBlocker()
+	h := a.Wrap(l, UserKey(), b)
+	first := background(h, Submit("c1"))
+	<-b.entered
+	rec := Serve(h, Submit("c1"))
+	CheckProblem(t, rec, http.StatusConflict, "about:blank", "c1")
+	RetryAfter(t, rec.Header())
+	CheckRateLimit(t, rec.Header(), "job", `"job";q=1;qu="concurrent-requests"`, 30)
+	if strings.Contains(rec.Header().Get("RateLimit-Policy"), "w=") {
+		t.Fatalf("Exclusive RateLimit-Policy %q has a window", rec.Header().Get("RateLimit-Policy"))
+	}
+	close(b.release)
+	if code := first(); code != http.StatusOK {
+		t.Fatalf("first request: status %d", code)
+	}
+	// Released when the handler returned.
+	Status(t, Serve(h, Submit("c1")), http.StatusOK)
+}
+
+func testLeaseRefreshed(t *testing.T, a Adapter) {
+	const lease = 300 * time.Millisecond
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Lease: lease})
+	entered := make(chan struct{})
+	var calls atomic.Int32
+	var problem atomic.Value
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			OK(w, http.StatusOK)
+			return
+		}
+		ctx := r.Context()
+		if throttle.LeaseFrom(ctx) == nil {
+			problem.Store("no lease in the request context")
+		}
+		close(entered)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			problem.Store("context ended while the handler ran: " + context.Cause(ctx).Error())
+		}
+		OK(w, http.StatusOK)
+	}))
+	first := background(h, Submit("c1"))
+	<-entered
+	time.Sleep(2 * lease) // past the lease: only refreshes keep the key
+	Status(t, Serve(h, Submit("c1")), http.StatusConflict)
+	if code := first(); code != http.StatusOK {
+		t.Fatalf("slow request: status %d", code)
+	}
+	if p := problem.Load(); p != nil {
+		t.Fatal(p)
+	}
+	if lost := l.Stats().Lost; lost != 0 {
+		t.Fatalf("Stats.Lost = %d", lost)
+	}
+	Status(t, Serve(h, Submit("c1")), http.StatusOK)
+}
+
+func testFence(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Fence: true})
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ls := throttle.LeaseFrom(r.Context())
+		if ls == nil {
+			http.Error(w, "no lease", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, strconv.FormatInt(ls.Fence(), 10))
+	}))
+	var last int64
+	for i := 0; i < 3; i++ {
+		rec := Serve(h, Submit("c1"))
+		Status(t, rec, http.StatusOK)
+		f, err := strconv.ParseInt(rec.Body.String(), 10, 64)
+		if err != nil || f <= last {
+			t.Fatalf("fence %q after %d, want a strictly increasing positive number", rec.Body.String(), last)
+		}
+		last = f
+	}
+}
+
+func testWait(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Wait: 10 * time.Second})
+	b := newBlocker()
+	h := a.Wrap(l, UserKey(), b)
+	first := background(h, Submit("c1"))
+	<-b.entered
+	second := background(h, Submit("c1"))
+	// Release the first only once the second has found the key held.
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Stats().Rejected == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never tried the held key")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(b.release)
+	if c1, c2 := first(), second(); c1 != http.StatusOK || c2 != http.StatusOK {
+		t.Fatalf("statuses %d and %d, want both 200 (the second waited)", c1, c2)
+	}
+}
+
+func testKeyError(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	c := &counter{}
+	h := a.Wrap(l, UserKey(), c)
+	rec := Serve(h, Submit(""))
+	CheckProblem(t, rec, http.StatusBadRequest, "about:blank", UserHeader, "missing")
+	for _, name := range []string{"Retry-After", "RateLimit", "RateLimit-Policy"} {
+		if v := rec.Header().Get(name); v != "" {
+			t.Fatalf("%s %q on a bad-key answer", name, v)
+		}
+	}
+	if n := c.calls.Load(); n != 0 || l.Stats().Acquired != 0 {
+		t.Fatalf("handler ran %d times, %d acquisitions; want none", n, l.Stats().Acquired)
+	}
+}
+
+func testBodyTooLarge(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	key := keyfuncs.Join(UserKey(), keyfuncs.BodyHash(16))
+	var got atomic.Value
+	h := a.Wrap(l, key, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store(string(b))
+		OK(w, http.StatusCreated)
+	}))
+	long := strings.Repeat("x", 64)
+	CheckProblem(t, Serve(h, SubmitBody("u1", long)), http.StatusRequestEntityTooLarge, "about:blank", long)
+	Status(t, Serve(h, SubmitBody("u1", "small")), http.StatusCreated)
+	if s, _ := got.Load().(string); s != "small" {
+		t.Fatalf("handler read body %q, want it restored", s)
+	}
+	Status(t, Serve(h, SubmitBody("u1", "small")), http.StatusTooManyRequests)
+	Status(t, Serve(h, SubmitBody("u1", "other")), http.StatusCreated)
+}
+
+func testCustomReject(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	h := a.WrapCustom(l, UserKey(), &counter{})
+	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
+	for _, c := range []struct {
+		user, reason string
+	}{{"u1", "contended"}, {"", "bad-key"}} {
+		rec := Serve(h, Submit(c.user))
+		Status(t, rec, CustomStatus)
+		if got := rec.Header().Get(CustomHeader); got != c.reason {
+			t.Fatalf("%s = %q, want %q", CustomHeader, got, c.reason)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package nethttp_test
+
+import (
+	"net/http"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// adapter serves h on an http.ServeMux behind the middleware.
+var adapter = adaptertest.Adapter{
+	Name: "nethttp",
+	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
+		return mux(nethttp.Middleware(l, key)(h))
+	},
+	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
+		return mux(nethttp.Middleware(l, key, nethttp.WithRejectHandler(
+			func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection) {
+				w.Header().Set(adaptertest.CustomHeader, rej.Reason.String())
+				w.WriteHeader(adaptertest.CustomStatus)
+			}))(h))
+	},
+	Bare: func(h http.Handler) http.Handler { return mux(h) },
+}
+
+func mux(h http.Handler) http.Handler {
+	m := http.NewServeMux()
+	m.Handle("/", h)
+	return m
+}
+
+func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }
