@@ -52,15 +52,6 @@ func (hangStore) Acquire(ctx context.Context, _ throttle.AcquireRequest) (thrott
 	return throttle.Grant{}, ctx.Err()
 }
 
-func newLimiter(t *testing.T, store throttle.Store, p throttle.Policy) *throttle.Limiter {
-	t.Helper()
-	l, err := throttle.New(store, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 func TestAcquireContended(t *testing.T) {
 	ctx := context.Background()
 	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute})
