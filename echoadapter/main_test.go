@@ -38,3 +38,5 @@ var adapter = adaptertest.Adapter{
 }
 
 func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }
+
+func TestStoreFailures(t *testing.T) { adaptertest.RunStoreFailures(t, adapter) }

@@ -37,3 +37,5 @@ func mux(h http.Handler) http.Handler {
 }
 
 func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }
+
+func TestStoreFailures(t *testing.T) { adaptertest.RunStoreFailures(t, adapter) }

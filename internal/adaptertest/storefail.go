@@ -1,0 +1,188 @@
+package adaptertest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+)
+
+// MaxOutage bounds how long any request may take while Redis is down: the
+// store timeout is 100 ms, so this is generous on a loaded machine.
+const MaxOutage = 2 * time.Second
+
+// Redis is a real redis-server with a client and a store on it.
+type Redis struct {
+	Server *redistest.Server
+	Client *redis.Client
+	Store  *redisstore.Store
+}
+
+// StartRedis starts a redis-server for the test with a client (with
+// ContextTimeoutEnabled, so that store calls end at Policy.Timeout) and a
+// store, all closed or stopped at cleanup.
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	srv := redistest.Start(t)
+	return &Redis{Server: srv, Client: NewClient(t, srv.Addr), Store: NewStore(t, srv.Addr)}
+}
+
+// NewClient returns a go-redis client for addr, closed at cleanup.
+func NewClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// NewStore returns a redisstore on a client of its own for addr, as a
+// separate service would have; both are closed at cleanup.
+func NewStore(t testing.TB, addr string) *redisstore.Store {
+	s := redisstore.New(NewClient(t, addr))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Held reports whether key is held in Redis.
+func (r *Redis) Held(t testing.TB, key string) bool {
+	t.Helper()
+	n, err := r.Client.Exists(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", key, err)
+	}
+	return n == 1
+}
+
+// RunStoreFailures runs the store-failure suite on a real Redis that is
+// stopped and restarted under the adapter's middleware.
+func RunStoreFailures(t *testing.T, a Adapter) {
+	t.Run("FailOpen", func(t *testing.T) { testFailOpen(t, a) })
+	t.Run("FailClosed", func(t *testing.T) { testFailClosed(t, a) })
+	t.Run("FailOver", func(t *testing.T) { testFailOver(t, a) })
+}
+
+// timed serves r and fails the test when it took longer than MaxOutage.
+func timed(t testing.TB, h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	start := time.Now()
+	rec := Serve(h, r)
+	if d := time.Since(start); d > MaxOutage {
+		t.Fatalf("request took %v with Redis down, more than %v", d, MaxOutage)
+	}
+	return rec
+}
+
+func newRedisLimiter(t testing.TB, r *Redis, p throttle.Policy) *throttle.Limiter {
+	t.Helper()
+	l, err := throttle.New(r.Store, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// guardedByRedis checks that a user is admitted once and then rejected,
+// with the key held in Redis.
+func guardedByRedis(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handler, user string) {
+	t.Helper()
+	Status(t, Serve(h, Submit(user)), http.StatusCreated)
+	Status(t, Serve(h, Submit(user)), http.StatusTooManyRequests)
+	if !r.Held(t, l.Key(user)) {
+		t.Fatalf("key of %s is not in Redis", user)
+	}
+}
+
+// eventuallyGuarded waits (up to 15 s) until a fresh user is admitted once,
+// rejected next, and has the key in Redis: Redis guards requests again.
+func eventuallyGuarded(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handler) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ {
+		user := fmt.Sprintf("after-restart-%d", i)
+		first, second := Serve(h, Submit(user)).Code, Serve(h, Submit(user)).Code
+		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, l.Key(user)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis does not guard requests after restart (last: %d then %d)", first, second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testFailOpen(t *testing.T, a Adapter) {
+	r := StartRedis(t)
+	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOpen})
+	h := a.Wrap(l, UserKey(), &counter{})
+	guardedByRedis(t, r, l, h, "before")
+
+	r.Server.Stop(t)
+	before := l.Stats().FailedOpen
+	for i := 0; i < 3; i++ {
+		Status(t, timed(t, h, Submit("during")), http.StatusCreated)
+	}
+	if n := l.Stats().FailedOpen - before; n != 3 {
+		t.Fatalf("Stats.FailedOpen grew by %d, want 3", n)
+	}
+
+	r.Server.Restart(t)
+	eventuallyGuarded(t, r, l, h)
+}
+
+func testFailClosed(t *testing.T, a Adapter) {
+	r := StartRedis(t)
+	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
+	c := &counter{}
+	h := a.Wrap(l, UserKey(), c)
+	guardedByRedis(t, r, l, h, "before")
+
+	r.Server.Stop(t)
+	calls := c.calls.Load()
+	port := r.Server.Addr[strings.LastIndexByte(r.Server.Addr, ':')+1:]
+	for i := 0; i < 3; i++ {
+		rec := timed(t, h, Submit("during"))
+		CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank",
+			"during", "redis", "dial", "refused", "127.0.0.1", port)
+		RetryAfter(t, rec.Header())
+	}
+	if n := c.calls.Load() - calls; n != 0 {
+		t.Fatalf("handler ran %d times while Redis was down under FailClosed", n)
+	}
+
+	r.Server.Restart(t)
+	eventuallyGuarded(t, r, l, h)
+}
+
+func testFailOver(t *testing.T, a Adapter) {
+	r := StartRedis(t)
+	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOver,
+		Fallback: memstore.New()})
+	var calls atomic.Int32
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		OK(w, http.StatusCreated)
+	}))
+	guardedByRedis(t, r, l, h, "before")
+
+	r.Server.Stop(t)
+	Status(t, timed(t, h, Submit("during")), http.StatusCreated)
+	for i := 0; i < 2; i++ {
+		CheckProblem(t, timed(t, h, Submit("during")), http.StatusTooManyRequests, QuotaExceeded)
+	}
+	if n := l.Stats().Fallback; n == 0 {
+		t.Fatal("Stats.Fallback is 0 after serving from the fallback")
+	}
+
+	r.Server.Restart(t)
+	eventuallyGuarded(t, r, l, h)
+}
