@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -24,4 +26,28 @@ func newStore(t testing.TB, opts ...redisstore.Option) (*redisstore.Store, *redi
 func key(t testing.TB) string {
 	t.Helper()
 	return throttle.Key("test", t.Name(), throttle.NewToken())
+}
+
+var withFenceTTL = redisstore.WithFenceTTL
+
+func mustAcquire(t testing.TB, s throttle.Store, req throttle.AcquireRequest) throttle.Grant {
+	t.Helper()
+	g, err := s.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", req.Key, err)
+	}
+	if !g.Acquired {
+		t.Fatalf("acquire %q: held, %v remaining", req.Key, g.Remaining)
+	}
+	return g
+}
+
+func mustOutcome(t testing.TB, want throttle.Outcome) func(throttle.Outcome, error) {
+	t.Helper()
+	return func(got throttle.Outcome, err error) {
+		t.Helper()
+		if err != nil || got != want {
+			t.Fatalf("outcome %v, %v; want %v", got, err, want)
+		}
+	}
 }

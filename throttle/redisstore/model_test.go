@@ -1,0 +1,159 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// TestDataModel checks what the store leaves in Redis, since other
+// processes and operators read it: a plain lock is a string holding the
+// token with a PX expiry; a reentrant lock is a hash of token to hold count
+// (and ":fence") with an expiry; the fencing counter sits at FenceKey with
+// the fence TTL.
+func TestDataModel(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+
+	t.Run("plain", func(t *testing.T) {
+		k, tok := key(t), throttle.NewToken()
+		mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: 1500 * time.Microsecond})
+		if v, err := c.Get(ctx, k).Result(); err != nil || v != tok {
+			t.Fatalf("GET = %q, %v; want the token", v, err)
+		}
+		// 1.5ms rounds up to 2ms: PTTL is 1 or 2.
+		if p, _ := c.PTTL(ctx, k).Result(); p <= 0 || p > 2*time.Millisecond {
+			t.Fatalf("PTTL = %v, want (0, 2ms]", p)
+		}
+		if n, _ := c.Exists(ctx, throttle.FenceKey(k)).Result(); n != 0 {
+			t.Fatal("an unfenced acquisition created a fencing counter")
+		}
+	})
+
+	t.Run("fenced", func(t *testing.T) {
+		k, tok := key(t), throttle.NewToken()
+		g := mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Fence: true})
+		v, err := c.Get(ctx, throttle.FenceKey(k)).Int64()
+		if err != nil || v != g.Fence {
+			t.Fatalf("fence counter = %d, %v; grant said %d", v, err, g.Fence)
+		}
+		p, _ := c.PTTL(ctx, throttle.FenceKey(k)).Result()
+		if p < 23*time.Hour || p > 24*time.Hour {
+			t.Fatalf("fence counter PTTL = %v, want about the 24h default", p)
+		}
+	})
+
+	t.Run("reentrant", func(t *testing.T) {
+		k, tok := key(t), throttle.NewToken()
+		req := throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
+		g1 := mustAcquire(t, s, req)
+		g2 := mustAcquire(t, s, req)
+		if g2.Holds != 2 || g2.Fence != g1.Fence {
+			t.Fatalf("re-entry = %+v, want 2 holds and fence %d", g2, g1.Fence)
+		}
+		h, err := c.HGetAll(ctx, k).Result()
+		if err != nil || h[tok] != "2" || len(h) != 2 {
+			t.Fatalf("hash = %v, %v; want {%s: 2, :fence: …}", h, err, tok)
+		}
+		if p, _ := c.PTTL(ctx, k).Result(); p <= 0 {
+			t.Fatalf("reentrant lock has PTTL %v", p)
+		}
+	})
+}
+
+// TestRemainingWithoutExpiry: a key that something else stored without an
+// expiry is reported as held with Remaining -1, on both paths.
+func TestRemainingWithoutExpiry(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	for _, scripted := range []bool{false, true} {
+		s.SetScriptedPlain(scripted)
+		k := key(t)
+		if err := c.Set(ctx, k, "foreign", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second})
+		if err != nil || g.Acquired || g.Remaining != -1 {
+			t.Fatalf("scripted=%v: grant %+v, %v; want held with Remaining -1", scripted, g, err)
+		}
+		g, err = s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second, Reentrant: true})
+		if err != nil || g.Acquired || g.Remaining != -1 {
+			t.Fatalf("reentrant on a string: grant %+v, %v; want held with Remaining -1", g, err)
+		}
+	}
+}
+
+// TestFence checks the fencing counter's promises beyond the suite's: it is
+// at least the server clock in microseconds, it strictly increases, and
+// after the counter expired (simulated by deleting it) the next fence is
+// still above every earlier one.
+func TestFence(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	k := key(t)
+	var last int64
+	for i := range 50 {
+		tok := throttle.NewToken()
+		before, err := c.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Fence: true})
+		if g.Fence <= last {
+			t.Fatalf("acquisition %d: fence %d after %d", i, g.Fence, last)
+		}
+		if g.Fence < before.UnixMicro() {
+			t.Fatalf("fence %d below the server clock %d µs", g.Fence, before.UnixMicro())
+		}
+		last = g.Fence
+		mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, tok))
+		if i%10 == 9 {
+			// The counter expires after the fence TTL when idle.
+			if err := c.Del(ctx, throttle.FenceKey(k)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestFenceTTLOption: WithFenceTTL sets the counter's expiry.
+func TestFenceTTLOption(t *testing.T) {
+	s, _, c := newStore(t, withFenceTTL(time.Minute))
+	ctx := context.Background()
+	k := key(t)
+	mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second, Fence: true})
+	if p, _ := c.PTTL(ctx, throttle.FenceKey(k)).Result(); p <= 50*time.Second || p > time.Minute {
+		t.Fatalf("fence counter PTTL = %v, want about 1m", p)
+	}
+}
+
+// TestInvalid: bad arguments are errors matching throttle.ErrInvalid, sent
+// nowhere.
+func TestInvalid(t *testing.T) {
+	s, _, _ := newStore(t)
+	ctx := context.Background()
+	bad := []throttle.AcquireRequest{
+		{Key: "", Token: "t", TTL: time.Second},
+		{Key: "k", Token: "", TTL: time.Second},
+		{Key: "k", Token: ":fence", TTL: time.Second, Reentrant: true},
+		{Key: "k", Token: "t", TTL: 0},
+		{Key: "k", Token: "t", TTL: -time.Second},
+	}
+	for _, req := range bad {
+		if _, err := s.Acquire(ctx, req); !errors.Is(err, throttle.ErrInvalid) {
+			t.Errorf("Acquire(%+v) = %v, want ErrInvalid", req, err)
+		}
+	}
+	if _, err := s.Release(ctx, "", "t"); !errors.Is(err, throttle.ErrInvalid) {
+		t.Errorf("Release with empty key = %v", err)
+	}
+	if _, err := s.Extend(ctx, "k", "t", 0); !errors.Is(err, throttle.ErrInvalid) {
+		t.Errorf("Extend with zero ttl = %v", err)
+	}
+	if _, _, err := s.Watch(ctx, ""); !errors.Is(err, throttle.ErrInvalid) {
+		t.Errorf("Watch with empty key = %v", err)
+	}
+}

@@ -1,0 +1,110 @@
+package redisstore_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// tripCounter is a go-redis hook that counts round trips: one per command
+// sent alone and one per pipeline.
+type tripCounter struct{ n atomic.Int64 }
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTrips pins the cost of admission: an admitted and a rejected
+// Limiter.Admit cost one round trip each, and so does a release, on both
+// acquisition paths and with fencing and reentrancy. It fails as soon as
+// any of them grows.
+func TestRoundTrips(t *testing.T) {
+	_, srv, _ := newStore(t)
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		scripted bool
+		policy   throttle.Policy
+	}{
+		{"plain-pipeline", false, throttle.Policy{Name: "rt"}},
+		{"plain-script", true, throttle.Policy{Name: "rt"}},
+		{"fenced", false, throttle.Policy{Name: "rt", Fence: true}},
+		{"reentrant", false, throttle.Policy{Name: "rt", Reentrant: true, Fence: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := srv.Client(t)
+			trips := &tripCounter{}
+			c.AddHook(trips)
+			s := redisstore.New(c)
+			s.SetScriptedPlain(tc.scripted)
+			l, err := throttle.New(s, tc.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Warm up: the first EVALSHA on a server may answer
+			// NOSCRIPT and cost one EVAL more, once.
+			if lease, rej := l.Admit(ctx, "warm-up"); rej != nil {
+				t.Fatalf("warm-up rejected: %v", rej.Err)
+			} else if lease != nil {
+				_ = lease.Release(ctx)
+			}
+
+			id := t.Name()
+			trips.n.Store(0)
+			lease, rej := l.Admit(ctx, id)
+			if rej != nil || lease == nil {
+				t.Fatalf("first admission: lease %v, rejection %+v", lease, rej)
+			}
+			if n := trips.n.Swap(0); n != 1 {
+				t.Errorf("admitted Admit cost %d round trips, want 1", n)
+			}
+			if _, rej := l.Admit(ctx, id); rej == nil {
+				t.Fatal("second admission was not rejected")
+			}
+			if n := trips.n.Swap(0); n != 1 {
+				t.Errorf("rejected Admit cost %d round trips, want 1", n)
+			}
+			if err := lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := trips.n.Swap(0); n != 1 {
+				t.Errorf("release cost %d round trips, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRoundTripCounterCounts makes sure the hook sees traffic at all, so
+// that TestRoundTrips cannot pass by counting nothing.
+func TestRoundTripCounterCounts(t *testing.T) {
+	_, _, c := newStore(t)
+	trips := &tripCounter{}
+	c.AddHook(trips)
+	ctx := context.Background()
+	// The first command also opens the connection, whose handshake
+	// (HELLO, CLIENT SETINFO) the hook sees too; count after it.
+	_ = c.Ping(ctx)
+	trips.n.Store(0)
+	_ = c.Ping(ctx)
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Ping(ctx); p.Ping(ctx); return nil })
+	if n := trips.n.Load(); n != 2 {
+		t.Fatalf("counted %d round trips for a command and a pipeline, want 2", n)
+	}
+}
