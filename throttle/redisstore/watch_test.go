@@ -1,0 +1,273 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// numSub returns how many subscribers Redis counts on key's release channel.
+func numSub(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	ch := key + ":released"
+	m, err := c.PubSubNumSub(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[ch]
+}
+
+// pubSubConns counts the server's clients in Pub/Sub mode (flag P).
+func pubSubConns(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
+		for f := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(f, "flags="); ok && strings.Contains(v, "P") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not after 10s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWatchShared: many waiters on many keys share one Pub/Sub connection
+// with one subscription per key; a release wakes exactly the waiters of its
+// key; the subscription goes when the last waiter of the key stops.
+func TestWatchShared(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	const keys, perKey = 5, 4
+	type waiter struct {
+		key  string
+		wake <-chan struct{}
+		stop func()
+	}
+	var ws []waiter
+	var names []string
+	for i := range keys {
+		k := key(t) + fmt.Sprint(i)
+		names = append(names, k)
+		for range perKey {
+			wake, stop, err := s.Watch(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, waiter{k, wake, stop})
+		}
+	}
+	if n := pubSubConns(t, c); n != 1 {
+		t.Fatalf("%d Pub/Sub connections for %d watches, want 1", n, keys*perKey)
+	}
+	for _, k := range names {
+		if n := numSub(t, c, k); n != 1 {
+			t.Fatalf("%s has %d subscribers, want 1", k, n)
+		}
+	}
+
+	// Release names[0]: its waiters wake, the others do not.
+	tok := throttle.NewToken()
+	mustAcquire(t, s, throttle.AcquireRequest{Key: names[0], Token: tok, TTL: time.Minute})
+	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[0], tok))
+	for _, w := range ws {
+		if w.key != names[0] {
+			continue
+		}
+		select {
+		case <-w.wake:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter of the released key was not woken")
+		}
+	}
+	// The other keys' waiters got nothing. PUBLISH replies after the
+	// message went out, and a later message on names[0] proves the
+	// receiver handled the first one already.
+	mustAcquire(t, s, throttle.AcquireRequest{Key: names[0], Token: tok, TTL: time.Minute})
+	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[0], tok))
+	<-ws[0].wake
+	for _, w := range ws {
+		if w.key == names[0] {
+			continue
+		}
+		select {
+		case <-w.wake:
+			t.Fatalf("waiter of %s woken by a release of %s", w.key, names[0])
+		default:
+		}
+	}
+
+	// A release that does not free the key (held by another, still held)
+	// wakes nobody.
+	owner := throttle.NewToken()
+	reReq := throttle.AcquireRequest{Key: names[1], Token: owner, TTL: time.Minute, Reentrant: true}
+	mustAcquire(t, s, reReq)
+	mustAcquire(t, s, reReq)
+	mustOutcome(t, throttle.OutcomeStillHeld)(s.Release(ctx, names[1], owner))
+	mustOutcome(t, throttle.OutcomeHeldByOther)(s.Release(ctx, names[1], tok))
+	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[1], owner))
+	var woken int
+	for _, w := range ws {
+		if w.key != names[1] {
+			continue
+		}
+		select {
+		case <-w.wake:
+			woken++
+		case <-time.After(10 * time.Second):
+			t.Fatal("the last reentrant release did not wake")
+		}
+		select {
+		case <-w.wake:
+			t.Fatal("a release that freed nothing woke a waiter")
+		default:
+		}
+	}
+
+	// Stopping all but one waiter of a key keeps its subscription; the
+	// last stop drops it. stop is idempotent.
+	for i, w := range ws {
+		if w.key == names[2] && i%perKey != 0 {
+			w.stop()
+			w.stop()
+		}
+	}
+	if n := numSub(t, c, names[2]); n != 1 {
+		t.Fatalf("subscription dropped while a waiter remains: %d", n)
+	}
+	for _, w := range ws {
+		w.stop()
+	}
+	for _, k := range names {
+		eventually(t, "unsubscribed from "+k, func() bool { return numSub(t, c, k) == 0 })
+	}
+}
+
+// TestWatchChurn: waiters come and go on the same keys concurrently; when
+// they are done no subscription is left, and a fresh watch still works.
+func TestWatchChurn(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	k := key(t)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			for range 20 {
+				_, stop, err := s.Watch(ctx, k+fmt.Sprint(i%3))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 3 {
+		eventually(t, "no subscription left", func() bool { return numSub(t, c, k+fmt.Sprint(i)) == 0 })
+	}
+	waitWatch(t, s, k+"0")
+}
+
+// TestLimiterHandOver: a Limiter that waits for a held key is woken by the
+// holder's release through Watch, long before its backoff would retry.
+func TestLimiterHandOver(t *testing.T) {
+	s, _, _ := newStore(t)
+	ctx := context.Background()
+	l, err := throttle.New(s, throttle.Policy{
+		Name: "handover", Window: time.Minute, Wait: 30 * time.Second,
+		// Without the notification the waiter would sleep 20 s.
+		Backoff: func(int) time.Duration { return 20 * time.Second },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := l.Acquire(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lease, err := l.Acquire(ctx, "job")
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	// Let the waiter subscribe, then release.
+	time.Sleep(200 * time.Millisecond)
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter not woken by the release")
+	}
+}
+
+// TestWatchAfterClose: Close ends the shared connection and its goroutines
+// (goleak checks), open watches are left alone, and Watch fails afterwards
+// while the store keeps serving locks.
+func TestWatchAfterClose(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	k := key(t)
+	_, stop, err := s.Watch(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	stop()
+	if _, _, err := s.Watch(ctx, k); err == nil {
+		t.Fatal("Watch after Close succeeded")
+	}
+	eventually(t, "Pub/Sub connection closed", func() bool { return pubSubConns(t, c) == 0 })
+	tok := throttle.NewToken()
+	mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Second})
+	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, tok))
+}
+
+// TestWatchTimeout: when Redis does not confirm the subscription in time,
+// Watch returns an error instead of blocking the waiter.
+func TestWatchTimeout(t *testing.T) {
+	s, srv, _ := newStore(t, redisstore.WithWatchTimeout(200*time.Millisecond))
+	srv.Stop(t)
+	_, _, err := s.Watch(context.Background(), key(t))
+	if err == nil {
+		t.Fatal("Watch with Redis down succeeded")
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Fatalf("unexpected error %v", err)
+	}
+}
