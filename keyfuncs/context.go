@@ -19,6 +19,7 @@ import (
 // middleware that sets the value must run before the throttle middleware.
 func ContextValue(key any) Func {
 	const source = "context value"
+	errMissing := missing(source)
 	return func(r *http.Request) (string, error) {
 		v := r.Context().Value(key)
 		s, ok := valueString(v)
@@ -27,7 +28,7 @@ func ContextValue(key any) Func {
 			return "", &Error{Status: http.StatusBadRequest, Source: source,
 				Reason: "unsupported type (want a string, fmt.Stringer or integer)"}
 		case s == "":
-			return "", missing(source)
+			return "", errMissing
 		}
 		return s, nil
 	}

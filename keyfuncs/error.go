@@ -5,6 +5,10 @@ import "net/http"
 // Error is returned by a Func that cannot build an identity from a request:
 // a header is missing, a body is longer than the hashing limit, a peer
 // address cannot be parsed. The middleware answers it with Status.
+//
+// A Func may return the same *Error for every request that fails the same
+// way (a missing header is common on anonymous traffic, and sharing the
+// value saves an allocation each time): treat it as read-only.
 type Error struct {
 	// Status is the HTTP status to answer with: 400 Bad Request, or 413
 	// Content Too Large for an over-long body.
@@ -27,6 +31,8 @@ func (e *Error) HTTPStatus() int {
 	return e.Status
 }
 
+// missing returns the error for an absent or empty source. Funcs build it
+// once, when they are made, and return it for every request.
 func missing(source string) error {
 	return &Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
 }

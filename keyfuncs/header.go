@@ -19,12 +19,12 @@ import (
 // (see throttle.Key).
 func Header(name string) Func {
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	source := "header " + strconv.Quote(name)
+	errMissing := missing("header " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
 		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
 			return v[0], nil
 		}
-		return "", missing(source)
+		return "", errMissing
 	}
 }
 
@@ -33,11 +33,11 @@ func Header(name string) Func {
 // The value is taken as sent; Go's cookie parser drops malformed cookies,
 // which then count as missing.
 func Cookie(name string) Func {
-	source := "cookie " + strconv.Quote(name)
+	errMissing := missing("cookie " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
 		c, err := r.Cookie(name)
 		if err != nil || c.Value == "" {
-			return "", missing(source)
+			return "", errMissing
 		}
 		return c.Value, nil
 	}

@@ -2,9 +2,9 @@ package keyfuncs
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 )
 
 // IPOption tunes RemoteIP and ForwardedIP.
@@ -76,24 +76,48 @@ func parseRemote(remote string) (host string, addr netip.Addr, err error) {
 }
 
 // parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", with an
-// optional IPv6 zone, and returns the address unmapped and without zone.
+// optional IPv6 zone, and returns the address unmapped and without zone,
+// and the address text as found. It splits by hand rather than with
+// net.SplitHostPort so that the common cases do not allocate an error.
+// The port is not interpreted; it may be obfuscated as RFC 7239 allows
+// ("_abc").
 func parseHostPort(s string) (string, netip.Addr, bool) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return s, normalise(a), true
-	}
 	host := s
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		host = h
-	} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		host = s[1 : len(s)-1]
-	} else {
-		return "", netip.Addr{}, false
+	if len(s) > 0 && s[0] == '[' {
+		end := strings.IndexByte(s, ']')
+		if end < 0 || (end+1 < len(s) && !isPort(s, end+1)) {
+			return "", netip.Addr{}, false
+		}
+		host = s[1:end]
+		if strings.IndexByte(host, ':') < 0 {
+			return "", netip.Addr{}, false // only IPv6 goes in brackets
+		}
+	} else if i := strings.IndexByte(s, ':'); i >= 0 && strings.IndexByte(s[i+1:], ':') < 0 {
+		// One colon: IPv4 with a port. Several: bare IPv6.
+		if !isPort(s, i) {
+			return "", netip.Addr{}, false
+		}
+		host = s[:i]
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil {
 		return "", netip.Addr{}, false
 	}
 	return host, normalise(a), true
+}
+
+// isPort reports whether s[i:] is ':' followed by a port: digits, or an
+// RFC 7239 obfuscated port ("_" and letters, digits, '.', '_', '-').
+func isPort(s string, i int) bool {
+	if i+1 >= len(s) || s[i] != ':' {
+		return false
+	}
+	for _, c := range []byte(s[i+1:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // normalise drops the zone and unmaps IPv4-in-IPv6, so that the same client
@@ -113,11 +137,12 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 		}
 		return a.String()
 	}
+	var buf [64]byte // the longest IPv6 text with "/128" is 43 bytes
 	if c.v6bits < 128 {
 		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6 and 0 <= bits <= 128
-		return p.String()
+		return string(p.AppendTo(buf[:0]))
 	}
-	return a.String()
+	return string(a.AppendTo(buf[:0]))
 }
 
 // isPlainIPv4 reports whether s holds only digits and dots, that is, is

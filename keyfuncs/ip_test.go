@@ -26,6 +26,7 @@ func TestRemoteIP(t *testing.T) {
 		{"group /128 is the address", "[2001:db8::1]:80", []IPOption{GroupIPv6(128)}, "2001:db8::1"},
 		{"group leaves ipv4 alone", "192.0.2.1:80", []IPOption{GroupIPv6(64)}, "192.0.2.1"},
 		{"group leaves mapped ipv4 alone", "[::ffff:192.0.2.1]:80", []IPOption{GroupIPv6(64)}, "192.0.2.1"},
+		{"obfuscated port", "192.0.2.1:_p1", nil, "192.0.2.1"},
 		{"nil option ignored", "192.0.2.1:80", []IPOption{nil}, "192.0.2.1"},
 	}
 	for _, tt := range tests {
@@ -60,6 +61,7 @@ func TestRemoteIPInvalid(t *testing.T) {
 	for _, remote := range []string{
 		"", "@", "unix", "localhost:80", "01.2.3.4:80", "1.2.3:80", "[1.2.3.4]x", "1.2.3.4:80:90",
 		"[]:80", "[", "]", "1.2.3.4 :80", "\x00\xff:1", "2001:db8::1::2",
+		"1.2.3.4:", "[1.2.3.4]:80", "[2001:db8::1]:", "[2001:db8::1]80", "1.2.3.4:8 0", "[2001:db8::1:80",
 	} {
 		_, err := RemoteIP()(req(remote))
 		wantErr(t, err, http.StatusBadRequest, "remote address", remote)

@@ -21,6 +21,7 @@ import (
 // otherwise be dropped and make two different requests look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
+	errMissing := missing(source)
 	return func(r *http.Request) (string, error) {
 		var buf [4]string
 		vals := buf[:0]
@@ -43,7 +44,7 @@ func Query(name string) Func {
 			}
 		}
 		if !nonEmpty {
-			return "", missing(source)
+			return "", errMissing
 		}
 		return throttle.JoinID(vals...), nil
 	}

@@ -11,12 +11,12 @@ import (
 // `path value "<name>"`. gin and echo do not fill r.PathValue: use their
 // adapters' own path sources there.
 func PathValue(name string) Func {
-	source := "path value " + strconv.Quote(name)
+	errMissing := missing("path value " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
 		if v := r.PathValue(name); v != "" {
 			return v, nil
 		}
-		return "", missing(source)
+		return "", errMissing
 	}
 }
 
@@ -27,11 +27,12 @@ func PathValue(name string) Func {
 // a Go 1.23+ ServeMux has no pattern and gives a 400 *Error with source
 // "route pattern"; gin and echo adapters offer their own route sources.
 func Pattern() Func {
+	errMissing := missing("route pattern")
 	return func(r *http.Request) (string, error) {
 		if r.Pattern != "" {
 			return r.Pattern, nil
 		}
-		return "", missing("route pattern")
+		return "", errMissing
 	}
 }
 
