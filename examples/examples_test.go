@@ -252,9 +252,9 @@ func TestMemoryStore(t *testing.T) {
 	a := startApp(t, "nethttp", "-window", win.String())
 	c := newClient(t)
 
-	checkAccepted(t, a, "first submit", submit(c, a, "42"))
-	checkDuplicate(t, a.name, "42", submit(c, a, "42"), win)
-	checkAccepted(t, a, "another user's submit", submit(c, a, "43"))
+	checkAccepted(t, a, "first submit", submit(c, a, "alice"))
+	checkDuplicate(t, a.name, "alice", submit(c, a, "alice"), win)
+	checkAccepted(t, a, "another user's submit", submit(c, a, "bob"))
 	checkAccepted(t, a, "submit without X-User-ID", submit(c, a, ""))
 	checkDuplicate(t, a.name, "", submit(c, a, ""), win)
 	healthz(t, c, a)
