@@ -1,11 +1,14 @@
 package adaptertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,13 +85,43 @@ func timed(t testing.TB, h http.Handler, r *http.Request) *httptest.ResponseReco
 	return rec
 }
 
-func newRedisLimiter(t testing.TB, r *Redis, p throttle.Policy) *throttle.Limiter {
+// logBuffer collects a limiter's log output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newRedisLimiter returns a limiter on r's store whose log goes to the
+// returned buffer.
+func newRedisLimiter(t testing.TB, r *Redis, p throttle.Policy) (*throttle.Limiter, *logBuffer) {
 	t.Helper()
+	logs := &logBuffer{}
+	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	l, err := throttle.New(r.Store, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return l, logs
+}
+
+// logged fails the test unless the limiter logged a store error.
+func logged(t testing.TB, logs *logBuffer) {
+	t.Helper()
+	if s := logs.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "store error") {
+		t.Fatalf("no store error was logged; log: %q", s)
+	}
 }
 
 // guardedByRedis checks that a user is admitted once and then rejected,
@@ -122,7 +155,7 @@ func eventuallyGuarded(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handl
 
 func testFailOpen(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOpen})
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOpen})
 	h := a.Wrap(l, UserKey(), &counter{})
 	guardedByRedis(t, r, l, h, "before")
 
@@ -134,6 +167,7 @@ func testFailOpen(t *testing.T, a Adapter) {
 	if n := l.Stats().FailedOpen - before; n != 3 {
 		t.Fatalf("Stats.FailedOpen grew by %d, want 3", n)
 	}
+	logged(t, logs)
 
 	r.Server.Restart(t)
 	eventuallyGuarded(t, r, l, h)
@@ -141,7 +175,7 @@ func testFailOpen(t *testing.T, a Adapter) {
 
 func testFailClosed(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
 	c := &counter{}
 	h := a.Wrap(l, UserKey(), c)
 	guardedByRedis(t, r, l, h, "before")
@@ -158,6 +192,7 @@ func testFailClosed(t *testing.T, a Adapter) {
 	if n := c.calls.Load() - calls; n != 0 {
 		t.Fatalf("handler ran %d times while Redis was down under FailClosed", n)
 	}
+	logged(t, logs)
 
 	r.Server.Restart(t)
 	eventuallyGuarded(t, r, l, h)
@@ -165,7 +200,7 @@ func testFailClosed(t *testing.T, a Adapter) {
 
 func testFailOver(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOver,
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOver,
 		Fallback: memstore.New()})
 	var calls atomic.Int32
 	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -182,6 +217,7 @@ func testFailOver(t *testing.T, a Adapter) {
 	if n := l.Stats().Fallback; n == 0 {
 		t.Fatal("Stats.Fallback is 0 after serving from the fallback")
 	}
+	logged(t, logs)
 
 	r.Server.Restart(t)
 	eventuallyGuarded(t, r, l, h)
