@@ -20,10 +20,14 @@
 // # Status of the handler
 //
 // Echo handlers return errors that the HTTPErrorHandler renders after the
-// middleware has returned, so the status is worked out the way that handler
-// will: when the response is already committed, the status it was
-// committed with; otherwise an *echo.HTTPError's Code, 500 for any other
-// error, and c.Response().Status when there is no error. A panic ends the
+// middleware has returned, so the status is worked out the way echo's
+// DefaultHTTPErrorHandler will render it: when the response is already
+// committed, the status it was committed with; otherwise the Code of an
+// *echo.HTTPError (or of the *echo.HTTPError it holds as Internal), 500 for
+// any other error, and c.Response().Status when there is no error. A custom
+// HTTPErrorHandler that maps errors to other statuses should return
+// *echo.HTTPError values, or the Dedupe decision may differ from what the
+// client saw. A panic ends the
 // hold as a failure and keeps unwinding, to echo's Recover middleware if
 // one is registered before this one.
 //

@@ -1,7 +1,6 @@
 package echoadapter
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -83,9 +82,17 @@ func status(c echo.Context, err error) int {
 		}
 		return res.Status
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) && he.Code != 0 {
-		return he.Code
+	// As echo's DefaultHTTPErrorHandler: an *echo.HTTPError itself (not
+	// wrapped), or the one it carries as its Internal error.
+	he, ok := err.(*echo.HTTPError)
+	if !ok {
+		return http.StatusInternalServerError
 	}
-	return http.StatusInternalServerError
+	if inner, ok := he.Internal.(*echo.HTTPError); ok {
+		he = inner
+	}
+	if he.Code == 0 {
+		return http.StatusInternalServerError
+	}
+	return he.Code
 }

@@ -1,0 +1,198 @@
+package echoadapter_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/go-throttle/throttle/echoadapter"
+	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// A RejectHandler returning HTTPError lets the application's own
+// HTTPErrorHandler render the rejection, with the standard headers set.
+func TestHTTPErrorRenderedByApp(t *testing.T) {
+	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	e := echo.New()
+	e.Debug = true // even in debug mode no internal error may show
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		var he *echo.HTTPError
+		if !errors.As(err, &he) {
+			he = echo.NewHTTPError(http.StatusInternalServerError)
+		}
+		_ = c.JSON(he.Code, map[string]any{"app_error": fmt.Sprint(he.Message), "code": he.Code, "debug": err.Error()})
+	}
+	e.POST("/submit", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
+		echoadapter.Middleware(l, adaptertest.UserKey(), echoadapter.WithRejectHandler(
+			func(c echo.Context, rej *throttle.Rejection) error { return echoadapter.HTTPError(c, rej) })))
+
+	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("user-1")), http.StatusCreated)
+	rec := adaptertest.Serve(e, adaptertest.Submit("user-1"))
+	adaptertest.Status(t, rec, http.StatusTooManyRequests)
+	var body struct {
+		AppError string `json:"app_error"`
+		Code     int    `json:"code"`
+		Debug    string `json:"debug"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Code != 429 || body.AppError == "" {
+		t.Fatalf("app error body %q (%v)", rec.Body.String(), err)
+	}
+	for _, f := range []string{"user-1", "throttle:", "{submit"} {
+		if strings.Contains(rec.Body.String(), f) {
+			t.Fatalf("body %q contains %q", rec.Body.String(), f)
+		}
+	}
+	adaptertest.RetryAfter(t, rec.Header())
+	adaptertest.CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
+
+	rec = adaptertest.Serve(e, adaptertest.Submit(""))
+	adaptertest.Status(t, rec, http.StatusBadRequest)
+	if strings.Contains(rec.Body.String(), "keyfuncs") {
+		t.Fatalf("bad-key body %q shows the key error", rec.Body.String())
+	}
+}
+
+// The handler's status comes from its returned error the way echo renders
+// it, or from the committed response.
+func TestHandlerStatus(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler echo.HandlerFunc
+		kept    bool
+	}{
+		{"nil error", func(c echo.Context) error { return nil }, true},
+		{"written 201", func(c echo.Context) error { return c.NoContent(http.StatusCreated) }, true},
+		{"HTTPError 503", func(c echo.Context) error { return echo.NewHTTPError(http.StatusServiceUnavailable) }, false},
+		{"HTTPError 302", func(c echo.Context) error { return echo.NewHTTPError(http.StatusFound) }, true},
+		{"internal HTTPError 409", func(c echo.Context) error {
+			return echo.NewHTTPError(http.StatusOK).SetInternal(echo.NewHTTPError(http.StatusConflict))
+		}, false},
+		{"plain error", func(c echo.Context) error { return errors.New("boom") }, false},
+		{"wrapped HTTPError", func(c echo.Context) error {
+			return fmt.Errorf("wrapped: %w", echo.NewHTTPError(http.StatusOK)) // echo answers 500
+		}, false},
+		{"error after commit", func(c echo.Context) error {
+			_ = c.NoContent(http.StatusAccepted)
+			return errors.New("too late")
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+			e := echo.New()
+			e.POST("/submit", tc.handler, echoadapter.Middleware(l, adaptertest.UserKey()))
+			adaptertest.Serve(e, adaptertest.Submit("u1"))
+			got := adaptertest.Serve(e, adaptertest.Submit("u1")).Code == http.StatusTooManyRequests
+			if got != tc.kept {
+				t.Fatalf("key kept = %v, want %v", got, tc.kept)
+			}
+		})
+	}
+}
+
+// Skipped requests are not guarded.
+func TestSkipper(t *testing.T) {
+	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	e := echo.New()
+	e.Any("/*", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
+		echoadapter.Middleware(l, adaptertest.UserKey(), echoadapter.WithSkipper(
+			func(c echo.Context) bool { return c.Request().Method == http.MethodGet })))
+	for i := 0; i < 2; i++ {
+		r := adaptertest.Submit("")
+		r.Method = http.MethodGet
+		adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusCreated)
+	}
+	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("u1")), http.StatusCreated)
+	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("u1")), http.StatusTooManyRequests)
+}
+
+// echo's own key sources.
+func TestContextKeys(t *testing.T) {
+	setUser := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if u := c.Request().Header.Get("X-Auth"); u != "" {
+				c.Set("user", u)
+			}
+			return next(c)
+		}
+	}
+	ok := func(c echo.Context) error { return c.NoContent(http.StatusCreated) }
+
+	t.Run("Value and Path", func(t *testing.T) {
+		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		e := echo.New()
+		mw := echoadapter.ContextMiddleware(l, echoadapter.Join(echoadapter.Value("user"), echoadapter.Path()))
+		e.POST("/a/:id", ok, setUser, mw)
+		e.POST("/b/:id", ok, setUser, mw)
+		do := func(path, user string) int {
+			r := adaptertest.Submit("")
+			r.URL.Path = path
+			if user != "" {
+				r.Header.Set("X-Auth", user)
+			}
+			return adaptertest.Serve(e, r).Code
+		}
+		want := []struct {
+			path, user string
+			code       int
+		}{
+			{"/a/1", "alice", 201}, {"/a/2", "alice", 429}, // same route pattern
+			{"/b/1", "alice", 201}, {"/a/1", "bob", 201}, {"/a/1", "", 400},
+		}
+		for _, w := range want {
+			if got := do(w.path, w.user); got != w.code {
+				t.Fatalf("%s as %q: %d, want %d", w.path, w.user, got, w.code)
+			}
+		}
+	})
+
+	t.Run("RealIP with IPExtractor", func(t *testing.T) {
+		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		e := echo.New()
+		e.IPExtractor = echo.ExtractIPDirect()
+		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, echoadapter.RealIP()))
+		for i, code := range []int{201, 429} {
+			r := adaptertest.Submit("")
+			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
+			adaptertest.Status(t, adaptertest.Serve(e, r), code)
+		}
+	})
+
+	// Documents echo v4's default: without an IPExtractor, RealIP believes
+	// a client's X-Forwarded-For, so each spoofed value is a new identity.
+	t.Run("RealIP default trusts X-Forwarded-For", func(t *testing.T) {
+		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		e := echo.New()
+		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, echoadapter.RealIP()))
+		for i := 0; i < 2; i++ {
+			r := adaptertest.Submit("")
+			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
+			adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusCreated)
+		}
+		r := adaptertest.Submit("")
+		r.Header.Set("X-Forwarded-For", "not an address")
+		adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusBadRequest)
+	})
+
+	t.Run("FirstOf matches keyfuncs", func(t *testing.T) {
+		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		e := echo.New()
+		e.IPExtractor = echo.ExtractIPDirect()
+		// Request(ExampleKey()) and the echo-native chain build one key.
+		e.POST("/a", ok, echoadapter.Middleware(l, adaptertest.ExampleKey()))
+		e.POST("/b", ok, echoadapter.ContextMiddleware(l, echoadapter.FirstOf(
+			echoadapter.Request(adaptertest.UserKey()), echoadapter.RealIP())))
+		r := adaptertest.Submit("")
+		r.URL.Path = "/a"
+		adaptertest.Status(t, adaptertest.Serve(e, r), 201)
+		r = adaptertest.Submit("")
+		r.URL.Path = "/b"
+		adaptertest.Status(t, adaptertest.Serve(e, r), 429)
+	})
+}
