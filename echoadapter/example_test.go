@@ -1,0 +1,65 @@
+package echoadapter_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/go-throttle/throttle/echoadapter"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// A double submission within the 5 s window is turned away with 429.
+func Example() {
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	if err != nil {
+		panic(err)
+	}
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+
+	e := echo.New()
+	e.POST("/submit", func(c echo.Context) error {
+		return c.JSON(http.StatusCreated, map[string]bool{"ok": true})
+	}, echoadapter.Middleware(limiter, key))
+
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
+	}
+	// Output:
+	// 201 application/json
+	// 429 application/problem+json
+}
+
+// Rejections rendered by the application's HTTPErrorHandler (here echo's
+// default, which writes {"message": ...}), with Retry-After still set.
+func ExampleHTTPError() {
+	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	e := echo.New()
+	e.POST("/submit", func(c echo.Context) error {
+		return c.NoContent(http.StatusCreated)
+	}, echoadapter.Middleware(limiter, keyfuncs.Header("X-User-ID"),
+		echoadapter.WithRejectHandler(func(c echo.Context, rej *throttle.Rejection) error {
+			return echoadapter.HTTPError(c, rej)
+		})))
+
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		line := fmt.Sprint(rec.Code, " Retry-After=", rec.Header().Get("Retry-After"), " ", rec.Body.String())
+		fmt.Println(strings.TrimSpace(line))
+	}
+	// Output:
+	// 201 Retry-After=
+	// 429 Retry-After=5 {"message":"The same request was received moments ago. Retry after the window ends."}
+}

@@ -1,0 +1,63 @@
+package ginadapter_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/go-throttle/throttle/ginadapter"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// A double submission within the 5 s window is turned away with 429.
+func Example() {
+	gin.SetMode(gin.ReleaseMode)
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	if err != nil {
+		panic(err)
+	}
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+
+	r := gin.New()
+	r.POST("/submit", ginadapter.Middleware(limiter, key), func(c *gin.Context) {
+		c.JSON(http.StatusCreated, gin.H{"ok": true})
+	})
+
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
+	}
+	// Output:
+	// 201 application/json; charset=utf-8
+	// 429 application/problem+json
+}
+
+// ContextMiddleware keys on what gin knows: here the user an authentication
+// middleware stored with c.Set, per route pattern.
+func ExampleContextMiddleware() {
+	gin.SetMode(gin.ReleaseMode)
+	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "orders"})
+	auth := func(c *gin.Context) { c.Set("user", 42) }
+	key := ginadapter.Join(ginadapter.Value("user"), ginadapter.FullPath())
+
+	r := gin.New()
+	r.POST("/orders/:id", auth, ginadapter.ContextMiddleware(limiter, key), func(c *gin.Context) {
+		c.Status(http.StatusCreated)
+	})
+
+	for _, path := range []string{"/orders/1", "/orders/2"} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		fmt.Println(path, rec.Code)
+	}
+	// Output:
+	// /orders/1 201
+	// /orders/2 429
+}

@@ -1,0 +1,69 @@
+package nethttp_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// A double submission within the 5 s window is turned away with 429.
+func Example() {
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	if err != nil {
+		panic(err)
+	}
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	submit := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintln(w, `{"ok":true}`)
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(submit))
+
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		line := fmt.Sprint(rec.Code, " ", rec.Header().Get("Content-Type"))
+		if p := rec.Header().Get("RateLimit-Policy"); p != "" {
+			line += " " + p
+		}
+		fmt.Println(line)
+	}
+	// Output:
+	// 201 application/json
+	// 429 application/problem+json "submit";q=1;w=5
+}
+
+// An application with its own error format answers rejections itself.
+func ExampleWithRejectHandler() {
+	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	reject := func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rej.Status)
+		fmt.Fprintf(w, `{"error":%q}`+"\n", rej.Reason)
+	}
+	h := nethttp.Middleware(limiter, keyfuncs.Header("X-User-ID"),
+		nethttp.WithRejectHandler(reject))(http.NotFoundHandler())
+
+	for _, user := range []string{"", "42"} {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		if user != "" {
+			req.Header.Set("X-User-ID", user)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// 400 {"error":"bad-key"}
+	// 404 404 page not found
+}
