@@ -21,6 +21,8 @@ type Error struct {
 	Reason string
 }
 
+// Error returns "keyfuncs: <source>: <reason>", safe to log and to show the
+// client since neither part holds a value from the request.
 func (e *Error) Error() string { return "keyfuncs: " + e.Source + ": " + e.Reason }
 
 // HTTPStatus returns the status the middleware answers with.

@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// IPOption tunes RemoteIP and ForwardedIP.
+// IPOption tunes RemoteIP and ForwardedIP: GroupIPv6 and FromForwarded.
+// Without options each address is its own identity and ForwardedIP reads
+// X-Forwarded-For, the header every common proxy and load balancer writes.
 type IPOption func(*ipConfig)
 
 type ipConfig struct {
