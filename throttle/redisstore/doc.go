@@ -1,0 +1,82 @@
+// Package redisstore keeps throttle locks in Redis, so that every process
+// that shares one Redis deployment shares the locks: a duplicate submission
+// is caught whichever server instance it reaches.
+//
+// New takes a go-redis v9 redis.UniversalClient: a standalone *redis.Client,
+// a Sentinel failover client (redis.NewFailoverClient) or a
+// *redis.ClusterClient all work, because every command and script touches
+// keys of a single Cluster hash slot (see Keys below).
+//
+// # What it guarantees
+//
+// Against one Redis master, a key is held by at most one token at a time:
+// acquisition is a single atomic SET NX (or a Lua script), and release and
+// extend compare the token inside Lua on the server, never GET-then-DEL from
+// Go, so a holder whose lease ran out cannot free or extend a lock that
+// somebody else holds since (it gets throttle.OutcomeHeldByOther).
+//
+// It does not guarantee mutual exclusion across a failover. Redis replicates
+// asynchronously: if the master acknowledges a lock and dies before the
+// replica received it, the promoted replica does not know the lock and a
+// second client can take it. The same happens when a master without
+// persistence restarts. For throttling and de-duplicating requests this
+// rare double admission is usually acceptable. When two holders would
+// corrupt data, also use fencing tokens (throttle.Policy.Fence): pass
+// Lease.Fence to the resource and have it refuse a token lower than one it
+// has seen. A holder paused by GC or a network partition past its TTL is
+// then harmless too, which no lock service alone can promise. Redlock (a
+// quorum of independent masters) narrows the failover window but relies on
+// bounded clock drift and pauses; it is a separate store.
+//
+// # Round trips
+//
+// Every admission, accepted or rejected, costs one round trip: a plain
+// acquisition pipelines SET key token NX PX ttl with PTTL key (the PTTL
+// answers Retry-After when the SET fails); fenced and reentrant ones run
+// the acquire script. Release and Extend are one script each. Scripts run
+// with EVALSHA and fall back to EVAL once when the server answers NOSCRIPT.
+// Benchmarks in this package compare the pipeline with the script and with
+// a bare SETNX.
+//
+// # Data model
+//
+// A plain lock is a string: key = token, with PX ttl. A reentrant lock is a
+// hash {token: hold count} with PX ttl (plus the field ":fence" when the
+// first acquisition was fenced); every re-entry adds one hold and refreshes
+// the ttl, every release removes one and the last one deletes the key. A
+// plain acquisition of a hash key, or a reentrant one of a string key, finds
+// it held. Release deletes the key only when the token holds it, and then
+// publishes on the channel key+":released", which Watch subscribes to so
+// that a waiting acquirer is woken at once instead of polling.
+//
+// Fencing tokens live in a counter at throttle.FenceKey(key). Each fenced
+// acquisition sets it, inside the acquiring script, to
+//
+//	max(old + 1, Redis server TIME in microseconds)
+//
+// and gives it a time to live (WithFenceTTL, default 24 h) that every fenced
+// acquisition refreshes, so the counters of idle keys do not pile up in
+// Redis. While the counter lives it strictly increases. Once it expired, the
+// next value comes from the server clock, which has moved on by at least
+// the fence TTL since the last value was handed out, and the counter can run
+// ahead of the clock only by one microsecond per acquisition; so the new
+// value is above every earlier one unless the server's clock steps back (or
+// a failover lands on a server whose clock is behind). Values are about
+// 1.7e15 today and fit an int64 and a Lua double exactly.
+//
+// # Keys and Redis Cluster
+//
+// Keys built by throttle.Key carry a hash tag, "<prefix>:{<policy>:<id>}",
+// and the fencing counter (key+":fence") shares it, so a lock and its
+// counter always live in one slot and one script may touch both; both are
+// passed in KEYS. The release channel is not a key: PUBLISH reaches
+// subscribers on every node of a cluster.
+//
+// # Timeouts
+//
+// Every call takes a context. go-redis honours the context's deadline on
+// the network only when the client was created with
+// ContextTimeoutEnabled: true; otherwise ReadTimeout and WriteTimeout bound
+// a call. Either way a call returns an error, never hangs, when Redis is
+// unreachable.
+package redisstore
