@@ -15,10 +15,13 @@
 //
 // Syncs run concurrently: the walk starts a goroutine for every customer it
 // locks and moves on to the next customer as soon as the lock is taken, and
-// the round ends when all of its syncs have finished. So a worker holds many
-// leases at once (which is what the refresher is for), and workers started
-// together split the list between them instead of one worker taking the
-// customers one after another while the others wait.
+// the round ends when all of its syncs have finished. So a walk takes
+// milliseconds, not N syncs: a worker holds many leases at once (which is
+// what the refresher is for), a customer is never left unsynced because its
+// worker is busy with another one, and a worker that starts while others
+// sync takes exactly the customers that are still free. Run one at a time
+// instead, a worker would hold c1 while c2…cN wait for it even when other
+// workers are idle.
 //
 // Every event is one line on standard output:
 //
