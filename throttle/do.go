@@ -24,7 +24,17 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		return err
 	}
 	work, stop := lease.KeepAlive(ctx)
+	finished := false
+	defer func() {
+		// fn panicked or called runtime.Goexit: stop the refresher and
+		// free the key before the panic goes on up the stack.
+		if !finished {
+			stop()
+			_ = lease.Release(ctx)
+		}
+	}()
 	err = fn(work)
+	finished = true
 	stop()
 	lost := context.Cause(work)
 	if !errors.Is(lost, ErrLost) {

@@ -205,10 +205,6 @@ func TestDoMaxHold(t *testing.T) {
 // TestDoPanicReleases checks that a panic in the work stops the refresher,
 // releases the key and reaches the caller unchanged.
 func TestDoPanicReleases(t *testing.T) {
-	// Remove this skip once Do releases on panic (see the JOBS report: a
-	// deferred stop+Release in do.go). Without it the refresher keeps the
-	// key alive for as long as the process lives.
-	t.Skip("core bug: Limiter.Do neither stops the refresher nor releases when fn panics")
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			l := newLimiter(t, b.store, throttle.Policy{Name: "panic", Mode: throttle.Exclusive, Lease: 300 * time.Millisecond})

@@ -60,7 +60,12 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 			return
 		case <-timer.C:
 		}
-		err := ls.Extend(ctx, ls.ttl)
+		// An extension that answers after the lease ran out is no use:
+		// bound it by what is left of the lease as well as by the
+		// store timeout.
+		ectx, ecancel := context.WithTimeout(ctx, max(ls.ValidFor(), time.Millisecond))
+		err := ls.Extend(ectx, ls.ttl)
+		ecancel()
 		switch {
 		case err == nil:
 			timer.Reset(interval)
