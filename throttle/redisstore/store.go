@@ -76,14 +76,10 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 // acquirePipelined sends SET key token NX PX ttl and PTTL key in one
 // pipeline: one round trip, no script, and the PTTL answers a rejection.
 func (s *Store) acquirePipelined(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
-	var set *redis.BoolCmd
-	var pttl *redis.DurationCmd
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
-		pttl = p.PTTL(ctx, req.Key)
-		return nil
-	})
-	if err != nil {
+	p := s.client.Pipeline()
+	set := p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
+	pttl := p.PTTL(ctx, req.Key)
+	if _, err := p.Exec(ctx); err != nil {
 		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
 	}
 	if set.Val() {
