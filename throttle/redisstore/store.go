@@ -42,6 +42,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		o(s)
 	}
 	s.watch.init(s)
+	warnIfDeadlinesIgnored(client)
 	return s
 }
 
