@@ -66,6 +66,16 @@ func RetryAfter(rej *throttle.Rejection) int64 {
 	return 0
 }
 
+// Header values shared by every problem response; net/http only reads them.
+// The header maps below are written with canonical keys directly
+// ("Ratelimit-Policy" is the canonical form of RateLimit-Policy), which
+// spares the key canonicalisation of Header.Set on every rejection.
+var (
+	problemJSON = []string{"application/problem+json"}
+	noStore     = []string{"no-store"}
+	noSniff     = []string{"nosniff"}
+)
+
 // SetHeaders sets Retry-After and, for a contended key, the RateLimit-Policy
 // and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10, e.g.
 //
@@ -77,18 +87,18 @@ func RetryAfter(rej *throttle.Rejection) int64 {
 func SetHeaders(h http.Header, rej *throttle.Rejection) {
 	secs := RetryAfter(rej)
 	if secs > 0 {
-		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		h["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
 	}
 	if rej.Reason != throttle.ReasonContended {
 		return
 	}
 	name := strconv.Quote(rej.Policy)
 	if rej.Mode == throttle.Exclusive {
-		h.Set("RateLimit-Policy", name+`;q=1;qu="concurrent-requests"`)
+		h["Ratelimit-Policy"] = []string{name + `;q=1;qu="concurrent-requests"`}
 	} else {
-		h.Set("RateLimit-Policy", name+";q=1;w="+strconv.FormatInt(Seconds(rej.Window), 10))
+		h["Ratelimit-Policy"] = []string{name + ";q=1;w=" + strconv.FormatInt(Seconds(rej.Window), 10)}
 	}
-	h.Set("RateLimit", name+";r=0;t="+strconv.FormatInt(secs, 10))
+	h["Ratelimit"] = []string{name + ";r=0;t=" + strconv.FormatInt(secs, 10)}
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection.
@@ -117,9 +127,9 @@ func Title(status int) string {
 func Write(w http.ResponseWriter, rej *throttle.Rejection) {
 	h := w.Header()
 	SetHeaders(h, rej)
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = problemJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(rej.Status)
 	_, _ = w.Write(Body(rej))
 }

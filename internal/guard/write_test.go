@@ -1,0 +1,75 @@
+package guard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+func TestSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int64{
+		0: 1, time.Millisecond: 1, time.Second: 1, time.Second + 1: 2, 2500 * time.Millisecond: 3,
+	} {
+		if got := Seconds(d); got != want {
+			t.Errorf("Seconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	secret := errors.New("dial tcp 10.0.0.7:6379: key throttle:{submit:42} token abc")
+	cases := []struct {
+		name                     string
+		rej                      throttle.Rejection
+		retry, policy, rateLimit string
+		problemType              string
+	}{
+		{"dedupe", throttle.Rejection{Status: 429, Reason: throttle.ReasonContended, RetryAfter: 2100 * time.Millisecond,
+			Policy: "submit", Window: 5 * time.Second, Err: secret},
+			"3", `"submit";q=1;w=5`, `"submit";r=0;t=3`, QuotaExceeded},
+		{"exclusive", throttle.Rejection{Status: 409, Reason: throttle.ReasonContended, RetryAfter: 20 * time.Second,
+			Policy: "sync", Mode: throttle.Exclusive, Window: 30 * time.Second, Err: secret},
+			"20", `"sync";q=1;qu="concurrent-requests"`, `"sync";r=0;t=20`, "about:blank"},
+		{"no expiry", throttle.Rejection{Status: 429, Reason: throttle.ReasonContended, RetryAfter: -1,
+			Policy: "submit", Window: 5 * time.Second},
+			"5", `"submit";q=1;w=5`, `"submit";r=0;t=5`, QuotaExceeded},
+		{"store down", throttle.Rejection{Status: 503, Reason: throttle.ReasonStoreUnavailable, RetryAfter: time.Second,
+			Policy: "submit", Window: 5 * time.Second, Err: secret},
+			"1", "", "", "about:blank"},
+		{"bad key", throttle.Rejection{Status: 400, Reason: throttle.ReasonBadKey, Policy: "submit", Err: secret},
+			"", "", "", "about:blank"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			Write(w, &c.rej)
+			h := w.Result().Header
+			if w.Code != c.rej.Status || h.Get("Retry-After") != c.retry ||
+				h.Get("RateLimit-Policy") != c.policy || h.Get("RateLimit") != c.rateLimit ||
+				h.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("status %d headers %v", w.Code, h)
+			}
+			var p struct {
+				Type, Title, Detail string
+				Status              int
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+				t.Fatalf("body %q: %v", w.Body, err)
+			}
+			if p.Type != c.problemType || p.Status != c.rej.Status || p.Title != http.StatusText(c.rej.Status) || p.Detail == "" {
+				t.Fatalf("problem %+v", p)
+			}
+			for _, leak := range []string{"10.0.0.7", "6379", "throttle:", "abc", "dial"} {
+				if strings.Contains(w.Body.String(), leak) {
+					t.Fatalf("body %q leaks %q", w.Body, leak)
+				}
+			}
+		})
+	}
+}
