@@ -188,7 +188,16 @@ func (l *Limiter) skipPrimary() bool {
 	return !l.downUntil.CompareAndSwap(until, now+int64(probeInterval))
 }
 
+// call makes one acquisition bounded by Policy.Timeout. The bound costs a
+// timer and a context per call, so it is skipped where it cannot matter: for
+// an InMemory store, and when ctx already ends sooner.
 func (l *Limiter) call(ctx context.Context, store Store, req AcquireRequest) (Grant, error) {
+	if _, local := store.(InMemory); local {
+		return store.Acquire(ctx, req)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
+		return store.Acquire(ctx, req)
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
 	defer cancel()
 	return store.Acquire(ctx, req)

@@ -115,3 +115,13 @@ func (o Outcome) String() string {
 	}
 	return "unknown"
 }
+
+// InMemory is implemented by stores that answer from the process's own
+// memory without waiting on I/O, such as memstore. The Limiter skips the
+// per-call Policy.Timeout for them: it could never fire, and setting it up
+// costs a timer and a context on every request.
+type InMemory interface {
+	Store
+	// InMemory marks the store; it does nothing.
+	InMemory()
+}

@@ -217,3 +217,7 @@ func (s *Store) Len() int {
 	}
 	return n
 }
+
+// InMemory marks the store as answering without I/O (throttle.InMemory), so
+// that a Limiter spends no per-call timeout on it.
+func (s *Store) InMemory() {}
