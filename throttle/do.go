@@ -7,8 +7,9 @@ import (
 )
 
 // Do runs fn while holding the key for id, for work outside HTTP such as
-// background jobs: it acquires (waiting up to Policy.Wait), keeps the lease
-// alive while fn runs (see KeepAlive), then stops the refresher and releases.
+// background jobs: it acquires under Policy.Lease whatever the policy's Mode
+// (waiting up to Policy.Wait), keeps the lease alive while fn runs (see
+// KeepAlive), then stops the refresher and releases.
 //
 // fn's context is cancelled with cause ErrLost the moment the lease is lost,
 // so that fn can stop before it does harm; it carries the lease (LeaseFrom,
@@ -19,7 +20,7 @@ import (
 // fn did not run; otherwise fn's error, joined with an ErrLost error when the
 // lease was lost while fn ran.
 func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
-	lease, err := l.Acquire(ctx, id)
+	lease, err := l.acquireKey(ctx, l.Key(id), l.p.Lease)
 	if err != nil {
 		return err
 	}

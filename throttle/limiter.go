@@ -62,11 +62,11 @@ func (l *Limiter) Key(id string) string { return Key(l.p.Prefix, l.p.Name, id) }
 // ended first. The lease expires by itself after Policy.TTL(); call Release
 // to free it earlier, or KeepAlive to hold it longer.
 func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
-	return l.acquireKey(ctx, l.Key(id))
+	return l.acquireKey(ctx, l.Key(id), l.p.TTL())
 }
 
-func (l *Limiter) acquireKey(ctx context.Context, key string) (*Lease, error) {
-	req := AcquireRequest{Key: key, TTL: l.p.TTL(), Fence: l.p.Fence, Reentrant: l.p.Reentrant}
+func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+	req := AcquireRequest{Key: key, TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
 	if req.Reentrant {
 		req.Token = ownerFrom(ctx)
 	}
@@ -227,7 +227,7 @@ func (l *Limiter) logStoreError(op string, err error) {
 //     Stats.FailedOpen);
 //   - a rejection: the request must be answered with it.
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, *Rejection) {
-	lease, err := l.acquireKey(ctx, l.Key(id))
+	lease, err := l.acquireKey(ctx, l.Key(id), l.p.TTL())
 	if err == nil {
 		return lease, nil
 	}
