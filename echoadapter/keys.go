@@ -1,16 +1,14 @@
 package echoadapter
 
 import (
-	"fmt"
 	"net/http"
 	"net/netip"
-	"reflect"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/go-throttle/throttle/internal/keycompose"
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // KeyFunc returns the identity an echo request is throttled under, like
@@ -60,7 +58,7 @@ func Value(name string) KeyFunc {
 		if v == nil {
 			return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
 		}
-		return valueString(v, source)
+		return keyfuncs.FromValue(v, source)
 	}
 }
 
@@ -82,78 +80,12 @@ func Path() KeyFunc {
 // an IP address that happen to be equal do not share a key). When all fail
 // it returns the last error. It panics if fs is empty or holds nil.
 func FirstOf(fs ...KeyFunc) KeyFunc {
-	fs = checked("FirstOf", fs)
-	return func(c echo.Context) (string, error) {
-		var err error
-		for i, f := range fs {
-			var id string
-			if id, err = f(c); err == nil {
-				return throttle.JoinID(strconv.Itoa(i), id), nil
-			}
-		}
-		return "", err
-	}
+	return keycompose.FirstOf("echoadapter", "FirstOf", fs)
 }
 
 // Join combines the identities of all fs (for example a user and a route)
 // with throttle.JoinID, as keyfuncs.Join does; any error fails it. It
 // panics if fs is empty or holds nil.
 func Join(fs ...KeyFunc) KeyFunc {
-	fs = checked("Join", fs)
-	return func(c echo.Context) (string, error) {
-		parts := make([]string, len(fs))
-		for i, f := range fs {
-			id, err := f(c)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = id
-		}
-		return throttle.JoinID(parts...), nil
-	}
-}
-
-func checked(name string, fs []KeyFunc) []KeyFunc {
-	if len(fs) == 0 {
-		panic("echoadapter: " + name + " needs at least one KeyFunc")
-	}
-	for _, f := range fs {
-		if f == nil {
-			panic("echoadapter: " + name + " got a nil KeyFunc")
-		}
-	}
-	return append([]KeyFunc(nil), fs...)
-}
-
-// valueString turns a context value into an identity with the rules of
-// keyfuncs.ContextValue: strings and string kinds, integer kinds and
-// fmt.Stringer values; nil (also a nil pointer) and "" are missing.
-func valueString(v any, source string) (string, error) {
-	var s string
-	switch x := v.(type) {
-	case nil:
-	case string:
-		s = x
-	case fmt.Stringer:
-		if rv := reflect.ValueOf(x); rv.Kind() != reflect.Pointer || !rv.IsNil() {
-			s = x.String()
-		}
-	default:
-		rv := reflect.ValueOf(v)
-		switch rv.Kind() {
-		case reflect.String:
-			s = rv.String()
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			s = strconv.FormatInt(rv.Int(), 10)
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			s = strconv.FormatUint(rv.Uint(), 10)
-		default:
-			return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: source,
-				Reason: "unsupported type (want a string, fmt.Stringer or integer)"}
-		}
-	}
-	if s == "" {
-		return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
-	}
-	return s, nil
+	return keycompose.Join("echoadapter", "Join", fs)
 }

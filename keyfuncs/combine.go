@@ -1,11 +1,6 @@
 package keyfuncs
 
-import (
-	"net/http"
-	"strconv"
-
-	"github.com/go-throttle/throttle/throttle"
-)
+import "github.com/go-throttle/throttle/internal/keycompose"
 
 // FirstOf is a fallback chain: it keys on the first of fs that succeeds,
 // such as the user ID header when present and the client IP otherwise. The
@@ -17,17 +12,7 @@ import (
 // FirstOf(Header(...), RemoteIP()) that is the one about the remote address).
 // It panics if fs is empty or holds a nil Func: a programming error.
 func FirstOf(fs ...Func) Func {
-	fs = checkFuncs("FirstOf", fs)
-	return func(r *http.Request) (string, error) {
-		var err error
-		for i, f := range fs {
-			var v string
-			if v, err = f(r); err == nil {
-				return throttle.JoinID(strconv.Itoa(i), v), nil
-			}
-		}
-		return "", err
-	}
+	return keycompose.FirstOf("keyfuncs", "FirstOf", fs)
 }
 
 // Join keys on all of fs together, such as a user and a route, joined with
@@ -35,31 +20,5 @@ func FirstOf(fs ...Func) Func {
 // identity. The first error is returned as is; no partial key is built.
 // It panics if fs is empty or holds a nil Func: a programming error.
 func Join(fs ...Func) Func {
-	fs = checkFuncs("Join", fs)
-	return func(r *http.Request) (string, error) {
-		var buf [8]string
-		vals := buf[:0]
-		for _, f := range fs {
-			v, err := f(r)
-			if err != nil {
-				return "", err
-			}
-			vals = append(vals, v)
-		}
-		return throttle.JoinID(vals...), nil
-	}
-}
-
-// checkFuncs copies fs (so a later change to the caller's slice has no
-// effect) after checking it.
-func checkFuncs(name string, fs []Func) []Func {
-	if len(fs) == 0 {
-		panic("keyfuncs: " + name + " needs at least one Func")
-	}
-	for i, f := range fs {
-		if f == nil {
-			panic("keyfuncs: " + name + ": Func " + strconv.Itoa(i) + " is nil")
-		}
-	}
-	return append([]Func(nil), fs...)
+	return keycompose.Join("keyfuncs", "Join", fs)
 }

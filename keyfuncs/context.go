@@ -19,19 +19,28 @@ import (
 // middleware that sets the value must run before the throttle middleware.
 func ContextValue(key any) Func {
 	const source = "context value"
-	errMissing := missing(source)
 	return func(r *http.Request) (string, error) {
-		v := r.Context().Value(key)
-		s, ok := valueString(v)
-		switch {
-		case !ok:
-			return "", &Error{Status: http.StatusBadRequest, Source: source,
-				Reason: "unsupported type (want a string, fmt.Stringer or integer)"}
-		case s == "":
-			return "", errMissing
-		}
-		return s, nil
+		return FromValue(r.Context().Value(key), source)
 	}
+}
+
+// FromValue turns a value that an earlier middleware stored (a context value,
+// gin's c.Get, echo's c.Get) into an identity, with the rules of
+// ContextValue: strings and string kinds, integer kinds and fmt.Stringer
+// values are accepted. A nil or empty value gives a 400 *Error "missing", a
+// value of another type a 400 *Error "unsupported type"; source names where
+// the value came from in that error. It serves key functions for other
+// frameworks.
+func FromValue(v any, source string) (string, error) {
+	s, ok := valueString(v)
+	switch {
+	case !ok:
+		return "", &Error{Status: http.StatusBadRequest, Source: source,
+			Reason: "unsupported type (want a string, fmt.Stringer or integer)"}
+	case s == "":
+		return "", missing(source)
+	}
+	return s, nil
 }
 
 // valueString converts a context value; ok is false for unsupported types.
