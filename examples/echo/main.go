@@ -6,60 +6,31 @@
 //	go run ./examples/echo -redis 127.0.0.1:6379    # locks shared through Redis
 //	curl -i -X POST -H 'X-User-ID: 42' localhost:8080/submit
 //
-// The net/http and gin examples build the same key for the same user, so
-// that all three share locks when they are pointed at one Redis.
+// Flags: -addr (default 127.0.0.1:8080), -redis (empty: in-memory store),
+// -window (default 5s). The net/http and gin examples build the same key for
+// the same user, so that all three share locks when pointed at one Redis.
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/echoadapter"
+	"github.com/go-throttle/throttle/examples/internal/demo"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/memstore"
-	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-func main() {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps locks in this process's memory")
-	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
-	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+func main() { demo.Main("echo", routes) }
 
-	if err := run(*addr, *redisAddr, *window); err != nil {
-		slog.Error("echo example failed", "err", err)
-		os.Exit(1)
-	}
-}
-
-func run(addr, redisAddr string, window time.Duration) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	store, closeStore, err := openStore(ctx, redisAddr)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-
+func routes(store throttle.Store, window time.Duration) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
 	limiter, err := throttle.New(store, throttle.Policy{Name: "submit", Window: window})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Who is submitting: the X-User-ID header, or the peer's IP without it.
 	// keyfuncs works on the *http.Request, so the key is the same as in the
@@ -70,14 +41,7 @@ func run(addr, redisAddr string, window time.Duration) error {
 	e.HideBanner, e.HidePort = true, true
 	e.POST("/submit", submit, echoadapter.Middleware(limiter, key))
 	e.GET("/healthz", healthz) // no throttle middleware: never throttled
-
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	slog.Info("listening", "addr", ln.Addr().String(), "window", window)
-	e.Listener = ln
-	return serve(ctx, e)
+	return e, nil
 }
 
 func submit(c echo.Context) error {
@@ -86,48 +50,4 @@ func submit(c echo.Context) error {
 
 func healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// serve runs e until ctx ends (SIGINT or SIGTERM), then lets the requests in
-// flight finish within a bound.
-func serve(ctx context.Context, e *echo.Echo) error {
-	errc := make(chan error, 1)
-	go func() { errc <- e.Start("") }() // serves e.Listener
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	slog.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.Shutdown(shutdownCtx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// openStore returns a Redis store when redisAddr is set, so that every
-// process pointed at that Redis sees the same locks, and otherwise an
-// in-memory store, which only this process sees.
-func openStore(ctx context.Context, redisAddr string) (throttle.Store, func(), error) {
-	if redisAddr == "" {
-		slog.Info("using the in-memory store: locks are not shared with other processes")
-		return memstore.New(), func() {}, nil // nothing to close: no goroutines
-	}
-	// ContextTimeoutEnabled lets the policy's short store timeout (100 ms by
-	// default) end a Redis call; without it go-redis waits up to 3 s.
-	client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := client.Ping(pingCtx).Err(); err != nil {
-		_ = client.Close()
-		return nil, nil, err
-	}
-	slog.Info("using the Redis store", "redis", redisAddr)
-	store := redisstore.New(client)
-	return store, func() { _ = store.Close(); _ = client.Close() }, nil
 }
