@@ -65,35 +65,9 @@ func (sh *shard) put(key string, l lock) {
 	sh.lockFloor = min(sh.lockFloor, l.expires)
 }
 
-// roomForLock makes room for one more lock: it samples a few entries and,
-// when the shard is full, removes every expired one. It reports whether a
-// new lock fits.
+// roomForLock makes room for one more lock (see makeRoom).
 func (sh *shard) roomForLock(now time.Duration) bool {
-	n := 0
-	for k, l := range sh.locks {
-		if n++; n > sampleSize {
-			break
-		}
-		if l.expires <= now {
-			delete(sh.locks, k)
-		}
-	}
-	if len(sh.locks) < sh.capacity {
-		return true
-	}
-	if now < sh.lockFloor {
-		return false
-	}
-	floor := time.Duration(math.MaxInt64)
-	for k, l := range sh.locks {
-		if l.expires <= now {
-			delete(sh.locks, k)
-		} else {
-			floor = min(floor, l.expires)
-		}
-	}
-	sh.lockFloor = floor
-	return len(sh.locks) < sh.capacity
+	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now)
 }
 
 // nextFence returns key's next fence, max(last+1, wall), or false when the
@@ -114,33 +88,48 @@ func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.D
 	return c.last, true
 }
 
-// roomForFence is roomForLock for fence counters.
+// roomForFence makes room for one more fence counter (see makeRoom).
 func (sh *shard) roomForFence(now time.Duration) bool {
+	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now)
+}
+
+// expiring is an entry with an expiry time, a lock or a fence counter.
+type expiring interface{ expiry() time.Duration }
+
+func (l lock) expiry() time.Duration    { return l.expires }
+func (c counter) expiry() time.Duration { return c.expires }
+
+// makeRoom makes room for one more entry in m: it samples a few entries and
+// removes the expired ones among them (as Redis's active expiry does) and,
+// when m is full and *floor says something may have expired, removes every
+// expired entry and moves *floor, the lower bound of m's expiry times. It
+// reports whether a new entry fits.
+func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, now time.Duration) bool {
 	n := 0
-	for k, c := range sh.fences {
+	for k, v := range m {
 		if n++; n > sampleSize {
 			break
 		}
-		if c.expires <= now {
-			delete(sh.fences, k)
+		if v.expiry() <= now {
+			delete(m, k)
 		}
 	}
-	if len(sh.fences) < sh.capacity {
+	if len(m) < capacity {
 		return true
 	}
-	if now < sh.fenceFloor {
+	if now < *floor {
 		return false
 	}
-	floor := time.Duration(math.MaxInt64)
-	for k, c := range sh.fences {
-		if c.expires <= now {
-			delete(sh.fences, k)
+	low := time.Duration(math.MaxInt64)
+	for k, v := range m {
+		if e := v.expiry(); e <= now {
+			delete(m, k)
 		} else {
-			floor = min(floor, c.expires)
+			low = min(low, e)
 		}
 	}
-	sh.fenceFloor = floor
-	return len(sh.fences) < sh.capacity
+	*floor = low
+	return len(m) < capacity
 }
 
 // notify wakes the waiters of key without blocking: a waiter whose channel
