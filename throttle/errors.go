@@ -39,6 +39,7 @@ type ContendedError struct {
 	RetryAfter time.Duration
 }
 
+// Error says that the key is held and for how long.
 func (e *ContendedError) Error() string {
 	return fmt.Sprintf("throttle: key is held by another owner (retry after %v)", e.RetryAfter)
 }
@@ -56,6 +57,7 @@ type StoreError struct {
 	Err error
 }
 
+// Error names the failed operation and the store's error.
 func (e *StoreError) Error() string { return "throttle: store " + e.Op + ": " + e.Err.Error() }
 
 // Unwrap returns the store's error.
