@@ -31,6 +31,7 @@ func Run(t *testing.T, a Adapter) {
 		{"ExclusiveLeaseRefreshed", testLeaseRefreshed},
 		{"FenceInContext", testFence},
 		{"WaitInsteadOfConflict", testWait},
+		{"ReentrantHandler", testReentrant},
 		{"KeyError", testKeyError},
 		{"BodyTooLarge", testBodyTooLarge},
 		{"CustomReject", testCustomReject},
@@ -282,6 +283,32 @@ func testWait(t *testing.T, a Adapter) {
 	close(b.release)
 	if c1, c2 := first(), second(); c1 != http.StatusOK || c2 != http.StatusOK {
 		t.Fatalf("statuses %d and %d, want both 200 (the second waited)", c1, c2)
+	}
+}
+
+// testReentrant checks that a handler which calls code taking the same key
+// with the request context re-enters it instead of blocking itself, and that
+// the key is free again once the request is over.
+func testReentrant(t *testing.T, a Adapter) {
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Reentrant: true})
+	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		holds := 0
+		err := l.Do(r.Context(), r.Header.Get(UserHeader), func(ctx context.Context) error {
+			holds = throttle.LeaseFrom(ctx).Holds()
+			return nil
+		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, strconv.Itoa(holds))
+	}))
+	for i := 0; i < 2; i++ {
+		rec := Serve(h, Submit("c1"))
+		Status(t, rec, http.StatusOK)
+		if rec.Body.String() != "2" {
+			t.Fatalf("request %d: nested hold count %q, want 2", i+1, rec.Body.String())
+		}
 	}
 }
 
