@@ -56,17 +56,10 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 			if ctx != parent {
 				c.SetRequest(r.WithContext(ctx))
 			}
-			// No recover: a panic keeps unwinding with its own value
-			// and stack once the hold is ended.
-			returned := false
-			defer func() {
-				if !returned {
-					ticket.Finish(ctx, 0, true)
-				}
-			}()
-			err = next(c)
-			returned = true
-			ticket.Finish(ctx, status(c, err), false)
+			ticket.Run(ctx, func() int {
+				err = next(c)
+				return status(c, err)
+			})
 			return err
 		}
 	}

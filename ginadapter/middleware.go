@@ -53,16 +53,9 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 		if ctx != parent {
 			c.Request = c.Request.WithContext(ctx)
 		}
-		// No recover: a panic keeps unwinding with its own value and
-		// stack to gin.Recovery once the hold is ended.
-		returned := false
-		defer func() {
-			if !returned {
-				ticket.Finish(ctx, 0, true)
-			}
-		}()
-		c.Next()
-		returned = true
-		ticket.Finish(ctx, c.Writer.Status(), false)
+		ticket.Run(ctx, func() int {
+			c.Next()
+			return c.Writer.Status()
+		})
 	}
 }

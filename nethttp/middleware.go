@@ -62,16 +62,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	rec := &recorder{ResponseWriter: w}
-	// The hold is ended in a deferred call without recover, so that a
-	// panic (or runtime.Goexit) keeps unwinding with its own value and
-	// stack once the key is released.
-	returned := false
-	defer func() {
-		if !returned {
-			ticket.Finish(ctx, 0, true)
-		}
-	}()
-	h.next.ServeHTTP(rec, r)
-	returned = true
-	ticket.Finish(ctx, rec.result(), false)
+	ticket.Run(ctx, func() int {
+		h.next.ServeHTTP(rec, r)
+		return rec.result()
+	})
 }

@@ -62,6 +62,23 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	_ = t.lease.Release(ctx)
 }
 
+// Run runs the rest of the request (the handler, or the framework's chain)
+// and then ends the hold: with the status next reports, or as a failure when
+// next panics or calls runtime.Goexit. Nothing is recovered: the panic keeps
+// unwinding with its own value and stack, to http.Server or the framework's
+// recovery middleware, once the key is released.
+func (t Ticket) Run(ctx context.Context, next func() (status int)) {
+	returned := false
+	defer func() {
+		if !returned {
+			t.Finish(ctx, 0, true)
+		}
+	}()
+	status := next()
+	returned = true
+	t.Finish(ctx, status, false)
+}
+
 // KeyRejection answers a request whose key could not be built: 400, or the
 // status the key function's error carries (413 for an over-long body).
 func KeyRejection(l *throttle.Limiter, err error) *throttle.Rejection {
