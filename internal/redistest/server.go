@@ -94,10 +94,12 @@ func Start(t testing.TB, args ...string) *Server {
 }
 
 // Client returns a go-redis client for the server, closed at the test's
-// cleanup. It reconnects by itself after Restart.
+// cleanup. It reconnects by itself after Restart. Like the clients the
+// documentation recommends, it ends calls at their context's deadline
+// (ContextTimeoutEnabled).
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
