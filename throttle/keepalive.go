@@ -87,6 +87,6 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 
 func (ls *Lease) lose(cancel context.CancelCauseFunc, cause error) {
 	ls.l.stats.lost.Add(1)
-	ls.l.p.Logger.Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
+	ls.l.p.logger().Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
 	cancel(cause)
 }

@@ -214,7 +214,7 @@ func (l *Limiter) logStoreError(op string, err error) {
 	if !l.lastLog.CompareAndSwap(last, now) {
 		return
 	}
-	l.p.Logger.Warn("throttle: store error", "policy", l.p.Name, "op", op,
+	l.p.logger().Warn("throttle: store error", "policy", l.p.Name, "op", op,
 		"on_store_error", l.p.OnStoreError.String(), "err", err)
 }
 

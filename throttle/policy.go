@@ -161,7 +161,9 @@ type Policy struct {
 	// Default: status >= 400.
 	Failed func(status int) bool
 
-	// Logger receives store errors and lost leases. Default slog.Default().
+	// Logger receives store errors and lost leases. When nil, the
+	// slog.Default() of the moment is used, so that a service may set its
+	// default logger after making its limiters.
 	Logger *slog.Logger
 }
 
@@ -238,8 +240,13 @@ func (p Policy) withDefaults() (Policy, error) {
 	if p.Failed == nil {
 		p.Failed = func(status int) bool { return status >= 400 }
 	}
-	if p.Logger == nil {
-		p.Logger = slog.Default()
-	}
 	return p, nil
+}
+
+// logger returns the policy's Logger, or slog.Default() when it has none.
+func (p *Policy) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
 }

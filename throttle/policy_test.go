@@ -17,7 +17,7 @@ func TestPolicyDefaults(t *testing.T) {
 	p := l.Policy()
 	if p.Mode != throttle.Dedupe || p.Window != throttle.DefaultWindow || p.Prefix != throttle.DefaultPrefix ||
 		p.Timeout != throttle.DefaultTimeout || p.OnStoreError != throttle.FailOpen ||
-		p.RejectStatus != http.StatusTooManyRequests || p.Backoff == nil || p.Logger == nil {
+		p.RejectStatus != http.StatusTooManyRequests || p.Backoff == nil {
 		t.Fatalf("unexpected defaults: %+v", p)
 	}
 	if !p.Failed(500) || !p.Failed(404) || p.Failed(201) || p.Failed(302) {
