@@ -156,37 +156,38 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 // held more than once (OutcomeStillHeld). Waiters from Watch are woken when
 // the key is freed. It returns ctx.Err() when ctx is done.
 func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	now, _ := s.now()
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	l, held := sh.live(key, now)
-	switch {
-	case !held:
-		return throttle.OutcomeGone, nil
-	case l.token != token:
-		return throttle.OutcomeHeldByOther, nil
-	case l.holds > 1:
-		l.holds--
-		sh.locks[key] = l
-		return throttle.OutcomeStillHeld, nil
-	}
-	delete(sh.locks, key)
-	sh.notify(key)
-	return throttle.OutcomeOK, nil
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) throttle.Outcome {
+		if l.holds > 1 {
+			l.holds--
+			sh.locks[key] = l
+			return throttle.OutcomeStillHeld
+		}
+		delete(sh.locks, key)
+		sh.notify(key)
+		return throttle.OutcomeOK
+	})
 }
 
 // Extend sets the time to live of key to ttl (rounded up to a millisecond) if
 // token holds it. It fails with an error matching throttle.ErrInvalid when
 // ttl is not positive and with ctx.Err() when ctx is done.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	if err := checkTTL(ttl); err != nil {
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) throttle.Outcome {
+		l.expires = now + ceilMillis(ttl)
+		sh.put(key, l)
+		return throttle.OutcomeOK
+	})
+}
+
+// ifOwned is the token check Release and Extend share: under key's shard
+// lock, it runs change when token holds key, and otherwise reports
+// OutcomeGone or OutcomeHeldByOther without changing anything.
+func (s *Store) ifOwned(ctx context.Context, key, token string,
+	change func(sh *shard, l lock, now time.Duration) throttle.Outcome) (throttle.Outcome, error) {
+	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	now, _ := s.now()
@@ -200,9 +201,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	case l.token != token:
 		return throttle.OutcomeHeldByOther, nil
 	}
-	l.expires = now + ceilMillis(ttl)
-	sh.put(key, l)
-	return throttle.OutcomeOK, nil
+	return change(sh, l, now), nil
 }
 
 // Len returns the number of locks the store keeps, counting expired ones that
