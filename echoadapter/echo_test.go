@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/echoadapter"
@@ -30,7 +33,7 @@ func TestHTTPErrorRenderedByApp(t *testing.T) {
 	}
 	e.POST("/submit", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
 		echoadapter.Middleware(l, adaptertest.UserKey(), echoadapter.WithRejectHandler(
-			func(c echo.Context, rej *throttle.Rejection) error { return echoadapter.HTTPError(c, rej) })))
+			func(c echo.Context, rej *guard.Rejection) error { return echoadapter.HTTPError(c, rej) })))
 
 	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("user-1")), http.StatusCreated)
 	rec := adaptertest.Serve(e, adaptertest.Submit("user-1"))
@@ -127,7 +130,7 @@ func TestContextKeys(t *testing.T) {
 	t.Run("Value and Path", func(t *testing.T) {
 		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
 		e := echo.New()
-		mw := echoadapter.ContextMiddleware(l, echoadapter.Join(echoadapter.Value("user"), echoadapter.Path()))
+		mw := echoadapter.ContextMiddleware(l, keyfuncs.Join(echoadapter.Value("user"), echoadapter.Path()))
 		e.POST("/a/:id", ok, setUser, mw)
 		e.POST("/b/:id", ok, setUser, mw)
 		do := func(path, user string) int {
@@ -186,7 +189,7 @@ func TestContextKeys(t *testing.T) {
 		e.IPExtractor = echo.ExtractIPDirect()
 		// Request(ExampleKey()) and the echo-native chain build one key.
 		e.POST("/a", ok, echoadapter.Middleware(l, adaptertest.ExampleKey()))
-		e.POST("/b", ok, echoadapter.ContextMiddleware(l, echoadapter.FirstOf(
+		e.POST("/b", ok, echoadapter.ContextMiddleware(l, keyfuncs.FirstOf(
 			echoadapter.Request(adaptertest.UserKey()), echoadapter.RealIP())))
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/echoadapter"
@@ -47,7 +49,7 @@ func ExampleHTTPError() {
 	e.POST("/submit", func(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
 	}, echoadapter.Middleware(limiter, keyfuncs.Header("X-User-ID"),
-		echoadapter.WithRejectHandler(func(c echo.Context, rej *throttle.Rejection) error {
+		echoadapter.WithRejectHandler(func(c echo.Context, rej *guard.Rejection) error {
 			return echoadapter.HTTPError(c, rej)
 		})))
 

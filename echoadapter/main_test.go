@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/labstack/echo/v4"
 	"go.uber.org/goleak"
 
@@ -29,7 +31,7 @@ var adapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, echoadapter.Middleware(l, key, echoadapter.WithRejectHandler(
-			func(c echo.Context, rej *throttle.Rejection) error {
+			func(c echo.Context, rej *guard.Rejection) error {
 				c.Response().Header().Set(adaptertest.CustomHeader, rej.Reason.String())
 				return c.NoContent(adaptertest.CustomStatus)
 			})))

@@ -5,9 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/go-throttle/throttle/internal/guard"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Middleware returns echo middleware that admits each request under l,
@@ -45,7 +45,7 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 			}
 			id, err := key(c)
 			if err != nil {
-				return reject(c, guard.KeyRejection(l, err))
+				return reject(c, guard.BadKey(l, err))
 			}
 			r := c.Request()
 			parent := r.Context()

@@ -3,8 +3,7 @@ package echoadapter
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/go-throttle/throttle/internal/guard"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Option configures Middleware and ContextMiddleware.
@@ -20,7 +19,7 @@ type config struct {
 // under a fail-closed policy. It either writes the response and returns nil,
 // or returns an error for the application's HTTPErrorHandler to render
 // (see HTTPError). rej.Err is for logs only, never for the client.
-type RejectHandler func(c echo.Context, rej *throttle.Rejection) error
+type RejectHandler func(c echo.Context, rej *guard.Rejection) error
 
 // WithRejectHandler replaces the default rejection response (problem+json
 // written directly) by h. A nil h keeps the default.
@@ -44,19 +43,19 @@ func WithSkipper(skip func(c echo.Context) bool) Option {
 // explanation, for a RejectHandler that lets the application's
 // HTTPErrorHandler render rejections like its other errors:
 //
-//	echoadapter.WithRejectHandler(func(c echo.Context, rej *throttle.Rejection) error {
+//	echoadapter.WithRejectHandler(func(c echo.Context, rej *guard.Rejection) error {
 //		return echoadapter.HTTPError(c, rej)
 //	})
 //
 // The error carries no internal error (rej.Err is left out), so that echo's
 // debug mode cannot show keys or store errors to the client.
-func HTTPError(c echo.Context, rej *throttle.Rejection) *echo.HTTPError {
+func HTTPError(c echo.Context, rej *guard.Rejection) *echo.HTTPError {
 	guard.SetHeaders(c.Response().Header(), rej)
 	return echo.NewHTTPError(rej.Status, guard.Detail(rej))
 }
 
 // defaultReject writes the shared problem+json answer.
-func defaultReject(c echo.Context, rej *throttle.Rejection) error {
+func defaultReject(c echo.Context, rej *guard.Rejection) error {
 	guard.Write(c.Response(), rej)
 	return nil
 }

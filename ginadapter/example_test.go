@@ -45,7 +45,7 @@ func ExampleContextMiddleware() {
 	gin.SetMode(gin.ReleaseMode)
 	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "orders"})
 	auth := func(c *gin.Context) { c.Set("user", 42) }
-	key := ginadapter.Join(ginadapter.Value("user"), ginadapter.FullPath())
+	key := keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath())
 
 	r := gin.New()
 	r.POST("/orders/:id", auth, ginadapter.ContextMiddleware(limiter, key), func(c *gin.Context) {

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/ginadapter"
@@ -43,7 +46,7 @@ func TestRejectHandlerWithoutAbort(t *testing.T) {
 	e := gin.New()
 	calls := 0
 	e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey(), ginadapter.WithRejectHandler(
-		func(c *gin.Context, rej *throttle.Rejection) {
+		func(c *gin.Context, rej *guard.Rejection) {
 			ginadapter.SetHeaders(c, rej)
 			c.JSON(rej.Status, gin.H{"error": "slow down"})
 		})), func(c *gin.Context) {
@@ -72,7 +75,7 @@ func TestContextKeys(t *testing.T) {
 	t.Run("Value and FullPath", func(t *testing.T) {
 		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
 		e := gin.New()
-		mw := ginadapter.ContextMiddleware(l, ginadapter.Join(ginadapter.Value("user"), ginadapter.FullPath()))
+		mw := ginadapter.ContextMiddleware(l, keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath()))
 		e.POST("/a/:id", setUser, mw, ok)
 		e.POST("/b/:id", setUser, mw, ok)
 		want := []struct {
@@ -128,7 +131,7 @@ func TestContextKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.POST("/a", ginadapter.Middleware(l, adaptertest.ExampleKey()), ok)
-		e.POST("/b", ginadapter.ContextMiddleware(l, ginadapter.FirstOf(
+		e.POST("/b", ginadapter.ContextMiddleware(l, keyfuncs.FirstOf(
 			ginadapter.Request(adaptertest.UserKey()), ginadapter.ClientIP())), ok)
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"

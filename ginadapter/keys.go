@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/go-throttle/throttle/internal/keycompose"
 	"github.com/go-throttle/throttle/keyfuncs"
 )
 
@@ -73,19 +72,4 @@ func FullPath() KeyFunc {
 		}
 		return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: "gin route", Reason: "missing"}
 	}
-}
-
-// FirstOf returns the identity of the first of fs that succeeds, tagged
-// with its position exactly as keyfuncs.FirstOf does (so that a user ID and
-// an IP address that happen to be equal do not share a key). When all fail
-// it returns the last error. It panics if fs is empty or holds nil.
-func FirstOf(fs ...KeyFunc) KeyFunc {
-	return keycompose.FirstOf("ginadapter", "FirstOf", fs)
-}
-
-// Join combines the identities of all fs (for example a user and a route)
-// with throttle.JoinID, as keyfuncs.Join does; any error fails it. It
-// panics if fs is empty or holds nil.
-func Join(fs ...KeyFunc) KeyFunc {
-	return keycompose.Join("ginadapter", "Join", fs)
 }

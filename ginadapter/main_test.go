@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/gin-gonic/gin"
 	"go.uber.org/goleak"
 
@@ -32,7 +34,7 @@ var adapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, ginadapter.Middleware(l, key, ginadapter.WithRejectHandler(
-			func(c *gin.Context, rej *throttle.Rejection) {
+			func(c *gin.Context, rej *guard.Rejection) {
 				c.Header(adaptertest.CustomHeader, rej.Reason.String())
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))

@@ -3,9 +3,9 @@ package ginadapter
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/go-throttle/throttle/internal/guard"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Middleware returns gin middleware that admits each request under l, keyed
@@ -39,7 +39,7 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 	return func(c *gin.Context) {
 		id, err := key(c)
 		if err != nil {
-			reject(c, guard.KeyRejection(l, err))
+			reject(c, guard.BadKey(l, err))
 			c.Abort()
 			return
 		}

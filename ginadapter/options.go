@@ -3,8 +3,7 @@ package ginadapter
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/go-throttle/throttle/internal/guard"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Option configures Middleware and ContextMiddleware.
@@ -18,7 +17,7 @@ type config struct {
 // request whose key could not be built, or one the store could not decide
 // under a fail-closed policy. rej.Status is the status the default answer
 // would use; rej.Err is for logs only, never for the client.
-type RejectHandler func(c *gin.Context, rej *throttle.Rejection)
+type RejectHandler func(c *gin.Context, rej *guard.Rejection)
 
 // WithRejectHandler replaces the default rejection response by h, for
 // services with their own error format. h should write the response, in
@@ -35,7 +34,7 @@ func WithRejectHandler(h RejectHandler) Option {
 }
 
 // defaultReject writes the shared problem+json answer and aborts.
-func defaultReject(c *gin.Context, rej *throttle.Rejection) {
+func defaultReject(c *gin.Context, rej *guard.Rejection) {
 	guard.Write(c.Writer, rej)
 	c.Abort()
 }
@@ -43,6 +42,6 @@ func defaultReject(c *gin.Context, rej *throttle.Rejection) {
 // SetHeaders sets the Retry-After, RateLimit-Policy and RateLimit response
 // headers the default answer would send for rej, for a RejectHandler that
 // writes its own body but keeps the standard fields clients understand.
-func SetHeaders(c *gin.Context, rej *throttle.Rejection) {
+func SetHeaders(c *gin.Context, rej *guard.Rejection) {
 	guard.SetHeaders(c.Writer.Header(), rej)
 }

@@ -1,24 +1,72 @@
 package keyfuncs
 
-import "github.com/go-throttle/throttle/internal/keycompose"
+import (
+	"reflect"
+	"strconv"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
 
 // FirstOf is a fallback chain: it keys on the first of fs that succeeds,
 // such as the user ID header when present and the client IP otherwise. The
-// identity is throttle.JoinID(strconv.Itoa(i), value), i being the index of
-// the func that answered, so a user whose ID happens to read "192.0.2.1"
+// identity is store.JoinID(strconv.Itoa(i), value), i being the index of
+// the function that answered, so a user whose ID happens to read "192.0.2.1"
 // never shares a key with the client at that address.
 //
-// If every func fails, FirstOf returns the last func's error (for the usual
-// FirstOf(Header(...), RemoteIP()) that is the one about the remote address).
-// It panics if fs is empty or holds a nil Func: a programming error.
-func FirstOf(fs ...Func) Func {
-	return keycompose.FirstOf("keyfuncs", "FirstOf", fs)
+// If every function fails, FirstOf returns the last one's error (for the
+// usual FirstOf(Header(...), RemoteIP()) that is the one about the remote
+// address). It panics if fs is empty or holds a nil function: a programming
+// error.
+//
+// FirstOf and Join work on any key function type, so the one pair serves
+// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.ClientIP(...))
+// is a ginadapter.KeyFunc, and the identity it builds is the one a Func
+// chain builds from the same values.
+func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
+	fs = checked("FirstOf", fs)
+	return func(a A) (string, error) {
+		var err error
+		for i, f := range fs {
+			var v string
+			if v, err = f(a); err == nil {
+				return store.JoinID(strconv.Itoa(i), v), nil
+			}
+		}
+		return "", err
+	}
 }
 
 // Join keys on all of fs together, such as a user and a route, joined with
-// throttle.JoinID so that different lists of values never give the same
-// identity. The first error is returned as is; no partial key is built.
-// It panics if fs is empty or holds a nil Func: a programming error.
-func Join(fs ...Func) Func {
-	return keycompose.Join("keyfuncs", "Join", fs)
+// store.JoinID so that different lists of values never give the same
+// identity. The first error is returned as is; no partial key is built. Like
+// FirstOf it works on any key function type, and panics if fs is empty or
+// holds a nil function.
+func Join[F ~func(A) (string, error), A any](fs ...F) F {
+	fs = checked("Join", fs)
+	return func(a A) (string, error) {
+		var buf [8]string
+		vals := buf[:0]
+		for _, f := range fs {
+			v, err := f(a)
+			if err != nil {
+				return "", err
+			}
+			vals = append(vals, v)
+		}
+		return store.JoinID(vals...), nil
+	}
+}
+
+// checked copies fs, so that later changes to the caller's slice have no
+// effect, after checking that it is usable.
+func checked[F any](name string, fs []F) []F {
+	if len(fs) == 0 {
+		panic("keyfuncs: " + name + " needs at least one key function")
+	}
+	for i, f := range fs {
+		if reflect.ValueOf(f).IsNil() {
+			panic("keyfuncs: " + name + ": key function " + strconv.Itoa(i) + " is nil")
+		}
+	}
+	return append([]F(nil), fs...)
 }

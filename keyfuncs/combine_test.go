@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func fail(status int, source string) Func {
@@ -21,9 +21,9 @@ func TestFirstOf(t *testing.T) {
 		r    *http.Request
 		want string
 	}{
-		{"header wins", req("192.0.2.1:1", "X-User-ID", "42"), throttle.JoinID("0", "42")},
-		{"falls back to the IP", req("192.0.2.1:1"), throttle.JoinID("1", "192.0.2.1")},
-		{"header that looks like an IP", req("192.0.2.9:1", "X-User-ID", "192.0.2.1"), throttle.JoinID("0", "192.0.2.1")},
+		{"header wins", req("192.0.2.1:1", "X-User-ID", "42"), store.JoinID("0", "42")},
+		{"falls back to the IP", req("192.0.2.1:1"), store.JoinID("1", "192.0.2.1")},
+		{"header that looks like an IP", req("192.0.2.9:1", "X-User-ID", "192.0.2.1"), store.JoinID("0", "192.0.2.1")},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -54,7 +54,7 @@ func TestFirstOfAllFail(t *testing.T) {
 func TestJoin(t *testing.T) {
 	key := Join(Header("X-User-ID"), Method(), Static("orders"))
 	got, err := key(req("1.2.3.4:1", "X-User-ID", "a:b"))
-	if want := throttle.JoinID("a:b", "POST", "orders"); err != nil || got != want {
+	if want := store.JoinID("a:b", "POST", "orders"); err != nil || got != want {
 		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 	// Separators in a value cannot forge another list.
@@ -70,7 +70,7 @@ func TestJoin(t *testing.T) {
 		fs[i] = Static(string(rune('a' + i)))
 		parts[i] = string(rune('a' + i))
 	}
-	if got, _ := Join(fs...)(nil); got != throttle.JoinID(parts...) {
+	if got, _ := Join(fs...)(nil); got != store.JoinID(parts...) {
 		t.Fatalf("20 parts: %q", got)
 	}
 }
@@ -87,10 +87,10 @@ func TestJoinFirstErrorWins(t *testing.T) {
 
 func TestCombinatorsPanicOnMisuse(t *testing.T) {
 	for name, f := range map[string]func(){
-		"FirstOf()":    func() { FirstOf() },
-		"Join()":       func() { Join() },
+		"FirstOf()":    func() { FirstOf[Func]() },
+		"Join()":       func() { Join[Func]() },
 		"FirstOf(nil)": func() { FirstOf(RemoteIP(), nil) },
-		"Join(nil)":    func() { Join(nil) },
+		"Join(nil)":    func() { Join[Func](nil) },
 	} {
 		func() {
 			defer func() {
@@ -107,7 +107,7 @@ func TestFirstOfCopiesFuncs(t *testing.T) {
 	fs := []Func{Static("a")}
 	key := FirstOf(fs...)
 	fs[0] = Static("b")
-	if got, _ := key(nil); got != throttle.JoinID("0", "a") {
+	if got, _ := key(nil); got != store.JoinID("0", "a") {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // FuzzForwardedIP: parsing X-Forwarded-For and Forwarded never panics, and
@@ -107,7 +107,7 @@ func FuzzJoinFirstOf(f *testing.F) {
 		if (ka == kb) != slices.Equal(la, lb) {
 			t.Fatalf("Join(%q) = %q, Join(%q) = %q", la, ka, lb, kb)
 		}
-		if sa, sb := throttle.Key("t", "p", ka), throttle.Key("t", "p", kb); (sa == sb) != (ka == kb) {
+		if sa, sb := store.Key("t", "p", ka), store.Key("t", "p", kb); (sa == sb) != (ka == kb) {
 			t.Fatalf("stored keys %q and %q", sa, sb)
 		}
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestHeader(t *testing.T) {
@@ -45,7 +45,7 @@ func TestHeaderMegabyteValueGivesBoundedKey(t *testing.T) {
 	if err != nil || got != big {
 		t.Fatalf("len %d, %v", len(got), err)
 	}
-	if k := throttle.Key("throttle", "submit", got); len(k) > 200 {
+	if k := store.Key("throttle", "submit", got); len(k) > 200 {
 		t.Fatalf("stored key is %d bytes", len(k))
 	}
 }
@@ -67,12 +67,12 @@ func TestQuery(t *testing.T) {
 	}{
 		{"id=42", "42"},
 		{"x=1&id=42&y=2", "42"},
-		{"id=a&id=b", throttle.JoinID("a", "b")},
-		{"id=a:b", throttle.JoinID("a:b")},
-		{"id=%3A&id=", throttle.JoinID(":", "")},
+		{"id=a&id=b", store.JoinID("a", "b")},
+		{"id=a:b", store.JoinID("a:b")},
+		{"id=%3A&id=", store.JoinID(":", "")},
 		{"i%64=7", "7"},
-		{"id=a+b%20c", throttle.JoinID("a b c")},
-		{"id=%00%FF", throttle.JoinID("\x00\xff")},
+		{"id=a+b%20c", store.JoinID("a b c")},
+		{"id=%00%FF", store.JoinID("\x00\xff")},
 		{"bad%zz=1&id=9", "9"},
 	}
 	for _, tt := range tests {

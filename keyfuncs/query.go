@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Query keys on the values of the URL query parameter name (?name=...), in
-// the order they appear, joined with throttle.JoinID (even a single one, whose
+// the order they appear, joined with store.JoinID (even a single one, whose
 // separators are then escaped), so that ?id=a&id=b and ?id=a:b give
 // different identities. The query is
 // scanned for name only, without building url.Values for the whole query.
@@ -46,6 +46,6 @@ func Query(name string) Func {
 		if !nonEmpty {
 			return "", errMissing
 		}
-		return throttle.JoinID(vals...), nil
+		return store.JoinID(vals...), nil
 	}
 }

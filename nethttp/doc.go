@@ -13,7 +13,7 @@
 // application/problem+json body that names no key, token, address or
 // internal error. A key that cannot be built gets 400 (413 for an over-long
 // body) in the same form, and a failing store is handled as the policy's
-// OnStoreError says (fail open, 503, or a fallback store).
+// WhenStoreFails says (fail open, 503, or a fallback store).
 //
 // All of that policy lives in the throttle core and is shared with the gin
 // and echo adapters, so the three answer alike and, with the same keyfuncs

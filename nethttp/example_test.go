@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
@@ -46,7 +48,7 @@ func Example() {
 // An application with its own error format answers rejections itself.
 func ExampleWithRejectHandler() {
 	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
-	reject := func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection) {
+	reject := func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rej.Status)
 		fmt.Fprintf(w, `{"error":%q}`+"\n", rej.Reason)

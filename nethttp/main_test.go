@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/go-throttle/throttle/throttle/guard"
+
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/adaptertest"
@@ -22,7 +24,7 @@ var adapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
 		return mux(nethttp.Middleware(l, key, nethttp.WithRejectHandler(
-			func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection) {
+			func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 				w.Header().Set(adaptertest.CustomHeader, rej.Reason.String())
 				w.WriteHeader(adaptertest.CustomStatus)
 			}))(h))

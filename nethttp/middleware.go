@@ -3,9 +3,9 @@ package nethttp
 import (
 	"net/http"
 
-	"github.com/go-throttle/throttle/internal/guard"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Middleware returns middleware that admits each request under l, keyed by
@@ -49,7 +49,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
 	if err != nil {
-		h.reject(w, r, guard.KeyRejection(h.l, err))
+		h.reject(w, r, guard.BadKey(h.l, err))
 		return
 	}
 	parent := r.Context()

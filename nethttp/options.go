@@ -3,8 +3,7 @@ package nethttp
 import (
 	"net/http"
 
-	"github.com/go-throttle/throttle/internal/guard"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Option configures Middleware.
@@ -18,7 +17,7 @@ type config struct {
 // request whose key could not be built, or one the store could not decide
 // under a fail-closed policy. rej.Status is the status the default answer
 // would use; rej.Err is for logs only, never for the client.
-type RejectHandler func(w http.ResponseWriter, r *http.Request, rej *throttle.Rejection)
+type RejectHandler func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection)
 
 // WithRejectHandler replaces the default rejection response (problem+json
 // with Retry-After and RateLimit headers) by h, for services that have their
@@ -34,13 +33,13 @@ func WithRejectHandler(h RejectHandler) Option {
 }
 
 // defaultReject writes the shared problem+json answer.
-func defaultReject(w http.ResponseWriter, _ *http.Request, rej *throttle.Rejection) {
+func defaultReject(w http.ResponseWriter, _ *http.Request, rej *guard.Rejection) {
 	guard.Write(w, rej)
 }
 
 // SetHeaders sets the Retry-After, RateLimit-Policy and RateLimit response
 // headers the default answer would send for rej, for a RejectHandler that
 // writes its own body but keeps the standard fields clients understand.
-func SetHeaders(w http.ResponseWriter, rej *throttle.Rejection) {
+func SetHeaders(w http.ResponseWriter, rej *guard.Rejection) {
 	guard.SetHeaders(w.Header(), rej)
 }

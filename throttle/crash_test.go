@@ -17,7 +17,7 @@ import (
 
 // crashPolicy is shared by the holder process and the test.
 func crashPolicy() throttle.Policy {
-	return throttle.Policy{Name: "crash", Mode: throttle.Exclusive, Lease: time.Second, Timeout: time.Second}
+	return throttle.Policy{Name: "crash", Mode: throttle.Exclusive, LeaseTTL: time.Second, Timeout: time.Second}
 }
 
 // TestKilledHolderFreesKeyAfterTTL runs a holder in another process, kills it
@@ -50,11 +50,11 @@ func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 	}
 
 	l := newLimiter(t, b.store, p)
-	key := l.Key("job")
+	key := l.StoredKey("job")
 	ctx := context.Background()
 	// Let the holder's refresher extend the key a few times, so that the
 	// key outlives its first TTL only thanks to the (soon dead) process.
-	time.Sleep(2 * p.Lease)
+	time.Sleep(2 * p.LeaseTTL)
 	if _, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
 		t.Fatalf("key not held by the live holder after 2 TTLs: %v", err)
 	}
@@ -69,15 +69,15 @@ func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pttl <= 0 || pttl > p.Lease {
-		t.Fatalf("PTTL right after the kill is %v, want in (0, %v]", pttl, p.Lease)
+	if pttl <= 0 || pttl > p.LeaseTTL {
+		t.Fatalf("PTTL right after the kill is %v, want in (0, %v]", pttl, p.LeaseTTL)
 	}
 	if _, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
 		t.Fatalf("key free right after the kill (PTTL was %v): %v", pttl, err)
 	}
 
 	var lease *throttle.Lease
-	if !waitFor(p.Lease+5*time.Second, func() bool {
+	if !waitFor(p.LeaseTTL+5*time.Second, func() bool {
 		lease, err = l.Acquire(ctx, "job")
 		return err == nil
 	}) {

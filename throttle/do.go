@@ -7,7 +7,7 @@ import (
 )
 
 // Do runs fn while holding the key for id, for work outside HTTP such as
-// background jobs: it acquires under Policy.Lease whatever the policy's Mode
+// background jobs: it acquires under Policy.LeaseTTL whatever the policy's Mode
 // (waiting up to Policy.Wait), keeps the lease alive while fn runs (see
 // KeepAlive), then stops the refresher and releases.
 //
@@ -20,7 +20,7 @@ import (
 // fn did not run; otherwise fn's error, joined with an ErrLost error when the
 // lease was lost while fn ran.
 func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
-	lease, err := l.acquireKey(ctx, l.Key(id), l.p.Lease)
+	lease, err := l.acquireKey(ctx, l.key(id), l.p.LeaseTTL)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,9 @@ var (
 	ErrContended = errors.New("throttle: key is held by another owner")
 
 	// ErrStore means the store could not answer (Redis down, slow, script
-	// error). The error returned is a *StoreError wrapping the cause.
+	// error). The error returned wraps the store's own error, which
+	// errors.Unwrap gives (context.DeadlineExceeded when the store call
+	// ran past Policy.Timeout).
 	ErrStore = errors.New("throttle: store unavailable")
 
 	// ErrLost means a lease was lost while it was held: its key expired or
@@ -47,24 +49,16 @@ func (e *ContendedError) Error() string {
 // Is reports whether target is ErrContended.
 func (e *ContendedError) Is(target error) bool { return target == ErrContended }
 
-// StoreError is returned when the store failed. It matches ErrStore with
-// errors.Is, and errors.Unwrap gives the store's own error (which may itself
-// be context.DeadlineExceeded when the store call timed out).
-type StoreError struct {
-	// Op is the store operation that failed: "acquire", "release" or "extend".
-	Op string
-	// Err is the store's error.
-	Err error
+// storeError is returned when the store failed: it matches ErrStore, and
+// errors.Unwrap gives the store's own error.
+type storeError struct {
+	op  string // "acquire", "release" or "extend"
+	err error
 }
 
-// Error names the failed operation and the store's error.
-func (e *StoreError) Error() string { return "throttle: store " + e.Op + ": " + e.Err.Error() }
-
-// Unwrap returns the store's error.
-func (e *StoreError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrStore.
-func (e *StoreError) Is(target error) bool { return target == ErrStore }
+func (e *storeError) Error() string        { return "throttle: store " + e.op + ": " + e.err.Error() }
+func (e *storeError) Unwrap() error        { return e.err }
+func (e *storeError) Is(target error) bool { return target == ErrStore }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)

@@ -42,11 +42,11 @@ func (s *stock) set(qty int, fence int64) error {
 // its late write.
 func ExampleLimiter_Do_fencing() {
 	l, err := throttle.New(memstore.New(), throttle.Policy{
-		Name:  "stock",
-		Mode:  throttle.Exclusive,
-		Lease: 50 * time.Millisecond,
-		Fence: true,
-		Wait:  time.Second,
+		Name:     "stock",
+		Mode:     throttle.Exclusive,
+		LeaseTTL: 50 * time.Millisecond,
+		Fence:    true,
+		Wait:     time.Second,
 	})
 	if err != nil {
 		panic(err)

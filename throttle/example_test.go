@@ -33,34 +33,23 @@ func ExampleLimiter_Acquire() {
 	// duplicate rejected, retry within 5s
 }
 
-// Key shows what a Limiter stores: the prefix, then the policy name and the
-// identity inside a Redis Cluster hash tag, escaped so that no two
-// identities meet.
-func ExampleKey() {
-	fmt.Println(throttle.Key("throttle", "submit", "42"))
-	fmt.Println(throttle.Key("throttle", "submit", throttle.JoinID("42", "POST /orders")))
-	// Output:
-	// throttle:{submit:42}
-	// throttle:{submit:42%3APOST%2520/orders}
-}
-
 // Under FailOver, a Limiter keeps turning duplicates away from a local
 // memory store while the shared one is down.
 func ExamplePolicy_failOver() {
 	p := throttle.Policy{
-		Name:         "submit",
-		OnStoreError: throttle.FailOver,
-		Fallback:     memstore.New(),
+		Name:           "submit",
+		WhenStoreFails: throttle.FailOver,
+		Fallback:       memstore.New(),
 	}
 	l, err := throttle.New(brokenStore{}, p)
 	if err != nil {
 		panic(err)
 	}
-	_, rej := l.Admit(context.Background(), "user-42")
-	fmt.Println("first admitted:", rej == nil)
-	_, rej = l.Admit(context.Background(), "user-42")
-	fmt.Println("duplicate status:", rej.Status)
+	_, err = l.Acquire(context.Background(), "user-42")
+	fmt.Println("first admitted:", err == nil)
+	_, err = l.Acquire(context.Background(), "user-42")
+	fmt.Println("duplicate contended:", errors.Is(err, throttle.ErrContended))
 	// Output:
 	// first admitted: true
-	// duplicate status: 429
+	// duplicate contended: true
 }

@@ -19,13 +19,13 @@ import (
 // processes and the test share it.
 func fencePolicy() throttle.Policy {
 	return throttle.Policy{
-		Name:    "fence",
-		Mode:    throttle.Exclusive,
-		Lease:   5 * time.Second,
-		Fence:   true,
-		Wait:    time.Minute,
-		Backoff: throttle.ExponentialJitter(time.Millisecond, 20*time.Millisecond),
-		Timeout: time.Second, // a loaded machine must not turn into store errors
+		Name:     "fence",
+		Mode:     throttle.Exclusive,
+		LeaseTTL: 5 * time.Second,
+		Fence:    true,
+		Wait:     time.Minute,
+		Backoff:  throttle.ExponentialJitter(time.Millisecond, 20*time.Millisecond),
+		Timeout:  time.Second, // a loaded machine must not turn into store errors
 	}
 }
 

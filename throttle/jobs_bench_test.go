@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -40,7 +42,7 @@ func BenchmarkDoUncontended(b *testing.B) {
 		b.Run(be.name+"/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				prefix := throttle.NewToken() // distinct keys per goroutine too
+				prefix := store.NewToken() // distinct keys per goroutine too
 				for i := 0; pb.Next(); i++ {
 					if err := l.Do(ctx, prefix+strconv.Itoa(i), noop); err != nil {
 						b.Error(err)
@@ -80,7 +82,7 @@ func BenchmarkHandOver(b *testing.B) {
 }
 
 func benchHandOver(b *testing.B, store throttle.Store, tries uint64) {
-	p := throttle.Policy{Name: "handover", Mode: throttle.Exclusive, Lease: 30 * time.Second}
+	p := throttle.Policy{Name: "handover", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
 	holder := newLimiter(b, store, p)
 	p.Wait = 10 * time.Second
 	waiter := newLimiter(b, store, p)

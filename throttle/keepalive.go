@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // KeepAlive refreshes the lease while work runs: every TTL/3 it extends the
@@ -22,7 +24,7 @@ import (
 // stays held while the work winds down.
 func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	work, cancel := context.WithCancelCause(ctx)
-	work = ContextWithLease(work, ls)
+	work = WithLease(work, ls)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -46,7 +48,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 	defer timer.Stop()
 	var capped <-chan time.Time
 	if max := ls.l.p.MaxHold; max > 0 {
-		left := max - (ls.ttl - Drift(ls.ttl) - ls.ValidFor())
+		left := max - (ls.ttl - store.Drift(ls.ttl) - ls.ValidFor())
 		capTimer := time.NewTimer(left)
 		defer capTimer.Stop()
 		capped = capTimer.C

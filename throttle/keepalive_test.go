@@ -22,7 +22,7 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 	const ttl, work = 400 * time.Millisecond, 1300 * time.Millisecond
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "keepalive", Mode: throttle.Exclusive, Lease: ttl}
+			p := throttle.Policy{Name: "keepalive", Mode: throttle.Exclusive, LeaseTTL: ttl}
 			holder := newLimiter(t, b.store, p)
 			contender := newLimiter(t, b.store, p)
 			ctx := context.Background()
@@ -47,7 +47,7 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 			if tries < 10 {
 				t.Fatalf("contender tried only %d times", tries)
 			}
-			if b.held(t, holder.Key("job")) {
+			if b.held(t, holder.StoredKey("job")) {
 				t.Fatal("key still held after Do returned")
 			}
 			if s := holder.Stats(); s.Lost != 0 || s.Acquired != 1 {
@@ -62,7 +62,7 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 // plain context.Canceled (not ErrLost), and the lease can be released after.
 func TestKeepAliveStopIsIdempotent(t *testing.T) {
 	b := memBackend(t)
-	l := newLimiter(t, b.store, throttle.Policy{Name: "stop", Mode: throttle.Exclusive, Lease: 30 * time.Millisecond})
+	l := newLimiter(t, b.store, throttle.Policy{Name: "stop", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Millisecond})
 	ctx := context.Background()
 	lease, err := l.Acquire(ctx, "x")
 	if err != nil {
@@ -118,8 +118,8 @@ func TestLostLeaseCancelsWork(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := redisBackend(t)
-			l := newLimiter(t, b.store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, Lease: ttl})
-			key := l.Key("job")
+			l := newLimiter(t, b.store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, LeaseTTL: ttl})
+			key := l.StoredKey("job")
 			var tookAt time.Time
 			var latency time.Duration
 			var want string
@@ -173,7 +173,7 @@ func TestLostLeaseCancelsWorkMemory(t *testing.T) {
 		return time.Now().Add(time.Duration(skew.Load()))
 	}))
 	const ttl = 300 * time.Millisecond
-	l := newLimiter(t, store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, Lease: ttl})
+	l := newLimiter(t, store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, LeaseTTL: ttl})
 	err := l.Do(context.Background(), "job", func(wctx context.Context) error {
 		skew.Store(int64(time.Hour))
 		select {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Lease is a held key. It is returned only by a successful acquisition, so
@@ -29,32 +31,16 @@ type Lease struct {
 	released   atomic.Bool
 }
 
-func newLease(l *Limiter, store Store, req AcquireRequest, g Grant, sent time.Time) *Lease {
-	ls := &Lease{l: l, store: store, key: req.Key, token: req.Token, ttl: req.TTL,
+func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.Time) *Lease {
+	ls := &Lease{l: l, store: st, key: req.Key, token: req.Token, ttl: req.TTL,
 		fence: g.Fence, holds: g.Holds, reentrant: req.Reentrant}
 	ls.setValid(sent)
 	return ls
 }
 
-// Drift is the clock drift allowance subtracted from a lease's validity: 1%
-// of the TTL plus 2 ms, as the Redlock algorithm prescribes, because the
-// store's clock and ours may run at slightly different rates.
-func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
-
 func (ls *Lease) setValid(sent time.Time) {
-	ls.validUntil.Store(int64(sent.Sub(monoStart) + ls.ttl - Drift(ls.ttl)))
+	ls.validUntil.Store(int64(sent.Sub(monoStart) + ls.ttl - store.Drift(ls.ttl)))
 }
-
-// Key returns the stored key the lease holds.
-func (ls *Lease) Key() string { return ls.key }
-
-// Token returns the token that owns the key: unique to this acquisition, or
-// the owner's identity under a Reentrant policy.
-func (ls *Lease) Token() string { return ls.token }
-
-// TTL returns the time to live the key is given by acquisition and by every
-// extension through KeepAlive.
-func (ls *Lease) TTL() time.Duration { return ls.ttl }
 
 // Fence returns the fencing token of the acquisition when the policy asked for
 // one (Policy.Fence), else 0. It strictly increases for the key across every
@@ -64,12 +50,9 @@ func (ls *Lease) TTL() time.Duration { return ls.ttl }
 // harmless. See the package documentation.
 func (ls *Lease) Fence() int64 { return ls.fence }
 
-// Holds returns the owner's hold count right after this acquisition: 1, or
-// more for a re-entry under a Reentrant policy.
-func (ls *Lease) Holds() int { return ls.holds }
-
 // ValidFor returns how long the lease is surely still held, counted from when
-// the last acquire or extend was sent, less the drift allowance (see Drift).
+// the last acquire or extend was sent, less an allowance for clock drift
+// between the store and this process (1% of the TTL plus 2 ms).
 // Zero or less means the key may already be gone.
 func (ls *Lease) ValidFor() time.Duration {
 	return time.Duration(ls.validUntil.Load() - monoNow())
@@ -78,7 +61,7 @@ func (ls *Lease) ValidFor() time.Duration {
 // Release frees the key if the lease still holds it (for a reentrant key,
 // drops one hold). It returns nil on success, an error matching ErrNotHeld
 // when the key expired or belongs to someone else now (nothing is freed), or
-// a *StoreError. Releasing twice returns ErrNotHeld the second time.
+// an error matching ErrStore. Releasing twice returns ErrNotHeld the second time.
 //
 // Release runs even when ctx is already cancelled (a finished request still
 // frees its key): it uses ctx's values but not its cancellation, bounded by
@@ -91,9 +74,9 @@ func (ls *Lease) Release(ctx context.Context) error {
 	defer cancel()
 	out, err := ls.store.Release(ctx, ls.key, ls.token)
 	if err != nil {
-		return &StoreError{Op: "release", Err: err}
+		return &storeError{op: "release", err: err}
 	}
-	if out == OutcomeOK || out == OutcomeStillHeld {
+	if out == store.OK || out == store.StillHeld {
 		return nil
 	}
 	return ErrNotHeld
@@ -101,7 +84,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 
 // Extend sets the key's time to live to ttl if the lease still holds it, and
 // moves ValidFor accordingly. It returns an error matching ErrNotHeld when the
-// lease was lost, or a *StoreError. KeepAlive calls it for you.
+// lease was lost, or one matching ErrStore. KeepAlive calls it for you.
 func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return invalid("extend ttl %v is shorter than 1ms", ttl)
@@ -114,11 +97,11 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := time.Now()
 	out, err := ls.store.Extend(ctx, ls.key, ls.token, ttl)
 	if err != nil {
-		return &StoreError{Op: "extend", Err: err}
+		return &storeError{op: "extend", err: err}
 	}
-	if out != OutcomeOK {
+	if out != store.OK {
 		return ErrNotHeld
 	}
-	ls.validUntil.Store(int64(sent.Sub(monoStart) + ttl - Drift(ttl)))
+	ls.validUntil.Store(int64(sent.Sub(monoStart) + ttl - store.Drift(ttl)))
 	return nil
 }

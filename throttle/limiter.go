@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // probeInterval is how long FailOver stays on the fallback store before one
@@ -20,7 +22,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // use; make one per policy at start-up and share it.
 type Limiter struct {
 	store    Store
-	notifier Notifier
+	notifier store.Notifier
 	p        Policy
 
 	// downUntil is the monotonic time until which FailOver skips the
@@ -35,43 +37,43 @@ type Limiter struct {
 
 // New returns a Limiter for store under policy p, with p's zero fields set to
 // their defaults. It fails with ErrInvalid when p is not usable.
-func New(store Store, p Policy) (*Limiter, error) {
-	if store == nil {
+func New(st Store, p Policy) (*Limiter, error) {
+	if st == nil {
 		return nil, invalid("nil store")
 	}
 	p, err := p.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{store: store, p: p}
-	l.notifier, _ = store.(Notifier)
+	l := &Limiter{store: st, p: p}
+	l.notifier, _ = st.(store.Notifier)
 	return l, nil
 }
 
 // Policy returns the limiter's policy with its defaults filled in.
 func (l *Limiter) Policy() Policy { return l.p }
 
-// Key returns the stored key for id under this limiter's policy.
-func (l *Limiter) Key(id string) string { return Key(l.p.Prefix, l.p.Name, id) }
+// key returns the stored key for id under this limiter's policy.
+func (l *Limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
 
 // Acquire takes the key for id and returns the lease only on success.
 //
 // It fails with a *ContendedError (errors.Is ErrContended) when somebody
-// holds the key and Policy.Wait is zero or has run out, with a *StoreError
-// (errors.Is ErrStore) when the store failed, and with ctx.Err() when ctx
-// ended first. The lease expires by itself after Policy.TTL(); call Release
-// to free it earlier, or KeepAlive to hold it longer.
+// holds the key and Policy.Wait is zero or has run out, with an error
+// matching ErrStore when the store failed, and with ctx.Err() when ctx ended
+// first. The lease expires by itself after Policy.TTL(); call Release to free
+// it earlier, or KeepAlive to hold it longer.
 func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
-	return l.acquireKey(ctx, l.Key(id), l.p.TTL())
+	return l.acquireKey(ctx, l.key(id), l.p.TTL())
 }
 
 func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
-	req := AcquireRequest{Key: key, TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
+	req := store.Request{Key: key, TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
 	if req.Reentrant {
 		req.Token = ownerFrom(ctx)
 	}
 	if req.Token == "" {
-		req.Token = NewToken()
+		req.Token = store.NewToken()
 	}
 	lease, remaining, err := l.try(ctx, req)
 	if lease != nil || err != nil {
@@ -86,7 +88,7 @@ func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration)
 // wait retries a held key with backoff until it is acquired, Policy.Wait
 // runs out or ctx ends. When the store is a Notifier, a release wakes it at
 // once.
-func (l *Limiter) wait(ctx context.Context, req AcquireRequest, remaining time.Duration) (*Lease, error) {
+func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration) (*Lease, error) {
 	deadline := time.Now().Add(l.p.Wait)
 	var wake <-chan struct{}
 	if l.notifier != nil {
@@ -134,32 +136,32 @@ func (l *Limiter) wait(ctx context.Context, req AcquireRequest, remaining time.D
 // try makes one acquisition on the primary store or, under FailOver while
 // the primary is failing, on the fallback. It returns a lease, or the
 // holder's remaining time, or an error.
-func (l *Limiter) try(ctx context.Context, req AcquireRequest) (*Lease, time.Duration, error) {
+func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	store := l.store
-	failover := l.p.OnStoreError == FailOver
+	st := l.store
+	failover := l.p.WhenStoreFails == FailOver
 	if failover && l.skipPrimary() {
-		store = l.p.Fallback
+		st = l.p.Fallback
 	}
 	sent := time.Now()
-	g, err := l.call(ctx, store, req)
-	if err != nil && failover && store == l.store && ctx.Err() == nil {
+	g, err := l.call(ctx, st, req)
+	if err != nil && failover && st == l.store && ctx.Err() == nil {
 		l.downUntil.Store(monoNow() + int64(probeInterval))
 		l.logStoreError("acquire", err)
-		store = l.p.Fallback
+		st = l.p.Fallback
 		sent = time.Now()
-		g, err = l.call(ctx, store, req)
+		g, err = l.call(ctx, st, req)
 	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, 0, ctxErr
 		}
 		l.stats.storeErrors.Add(1)
-		return nil, 0, &StoreError{Op: "acquire", Err: err}
+		return nil, 0, &storeError{op: "acquire", err: err}
 	}
-	if store == l.store && failover && l.downUntil.Load() != 0 {
+	if st == l.store && failover && l.downUntil.Load() != 0 {
 		l.downUntil.Store(0)
 	}
 	if !g.Acquired {
@@ -167,10 +169,10 @@ func (l *Limiter) try(ctx context.Context, req AcquireRequest) (*Lease, time.Dur
 		return nil, g.Remaining, nil
 	}
 	l.stats.acquired.Add(1)
-	if store != l.store {
+	if st != l.store {
 		l.stats.fallback.Add(1)
 	}
-	return newLease(l, store, req, g, sent), 0, nil
+	return newLease(l, st, req, g, sent), 0, nil
 }
 
 // skipPrimary reports whether FailOver should use the fallback now. Once the
@@ -190,17 +192,17 @@ func (l *Limiter) skipPrimary() bool {
 
 // call makes one acquisition bounded by Policy.Timeout. The bound costs a
 // timer and a context per call, so it is skipped where it cannot matter: for
-// an InMemory store, and when ctx already ends sooner.
-func (l *Limiter) call(ctx context.Context, store Store, req AcquireRequest) (Grant, error) {
-	if _, local := store.(InMemory); local {
-		return store.Acquire(ctx, req)
+// an in-memory store, and when ctx already ends sooner.
+func (l *Limiter) call(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
+	if _, local := st.(store.InMemory); local {
+		return st.Acquire(ctx, req)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
-		return store.Acquire(ctx, req)
+		return st.Acquire(ctx, req)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
 	defer cancel()
-	return store.Acquire(ctx, req)
+	return st.Acquire(ctx, req)
 }
 
 // logStoreError logs a store error at most once a second, so that an outage
@@ -215,43 +217,29 @@ func (l *Limiter) logStoreError(op string, err error) {
 		return
 	}
 	l.p.logger().Warn("throttle: store error", "policy", l.p.Name, "op", op,
-		"on_store_error", l.p.OnStoreError.String(), "err", err)
+		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
 }
 
-// Admit decides an HTTP request for id under the policy, which is the one
-// place the middleware adapters take their decisions from:
+// Admit is Acquire for a request that must be answered now, with the policy's
+// WhenStoreFails applied. It is what the middleware packages (through package
+// guard) decide every request with, and what an adapter for another
+// framework calls:
 //
-//   - a lease and no rejection: the request goes ahead and holds the key;
-//   - no lease and no rejection: the store failed and the policy fails open,
-//     so the request goes ahead unguarded (logged, counted in
-//     Stats.FailedOpen);
-//   - a rejection: the request must be answered with it.
-func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, *Rejection) {
-	lease, err := l.acquireKey(ctx, l.Key(id), l.p.TTL())
-	if err == nil {
-		return lease, nil
+//   - a lease: the request goes ahead holding the key;
+//   - nil and a nil error: the store failed and the policy fails open, so
+//     the request goes ahead unguarded (logged, counted in Stats.FailedOpen);
+//   - an error: the request is turned away. It matches ErrContended (the
+//     key is held), ErrStore (the store failed and the policy fails closed)
+//     or is the context's error.
+func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
+	lease, err := l.acquireKey(ctx, l.key(id), l.p.TTL())
+	if err == nil || !errors.Is(err, ErrStore) {
+		return lease, err
 	}
-	return nil, l.rejection(err)
-}
-
-// rejection turns an acquisition error into the answer for the client, or
-// nil when the policy fails open.
-func (l *Limiter) rejection(err error) *Rejection {
-	r := &Rejection{Policy: l.p.Name, Mode: l.p.Mode, Window: l.p.TTL(), Err: err}
-	var ce *ContendedError
-	switch {
-	case errors.As(err, &ce):
-		r.Reason, r.Status, r.RetryAfter = ReasonContended, l.p.RejectStatus, ce.RetryAfter
-	case errors.Is(err, ErrStore):
-		if l.p.OnStoreError == FailOpen {
-			l.stats.failedOpen.Add(1)
-			l.logStoreError("acquire", err)
-			return nil
-		}
-		l.logStoreError("acquire", err)
-		r.Reason, r.Status, r.RetryAfter = ReasonStoreUnavailable, 503, time.Second
-	default: // the caller's context ended: nobody is listening any more
-		r.Reason, r.Status = ReasonCanceled, 503
+	l.logStoreError("acquire", err)
+	if l.p.WhenStoreFails == FailOpen {
+		l.stats.failedOpen.Add(1)
+		return nil, nil
 	}
-	return r
+	return nil, err
 }

@@ -3,10 +3,11 @@ package throttle_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -17,13 +18,13 @@ var errDown = errors.New("store is down")
 // brokenStore fails every call, as a store does whose server is gone.
 type brokenStore struct{}
 
-func (brokenStore) Acquire(context.Context, throttle.AcquireRequest) (throttle.Grant, error) {
-	return throttle.Grant{}, errDown
+func (brokenStore) Acquire(context.Context, store.Request) (store.Grant, error) {
+	return store.Grant{}, errDown
 }
-func (brokenStore) Release(context.Context, string, string) (throttle.Outcome, error) {
+func (brokenStore) Release(context.Context, string, string) (store.Outcome, error) {
 	return 0, errDown
 }
-func (brokenStore) Extend(context.Context, string, string, time.Duration) (throttle.Outcome, error) {
+func (brokenStore) Extend(context.Context, string, string, time.Duration) (store.Outcome, error) {
 	return 0, errDown
 }
 
@@ -35,10 +36,10 @@ type switchStore struct {
 	calls atomic.Int64
 }
 
-func (s *switchStore) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *switchStore) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	s.calls.Add(1)
 	if s.down.Load() {
-		return throttle.Grant{}, errDown
+		return store.Grant{}, errDown
 	}
 	return s.Store.Acquire(ctx, req)
 }
@@ -47,9 +48,9 @@ func (s *switchStore) Acquire(ctx context.Context, req throttle.AcquireRequest) 
 // accepted the connection and went silent.
 type hangStore struct{ brokenStore }
 
-func (hangStore) Acquire(ctx context.Context, _ throttle.AcquireRequest) (throttle.Grant, error) {
+func (hangStore) Acquire(ctx context.Context, _ store.Request) (store.Grant, error) {
 	<-ctx.Done()
-	return throttle.Grant{}, ctx.Err()
+	return store.Grant{}, ctx.Err()
 }
 
 func TestAcquireContended(t *testing.T) {
@@ -105,9 +106,8 @@ func TestAcquireStoreTimeout(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		var se *throttle.StoreError
-		if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || se.Op != "acquire" {
-			t.Fatalf("err = %v, want a StoreError wrapping DeadlineExceeded", err)
+		if !errors.Is(err, throttle.ErrStore) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want a store error wrapping DeadlineExceeded", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a silent store was not bounded by Policy.Timeout")
@@ -118,45 +118,46 @@ func TestAdmitDecisions(t *testing.T) {
 	ctx := context.Background()
 	t.Run("contended", func(t *testing.T) {
 		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: 3 * time.Second})
-		if lease, rej := l.Admit(ctx, "u"); lease == nil || rej != nil {
-			t.Fatalf("first: %v %v", lease, rej)
+		if lease, err := l.Admit(ctx, "u"); lease == nil || err != nil {
+			t.Fatalf("first: %v %v", lease, err)
 		}
-		_, rej := l.Admit(ctx, "u")
-		if rej == nil || rej.Status != http.StatusTooManyRequests || rej.Reason != throttle.ReasonContended ||
-			rej.RetryAfter <= 0 || rej.Policy != "submit" || rej.Window != 3*time.Second {
-			t.Fatalf("duplicate: %+v", rej)
-		}
-	})
-	t.Run("exclusive", func(t *testing.T) {
-		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
-		l.Admit(ctx, "u")
-		if _, rej := l.Admit(ctx, "u"); rej == nil || rej.Status != http.StatusConflict {
-			t.Fatalf("duplicate: %+v", rej)
+		_, err := l.Admit(ctx, "u")
+		var ce *throttle.ContendedError
+		if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > 3*time.Second {
+			t.Fatalf("duplicate: %v", err)
 		}
 	})
 	t.Run("fail open", func(t *testing.T) {
 		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit"})
-		if lease, rej := l.Admit(ctx, "u"); lease != nil || rej != nil {
-			t.Fatalf("got %v %v, want through unguarded", lease, rej)
+		if lease, err := l.Admit(ctx, "u"); lease != nil || err != nil {
+			t.Fatalf("got %v %v, want through unguarded", lease, err)
 		}
 		if s := l.Stats(); s.FailedOpen != 1 || s.StoreErrors != 1 {
 			t.Fatalf("stats %+v", s)
 		}
 	})
 	t.Run("fail closed", func(t *testing.T) {
-		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
-		_, rej := l.Admit(ctx, "u")
-		if rej == nil || rej.Status != http.StatusServiceUnavailable || rej.Reason != throttle.ReasonStoreUnavailable || rej.RetryAfter != time.Second {
-			t.Fatalf("got %+v", rej)
+		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailClosed})
+		lease, err := l.Admit(ctx, "u")
+		if lease != nil || !errors.Is(err, throttle.ErrStore) || !errors.Is(err, errDown) {
+			t.Fatalf("got %v %v, want a store error wrapping the store's", lease, err)
 		}
-		if !errors.Is(rej.Err, throttle.ErrStore) || !errors.Is(rej.Err, errDown) {
-			t.Fatalf("rejection error %v should wrap the store's", rej.Err)
+		if s := l.Stats(); s.FailedOpen != 0 || s.StoreErrors != 1 {
+			t.Fatalf("stats %+v", s)
 		}
 	})
 	t.Run("exclusive fails closed by default", func(t *testing.T) {
 		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
-		if _, rej := l.Admit(ctx, "u"); rej == nil || rej.Status != http.StatusServiceUnavailable {
-			t.Fatalf("got %+v", rej)
+		if _, err := l.Admit(ctx, "u"); !errors.Is(err, throttle.ErrStore) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit"})
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := l.Admit(cctx, "u"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v", err)
 		}
 	})
 }
@@ -165,15 +166,15 @@ func TestFailOver(t *testing.T) {
 	ctx := context.Background()
 	primary := &switchStore{Store: memstore.New()}
 	l := newLimiter(t, primary, throttle.Policy{Name: "submit", Window: time.Minute,
-		OnStoreError: throttle.FailOver, Fallback: memstore.New()})
+		WhenStoreFails: throttle.FailOver, Fallback: memstore.New()})
 
 	primary.down.Store(true)
-	lease, rej := l.Admit(ctx, "a")
-	if lease == nil || rej != nil {
-		t.Fatalf("first request during the outage: %v %+v", lease, rej)
+	lease, err := l.Admit(ctx, "a")
+	if lease == nil || err != nil {
+		t.Fatalf("first request during the outage: %v %v", lease, err)
 	}
-	if _, rej := l.Admit(ctx, "a"); rej == nil || rej.Status != http.StatusTooManyRequests {
-		t.Fatalf("the fallback should still turn duplicates away, got %+v", rej)
+	if _, err := l.Admit(ctx, "a"); !errors.Is(err, throttle.ErrContended) {
+		t.Fatalf("the fallback should still turn duplicates away, got %v", err)
 	}
 	calls := primary.calls.Load()
 	l.Admit(ctx, "b")

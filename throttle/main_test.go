@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
@@ -103,7 +105,7 @@ func (b backend) held(t *testing.T, key string) bool {
 		}
 		return n == 1
 	}
-	g, err := b.store.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: throttle.NewToken(), TTL: time.Millisecond})
+	g, err := b.store.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Millisecond})
 	if err != nil {
 		t.Fatalf("probe acquire %s: %v", key, err)
 	}

@@ -1,6 +1,10 @@
 package throttle
 
-import "context"
+import (
+	"context"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
 
 type ownerKey struct{}
 
@@ -13,7 +17,7 @@ type ownerKey struct{}
 // Limiter.Do and the Exclusive middleware already hand their work a context
 // with an owner; call WithOwner yourself only to make a wider scope reentrant.
 func WithOwner(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownerKey{}, NewToken())
+	return context.WithValue(ctx, ownerKey{}, store.NewToken())
 }
 
 // ownerFrom returns the owner carried by ctx, or "".
@@ -32,10 +36,11 @@ func LeaseFrom(ctx context.Context) *Lease {
 	return l
 }
 
-// ContextWithLease returns ctx carrying lease, for LeaseFrom. Middleware
-// adapters call it; with a Reentrant lease it also carries the lease's owner,
-// so that code called with the context can re-enter the same key.
-func ContextWithLease(ctx context.Context, lease *Lease) context.Context {
+// WithLease returns ctx carrying lease, for LeaseFrom. Middleware adapters
+// call it (KeepAlive and Do already do); with a Reentrant lease it also
+// carries the lease's owner, so that code called with the context can
+// re-enter the same key.
+func WithLease(ctx context.Context, lease *Lease) context.Context {
 	ctx = context.WithValue(ctx, leaseKey{}, lease)
 	if lease.reentrant && ownerFrom(ctx) != lease.token {
 		ctx = context.WithValue(ctx, ownerKey{}, lease.token)

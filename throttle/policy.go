@@ -7,24 +7,22 @@ import (
 	"time"
 )
 
-// Mode says how long a key stays held and when it is released. See the
-// package documentation for a table of the three modes.
+// Mode says how long a key stays held and when it is released; see the
+// table in the package documentation.
 type Mode uint8
 
 const (
-	// Dedupe holds the key for the window after a request is admitted, and
-	// releases it early when the request fails (status >= 400 by default,
-	// see Policy.Failed) or panics, so that the user can simply retry a
-	// request that did not go through. It is the zero Mode and the right
-	// one for form submissions and client or proxy retries.
+	// Dedupe (the zero Mode) holds the key for the Window after a request is
+	// admitted, but releases it at once when the request fails (see
+	// Policy.Failed) or panics, so that the user can simply try again. For
+	// form submissions and client or proxy retries.
 	Dedupe Mode = iota
-	// Window holds the key for the whole window whatever the outcome: one
-	// request per key per window. It is per-user rate limiting of an
-	// endpoint.
-	Window
-	// Exclusive holds the key while the work runs, under a lease that is
-	// refreshed every Lease/3, and releases it when the work returns: one
-	// request (or job) per key at a time. A duplicate gets 409 Conflict.
+	// Cooldown holds the key for the whole Window whatever the outcome: one
+	// request per key per window. For per-user rate limiting of an endpoint.
+	Cooldown
+	// Exclusive holds the key while the work runs, under a lease of LeaseTTL
+	// refreshed every LeaseTTL/3, and releases it when the work returns: one
+	// request or job per key at a time. A second caller gets 409 Conflict.
 	Exclusive
 )
 
@@ -33,39 +31,39 @@ func (m Mode) String() string {
 	switch m {
 	case Dedupe:
 		return "dedupe"
-	case Window:
-		return "window"
+	case Cooldown:
+		return "cooldown"
 	case Exclusive:
 		return "exclusive"
 	}
 	return "unknown"
 }
 
-// OnStoreError chooses what happens to a request when the store cannot
-// answer within Policy.Timeout.
-type OnStoreError uint8
+// FailMode is what a request gets when the store cannot answer within
+// Policy.Timeout: Redis down, slow or failing.
+type FailMode uint8
 
 const (
-	// FailDefault picks FailOpen for Window and Dedupe (a duplicate that
-	// slips through beats an outage of the endpoint) and FailClosed for
-	// Exclusive (the caller relies on mutual exclusion).
-	FailDefault OnStoreError = iota
-	// FailOpen lets the request through unguarded, logs the error with
-	// Policy.Logger and counts it in Stats.FailedOpen.
+	// FailDefault is FailOpen for Dedupe and Cooldown (a duplicate that slips
+	// through beats an outage of the endpoint) and FailClosed for Exclusive
+	// (the caller relies on mutual exclusion).
+	FailDefault FailMode = iota
+	// FailOpen lets the request through unguarded; the error is logged
+	// (at most once a second) and counted in Stats.FailedOpen.
 	FailOpen
-	// FailClosed rejects the request with 503 Service Unavailable and a
+	// FailClosed turns the request away with 503 Service Unavailable and a
 	// Retry-After; the response shows no internals.
 	FailClosed
-	// FailOver serves from Policy.Fallback (typically a memstore) while the
-	// store fails, and goes back to the store once it answers again (it is
-	// retried at most once per second). Locks taken during the outage are
-	// only as wide as the fallback: per process for a memstore.
+	// FailOver takes locks in Policy.Fallback (typically a memstore) while
+	// the store fails, and goes back once it answers (tried at most once a
+	// second). Locks taken meanwhile are only as wide as the fallback: per
+	// process for a memstore. Limiter.Acquire and Do fail over too.
 	FailOver
 )
 
-// String returns the policy's name.
-func (o OnStoreError) String() string {
-	switch o {
+// String returns the fail mode's name.
+func (f FailMode) String() string {
+	switch f {
 	case FailDefault:
 		return "default"
 	case FailOpen:
@@ -80,98 +78,72 @@ func (o OnStoreError) String() string {
 
 // Defaults of a Policy's zero fields.
 const (
-	DefaultWindow  = 5 * time.Second
-	DefaultLease   = 30 * time.Second
-	DefaultPrefix  = "throttle"
-	DefaultTimeout = 100 * time.Millisecond
+	DefaultWindow   = 5 * time.Second
+	DefaultLeaseTTL = 30 * time.Second
+	DefaultPrefix   = "throttle"
+	DefaultTimeout  = 100 * time.Millisecond
 )
 
-// Policy says what a Limiter guards and how. Only Name is required; every
-// other zero field takes the default its comment gives, so that
-// Policy{Name: "submit"} is a working Dedupe policy with a 5 s window.
+// Policy says what a Limiter guards and how. Only Name is required: every
+// zero field takes the default its comment gives, so Policy{Name: "submit"}
+// is a working Dedupe policy with a 5 s window.
 type Policy struct {
-	// Name identifies the policy in keys ("<prefix>:{<name>:<id>}") and in
-	// the RateLimit headers. Required; at most 64 bytes of printable
-	// ASCII, so that it can stand in a header as a quoted string.
+	// Name names the policy in stored keys and in the RateLimit headers:
+	// 1 to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-
-	// Mode is Dedupe (the zero value), Window or Exclusive.
+	// Mode is Dedupe (the zero value), Cooldown or Exclusive.
 	Mode Mode
-
-	// Window is how long a key stays held in Window and Dedupe modes.
-	// Default 5 s; at least 1 ms.
+	// Window is how long a Dedupe or Cooldown key stays held. Default 5 s.
 	Window time.Duration
-
-	// Lease is the time to live of an Exclusive key, and of keys held by
-	// Limiter.Do. It is refreshed every Lease/3 while the work runs, so it
-	// only bounds how long a crashed holder blocks others. Default 30 s;
-	// at least 3 ms.
-	Lease time.Duration
-
-	// MaxHold, when positive, caps how long Do and an Exclusive request
-	// may keep a key: the lease is not refreshed past it and the work's
-	// context is cancelled with ErrLost. Zero means no cap.
+	// LeaseTTL is the time to live of an Exclusive key and of the keys
+	// Limiter.Do holds. It is refreshed every LeaseTTL/3 while the work
+	// runs, so it only bounds how long a crashed holder blocks the others.
+	// Default 30 s; at least 3 ms.
+	LeaseTTL time.Duration
+	// MaxHold, when positive, caps how long Do and an Exclusive request keep
+	// a key: the lease is not refreshed past it and the work's context is
+	// cancelled with ErrLost.
 	MaxHold time.Duration
-
-	// Prefix starts every stored key. Default "throttle". It must not
-	// contain '{' or '}' (they would break the Redis Cluster hash tag).
+	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
-
-	// Timeout bounds every store call (on top of the caller's context), so
+	// Timeout bounds every store call, on top of the caller's context, so
 	// that a slow store delays a request by at most this much. Default
 	// 100 ms.
 	Timeout time.Duration
-
-	// OnStoreError is what the HTTP middleware does when the store fails.
-	// Default FailDefault. Limiter.Acquire itself returns a *StoreError,
-	// except under FailOver, where it serves from Fallback.
-	OnStoreError OnStoreError
-
-	// Fallback is the store FailOver serves from while the primary store
-	// fails. Required with FailOver, ignored otherwise.
+	// WhenStoreFails decides a request the store cannot answer. Default
+	// FailDefault.
+	WhenStoreFails FailMode
+	// Fallback is the store FailOver uses while the store fails.
 	Fallback Store
-
-	// Wait is how long an acquisition waits for a held key before it
-	// gives up with ErrContended. Zero means try once. Waiting retries with
-	// Backoff and wakes early when the store is a Notifier and the holder
-	// releases; it always ends with the caller's context.
+	// Wait is how long an acquisition waits for a held key, retrying with
+	// Backoff and woken early by a release, before it gives up with
+	// ErrContended. Zero means try once.
 	Wait time.Duration
-
-	// Backoff is the pause before each retry of a waiting acquisition.
-	// Default ExponentialJitter(10*time.Millisecond, time.Second).
+	// Backoff paces the retries of a waiting acquisition. Default
+	// ExponentialJitter(10*time.Millisecond, time.Second).
 	Backoff Backoff
-
-	// Fence asks every acquisition for a fencing token (Lease.Fence), a
-	// number that strictly increases for the key across all processes.
-	// It costs nothing extra in round trips.
+	// Fence asks every acquisition for a fencing token (Lease.Fence). It
+	// costs no extra round trip.
 	Fence bool
-
-	// Reentrant lets an owner carried in the context (see WithOwner)
-	// acquire a key it already holds; the key is freed when every hold is
-	// released. Limiter.Do and the Exclusive middleware put an owner in the
-	// context they hand to the work.
+	// Reentrant lets the owner carried in a context (WithOwner) take a key
+	// it already holds; the key is freed when every hold is released.
 	Reentrant bool
-
-	// RejectStatus is the HTTP status of a rejected duplicate. Default 429
-	// Too Many Requests for Window and Dedupe, 409 Conflict for Exclusive.
+	// RejectStatus is the HTTP status of a turned-away duplicate. Default
+	// 429 Too Many Requests, or 409 Conflict for Exclusive.
 	RejectStatus int
-
-	// Failed tells Dedupe whether a handler's response status means the
-	// request failed, so that the key is released and the user may retry.
-	// Default: status >= 400.
+	// Failed tells Dedupe from the handler's status whether the request
+	// failed, so that its key is released. Default: status >= 400.
 	Failed func(status int) bool
-
-	// Logger receives store errors and lost leases. When nil, the
-	// slog.Default() of the moment is used, so that a service may set its
-	// default logger after making its limiters.
+	// Logger receives store errors and lost leases. Default: the
+	// slog.Default() of the moment.
 	Logger *slog.Logger
 }
 
 // TTL returns the time to live of the keys the policy takes: the Window for
-// Window and Dedupe modes, the Lease for Exclusive.
+// Dedupe and Cooldown, the LeaseTTL for Exclusive.
 func (p Policy) TTL() time.Duration {
 	if p.Mode == Exclusive {
-		return p.Lease
+		return p.LeaseTTL
 	}
 	return p.Window
 }
@@ -192,14 +164,14 @@ func (p Policy) withDefaults() (Policy, error) {
 	if p.Window == 0 {
 		p.Window = DefaultWindow
 	}
-	if p.Lease == 0 {
-		p.Lease = DefaultLease
+	if p.LeaseTTL == 0 {
+		p.LeaseTTL = DefaultLeaseTTL
 	}
 	if p.Window < time.Millisecond {
 		return p, invalid("window %v is shorter than 1ms", p.Window)
 	}
-	if p.Lease < 3*time.Millisecond {
-		return p, invalid("lease %v is shorter than 3ms", p.Lease)
+	if p.LeaseTTL < 3*time.Millisecond {
+		return p, invalid("lease TTL %v is shorter than 3ms", p.LeaseTTL)
 	}
 	if p.MaxHold < 0 || p.Wait < 0 || p.Timeout < 0 {
 		return p, invalid("durations must not be negative")
@@ -213,16 +185,16 @@ func (p Policy) withDefaults() (Policy, error) {
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout
 	}
-	if p.OnStoreError > FailOver {
-		return p, invalid("unknown OnStoreError %d", p.OnStoreError)
+	if p.WhenStoreFails > FailOver {
+		return p, invalid("unknown WhenStoreFails %d", p.WhenStoreFails)
 	}
-	if p.OnStoreError == FailDefault {
-		p.OnStoreError = FailOpen
+	if p.WhenStoreFails == FailDefault {
+		p.WhenStoreFails = FailOpen
 		if p.Mode == Exclusive {
-			p.OnStoreError = FailClosed
+			p.WhenStoreFails = FailClosed
 		}
 	}
-	if p.OnStoreError == FailOver && p.Fallback == nil {
+	if p.WhenStoreFails == FailOver && p.Fallback == nil {
 		return p, invalid("FailOver needs a Fallback store")
 	}
 	if p.Backoff == nil {

@@ -16,7 +16,7 @@ func TestPolicyDefaults(t *testing.T) {
 	}
 	p := l.Policy()
 	if p.Mode != throttle.Dedupe || p.Window != throttle.DefaultWindow || p.Prefix != throttle.DefaultPrefix ||
-		p.Timeout != throttle.DefaultTimeout || p.OnStoreError != throttle.FailOpen ||
+		p.Timeout != throttle.DefaultTimeout || p.WhenStoreFails != throttle.FailOpen ||
 		p.RejectStatus != http.StatusTooManyRequests || p.Backoff == nil {
 		t.Fatalf("unexpected defaults: %+v", p)
 	}
@@ -32,7 +32,7 @@ func TestPolicyDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = l.Policy()
-	if p.OnStoreError != throttle.FailClosed || p.RejectStatus != http.StatusConflict || p.TTL() != throttle.DefaultLease {
+	if p.WhenStoreFails != throttle.FailClosed || p.RejectStatus != http.StatusConflict || p.TTL() != throttle.DefaultLeaseTTL {
 		t.Fatalf("unexpected Exclusive defaults: %+v", p)
 	}
 }
@@ -44,12 +44,12 @@ func TestPolicyInvalid(t *testing.T) {
 		"quote in name":  {Name: `a"b`},
 		"control char":   {Name: "a\nb"},
 		"tiny window":    {Name: "a", Window: time.Microsecond},
-		"tiny lease":     {Name: "a", Lease: time.Millisecond},
+		"tiny lease":     {Name: "a", LeaseTTL: time.Millisecond},
 		"brace prefix":   {Name: "a", Prefix: "x{y"},
 		"negative wait":  {Name: "a", Wait: -1},
 		"bad mode":       {Name: "a", Mode: 9},
 		"bad status":     {Name: "a", RejectStatus: 200},
-		"over, no spare": {Name: "a", OnStoreError: throttle.FailOver},
+		"over, no spare": {Name: "a", WhenStoreFails: throttle.FailOver},
 	}
 	for name, p := range cases {
 		if _, err := throttle.New(brokenStore{}, p); !errors.Is(err, throttle.ErrInvalid) {

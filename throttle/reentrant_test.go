@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
 func reentrantPolicy() throttle.Policy {
-	return throttle.Policy{Name: "reent", Mode: throttle.Exclusive, Lease: 2 * time.Second, Reentrant: true, Fence: true}
+	return throttle.Policy{Name: "reent", Mode: throttle.Exclusive, LeaseTTL: 2 * time.Second, Reentrant: true, Fence: true}
 }
 
 // TestReentrantNestedDo checks that work holding a key can call code that
@@ -23,7 +25,7 @@ func TestReentrantNestedDo(t *testing.T) {
 			l := newLimiter(t, b.store, reentrantPolicy())
 			other := newLimiter(t, b.store, reentrantPolicy())
 			ctx := context.Background()
-			key := l.Key("order-42")
+			key := l.StoredKey("order-42")
 			innerRan := false
 			err := l.Do(ctx, "order-42", func(outer context.Context) error {
 				outerLease := throttle.LeaseFrom(outer)
@@ -76,7 +78,7 @@ func TestReentrantWithOwner(t *testing.T) {
 	b := redisBackend(t)
 	l := newLimiter(t, b.store, reentrantPolicy())
 	ctx := throttle.WithOwner(context.Background())
-	key := l.Key("job")
+	key := l.StoredKey("job")
 
 	first, err := l.Acquire(ctx, "job")
 	if err != nil {
@@ -131,16 +133,16 @@ func TestReentrantForeignOwner(t *testing.T) {
 					t.Fatalf("foreign acquire: %v, want ErrContended", err)
 				}
 			}
-			stranger := throttle.NewToken()
-			if out, err := b.store.Release(ctx, lease.Key(), stranger); err != nil || out != throttle.OutcomeHeldByOther {
+			stranger := store.NewToken()
+			if out, err := b.store.Release(ctx, lease.Key(), stranger); err != nil || out != store.HeldByOther {
 				t.Fatalf("foreign release: %v, %v; want held-by-other", out, err)
 			}
-			if out, err := b.store.Extend(ctx, lease.Key(), stranger, time.Hour); err != nil || out != throttle.OutcomeHeldByOther {
+			if out, err := b.store.Extend(ctx, lease.Key(), stranger, time.Hour); err != nil || out != store.HeldByOther {
 				t.Fatalf("foreign extend: %v, %v; want held-by-other", out, err)
 			}
 			if b.rdb != nil {
-				if pttl := b.rdb.PTTL(ctx, lease.Key()).Val(); pttl > p.Lease {
-					t.Fatalf("PTTL %v after a foreign extend, beyond the lease %v", pttl, p.Lease)
+				if pttl := b.rdb.PTTL(ctx, lease.Key()).Val(); pttl > p.LeaseTTL {
+					t.Fatalf("PTTL %v after a foreign extend, beyond the lease %v", pttl, p.LeaseTTL)
 				}
 			}
 			if !b.held(t, lease.Key()) {
@@ -163,7 +165,7 @@ func TestReentrantForeignOwner(t *testing.T) {
 func TestStaleLeaseCannotFreeSuccessor(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "stale", Mode: throttle.Exclusive, Lease: 50 * time.Millisecond}
+			p := throttle.Policy{Name: "stale", Mode: throttle.Exclusive, LeaseTTL: 50 * time.Millisecond}
 			l := newLimiter(t, b.store, p)
 			ctx := context.Background()
 			stale, err := l.Acquire(ctx, "job")

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -39,10 +41,10 @@ func holdFor(t *testing.T, l *throttle.Limiter, id string, d time.Duration) <-ch
 func TestWaitWakesOnRelease(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			if _, ok := b.store.(throttle.Notifier); !ok {
+			if _, ok := b.store.(store.Notifier); !ok {
 				t.Fatalf("%T is not a Notifier", b.store)
 			}
-			p := throttle.Policy{Name: "wake", Mode: throttle.Exclusive, Lease: 30 * time.Second}
+			p := throttle.Policy{Name: "wake", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
 			holder := newLimiter(t, b.store, p)
 			p.Wait, p.Backoff = 10*time.Second, throttle.Fixed(5*time.Second)
 			waiter := newLimiter(t, b.store, p)
@@ -74,7 +76,7 @@ func TestWaitPollsWithoutNotifier(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			store := pollOnly{b.store}
-			p := throttle.Policy{Name: "poll", Mode: throttle.Exclusive, Lease: 30 * time.Second}
+			p := throttle.Policy{Name: "poll", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
 			holder := newLimiter(t, store, p)
 			p.Wait, p.Backoff = 10*time.Second, throttle.Linear(10*time.Millisecond, 50*time.Millisecond)
 			waiter := newLimiter(t, store, p)
@@ -103,7 +105,7 @@ func TestWaitPollsWithoutNotifier(t *testing.T) {
 func TestWaitBounds(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "bounds", Mode: throttle.Exclusive, Lease: 30 * time.Second}
+			p := throttle.Policy{Name: "bounds", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
 			holder := newLimiter(t, b.store, p)
 			lease, err := holder.Acquire(context.Background(), "job")
 			if err != nil {
@@ -120,8 +122,8 @@ func TestWaitBounds(t *testing.T) {
 				took := time.Since(start)
 				isOnly(t, err, throttle.ErrContended)
 				var ce *throttle.ContendedError
-				if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > p.Lease {
-					t.Fatalf("%v: want a *ContendedError with RetryAfter in (0, %v]", err, p.Lease)
+				if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > p.LeaseTTL {
+					t.Fatalf("%v: want a *ContendedError with RetryAfter in (0, %v]", err, p.LeaseTTL)
 				}
 				if took < p.Wait-10*time.Millisecond || took > p.Wait+5*time.Second {
 					t.Fatalf("gave up after %v, want about %v", took, p.Wait)

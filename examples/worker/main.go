@@ -156,11 +156,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	store := redisstore.New(rdb)
 	defer store.Close()
 	lim, err := throttle.New(store, throttle.Policy{
-		Name:   "sync",
-		Mode:   throttle.Exclusive,
-		Lease:  c.ttl,
-		Fence:  true,
-		Logger: logger,
+		Name:     "sync",
+		Mode:     throttle.Exclusive,
+		LeaseTTL: c.ttl,
+		Fence:    true,
+		Logger:   logger,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)

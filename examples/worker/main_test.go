@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -298,7 +300,7 @@ func TestWorkerReportsLostLease(t *testing.T) {
 			t.Fatalf("want start, got %+v", e)
 		}
 	}
-	if err := rdb.Del(context.Background(), throttle.Key(throttle.DefaultPrefix, "sync", "c2")).Err(); err != nil {
+	if err := rdb.Del(context.Background(), store.Key(throttle.DefaultPrefix, "sync", "c2")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lines, code := p.wait()
@@ -338,7 +340,7 @@ func TestWorkerInterrupted(t *testing.T) {
 		t.Fatal("worker still running 10s after SIGINT")
 	}
 	for _, c := range []string{"c1", "c2", "c3"} {
-		if n := rdb.Exists(context.Background(), throttle.Key(throttle.DefaultPrefix, "sync", c)).Val(); n != 0 {
+		if n := rdb.Exists(context.Background(), store.Key(throttle.DefaultPrefix, "sync", c)).Val(); n != 0 {
 			t.Fatalf("lock of %s left behind after SIGINT", c)
 		}
 	}

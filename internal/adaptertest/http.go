@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/go-throttle/throttle/internal/guard"
 )
 
 // ClientAddr is the peer address httptest gives requests; it must never
@@ -126,4 +124,4 @@ func OK(w http.ResponseWriter, status int) {
 }
 
 // QuotaExceeded is the problem type of 429 answers.
-const QuotaExceeded = guard.QuotaExceeded
+const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"

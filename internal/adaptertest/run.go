@@ -2,6 +2,8 @@ package adaptertest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Run runs the adapter's behaviour suite on an in-memory store.
@@ -39,6 +42,35 @@ func Run(t *testing.T, a Adapter) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, a) })
 	}
+}
+
+// StoredKey returns the key l stores for the identity id.
+func StoredKey(l *throttle.Limiter, id string) string {
+	p := l.Policy()
+	return store.Key(p.Prefix, p.Name, id)
+}
+
+// tokenLog is a store that remembers the first token it was asked to
+// acquire with, so that a test can check that no answer shows it.
+type tokenLog struct {
+	throttle.Store
+	mu  sync.Mutex
+	tok string
+}
+
+func (s *tokenLog) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
+	s.mu.Lock()
+	if s.tok == "" {
+		s.tok = req.Token
+	}
+	s.mu.Unlock()
+	return s.Store.Acquire(ctx, req)
+}
+
+func (s *tokenLog) first() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tok
 }
 
 // NewLimiter returns a limiter for p on a fresh memory store.
@@ -68,24 +100,26 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func testDuplicate(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit", Window: 5 * time.Second, Fence: true})
-	var token atomic.Value
+	st := &tokenLog{Store: memstore.New()}
+	l, err := throttle.New(st, throttle.Policy{Name: "submit", Window: 5 * time.Second, Fence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawLease atomic.Bool
 	var calls atomic.Int32
 	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		if ls := throttle.LeaseFrom(r.Context()); ls != nil {
-			token.Store(ls.Token())
-		}
+		sawLease.Store(throttle.LeaseFrom(r.Context()) != nil)
 		OK(w, http.StatusCreated)
 	}))
 	const user = "user-7f3a9c"
 	Status(t, Serve(h, Submit(user)), http.StatusCreated)
-	tok, _ := token.Load().(string)
-	if len(tok) < 16 {
+	tok := st.first()
+	if !sawLease.Load() || len(tok) < 16 {
 		t.Fatalf("handler saw no lease in its context (token %q)", tok)
 	}
 	rec := Serve(h, Submit(user))
-	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], l.Key(user))
+	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], StoredKey(l, user))
 	if n := RetryAfter(t, rec.Header()); n > 5 {
 		t.Fatalf("Retry-After %d exceeds the 5s window", n)
 	}
@@ -138,7 +172,7 @@ func testNothingWritten(t *testing.T, a Adapter) {
 }
 
 func testWindow(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "report", Mode: throttle.Window, Window: 3 * time.Second})
+	l := NewLimiter(t, throttle.Policy{Name: "report", Mode: throttle.Cooldown, Window: 3 * time.Second})
 	c := &counter{statuses: []int{http.StatusInternalServerError, http.StatusInternalServerError}}
 	h := a.Wrap(l, UserKey(), c)
 	Status(t, Serve(h, Submit("u1")), http.StatusInternalServerError)
@@ -206,7 +240,7 @@ func testExclusive(t *testing.T, a Adapter) {
 
 func testLeaseRefreshed(t *testing.T, a Adapter) {
 	const lease = 300 * time.Millisecond
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Lease: lease})
+	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: lease})
 	entered := make(chan struct{})
 	var calls atomic.Int32
 	var problem atomic.Value
@@ -292,22 +326,26 @@ func testWait(t *testing.T, a Adapter) {
 func testReentrant(t *testing.T, a Adapter) {
 	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Reentrant: true})
 	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		holds := 0
-		err := l.Do(r.Context(), r.Header.Get(UserHeader), func(ctx context.Context) error {
-			holds = throttle.LeaseFrom(ctx).Holds()
+		id := r.Header.Get(UserHeader)
+		answer := ""
+		err := l.Do(r.Context(), id, func(ctx context.Context) error {
+			// Re-entered: the key must still be held against any other
+			// owner.
+			_, err := l.Acquire(context.Background(), id)
+			answer = fmt.Sprintf("reentered, other owner: %v", errors.Is(err, throttle.ErrContended))
 			return nil
 		})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		_, _ = io.WriteString(w, strconv.Itoa(holds))
+		_, _ = io.WriteString(w, answer)
 	}))
 	for i := 0; i < 2; i++ {
 		rec := Serve(h, Submit("c1"))
 		Status(t, rec, http.StatusOK)
-		if rec.Body.String() != "2" {
-			t.Fatalf("request %d: nested hold count %q, want 2", i+1, rec.Body.String())
+		if want := "reentered, other owner: true"; rec.Body.String() != want {
+			t.Fatalf("request %d: %q, want %q", i+1, rec.Body.String(), want)
 		}
 	}
 }

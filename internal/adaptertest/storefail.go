@@ -130,7 +130,7 @@ func guardedByRedis(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handler,
 	t.Helper()
 	Status(t, Serve(h, Submit(user)), http.StatusCreated)
 	Status(t, Serve(h, Submit(user)), http.StatusTooManyRequests)
-	if !r.Held(t, l.Key(user)) {
+	if !r.Held(t, StoredKey(l, user)) {
 		t.Fatalf("key of %s is not in Redis", user)
 	}
 }
@@ -143,7 +143,7 @@ func eventuallyGuarded(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handl
 	for i := 0; ; i++ {
 		user := fmt.Sprintf("after-restart-%d", i)
 		first, second := Serve(h, Submit(user)).Code, Serve(h, Submit(user)).Code
-		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, l.Key(user)) {
+		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, StoredKey(l, user)) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -155,7 +155,7 @@ func eventuallyGuarded(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handl
 
 func testFailOpen(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOpen})
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailOpen})
 	h := a.Wrap(l, UserKey(), &counter{})
 	guardedByRedis(t, r, l, h, "before")
 
@@ -175,7 +175,7 @@ func testFailOpen(t *testing.T, a Adapter) {
 
 func testFailClosed(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailClosed})
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailClosed})
 	c := &counter{}
 	h := a.Wrap(l, UserKey(), c)
 	guardedByRedis(t, r, l, h, "before")
@@ -200,7 +200,7 @@ func testFailClosed(t *testing.T, a Adapter) {
 
 func testFailOver(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", OnStoreError: throttle.FailOver,
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailOver,
 		Fallback: memstore.New()})
 	var calls atomic.Int32
 	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -16,7 +18,7 @@ const benchKeys = 1 << 16
 func benchKeySet() []string {
 	keys := make([]string, benchKeys)
 	for i := range keys {
-		keys[i] = throttle.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
+		keys[i] = store.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
 	}
 	return keys
 }
@@ -38,12 +40,12 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				tok := throttle.NewToken()
+				tok := store.NewToken()
 				i := int(next.Add(7919))
 				for pb.Next() {
 					key := keys[i&(benchKeys-1)]
 					i++
-					g, err := s.Acquire(bg, throttle.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Fence: fence})
+					g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Minute, Fence: fence})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -56,14 +58,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 	b.Run("hot-key", func(b *testing.B) {
 		s := New()
-		key := throttle.Key(throttle.DefaultPrefix, "bench", "hot")
+		key := store.Key(throttle.DefaultPrefix, "bench", "hot")
 		var won atomic.Int64
 		b.ReportAllocs()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			tok := throttle.NewToken()
+			tok := store.NewToken()
 			for pb.Next() {
-				g, err := s.Acquire(bg, throttle.AcquireRequest{Key: key, Token: tok, TTL: time.Minute})
+				g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Minute})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -83,7 +85,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // and are not counted: add their lengths. One goroutine.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	keys := benchKeySet()
-	tok := throttle.NewToken()
+	tok := store.NewToken()
 	for _, fence := range []bool{false, true} {
 		name := "plain-65536-keys"
 		if fence {
@@ -97,7 +99,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				s := New()
 				for _, k := range keys {
-					s.Acquire(bg, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Fence: fence})
+					s.Acquire(bg, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: fence})
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestMutualExclusion hammers a few keys from many goroutines with every
@@ -24,8 +24,8 @@ func TestMutualExclusion(t *testing.T) {
 			for r := range rounds {
 				k := (w + r) % keys
 				key := "k" + strconv.Itoa(k)
-				tok := throttle.NewToken()
-				req := throttle.AcquireRequest{Key: key, Token: tok, TTL: time.Minute, Fence: r%2 == 0, Reentrant: r%3 == 0}
+				tok := store.NewToken()
+				req := store.Request{Key: key, Token: tok, TTL: time.Minute, Fence: r%2 == 0, Reentrant: r%3 == 0}
 				g, err := s.Acquire(bg, req)
 				if err != nil {
 					t.Error(err)
@@ -37,11 +37,11 @@ func TestMutualExclusion(t *testing.T) {
 				if n := holders[k].Add(1); n != 1 {
 					t.Errorf("key %s has %d holders", key, n)
 				}
-				if out, _ := s.Extend(bg, key, tok, time.Minute); out != throttle.OutcomeOK {
+				if out, _ := s.Extend(bg, key, tok, time.Minute); out != store.OK {
 					t.Errorf("Extend by the holder = %v", out)
 				}
 				holders[k].Add(-1)
-				if out, _ := s.Release(bg, key, tok); out != throttle.OutcomeOK {
+				if out, _ := s.Release(bg, key, tok); out != store.OK {
 					t.Errorf("Release by the holder = %v", out)
 				}
 			}

@@ -1,4 +1,4 @@
-// Package memstore is a throttle.Store and throttle.Notifier that keeps its
+// Package memstore is a throttle.Store and store.Notifier that keeps its
 // locks in this process's memory.
 //
 // It serves ONE process only. A service that runs as several instances
@@ -15,7 +15,7 @@
 // against it behaves the same on Redis: a plain lock is a token with an
 // expiry; a reentrant lock is an owner token with a hold count, every
 // re-entry refreshes the TTL, and Release frees the key only when the count
-// drops to zero (OutcomeStillHeld before that). Release and Extend compare
+// drops to zero (store.StillHeld before that). Release and Extend compare
 // the token and answer with the same Outcomes as the Redis scripts. TTLs are
 // rounded up to a whole millisecond, as Redis does with PX.
 //

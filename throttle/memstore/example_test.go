@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // A single-instance service guards form submissions with an in-memory store:
@@ -33,15 +34,15 @@ func Example() {
 // Tests move a fake clock instead of sleeping.
 func ExampleWithClock() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	store := memstore.New(memstore.WithClock(func() time.Time { return now }))
+	ms := memstore.New(memstore.WithClock(func() time.Time { return now }))
 	ctx := context.Background()
-	req := throttle.AcquireRequest{Key: "k", Token: throttle.NewToken(), TTL: time.Minute}
-	g, _ := store.Acquire(ctx, req)
+	req := store.Request{Key: "k", Token: store.NewToken(), TTL: time.Minute}
+	g, _ := ms.Acquire(ctx, req)
 	fmt.Println("acquired:", g.Acquired)
 
 	now = now.Add(time.Minute) // the lock expires
-	req.Token = throttle.NewToken()
-	g, _ = store.Acquire(ctx, req)
+	req.Token = store.NewToken()
+	g, _ = ms.Acquire(ctx, req)
 	fmt.Println("acquired after a minute:", g.Acquired)
 	// Output:
 	// acquired: true
@@ -49,14 +50,14 @@ func ExampleWithClock() {
 }
 
 // A bounded store refuses new keys with ErrFull instead of growing; the
-// Limiter treats that as a store failure and the policy's OnStoreError
+// Limiter treats that as a store failure and the policy's WhenStoreFails
 // decides.
 func ExampleWithMaxKeys() {
-	store := memstore.New(memstore.WithMaxKeys(1))
+	ms := memstore.New(memstore.WithMaxKeys(1))
 	ctx := context.Background()
-	_, err := store.Acquire(ctx, throttle.AcquireRequest{Key: "a", Token: "t", TTL: time.Minute})
+	_, err := ms.Acquire(ctx, store.Request{Key: "a", Token: "t", TTL: time.Minute})
 	fmt.Println("first key:", err)
-	_, err = store.Acquire(ctx, throttle.AcquireRequest{Key: "b", Token: "t", TTL: time.Minute})
+	_, err = ms.Acquire(ctx, store.Request{Key: "b", Token: "t", TTL: time.Minute})
 	fmt.Println("second key full:", errors.Is(err, memstore.ErrFull))
 	// Output:
 	// first key: <nil>

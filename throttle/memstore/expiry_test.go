@@ -8,22 +8,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
 var bg = context.Background()
 
-func acquire(t *testing.T, s *Store, key, tok string, ttl time.Duration) throttle.Grant {
+func acquire(t *testing.T, s *Store, key, tok string, ttl time.Duration) store.Grant {
 	t.Helper()
-	g, err := s.Acquire(bg, throttle.AcquireRequest{Key: key, Token: tok, TTL: ttl})
+	g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: ttl})
 	if err != nil {
 		t.Fatalf("Acquire(%q): %v", key, err)
 	}
 	return g
 }
 
-func outcome(t *testing.T, want throttle.Outcome) func(throttle.Outcome, error) {
-	return func(got throttle.Outcome, err error) {
+func outcome(t *testing.T, want store.Outcome) func(store.Outcome, error) {
+	return func(got store.Outcome, err error) {
 		t.Helper()
 		if err != nil || got != want {
 			t.Fatalf("got %v, %v; want %v", got, err, want)
@@ -41,18 +43,18 @@ func TestExpiryWithFakeClock(t *testing.T) {
 	if g := acquire(t, s, "k", "b", time.Second); g.Acquired || g.Remaining != time.Millisecond {
 		t.Fatalf("1ms before expiry: %+v, want refused with Remaining 1ms", g)
 	}
-	outcome(t, throttle.OutcomeOK)(s.Extend(bg, "k", "a", 2*time.Second))
+	outcome(t, store.OK)(s.Extend(bg, "k", "a", 2*time.Second))
 	clk.Advance(time.Second)
 	if g := acquire(t, s, "k", "b", time.Second); g.Acquired || g.Remaining != time.Second {
 		t.Fatalf("after Extend: %+v, want refused with Remaining 1s", g)
 	}
 	clk.Advance(time.Second)
-	outcome(t, throttle.OutcomeGone)(s.Extend(bg, "k", "a", time.Second))
-	outcome(t, throttle.OutcomeGone)(s.Release(bg, "k", "a"))
+	outcome(t, store.Gone)(s.Extend(bg, "k", "a", time.Second))
+	outcome(t, store.Gone)(s.Release(bg, "k", "a"))
 	if g := acquire(t, s, "k", "b", time.Second); !g.Acquired {
 		t.Fatalf("after expiry: %+v, want acquired", g)
 	}
-	outcome(t, throttle.OutcomeHeldByOther)(s.Release(bg, "k", "a"))
+	outcome(t, store.HeldByOther)(s.Release(bg, "k", "a"))
 }
 
 func TestTTLRoundsUpToMillisecond(t *testing.T) {
@@ -72,7 +74,7 @@ func TestTTLRoundsUpToMillisecond(t *testing.T) {
 func TestReentryRefreshesTTL(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
-	req := throttle.AcquireRequest{Key: "k", Token: "owner", TTL: time.Second, Reentrant: true}
+	req := store.Request{Key: "k", Token: "owner", TTL: time.Second, Reentrant: true}
 	if _, err := s.Acquire(bg, req); err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +86,14 @@ func TestReentryRefreshesTTL(t *testing.T) {
 	if g := acquire(t, s, "k", "other", time.Second); g.Acquired || g.Remaining != 100*time.Millisecond {
 		t.Fatalf("1.8s after first acquire: %+v, want held 100ms more", g)
 	}
-	outcome(t, throttle.OutcomeStillHeld)(s.Release(bg, "k", "owner"))
+	outcome(t, store.StillHeld)(s.Release(bg, "k", "owner"))
 	clk.Advance(100 * time.Millisecond)
-	outcome(t, throttle.OutcomeGone)(s.Release(bg, "k", "owner"))
+	outcome(t, store.Gone)(s.Release(bg, "k", "owner"))
 }
 
 func TestInvalidArguments(t *testing.T) {
 	s := New()
-	for _, req := range []throttle.AcquireRequest{
+	for _, req := range []store.Request{
 		{Key: "k", Token: "t", TTL: 0},
 		{Key: "k", Token: "t", TTL: -time.Second},
 		{Key: "k", Token: "", TTL: time.Second},
@@ -114,16 +116,16 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	s := New(WithClock(clk.Now))
 	const n = 10000
 	for i := range n {
-		acquire(t, s, throttle.Key("p", "sweep", strconv.Itoa(i)), "t", time.Second)
+		acquire(t, s, store.Key("p", "sweep", strconv.Itoa(i)), "t", time.Second)
 	}
 	clk.Advance(time.Second)
 	// Fresh one-off keys: every insertion samples a few entries, so the
 	// expired ones go away without anyone touching them again.
 	for i := range 4 * n {
 		tok := "u"
-		key := throttle.Key("p", "fresh", strconv.Itoa(i))
+		key := store.Key("p", "fresh", strconv.Itoa(i))
 		acquire(t, s, key, tok, time.Hour)
-		outcome(t, throttle.OutcomeOK)(s.Release(bg, key, tok))
+		outcome(t, store.OK)(s.Release(bg, key, tok))
 	}
 	if locks, _, _ := s.counts(); locks > n/10 {
 		t.Fatalf("%d of %d expired locks still stored after %d insertions", locks, n, 4*n)
@@ -138,12 +140,12 @@ func TestHugeTTLDoesNotOverflow(t *testing.T) {
 	if g := acquire(t, s, "k", "b", time.Second); g.Acquired || g.Remaining <= 0 {
 		t.Fatalf("a lock with the largest TTL: %+v, want still held", g)
 	}
-	outcome(t, throttle.OutcomeOK)(s.Extend(bg, "k", "a", time.Duration(math.MaxInt64)))
+	outcome(t, store.OK)(s.Extend(bg, "k", "a", time.Duration(math.MaxInt64)))
 }
 
 func TestTooManyHolds(t *testing.T) {
 	s := New()
-	req := throttle.AcquireRequest{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
+	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
 	s.Acquire(bg, req)
 	sh := s.shard("k")
 	l := sh.locks["k"]

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func fenced(t *testing.T, s *Store, key string) int64 {
 	t.Helper()
-	g, err := s.Acquire(bg, throttle.AcquireRequest{Key: key, Token: "t", TTL: time.Second, Fence: true})
+	g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Second, Fence: true})
 	if err != nil || !g.Acquired {
 		t.Fatalf("fenced Acquire(%q): %+v, %v", key, g, err)
 	}
-	outcome(t, throttle.OutcomeOK)(s.Release(bg, key, "t"))
+	outcome(t, store.OK)(s.Release(bg, key, "t"))
 	return g.Fence
 }
 
@@ -73,7 +73,7 @@ func TestFenceCountersAreBounded(t *testing.T) {
 	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(2))
 	fenced(t, s, "a")
 	fenced(t, s, "b")
-	_, err := s.Acquire(bg, throttle.AcquireRequest{Key: "c", Token: "t", TTL: time.Second, Fence: true})
+	_, err := s.Acquire(bg, store.Request{Key: "c", Token: "t", TTL: time.Second, Fence: true})
 	if !errors.Is(err, ErrFull) {
 		t.Fatalf("third fenced key within the fence TTL: %v, want ErrFull", err)
 	}
@@ -84,7 +84,7 @@ func TestFenceCountersAreBounded(t *testing.T) {
 	if g := acquire(t, s, "c", "t", time.Second); !g.Acquired {
 		t.Fatal("unfenced acquire refused")
 	}
-	outcome(t, throttle.OutcomeOK)(s.Release(bg, "c", "t"))
+	outcome(t, store.OK)(s.Release(bg, "c", "t"))
 	clk.Advance(time.Hour)
 	if f := fenced(t, s, "c"); f != clk.Now().UnixMicro() {
 		t.Fatalf("fence after the counters expired = %d", f)
@@ -93,7 +93,7 @@ func TestFenceCountersAreBounded(t *testing.T) {
 
 func TestFenceAskedOnlyAtReentry(t *testing.T) {
 	s := New()
-	req := throttle.AcquireRequest{Key: "k", Token: "o", TTL: time.Second, Reentrant: true}
+	req := store.Request{Key: "k", Token: "o", TTL: time.Second, Reentrant: true}
 	g1, _ := s.Acquire(bg, req)
 	req.Fence = true
 	g2, _ := s.Acquire(bg, req)

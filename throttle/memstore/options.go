@@ -27,7 +27,7 @@ const DefaultFenceTTL = 24 * time.Hour
 // the number of fence counters likewise. An Acquire that needs a new entry
 // in a full shard first removes the shard's expired entries; when none
 // expired it fails with ErrFull, which the Limiter treats as a store failure
-// so that the policy's OnStoreError decides. n < 1 means DefaultMaxKeys.
+// so that the policy's WhenStoreFails decides. n < 1 means DefaultMaxKeys.
 func WithMaxKeys(n int) Option {
 	return func(c *config) {
 		if n < 1 {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -18,7 +20,7 @@ const maxShards = 64
 // fewer shards so that its bound stays close to what was asked.
 const minPerShard = 16
 
-// Store is an in-memory throttle.Store and throttle.Notifier for one process.
+// Store is an in-memory throttle.Store and store.Notifier for one process.
 // It is safe for concurrent use; the zero value is not usable, call New.
 type Store struct {
 	shards   []shard
@@ -30,8 +32,8 @@ type Store struct {
 }
 
 var (
-	_ throttle.Store    = (*Store)(nil)
-	_ throttle.Notifier = (*Store)(nil)
+	_ throttle.Store = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
 )
 
 // New returns an empty store. Without options it holds up to DefaultMaxKeys
@@ -94,15 +96,15 @@ func checkTTL(ttl time.Duration) error {
 // ErrFull when a new entry does not fit (see WithMaxKeys), with an error
 // matching throttle.ErrInvalid for an empty token or a TTL that is not
 // positive, and with ctx.Err() when ctx is done.
-func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return throttle.Grant{}, err
+		return store.Grant{}, err
 	}
 	if err := checkTTL(req.TTL); err != nil {
-		return throttle.Grant{}, err
+		return store.Grant{}, err
 	}
 	if req.Token == "" {
-		return throttle.Grant{}, fmt.Errorf("%w: memstore: empty token", throttle.ErrInvalid)
+		return store.Grant{}, fmt.Errorf("%w: memstore: empty token", throttle.ErrInvalid)
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now()
@@ -112,22 +114,22 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 
 	if l, held := sh.live(req.Key, now); held {
 		if !req.Reentrant || l.holds == 0 || l.token != req.Token {
-			return throttle.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
+			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
 		}
 		if l.holds == math.MaxInt32 {
-			return throttle.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", throttle.ErrInvalid)
+			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", throttle.ErrInvalid)
 		}
 		if req.Fence && l.fence == 0 {
 			f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
 			if !ok {
-				return throttle.Grant{}, ErrFull
+				return store.Grant{}, ErrFull
 			}
 			l.fence = f
 		}
 		l.holds++
 		l.expires = now + ttl
 		sh.put(req.Key, l)
-		g := throttle.Grant{Acquired: true, Holds: int(l.holds)}
+		g := store.Grant{Acquired: true, Holds: int(l.holds)}
 		if req.Fence {
 			g.Fence = l.fence
 		}
@@ -135,7 +137,7 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 	}
 
 	if !sh.roomForLock(now) {
-		return throttle.Grant{}, ErrFull
+		return store.Grant{}, ErrFull
 	}
 	l := lock{token: req.Token, expires: now + ttl}
 	if req.Reentrant {
@@ -144,49 +146,49 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 	if req.Fence {
 		f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
 		if !ok {
-			return throttle.Grant{}, ErrFull
+			return store.Grant{}, ErrFull
 		}
 		l.fence = f
 	}
 	sh.put(req.Key, l)
-	return throttle.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
+	return store.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
 }
 
 // Release frees key if token holds it, or drops one hold of a reentrant lock
-// held more than once (OutcomeStillHeld). Waiters from Watch are woken when
+// held more than once (store.StillHeld). Waiters from Watch are woken when
 // the key is freed. It returns ctx.Err() when ctx is done.
-func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) throttle.Outcome {
+func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) store.Outcome {
 		if l.holds > 1 {
 			l.holds--
 			sh.locks[key] = l
-			return throttle.OutcomeStillHeld
+			return store.StillHeld
 		}
 		delete(sh.locks, key)
 		sh.notify(key)
-		return throttle.OutcomeOK
+		return store.OK
 	})
 }
 
 // Extend sets the time to live of key to ttl (rounded up to a millisecond) if
 // token holds it. It fails with an error matching throttle.ErrInvalid when
 // ttl is not positive and with ctx.Err() when ctx is done.
-func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) throttle.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
 		l.expires = now + ceilMillis(ttl)
 		sh.put(key, l)
-		return throttle.OutcomeOK
+		return store.OK
 	})
 }
 
 // ifOwned is the token check Release and Extend share: under key's shard
 // lock, it runs change when token holds key, and otherwise reports
-// OutcomeGone or OutcomeHeldByOther without changing anything.
+// store.Gone or store.HeldByOther without changing anything.
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, l lock, now time.Duration) throttle.Outcome) (throttle.Outcome, error) {
+	change func(sh *shard, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -197,9 +199,9 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	l, held := sh.live(key, now)
 	switch {
 	case !held:
-		return throttle.OutcomeGone, nil
+		return store.Gone, nil
 	case l.token != token:
-		return throttle.OutcomeHeldByOther, nil
+		return store.HeldByOther, nil
 	}
 	return change(sh, l, now), nil
 }
@@ -217,6 +219,6 @@ func (s *Store) Len() int {
 	return n
 }
 
-// InMemory marks the store as answering without I/O (throttle.InMemory), so
+// InMemory marks the store as answering without I/O (store.InMemory), so
 // that a Limiter spends no per-call timeout on it.
 func (s *Store) InMemory() {}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -19,7 +21,7 @@ func signalled(ch <-chan struct{}) bool {
 
 func TestWatchSignalsOnlyWhenFreed(t *testing.T) {
 	s := New()
-	req := throttle.AcquireRequest{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
+	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
 	s.Acquire(bg, req)
 	s.Acquire(bg, req)
 	ch1, stop1, err := s.Watch(bg, "k")
@@ -30,12 +32,12 @@ func TestWatchSignalsOnlyWhenFreed(t *testing.T) {
 	other, stopOther, _ := s.Watch(bg, "other")
 	defer stopOther()
 
-	outcome(t, throttle.OutcomeHeldByOther)(s.Release(bg, "k", "x"))
-	outcome(t, throttle.OutcomeStillHeld)(s.Release(bg, "k", "o"))
+	outcome(t, store.HeldByOther)(s.Release(bg, "k", "x"))
+	outcome(t, store.StillHeld)(s.Release(bg, "k", "o"))
 	if signalled(ch1) || signalled(ch2) {
 		t.Fatal("signalled while the key is still held")
 	}
-	outcome(t, throttle.OutcomeOK)(s.Release(bg, "k", "o"))
+	outcome(t, store.OK)(s.Release(bg, "k", "o"))
 	if !signalled(ch1) || !signalled(ch2) {
 		t.Fatal("a waiter was not signalled when the key was freed")
 	}
@@ -45,12 +47,12 @@ func TestWatchSignalsOnlyWhenFreed(t *testing.T) {
 	// Signals never block the store, even when nobody reads.
 	for range 3 {
 		acquire(t, s, "k", "a", time.Minute)
-		outcome(t, throttle.OutcomeOK)(s.Release(bg, "k", "a"))
+		outcome(t, store.OK)(s.Release(bg, "k", "a"))
 	}
 	stop1()
 	stop1()
 	acquire(t, s, "k", "a", time.Minute)
-	outcome(t, throttle.OutcomeOK)(s.Release(bg, "k", "a"))
+	outcome(t, store.OK)(s.Release(bg, "k", "a"))
 	if !signalled(ch2) {
 		t.Fatal("stopping one waiter silenced another")
 	}

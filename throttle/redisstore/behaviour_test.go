@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -17,11 +19,11 @@ func TestTokenSafety(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
 	for _, reentrant := range []bool{false, true} {
-		k, a, b := key(t), throttle.NewToken(), throttle.NewToken()
-		mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: a, TTL: 20 * time.Millisecond, Reentrant: reentrant})
+		k, a, b := key(t), store.NewToken(), store.NewToken()
+		mustAcquire(t, s, store.Request{Key: k, Token: a, TTL: 20 * time.Millisecond, Reentrant: reentrant})
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: b, TTL: time.Minute, Reentrant: reentrant})
+			g, err := s.Acquire(ctx, store.Request{Key: k, Token: b, TTL: time.Minute, Reentrant: reentrant})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,18 +35,18 @@ func TestTokenSafety(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		mustOutcome(t, throttle.OutcomeHeldByOther)(s.Release(ctx, k, a))
-		mustOutcome(t, throttle.OutcomeHeldByOther)(s.Extend(ctx, k, a, time.Hour))
+		mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, a))
+		mustOutcome(t, store.HeldByOther)(s.Extend(ctx, k, a, time.Hour))
 		if p, _ := c.PTTL(ctx, k).Result(); p > time.Minute {
 			t.Fatalf("A's extend changed B's TTL to %v", p)
 		}
-		g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second})
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
 		if err != nil || g.Acquired {
 			t.Fatalf("after A's late release the key is free: %+v, %v", g, err)
 		}
-		mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, b))
-		mustOutcome(t, throttle.OutcomeGone)(s.Release(ctx, k, b))
-		mustOutcome(t, throttle.OutcomeGone)(s.Extend(ctx, k, b, time.Second))
+		mustOutcome(t, store.OK)(s.Release(ctx, k, b))
+		mustOutcome(t, store.Gone)(s.Release(ctx, k, b))
+		mustOutcome(t, store.Gone)(s.Extend(ctx, k, b, time.Second))
 	}
 }
 
@@ -52,7 +54,7 @@ func TestTokenSafety(t *testing.T) {
 // every loser is told how long the winner keeps it.
 func TestOneWinner(t *testing.T) {
 	s, _, _ := newStore(t)
-	for _, req := range []throttle.AcquireRequest{
+	for _, req := range []store.Request{
 		{TTL: time.Minute},
 		{TTL: time.Minute, Fence: true},
 		{TTL: time.Minute, Reentrant: true},
@@ -65,7 +67,7 @@ func TestOneWinner(t *testing.T) {
 		for range 200 {
 			wg.Go(func() {
 				r := req
-				r.Token = throttle.NewToken()
+				r.Token = store.NewToken()
 				<-start
 				g, err := s.Acquire(context.Background(), r)
 				switch {
@@ -95,8 +97,8 @@ func TestOneWinner(t *testing.T) {
 func TestReentrantHolds(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
-	k, owner := key(t), throttle.NewToken()
-	req := throttle.AcquireRequest{Key: k, Token: owner, TTL: time.Second, Reentrant: true}
+	k, owner := key(t), store.NewToken()
+	req := store.Request{Key: k, Token: owner, TTL: time.Second, Reentrant: true}
 	for i := 1; i <= 3; i++ {
 		if g := mustAcquire(t, s, req); g.Holds != i {
 			t.Fatalf("hold %d reported %d", i, g.Holds)
@@ -108,13 +110,13 @@ func TestReentrantHolds(t *testing.T) {
 		t.Fatalf("re-entry did not refresh the TTL: %v", p)
 	}
 	// A plain acquisition of a reentrant key finds it held.
-	if g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: owner, TTL: time.Second}); err != nil || g.Acquired {
+	if g, err := s.Acquire(ctx, store.Request{Key: k, Token: owner, TTL: time.Second}); err != nil || g.Acquired {
 		t.Fatalf("plain acquire of a hash lock: %+v, %v", g, err)
 	}
 	for range 3 {
-		mustOutcome(t, throttle.OutcomeStillHeld)(s.Release(ctx, k, owner))
+		mustOutcome(t, store.StillHeld)(s.Release(ctx, k, owner))
 	}
-	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, owner))
+	mustOutcome(t, store.OK)(s.Release(ctx, k, owner))
 	if n, _ := c.Exists(ctx, k).Result(); n != 0 {
 		t.Fatal("key survives its last release")
 	}
@@ -126,7 +128,7 @@ func TestCancelledContext(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req := throttle.AcquireRequest{Key: key(t), Token: throttle.NewToken(), TTL: time.Second}
+	req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Second}
 	if _, err := s.Acquire(ctx, req); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with cancelled context: %v", err)
 	}
@@ -155,11 +157,11 @@ func TestOutage(t *testing.T) {
 		}
 		calls := map[string]func(ctx context.Context) error{
 			"acquire": func(ctx context.Context) error {
-				_, err := s.Acquire(ctx, throttle.AcquireRequest{Key: key(t), Token: "t", TTL: time.Second})
+				_, err := s.Acquire(ctx, store.Request{Key: key(t), Token: "t", TTL: time.Second})
 				return err
 			},
 			"acquire-fenced": func(ctx context.Context) error {
-				_, err := s.Acquire(ctx, throttle.AcquireRequest{Key: key(t), Token: "t", TTL: time.Second, Fence: true})
+				_, err := s.Acquire(ctx, store.Request{Key: key(t), Token: "t", TTL: time.Second, Fence: true})
 				return err
 			},
 			"release": func(ctx context.Context) error { _, err := s.Release(ctx, key(t), "t"); return err },
@@ -192,8 +194,8 @@ func TestOutage(t *testing.T) {
 		srv.Restart(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		k := key(t)
-		mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: "t", TTL: time.Second, Fence: true})
-		mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, "t"))
+		mustAcquire(t, s, store.Request{Key: k, Token: "t", TTL: time.Second, Fence: true})
+		mustOutcome(t, store.OK)(s.Release(ctx, k, "t"))
 		// Watch works again too: go-redis reconnects the shared
 		// connection.
 		waitWatch(t, s, k)
@@ -206,7 +208,7 @@ func TestOutage(t *testing.T) {
 // it, and stops it.
 func waitWatch(t *testing.T, s interface {
 	throttle.Store
-	throttle.Notifier
+	store.Notifier
 }, k string) {
 	t.Helper()
 	ctx := context.Background()
@@ -215,9 +217,9 @@ func waitWatch(t *testing.T, s interface {
 		wake, stop, err := s.Watch(ctx, k)
 		if err == nil {
 			defer stop()
-			tok := throttle.NewToken()
-			mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute})
-			mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, tok))
+			tok := store.NewToken()
+			mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
+			mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 			select {
 			case <-wake:
 				return

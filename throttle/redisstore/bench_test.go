@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -39,7 +41,7 @@ func BenchmarkAdmission(b *testing.B) {
 	ctx := context.Background()
 	s := redisstore.New(c)
 	defer s.Close()
-	hot := throttle.Key("bench", "hot", "key")
+	hot := store.Key("bench", "hot", "key")
 	if err := c.Set(ctx, hot, "holder", time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -54,11 +56,11 @@ func BenchmarkAdmission(b *testing.B) {
 		}},
 		{"pipeline", func(key string) (bool, error) {
 			s.SetScriptedPlain(false)
-			g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: "token", TTL: 10 * time.Second})
+			g, err := s.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
 			return g.Acquired, err
 		}},
 		{"script", func(key string) (bool, error) {
-			g, err := scripted.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: "token", TTL: 10 * time.Second})
+			g, err := scripted.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
 			return g.Acquired, err
 		}},
 	}
@@ -74,7 +76,7 @@ func BenchmarkAdmission(b *testing.B) {
 						if card == "hot" {
 							return hot
 						}
-						return throttle.Key("bench", "d", fmt.Sprint(seq.Add(1)))
+						return store.Key("bench", "d", fmt.Sprint(seq.Add(1)))
 					}
 					runConcurrent(b, conc, func() error {
 						ok, err := impl.op(keyFor())
@@ -147,9 +149,9 @@ func BenchmarkAdmit(b *testing.B) {
 	ctx := context.Background()
 	var seq atomic.Int64
 	runConcurrent(b, 16, func() error {
-		lease, rej := l.Admit(ctx, fmt.Sprint(seq.Add(1)))
-		if rej != nil {
-			return rej.Err
+		lease, err := l.Admit(ctx, fmt.Sprint(seq.Add(1)))
+		if err != nil {
+			return err
 		}
 		return lease.Release(ctx)
 	})

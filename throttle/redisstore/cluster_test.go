@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/internal/redistest"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -84,27 +85,27 @@ func TestCluster(t *testing.T) {
 
 	nodes := map[string]bool{}
 	for i := range 30 {
-		k := throttle.Key("cl", "policy", fmt.Sprint("user-", i))
+		k := store.Key("cl", "policy", fmt.Sprint("user-", i))
 		slot, err := cc.ClusterKeySlot(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		nodes[fmt.Sprint(slot*3/16384)] = true
-		for _, req := range []throttle.AcquireRequest{
-			{Key: k, Token: throttle.NewToken(), TTL: time.Minute},
-			{Key: k, Token: throttle.NewToken(), TTL: time.Minute, Fence: true},
-			{Key: k, Token: throttle.NewToken(), TTL: time.Minute, Fence: true, Reentrant: true},
+		for _, req := range []store.Request{
+			{Key: k, Token: store.NewToken(), TTL: time.Minute},
+			{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true},
+			{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true, Reentrant: true},
 		} {
 			g := mustAcquire(t, s, req)
 			if req.Fence && g.Fence <= 0 {
 				t.Fatalf("no fence on the cluster: %+v", g)
 			}
-			if g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: "other", TTL: time.Second}); err != nil || g.Acquired {
+			if g, err := s.Acquire(ctx, store.Request{Key: k, Token: "other", TTL: time.Second}); err != nil || g.Acquired {
 				t.Fatalf("second acquire: %+v, %v", g, err)
 			}
-			mustOutcome(t, throttle.OutcomeOK)(s.Extend(ctx, k, req.Token, time.Minute))
-			mustOutcome(t, throttle.OutcomeHeldByOther)(s.Release(ctx, k, "other"))
-			mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, req.Token))
+			mustOutcome(t, store.OK)(s.Extend(ctx, k, req.Token, time.Minute))
+			mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, "other"))
+			mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
 		}
 	}
 	if len(nodes) < 2 {
@@ -112,6 +113,6 @@ func TestCluster(t *testing.T) {
 	}
 	// A release on whichever node wakes a watcher subscribed on another.
 	for i := range 3 {
-		waitWatch(t, s, throttle.Key("cl", "watch", fmt.Sprint(i)))
+		waitWatch(t, s, store.Key("cl", "watch", fmt.Sprint(i)))
 	}
 }

@@ -13,7 +13,7 @@
 // acquisition is a single atomic SET NX (or a Lua script), and release and
 // extend compare the token inside Lua on the server, never GET-then-DEL from
 // Go, so a holder whose lease ran out cannot free or extend a lock that
-// somebody else holds since (it gets throttle.OutcomeHeldByOther).
+// somebody else holds since (it gets store.HeldByOther).
 //
 // It does not guarantee mutual exclusion across a failover. Redis replicates
 // asynchronously: if the master acknowledges a lock and dies before the
@@ -49,7 +49,7 @@
 // publishes on the channel key+":released", which Watch subscribes to so
 // that a waiting acquirer is woken at once instead of polling.
 //
-// Fencing tokens live in a counter at throttle.FenceKey(key). Each fenced
+// Fencing tokens live in a counter at store.FenceKey(key). Each fenced
 // acquisition sets it, inside the acquiring script, to
 //
 //	max(old + 1, Redis server TIME in microseconds)

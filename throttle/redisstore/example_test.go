@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
@@ -34,7 +35,7 @@ func Example() {
 		panic(err)
 	}
 	ctx := context.Background()
-	id := throttle.NewToken() // stands for a user ID
+	id := "user-" + strconv.Itoa(os.Getpid()) // stands for a user ID
 	lease, err := l.Acquire(ctx, id)
 	if err != nil {
 		fmt.Println("unavailable:", errors.Is(err, throttle.ErrStore))

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"testing"
 
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -25,12 +27,12 @@ func newStore(t testing.TB, opts ...redisstore.Option) (*redisstore.Store, *redi
 // key returns a key unique to the test, in the shape throttle.Key builds.
 func key(t testing.TB) string {
 	t.Helper()
-	return throttle.Key("test", t.Name(), throttle.NewToken())
+	return store.Key("test", t.Name(), store.NewToken())
 }
 
 var withFenceTTL = redisstore.WithFenceTTL
 
-func mustAcquire(t testing.TB, s throttle.Store, req throttle.AcquireRequest) throttle.Grant {
+func mustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
 	if err != nil {
@@ -42,9 +44,9 @@ func mustAcquire(t testing.TB, s throttle.Store, req throttle.AcquireRequest) th
 	return g
 }
 
-func mustOutcome(t testing.TB, want throttle.Outcome) func(throttle.Outcome, error) {
+func mustOutcome(t testing.TB, want store.Outcome) func(store.Outcome, error) {
 	t.Helper()
-	return func(got throttle.Outcome, err error) {
+	return func(got store.Outcome, err error) {
 		t.Helper()
 		if err != nil || got != want {
 			t.Fatalf("outcome %v, %v; want %v", got, err, want)

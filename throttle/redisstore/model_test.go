@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -19,8 +21,8 @@ func TestDataModel(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("plain", func(t *testing.T) {
-		k, tok := key(t), throttle.NewToken()
-		mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: 1500 * time.Microsecond})
+		k, tok := key(t), store.NewToken()
+		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: 1500 * time.Microsecond})
 		if v, err := c.Get(ctx, k).Result(); err != nil || v != tok {
 			t.Fatalf("GET = %q, %v; want the token", v, err)
 		}
@@ -28,27 +30,27 @@ func TestDataModel(t *testing.T) {
 		if p, _ := c.PTTL(ctx, k).Result(); p <= 0 || p > 2*time.Millisecond {
 			t.Fatalf("PTTL = %v, want (0, 2ms]", p)
 		}
-		if n, _ := c.Exists(ctx, throttle.FenceKey(k)).Result(); n != 0 {
+		if n, _ := c.Exists(ctx, store.FenceKey(k)).Result(); n != 0 {
 			t.Fatal("an unfenced acquisition created a fencing counter")
 		}
 	})
 
 	t.Run("fenced", func(t *testing.T) {
-		k, tok := key(t), throttle.NewToken()
-		g := mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Fence: true})
-		v, err := c.Get(ctx, throttle.FenceKey(k)).Int64()
+		k, tok := key(t), store.NewToken()
+		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
+		v, err := c.Get(ctx, store.FenceKey(k)).Int64()
 		if err != nil || v != g.Fence {
 			t.Fatalf("fence counter = %d, %v; grant said %d", v, err, g.Fence)
 		}
-		p, _ := c.PTTL(ctx, throttle.FenceKey(k)).Result()
+		p, _ := c.PTTL(ctx, store.FenceKey(k)).Result()
 		if p < 23*time.Hour || p > 24*time.Hour {
 			t.Fatalf("fence counter PTTL = %v, want about the 24h default", p)
 		}
 	})
 
 	t.Run("reentrant", func(t *testing.T) {
-		k, tok := key(t), throttle.NewToken()
-		req := throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
+		k, tok := key(t), store.NewToken()
+		req := store.Request{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
 		g1 := mustAcquire(t, s, req)
 		g2 := mustAcquire(t, s, req)
 		if g2.Holds != 2 || g2.Fence != g1.Fence {
@@ -75,11 +77,11 @@ func TestRemainingWithoutExpiry(t *testing.T) {
 		if err := c.Set(ctx, k, "foreign", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second})
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
 		if err != nil || g.Acquired || g.Remaining != -1 {
 			t.Fatalf("scripted=%v: grant %+v, %v; want held with Remaining -1", scripted, g, err)
 		}
-		g, err = s.Acquire(ctx, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second, Reentrant: true})
+		g, err = s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Reentrant: true})
 		if err != nil || g.Acquired || g.Remaining != -1 {
 			t.Fatalf("reentrant on a string: grant %+v, %v; want held with Remaining -1", g, err)
 		}
@@ -96,12 +98,12 @@ func TestFence(t *testing.T) {
 	k := key(t)
 	var last int64
 	for i := range 50 {
-		tok := throttle.NewToken()
+		tok := store.NewToken()
 		before, err := c.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Minute, Fence: true})
+		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
 		if g.Fence <= last {
 			t.Fatalf("acquisition %d: fence %d after %d", i, g.Fence, last)
 		}
@@ -109,10 +111,10 @@ func TestFence(t *testing.T) {
 			t.Fatalf("fence %d below the server clock %d µs", g.Fence, before.UnixMicro())
 		}
 		last = g.Fence
-		mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, tok))
+		mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 		if i%10 == 9 {
 			// The counter expires after the fence TTL when idle.
-			if err := c.Del(ctx, throttle.FenceKey(k)).Err(); err != nil {
+			if err := c.Del(ctx, store.FenceKey(k)).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -124,8 +126,8 @@ func TestFenceTTLOption(t *testing.T) {
 	s, _, c := newStore(t, withFenceTTL(time.Minute))
 	ctx := context.Background()
 	k := key(t)
-	mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: throttle.NewToken(), TTL: time.Second, Fence: true})
-	if p, _ := c.PTTL(ctx, throttle.FenceKey(k)).Result(); p <= 50*time.Second || p > time.Minute {
+	mustAcquire(t, s, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Fence: true})
+	if p, _ := c.PTTL(ctx, store.FenceKey(k)).Result(); p <= 50*time.Second || p > time.Minute {
 		t.Fatalf("fence counter PTTL = %v, want about 1m", p)
 	}
 }
@@ -135,7 +137,7 @@ func TestFenceTTLOption(t *testing.T) {
 func TestInvalid(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
-	bad := []throttle.AcquireRequest{
+	bad := []store.Request{
 		{Key: "", Token: "t", TTL: time.Second},
 		{Key: "k", Token: "", TTL: time.Second},
 		{Key: "k", Token: ":fence", TTL: time.Second, Reentrant: true},

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 	script.SetScriptedPlain(true)
 	defer pipe.Close()
 	defer script.Close()
-	hot := throttle.Key("bench", "hot", "key")
+	hot := store.Key("bench", "hot", "key")
 	if err := c.Set(ctx, hot, "holder", time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -39,11 +40,11 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 	impls := []impl{
 		func(key string) (bool, error) { return c.SetNX(ctx, key, "token", 10*time.Second).Result() },
 		func(key string) (bool, error) {
-			g, err := pipe.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: "token", TTL: 10 * time.Second})
+			g, err := pipe.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
 			return g.Acquired, err
 		},
 		func(key string) (bool, error) {
-			g, err := script.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: "token", TTL: 10 * time.Second})
+			g, err := script.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
 			return g.Acquired, err
 		},
 	}
@@ -61,7 +62,7 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 						if err := runN(conc, n, func() error {
 							key := hot
 							if want {
-								key = throttle.Key("bench", "d", fmt.Sprint(seq.Add(1)))
+								key = store.Key("bench", "d", fmt.Sprint(seq.Add(1)))
 							}
 							ok, err := impls[i](key)
 							if err == nil && ok != want {

@@ -60,8 +60,8 @@ func TestRoundTrips(t *testing.T) {
 			}
 			// Warm up: the first EVALSHA on a server may answer
 			// NOSCRIPT and cost one EVAL more, once.
-			if lease, rej := l.Admit(ctx, "warm-up"); rej != nil {
-				t.Fatalf("warm-up rejected: %v", rej.Err)
+			if lease, err := l.Admit(ctx, "warm-up"); err != nil {
+				t.Fatalf("warm-up rejected: %v", err)
 			} else if lease != nil {
 				_ = lease.Release(ctx)
 			}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
@@ -42,7 +43,7 @@ func TestNoScriptFallback(t *testing.T) {
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		req := throttle.AcquireRequest{Key: key(t), Token: throttle.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
+		req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
 		g, err := s.Acquire(ctx, req)
 		if err != nil || !g.Acquired {
 			t.Fatalf("acquire after SCRIPT FLUSH: %+v, %v", g, err)
@@ -50,7 +51,7 @@ func TestNoScriptFallback(t *testing.T) {
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := s.Release(ctx, req.Key, req.Token); err != nil || out != throttle.OutcomeOK {
+		if out, err := s.Release(ctx, req.Key, req.Token); err != nil || out != store.OK {
 			t.Fatalf("release after SCRIPT FLUSH: %v, %v", out, err)
 		}
 	}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/redis/go-redis/v9"
 )
 
-// Store is a throttle.Store and throttle.Notifier on one Redis deployment.
+// Store is a throttle.Store and store.Notifier on one Redis deployment.
 // It is safe for concurrent use; make one per client and share it.
 type Store struct {
 	client       redis.UniversalClient
@@ -53,20 +55,20 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 func (s *Store) Close() error { return s.watch.close() }
 
 var (
-	_ throttle.Store    = (*Store)(nil)
-	_ throttle.Notifier = (*Store)(nil)
+	_ throttle.Store = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
 )
 
 // hashFenceField is the hash field of a reentrant lock that keeps its fence;
-// tokens made by throttle.NewToken never contain ':', so it cannot clash.
+// tokens made by store.NewToken never contain ':', so it cannot clash.
 const hashFenceField = ":fence"
 
 // Acquire takes req.Key in one round trip (see the package documentation
 // for the data model). A key that somebody else holds is not an error: the
 // grant reports how long they keep it.
-func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := checkRequest(req.Key, req.Token, req.TTL); err != nil {
-		return throttle.Grant{}, err
+		return store.Grant{}, err
 	}
 	if !req.Fence && !req.Reentrant && !s.scriptedPlain {
 		return s.acquirePipelined(ctx, req)
@@ -76,15 +78,15 @@ func (s *Store) Acquire(ctx context.Context, req throttle.AcquireRequest) (throt
 
 // acquirePipelined sends SET key token NX PX ttl and PTTL key in one
 // pipeline: one round trip, no script, and the PTTL answers a rejection.
-func (s *Store) acquirePipelined(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.Grant, error) {
 	p := s.client.Pipeline()
 	set := p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
 	pttl := p.PTTL(ctx, req.Key)
 	if _, err := p.Exec(ctx); err != nil {
-		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+		return store.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
 	}
 	if set.Val() {
-		return throttle.Grant{Acquired: true, Holds: 1}, nil
+		return store.Grant{Acquired: true, Holds: 1}, nil
 	}
 	// go-redis keeps PTTL's -1 and -2 as nanoseconds, the rest as
 	// milliseconds.
@@ -92,30 +94,30 @@ func (s *Store) acquirePipelined(ctx context.Context, req throttle.AcquireReques
 	if ms >= 0 {
 		ms = int64(pttl.Val() / time.Millisecond)
 	}
-	return throttle.Grant{Remaining: remaining(ms)}, nil
+	return store.Grant{Remaining: remaining(ms)}, nil
 }
 
-func (s *Store) acquireScripted(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.Grant, error) {
 	res, err := acquireScript.Run(ctx, s.client,
-		[]string{req.Key, throttle.FenceKey(req.Key)},
+		[]string{req.Key, store.FenceKey(req.Key)},
 		req.Token, millis(req.TTL), flag(req.Fence), flag(req.Reentrant), millis(s.fenceTTL),
 	).Int64Slice()
 	if err != nil {
-		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+		return store.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
 	}
 	if len(res) != 3 {
-		return throttle.Grant{}, fmt.Errorf("redisstore: acquire: unexpected script reply %v", res)
+		return store.Grant{}, fmt.Errorf("redisstore: acquire: unexpected script reply %v", res)
 	}
 	if res[0] == 1 {
-		return throttle.Grant{Acquired: true, Fence: res[1], Holds: int(res[2])}, nil
+		return store.Grant{Acquired: true, Fence: res[1], Holds: int(res[2])}, nil
 	}
-	return throttle.Grant{Remaining: remaining(res[1])}, nil
+	return store.Grant{Remaining: remaining(res[1])}, nil
 }
 
 // Release frees key if token holds it, and then publishes on the key's
 // release channel so that Watch wakes the waiters, all in one script and
 // one round trip. A reentrant key loses one hold and is freed at zero.
-func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
+func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	if err := checkRequest(key, token, time.Millisecond); err != nil {
 		return 0, err
 	}
@@ -128,7 +130,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (throttle.Outcom
 
 // Extend sets key's time to live to ttl if token holds it, in one script and
 // one round trip. It does not change a reentrant key's hold count.
-func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := checkRequest(key, token, ttl); err != nil {
 		return 0, err
 	}
@@ -139,17 +141,17 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	return outcome("extend", n)
 }
 
-func outcome(op string, n int64) (throttle.Outcome, error) {
+func outcome(op string, n int64) (store.Outcome, error) {
 	switch n {
 	case replyOK:
-		return throttle.OutcomeOK, nil
+		return store.OK, nil
 	case replyHeldByOther:
-		return throttle.OutcomeHeldByOther, nil
+		return store.HeldByOther, nil
 	case replyGone:
-		return throttle.OutcomeGone, nil
+		return store.Gone, nil
 	case replyStillHeld:
 		if op == "release" {
-			return throttle.OutcomeStillHeld, nil
+			return store.StillHeld, nil
 		}
 	}
 	return 0, fmt.Errorf("redisstore: %s: unexpected script reply %d", op, n)

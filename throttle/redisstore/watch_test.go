@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -89,9 +91,9 @@ func TestWatchShared(t *testing.T) {
 	}
 
 	// Release names[0]: its waiters wake, the others do not.
-	tok := throttle.NewToken()
-	mustAcquire(t, s, throttle.AcquireRequest{Key: names[0], Token: tok, TTL: time.Minute})
-	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[0], tok))
+	tok := store.NewToken()
+	mustAcquire(t, s, store.Request{Key: names[0], Token: tok, TTL: time.Minute})
+	mustOutcome(t, store.OK)(s.Release(ctx, names[0], tok))
 	for _, w := range ws {
 		if w.key != names[0] {
 			continue
@@ -105,8 +107,8 @@ func TestWatchShared(t *testing.T) {
 	// The other keys' waiters got nothing. PUBLISH replies after the
 	// message went out, and a later message on names[0] proves the
 	// receiver handled the first one already.
-	mustAcquire(t, s, throttle.AcquireRequest{Key: names[0], Token: tok, TTL: time.Minute})
-	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[0], tok))
+	mustAcquire(t, s, store.Request{Key: names[0], Token: tok, TTL: time.Minute})
+	mustOutcome(t, store.OK)(s.Release(ctx, names[0], tok))
 	<-ws[0].wake
 	for _, w := range ws {
 		if w.key == names[0] {
@@ -121,13 +123,13 @@ func TestWatchShared(t *testing.T) {
 
 	// A release that does not free the key (held by another, still held)
 	// wakes nobody.
-	owner := throttle.NewToken()
-	reReq := throttle.AcquireRequest{Key: names[1], Token: owner, TTL: time.Minute, Reentrant: true}
+	owner := store.NewToken()
+	reReq := store.Request{Key: names[1], Token: owner, TTL: time.Minute, Reentrant: true}
 	mustAcquire(t, s, reReq)
 	mustAcquire(t, s, reReq)
-	mustOutcome(t, throttle.OutcomeStillHeld)(s.Release(ctx, names[1], owner))
-	mustOutcome(t, throttle.OutcomeHeldByOther)(s.Release(ctx, names[1], tok))
-	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, names[1], owner))
+	mustOutcome(t, store.StillHeld)(s.Release(ctx, names[1], owner))
+	mustOutcome(t, store.HeldByOther)(s.Release(ctx, names[1], tok))
+	mustOutcome(t, store.OK)(s.Release(ctx, names[1], owner))
 	var woken int
 	for _, w := range ws {
 		if w.key != names[1] {
@@ -253,9 +255,9 @@ func TestWatchAfterClose(t *testing.T) {
 		t.Fatal("Watch after Close succeeded")
 	}
 	eventually(t, "Pub/Sub connection closed", func() bool { return pubSubConns(t, c) == 0 })
-	tok := throttle.NewToken()
-	mustAcquire(t, s, throttle.AcquireRequest{Key: k, Token: tok, TTL: time.Second})
-	mustOutcome(t, throttle.OutcomeOK)(s.Release(ctx, k, tok))
+	tok := store.NewToken()
+	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Second})
+	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 }
 
 // TestWatchTimeout: when Redis does not confirm the subscription in time,

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
 func testAcquireFree(t *testing.T, s throttle.Store) {
 	key := NewKey("acquire-free")
-	g := MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: throttle.NewToken(), TTL: longTTL})
+	g := MustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: longTTL})
 	if g.Holds != 1 || g.Remaining != 0 || g.Fence != 0 {
 		t.Fatalf("grant = %+v, want Holds 1, Remaining 0 and Fence 0 (no fence asked)", g)
 	}
@@ -19,8 +21,8 @@ func testAcquireFree(t *testing.T, s throttle.Store) {
 func testAcquireHeld(t *testing.T, s throttle.Store) {
 	key := NewKey("acquire-held")
 	const ttl = 10 * time.Second
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: throttle.NewToken(), TTL: ttl})
-	g, err := s.Acquire(context.Background(), throttle.AcquireRequest{Key: key, Token: throttle.NewToken(), TTL: ttl, Fence: true})
+	MustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl})
+	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: ttl, Fence: true})
 	if err != nil {
 		t.Fatalf("second Acquire: %v", err)
 	}
@@ -38,38 +40,38 @@ func testAcquireHeld(t *testing.T, s throttle.Store) {
 func testRelease(t *testing.T, s throttle.Store) {
 	ctx := context.Background()
 	key := NewKey("release")
-	tok := throttle.NewToken()
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL})
+	tok := store.NewToken()
+	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 
-	mustOutcome(t, "Release with a wrong token", throttle.OutcomeHeldByOther)(s.Release(ctx, key, throttle.NewToken()))
+	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(ctx, key, store.NewToken()))
 	MustBeHeld(t, s, key)
-	mustOutcome(t, "Release with the right token", throttle.OutcomeOK)(s.Release(ctx, key, tok))
-	mustOutcome(t, "second Release", throttle.OutcomeGone)(s.Release(ctx, key, tok))
+	mustOutcome(t, "Release with the right token", store.OK)(s.Release(ctx, key, tok))
+	mustOutcome(t, "second Release", store.Gone)(s.Release(ctx, key, tok))
 	MustBeFree(t, s, key)
 }
 
 func testExtend(t *testing.T, s throttle.Store) {
 	ctx := context.Background()
 	key := NewKey("extend")
-	tok := throttle.NewToken()
+	tok := store.NewToken()
 	const short = 2 * time.Second
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: short})
+	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: short})
 
-	mustOutcome(t, "Extend with the right token", throttle.OutcomeOK)(s.Extend(ctx, key, tok, longTTL))
+	mustOutcome(t, "Extend with the right token", store.OK)(s.Extend(ctx, key, tok, longTTL))
 	if rem := MustBeHeld(t, s, key); rem <= short || rem > longTTL {
 		t.Fatalf("after Extend to %v a contender sees Remaining %v, want in (%v, %v]", longTTL, rem, short, longTTL)
 	}
-	mustOutcome(t, "Extend with a wrong token", throttle.OutcomeHeldByOther)(s.Extend(ctx, key, throttle.NewToken(), longTTL))
-	mustOutcome(t, "Extend of a missing key", throttle.OutcomeGone)(s.Extend(ctx, NewKey("extend-missing"), tok, longTTL))
-	mustOutcome(t, "Release after Extend", throttle.OutcomeOK)(s.Release(ctx, key, tok))
-	mustOutcome(t, "Extend after Release", throttle.OutcomeGone)(s.Extend(ctx, key, tok, longTTL))
+	mustOutcome(t, "Extend with a wrong token", store.HeldByOther)(s.Extend(ctx, key, store.NewToken(), longTTL))
+	mustOutcome(t, "Extend of a missing key", store.Gone)(s.Extend(ctx, NewKey("extend-missing"), tok, longTTL))
+	mustOutcome(t, "Release after Extend", store.OK)(s.Release(ctx, key, tok))
+	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(ctx, key, tok, longTTL))
 }
 
 func testExpiry(t *testing.T, s throttle.Store) {
 	key := NewKey("expiry")
-	tok := throttle.NewToken()
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: 50 * time.Millisecond})
+	tok := store.NewToken()
+	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond})
 	other := WaitFree(t, s, key, longTTL)
-	mustOutcome(t, "Release of the expired holder", throttle.OutcomeHeldByOther)(s.Release(context.Background(), key, tok))
-	mustOutcome(t, "Release of the new holder", throttle.OutcomeOK)(s.Release(context.Background(), key, other))
+	mustOutcome(t, "Release of the expired holder", store.HeldByOther)(s.Release(context.Background(), key, tok))
+	mustOutcome(t, "Release of the new holder", store.OK)(s.Release(context.Background(), key, other))
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
@@ -46,9 +48,9 @@ func (s *naiveStore) held(key string) *naiveLock {
 	return l
 }
 
-func (s *naiveStore) Acquire(ctx context.Context, req throttle.AcquireRequest) (throttle.Grant, error) {
+func (s *naiveStore) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil && s.bug != "ignores-context" {
-		return throttle.Grant{}, err
+		return store.Grant{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,13 +58,13 @@ func (s *naiveStore) Acquire(ctx context.Context, req throttle.AcquireRequest) (
 		if req.Reentrant && l.reentrant && l.token == req.Token && s.bug != "no-reentry" {
 			l.holds++
 			l.until = time.Now().Add(req.TTL)
-			g := throttle.Grant{Acquired: true, Holds: l.holds}
+			g := store.Grant{Acquired: true, Holds: l.holds}
 			if req.Fence {
 				g.Fence = l.fence
 			}
 			return g, nil
 		}
-		return throttle.Grant{Remaining: max(time.Until(l.until), time.Millisecond)}, nil
+		return store.Grant{Remaining: max(time.Until(l.until), time.Millisecond)}, nil
 	}
 	if s.bug == "check-then-set" {
 		// The SETNX-then-EXPIRE family of mistakes: the check and the
@@ -81,10 +83,10 @@ func (s *naiveStore) Acquire(ctx context.Context, req throttle.AcquireRequest) (
 		}
 	}
 	s.locks[req.Key] = l
-	return throttle.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
+	return store.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
 }
 
-func (s *naiveStore) Release(ctx context.Context, key, token string) (throttle.Outcome, error) {
+func (s *naiveStore) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil && s.bug != "ignores-context" {
 		return 0, err
 	}
@@ -93,12 +95,12 @@ func (s *naiveStore) Release(ctx context.Context, key, token string) (throttle.O
 	l := s.held(key)
 	switch {
 	case l == nil:
-		return throttle.OutcomeGone, nil
+		return store.Gone, nil
 	case l.token != token && s.bug != "unchecked-release":
-		return throttle.OutcomeHeldByOther, nil
+		return store.HeldByOther, nil
 	case l.holds > 1:
 		l.holds--
-		return throttle.OutcomeStillHeld, nil
+		return store.StillHeld, nil
 	}
 	delete(s.locks, key)
 	if s.bug != "no-notify" {
@@ -109,10 +111,10 @@ func (s *naiveStore) Release(ctx context.Context, key, token string) (throttle.O
 			}
 		}
 	}
-	return throttle.OutcomeOK, nil
+	return store.OK, nil
 }
 
-func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (throttle.Outcome, error) {
+func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil && s.bug != "ignores-context" {
 		return 0, err
 	}
@@ -121,12 +123,12 @@ func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Dur
 	l := s.held(key)
 	switch {
 	case l == nil:
-		return throttle.OutcomeGone, nil
+		return store.Gone, nil
 	case l.token != token && s.bug != "unchecked-extend":
-		return throttle.OutcomeHeldByOther, nil
+		return store.HeldByOther, nil
 	}
 	l.until = time.Now().Add(ttl)
-	return throttle.OutcomeOK, nil
+	return store.OK, nil
 }
 
 func (s *naiveStore) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {

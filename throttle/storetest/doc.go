@@ -21,7 +21,7 @@
 // ran out can neither free nor extend its successor's lock (the classic
 // mistake in the seed documents), exactly one winner under contention,
 // strictly increasing fencing tokens, reentrant holds, release notification
-// for stores that implement throttle.Notifier, cancelled contexts, and keys
+// for stores that implement store.Notifier, cancelled contexts, and keys
 // with binary bytes, separators and 4 KiB of length.
 //
 // The suite never asserts how fast a store is: waits for an expiry or a

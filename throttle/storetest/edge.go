@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -14,12 +16,12 @@ func testCancelledContext(t *testing.T, s throttle.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	key := NewKey("cancelled")
-	tok := throttle.NewToken()
+	tok := store.NewToken()
 	done := make(chan struct{})
 	var errs [3]error
 	go func() {
 		defer close(done)
-		_, errs[0] = s.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL})
+		_, errs[0] = s.Acquire(ctx, store.Request{Key: key, Token: tok, TTL: longTTL})
 		_, errs[1] = s.Release(ctx, key, tok)
 		_, errs[2] = s.Extend(ctx, key, tok, longTTL)
 	}()
@@ -46,7 +48,7 @@ func testCancelledContext(t *testing.T, s throttle.Store) {
 // length. Each starts with a hash tag of its own, so that the key and its
 // sibling keys stay in one Redis Cluster slot whatever follows.
 func oddKeys() map[string]string {
-	tag := "storetest:{" + throttle.NewToken() + "}"
+	tag := "storetest:{" + store.NewToken() + "}"
 	return map[string]string{
 		"binary":     tag + "\x00\x01\xfe\xff\r\n\t \"'\\%",
 		"separators": tag + ":a:{b}:}{:{}:" + "::",
@@ -59,15 +61,15 @@ func testOddKeys(t *testing.T, s throttle.Store) {
 	for name, key := range oddKeys() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			tok := throttle.NewToken()
-			g := MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			tok := store.NewToken()
+			g := MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 			if g.Fence <= 0 {
 				t.Fatalf("Fence = %d, want positive", g.Fence)
 			}
 			MustBeHeld(t, s, key)
-			mustOutcome(t, "Extend", throttle.OutcomeOK)(s.Extend(ctx, key, tok, longTTL))
-			mustOutcome(t, "Release with a wrong token", throttle.OutcomeHeldByOther)(s.Release(ctx, key, throttle.NewToken()))
-			mustOutcome(t, "Release", throttle.OutcomeOK)(s.Release(ctx, key, tok))
+			mustOutcome(t, "Extend", store.OK)(s.Extend(ctx, key, tok, longTTL))
+			mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(ctx, key, store.NewToken()))
+			mustOutcome(t, "Release", store.OK)(s.Release(ctx, key, tok))
 			MustBeFree(t, s, key)
 			// A neighbour that differs only in its last byte is another key.
 			other := key[:len(key)-1] + "\x00"

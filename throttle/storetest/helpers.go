@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -22,11 +24,11 @@ const longTTL = time.Minute
 // one store never see each other's keys. Use it in your own store tests for
 // the same reason.
 func NewKey(name string) string {
-	return throttle.Key("storetest", name, throttle.NewToken())
+	return store.Key("storetest", name, store.NewToken())
 }
 
 // MustAcquire acquires req and fails the test unless the store granted it.
-func MustAcquire(t testing.TB, s throttle.Store, req throttle.AcquireRequest) throttle.Grant {
+func MustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
 	if err != nil {
@@ -42,7 +44,7 @@ func MustAcquire(t testing.TB, s throttle.Store, req throttle.AcquireRequest) th
 // key, and returns how long the store says the holder keeps it.
 func MustBeHeld(t testing.TB, s throttle.Store, key string) time.Duration {
 	t.Helper()
-	g, err := s.Acquire(context.Background(), throttle.AcquireRequest{Key: key, Token: throttle.NewToken(), TTL: longTTL})
+	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: longTTL})
 	if err != nil {
 		t.Fatalf("Acquire(%q) by a contender: %v", key, err)
 	}
@@ -56,9 +58,9 @@ func MustBeHeld(t testing.TB, s throttle.Store, key string) time.Duration {
 // releases the key again before returning.
 func MustBeFree(t testing.TB, s throttle.Store, key string) {
 	t.Helper()
-	tok := throttle.NewToken()
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL})
-	mustOutcome(t, "Release by the newcomer", throttle.OutcomeOK)(s.Release(context.Background(), key, tok))
+	tok := store.NewToken()
+	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
+	mustOutcome(t, "Release by the newcomer", store.OK)(s.Release(context.Background(), key, tok))
 }
 
 // WaitFree polls key until a newcomer can acquire it, for at most Patience,
@@ -66,10 +68,10 @@ func MustBeFree(t testing.TB, s throttle.Store, key string) {
 // for ttl and its token is returned.
 func WaitFree(t testing.TB, s throttle.Store, key string, ttl time.Duration) string {
 	t.Helper()
-	tok := throttle.NewToken()
+	tok := store.NewToken()
 	deadline := time.Now().Add(Patience)
 	for {
-		g, err := s.Acquire(context.Background(), throttle.AcquireRequest{Key: key, Token: tok, TTL: ttl})
+		g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: ttl})
 		if err != nil {
 			t.Fatalf("Acquire(%q): %v", key, err)
 		}
@@ -85,8 +87,8 @@ func WaitFree(t testing.TB, s throttle.Store, key string, ttl time.Duration) str
 
 // mustOutcome returns a checker for an (Outcome, error) pair, so that a call
 // can be checked in one line: mustOutcome(t, what, want)(s.Release(...)).
-func mustOutcome(t testing.TB, what string, want throttle.Outcome) func(throttle.Outcome, error) {
-	return func(got throttle.Outcome, err error) {
+func mustOutcome(t testing.TB, what string, want store.Outcome) func(store.Outcome, error) {
+	return func(got store.Outcome, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)

@@ -5,25 +5,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
 func testNotifier(t *testing.T, s throttle.Store) {
-	n, ok := s.(throttle.Notifier)
+	n, ok := s.(store.Notifier)
 	if !ok {
-		t.Skipf("%T does not implement throttle.Notifier", s)
+		t.Skipf("%T does not implement store.Notifier", s)
 	}
 	ctx := context.Background()
 	key := NewKey("notifier")
-	tok := throttle.NewToken()
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL})
+	tok := store.NewToken()
+	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 
 	ch, stop, err := n.Watch(ctx, key)
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
 	defer stop()
-	mustOutcome(t, "Release by the holder", throttle.OutcomeOK)(s.Release(ctx, key, tok))
+	mustOutcome(t, "Release by the holder", store.OK)(s.Release(ctx, key, tok))
 	select {
 	case <-ch:
 	case <-time.After(Patience):

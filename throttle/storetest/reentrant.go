@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -12,9 +14,9 @@ func testReentrant(t *testing.T, s throttle.Store) {
 	t.Run("holds", func(t *testing.T) {
 		ctx := context.Background()
 		key := NewKey("reentrant")
-		owner := throttle.NewToken()
+		owner := store.NewToken()
 		const short = 2 * time.Second
-		req := throttle.AcquireRequest{Key: key, Token: owner, TTL: short, Reentrant: true, Fence: true}
+		req := store.Request{Key: key, Token: owner, TTL: short, Reentrant: true, Fence: true}
 		first := MustAcquire(t, s, req)
 		if first.Holds != 1 || first.Fence <= 0 {
 			t.Fatalf("first reentrant grant = %+v, want Holds 1 and a positive Fence", first)
@@ -31,30 +33,30 @@ func testReentrant(t *testing.T, s throttle.Store) {
 			t.Fatalf("after re-entry with TTL %v a contender sees Remaining %v: the TTL was not refreshed", longTTL, rem)
 		}
 
-		other := throttle.NewToken()
-		g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: other, TTL: longTTL, Reentrant: true})
+		other := store.NewToken()
+		g, err := s.Acquire(ctx, store.Request{Key: key, Token: other, TTL: longTTL, Reentrant: true})
 		if err != nil || g.Acquired {
 			t.Fatalf("reentrant Acquire by another owner = %+v, %v; want refused", g, err)
 		}
-		mustOutcome(t, "Release by another owner", throttle.OutcomeHeldByOther)(s.Release(ctx, key, other))
-		mustOutcome(t, "Extend by another owner", throttle.OutcomeHeldByOther)(s.Extend(ctx, key, other, longTTL))
+		mustOutcome(t, "Release by another owner", store.HeldByOther)(s.Release(ctx, key, other))
+		mustOutcome(t, "Extend by another owner", store.HeldByOther)(s.Extend(ctx, key, other, longTTL))
 
-		mustOutcome(t, "first Release of two holds", throttle.OutcomeStillHeld)(s.Release(ctx, key, owner))
+		mustOutcome(t, "first Release of two holds", store.StillHeld)(s.Release(ctx, key, owner))
 		MustBeHeld(t, s, key)
-		mustOutcome(t, "second Release of two holds", throttle.OutcomeOK)(s.Release(ctx, key, owner))
-		mustOutcome(t, "third Release", throttle.OutcomeGone)(s.Release(ctx, key, owner))
+		mustOutcome(t, "second Release of two holds", store.OK)(s.Release(ctx, key, owner))
+		mustOutcome(t, "third Release", store.Gone)(s.Release(ctx, key, owner))
 		MustBeFree(t, s, key)
 	})
 	t.Run("extend", func(t *testing.T) {
 		ctx := context.Background()
 		key := NewKey("reentrant-extend")
-		owner := throttle.NewToken()
-		MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: owner, TTL: 2 * time.Second, Reentrant: true})
-		mustOutcome(t, "Extend by the owner", throttle.OutcomeOK)(s.Extend(ctx, key, owner, longTTL))
+		owner := store.NewToken()
+		MustAcquire(t, s, store.Request{Key: key, Token: owner, TTL: 2 * time.Second, Reentrant: true})
+		mustOutcome(t, "Extend by the owner", store.OK)(s.Extend(ctx, key, owner, longTTL))
 		if rem := MustBeHeld(t, s, key); rem <= 2*time.Second {
 			t.Fatalf("after Extend to %v a contender sees Remaining %v", longTTL, rem)
 		}
-		mustOutcome(t, "Release by the owner", throttle.OutcomeOK)(s.Release(ctx, key, owner))
+		mustOutcome(t, "Release by the owner", store.OK)(s.Release(ctx, key, owner))
 		MustBeFree(t, s, key)
 	})
 	t.Run("plain-and-reentrant-do-not-mix", func(t *testing.T) {
@@ -62,22 +64,22 @@ func testReentrant(t *testing.T, s throttle.Store) {
 		// count, so even its own token cannot re-enter it, and a
 		// reentrant lock cannot be taken again by a plain acquisition.
 		ctx := context.Background()
-		tok := throttle.NewToken()
+		tok := store.NewToken()
 
 		reentrantKey := NewKey("reentrant-then-plain")
-		MustAcquire(t, s, throttle.AcquireRequest{Key: reentrantKey, Token: tok, TTL: longTTL, Reentrant: true})
-		g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: reentrantKey, Token: tok, TTL: longTTL})
+		MustAcquire(t, s, store.Request{Key: reentrantKey, Token: tok, TTL: longTTL, Reentrant: true})
+		g, err := s.Acquire(ctx, store.Request{Key: reentrantKey, Token: tok, TTL: longTTL})
 		if err != nil || g.Acquired {
 			t.Fatalf("plain Acquire of a held reentrant key = %+v, %v; want refused", g, err)
 		}
-		mustOutcome(t, "Release of the reentrant key", throttle.OutcomeOK)(s.Release(ctx, reentrantKey, tok))
+		mustOutcome(t, "Release of the reentrant key", store.OK)(s.Release(ctx, reentrantKey, tok))
 
 		plainKey := NewKey("plain-then-reentrant")
-		MustAcquire(t, s, throttle.AcquireRequest{Key: plainKey, Token: tok, TTL: longTTL})
-		g, err = s.Acquire(ctx, throttle.AcquireRequest{Key: plainKey, Token: tok, TTL: longTTL, Reentrant: true})
+		MustAcquire(t, s, store.Request{Key: plainKey, Token: tok, TTL: longTTL})
+		g, err = s.Acquire(ctx, store.Request{Key: plainKey, Token: tok, TTL: longTTL, Reentrant: true})
 		if err != nil || g.Acquired {
 			t.Fatalf("reentrant Acquire of a held plain key = %+v, %v; want refused", g, err)
 		}
-		mustOutcome(t, "Release of the plain key", throttle.OutcomeOK)(s.Release(ctx, plainKey, tok))
+		mustOutcome(t, "Release of the plain key", store.OK)(s.Release(ctx, plainKey, tok))
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/store"
+
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -14,14 +16,14 @@ import (
 func testTokenSafety(t *testing.T, s throttle.Store) {
 	ctx := context.Background()
 	key := NewKey("token-safety")
-	a := throttle.NewToken()
-	MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: a, TTL: 50 * time.Millisecond})
+	a := store.NewToken()
+	MustAcquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond})
 	b := WaitFree(t, s, key, longTTL)
 
-	mustOutcome(t, "Release by the expired holder A", throttle.OutcomeHeldByOther)(s.Release(ctx, key, a))
-	mustOutcome(t, "Extend by the expired holder A", throttle.OutcomeHeldByOther)(s.Extend(ctx, key, a, longTTL))
+	mustOutcome(t, "Release by the expired holder A", store.HeldByOther)(s.Release(ctx, key, a))
+	mustOutcome(t, "Extend by the expired holder A", store.HeldByOther)(s.Extend(ctx, key, a, longTTL))
 	MustBeHeld(t, s, key)
-	mustOutcome(t, "Release by the holder B", throttle.OutcomeOK)(s.Release(ctx, key, b))
+	mustOutcome(t, "Release by the holder B", store.OK)(s.Release(ctx, key, b))
 }
 
 // contenders is the number of goroutines that race for one key.
@@ -40,9 +42,9 @@ func testContention(t *testing.T, s throttle.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok := throttle.NewToken()
+			tok := store.NewToken()
 			<-start
-			g, err := s.Acquire(context.Background(), throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL})
+			g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: longTTL})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -61,7 +63,7 @@ func testContention(t *testing.T, s throttle.Store) {
 	if len(winners) != 1 {
 		t.Fatalf("%d contenders won one key, want exactly 1", len(winners))
 	}
-	mustOutcome(t, "Release by the winner", throttle.OutcomeOK)(s.Release(context.Background(), key, winners[0]))
+	mustOutcome(t, "Release by the winner", store.OK)(s.Release(context.Background(), key, winners[0]))
 }
 
 func testFence(t *testing.T, s throttle.Store) {
@@ -70,13 +72,13 @@ func testFence(t *testing.T, s throttle.Store) {
 		key := NewKey("fence-sequential")
 		var last int64
 		for i := range 20 {
-			tok := throttle.NewToken()
-			g := MustAcquire(t, s, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			tok := store.NewToken()
+			g := MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 			if g.Fence <= last {
 				t.Fatalf("cycle %d: fence %d after %d, want strictly increasing and positive", i, g.Fence, last)
 			}
 			last = g.Fence
-			mustOutcome(t, "Release", throttle.OutcomeOK)(s.Release(ctx, key, tok))
+			mustOutcome(t, "Release", store.OK)(s.Release(ctx, key, tok))
 		}
 	})
 	t.Run("concurrent", func(t *testing.T) {
@@ -97,15 +99,15 @@ func testFence(t *testing.T, s throttle.Store) {
 				defer wg.Done()
 				ctx := context.Background()
 				for range tries {
-					tok := throttle.NewToken()
-					g, err := s.Acquire(ctx, throttle.AcquireRequest{Key: key, Token: tok, TTL: longTTL, Fence: true})
+					tok := store.NewToken()
+					g, err := s.Acquire(ctx, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 					if err == nil && g.Acquired {
 						mu.Lock()
 						fences = append(fences, g.Fence)
 						mu.Unlock()
-						var out throttle.Outcome
+						var out store.Outcome
 						out, err = s.Release(ctx, key, tok)
-						if err == nil && out != throttle.OutcomeOK {
+						if err == nil && out != store.OK {
 							t.Errorf("Release by a fenced winner = %v, want ok", out)
 						}
 					}

@@ -1,10 +1,10 @@
-package throttle_test
+package store_test
 
 import (
 	"sync"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestNewTokenUnique(t *testing.T) {
@@ -18,7 +18,7 @@ func TestNewTokenUnique(t *testing.T) {
 			defer wg.Done()
 			local := make([]string, each)
 			for i := range local {
-				local[i] = throttle.NewToken()
+				local[i] = store.NewToken()
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -31,7 +31,7 @@ func TestNewTokenUnique(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if tok := throttle.NewToken(); len(tok) != 31 {
+	if tok := store.NewToken(); len(tok) != 31 {
 		t.Fatalf("token %q is %d bytes, want 31", tok, len(tok))
 	}
 }
@@ -40,7 +40,7 @@ func BenchmarkNewToken(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = throttle.NewToken()
+			_ = store.NewToken()
 		}
 	})
 }

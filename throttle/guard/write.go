@@ -8,42 +8,42 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// QuotaExceeded is the RFC 9457 problem type registered by IANA for a
+// quotaExceeded is the RFC 9457 problem type registered by IANA for a
 // request that exceeds a quota; 429 rejections use it.
-const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// ProblemType returns the problem "type" member for a rejection.
-func ProblemType(rej *throttle.Rejection) string {
+// problemType returns the problem "type" member for a rejection.
+func problemType(rej *Rejection) string {
 	if rej.Status == http.StatusTooManyRequests {
-		return QuotaExceeded
+		return quotaExceeded
 	}
 	return "about:blank"
 }
 
 // Detail returns a human-readable explanation of a rejection for the problem
 // body. It names no key, token, address or internal error.
-func Detail(rej *throttle.Rejection) string {
+func Detail(rej *Rejection) string {
 	switch rej.Reason {
-	case throttle.ReasonContended:
+	case ReasonContended:
 		if rej.Mode == throttle.Exclusive {
 			return "The same request is already in progress. Retry after it finishes."
 		}
 		return "The same request was received moments ago. Retry after the window ends."
-	case throttle.ReasonBadKey:
+	case ReasonBadKey:
 		if rej.Status == http.StatusRequestEntityTooLarge {
 			return "The request body is too large to identify the request."
 		}
 		return "The request lacks what is needed to identify its sender."
-	case throttle.ReasonStoreUnavailable:
+	case ReasonStoreUnavailable:
 		return "Duplicate protection is temporarily unavailable. Retry shortly."
 	}
 	return "The request was not processed."
 }
 
-// Seconds returns d in whole seconds, rounded up, at least 1: the form of
+// seconds returns d in whole seconds, rounded up, at least 1: the form of
 // Retry-After (RFC 9110 section 10.2.3) and of the RateLimit "t" and "w"
 // parameters.
-func Seconds(d time.Duration) int64 {
+func seconds(d time.Duration) int64 {
 	s := int64((d + time.Second - 1) / time.Second)
 	if s < 1 {
 		return 1
@@ -51,16 +51,16 @@ func Seconds(d time.Duration) int64 {
 	return s
 }
 
-// RetryAfter returns the seconds a client should wait, or 0 when the
+// retryAfter returns the seconds a client should wait, or 0 when the
 // rejection has nothing to wait for (a bad key). A key held without expiry
 // (RetryAfter -1) is reported as one window.
-func RetryAfter(rej *throttle.Rejection) int64 {
+func retryAfter(rej *Rejection) int64 {
 	switch {
 	case rej.RetryAfter > 0:
-		return Seconds(rej.RetryAfter)
+		return seconds(rej.RetryAfter)
 	case rej.RetryAfter < 0:
-		return Seconds(rej.Window)
-	case rej.Reason == throttle.ReasonContended:
+		return seconds(rej.Window)
+	case rej.Reason == ReasonContended:
 		return 1
 	}
 	return 0
@@ -84,30 +84,30 @@ var (
 //
 // Exclusive policies limit concurrency, not a rate, so they say
 // qu="concurrent-requests" and give no window.
-func SetHeaders(h http.Header, rej *throttle.Rejection) {
-	secs := RetryAfter(rej)
+func SetHeaders(h http.Header, rej *Rejection) {
+	secs := retryAfter(rej)
 	if secs > 0 {
 		h["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
 	}
-	if rej.Reason != throttle.ReasonContended {
+	if rej.Reason != ReasonContended {
 		return
 	}
 	name := strconv.Quote(rej.Policy)
 	if rej.Mode == throttle.Exclusive {
 		h["Ratelimit-Policy"] = []string{name + `;q=1;qu="concurrent-requests"`}
 	} else {
-		h["Ratelimit-Policy"] = []string{name + ";q=1;w=" + strconv.FormatInt(Seconds(rej.Window), 10)}
+		h["Ratelimit-Policy"] = []string{name + ";q=1;w=" + strconv.FormatInt(seconds(rej.Window), 10)}
 	}
 	h["Ratelimit"] = []string{name + ";r=0;t=" + strconv.FormatInt(secs, 10)}
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection.
-func Body(rej *throttle.Rejection) []byte {
+func Body(rej *Rejection) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"type":`...)
-	b = strconv.AppendQuote(b, ProblemType(rej))
+	b = strconv.AppendQuote(b, problemType(rej))
 	b = append(b, `,"title":`...)
-	b = strconv.AppendQuote(b, Title(rej.Status))
+	b = strconv.AppendQuote(b, title(rej.Status))
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(rej.Status), 10)
 	b = append(b, `,"detail":`...)
@@ -115,8 +115,8 @@ func Body(rej *throttle.Rejection) []byte {
 	return append(b, "}\n"...)
 }
 
-// Title returns the problem title for a status: its reason phrase.
-func Title(status int) string {
+// title returns the problem title for a status: its reason phrase.
+func title(status int) string {
 	if t := http.StatusText(status); t != "" {
 		return t
 	}
@@ -124,7 +124,7 @@ func Title(status int) string {
 }
 
 // Write answers a rejected request: headers, status and problem body.
-func Write(w http.ResponseWriter, rej *throttle.Rejection) {
+func Write(w http.ResponseWriter, rej *Rejection) {
 	h := w.Header()
 	SetHeaders(h, rej)
 	h["Content-Type"] = problemJSON

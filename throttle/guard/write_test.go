@@ -16,8 +16,8 @@ func TestSeconds(t *testing.T) {
 	for d, want := range map[time.Duration]int64{
 		0: 1, time.Millisecond: 1, time.Second: 1, time.Second + 1: 2, 2500 * time.Millisecond: 3,
 	} {
-		if got := Seconds(d); got != want {
-			t.Errorf("Seconds(%v) = %d, want %d", d, got, want)
+		if got := seconds(d); got != want {
+			t.Errorf("seconds(%v) = %d, want %d", d, got, want)
 		}
 	}
 }
@@ -26,23 +26,23 @@ func TestWrite(t *testing.T) {
 	secret := errors.New("dial tcp 10.0.0.7:6379: key throttle:{submit:42} token abc")
 	cases := []struct {
 		name                     string
-		rej                      throttle.Rejection
+		rej                      Rejection
 		retry, policy, rateLimit string
 		problemType              string
 	}{
-		{"dedupe", throttle.Rejection{Status: 429, Reason: throttle.ReasonContended, RetryAfter: 2100 * time.Millisecond,
+		{"dedupe", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 2100 * time.Millisecond,
 			Policy: "submit", Window: 5 * time.Second, Err: secret},
-			"3", `"submit";q=1;w=5`, `"submit";r=0;t=3`, QuotaExceeded},
-		{"exclusive", throttle.Rejection{Status: 409, Reason: throttle.ReasonContended, RetryAfter: 20 * time.Second,
+			"3", `"submit";q=1;w=5`, `"submit";r=0;t=3`, quotaExceeded},
+		{"exclusive", Rejection{Status: 409, Reason: ReasonContended, RetryAfter: 20 * time.Second,
 			Policy: "sync", Mode: throttle.Exclusive, Window: 30 * time.Second, Err: secret},
 			"20", `"sync";q=1;qu="concurrent-requests"`, `"sync";r=0;t=20`, "about:blank"},
-		{"no expiry", throttle.Rejection{Status: 429, Reason: throttle.ReasonContended, RetryAfter: -1,
+		{"no expiry", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: -1,
 			Policy: "submit", Window: 5 * time.Second},
-			"5", `"submit";q=1;w=5`, `"submit";r=0;t=5`, QuotaExceeded},
-		{"store down", throttle.Rejection{Status: 503, Reason: throttle.ReasonStoreUnavailable, RetryAfter: time.Second,
+			"5", `"submit";q=1;w=5`, `"submit";r=0;t=5`, quotaExceeded},
+		{"store down", Rejection{Status: 503, Reason: ReasonStoreUnavailable, RetryAfter: time.Second,
 			Policy: "submit", Window: 5 * time.Second, Err: secret},
 			"1", "", "", "about:blank"},
-		{"bad key", throttle.Rejection{Status: 400, Reason: throttle.ReasonBadKey, Policy: "submit", Err: secret},
+		{"bad key", Rejection{Status: 400, Reason: ReasonBadKey, Policy: "submit", Err: secret},
 			"", "", "", "about:blank"},
 	}
 	for _, c := range cases {

@@ -2,8 +2,6 @@ package guard
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -18,14 +16,19 @@ type Ticket struct {
 	fail  func(int) bool
 }
 
-// Begin decides a request whose identity is id. On admission it returns the
-// context the handler must run with (ctx itself unless the policy puts the
-// lease in it: Exclusive, Fence or Reentrant) and the ticket to Finish;
-// otherwise the rejection to answer with.
-func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context, Ticket, *throttle.Rejection) {
-	lease, rej := l.Admit(ctx, id)
-	if rej != nil || lease == nil {
-		return ctx, Ticket{}, rej
+// Begin decides a request whose identity is id (see Limiter.Admit). When it
+// is admitted, Begin returns the context the handler must run with (ctx
+// itself unless the policy puts the lease in it: Exclusive, Fence or
+// Reentrant) and the ticket to Run it with; otherwise the rejection to
+// answer with. A request let through because the store failed open gets a
+// zero Ticket.
+func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context, Ticket, *Rejection) {
+	lease, err := l.Admit(ctx, id)
+	if err != nil {
+		return ctx, Ticket{}, rejection(l, err)
+	}
+	if lease == nil {
+		return ctx, Ticket{}, nil
 	}
 	p := l.Policy()
 	t := Ticket{lease: lease, mode: p.Mode, fail: p.Failed}
@@ -33,13 +36,13 @@ func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context
 	case p.Mode == throttle.Exclusive:
 		ctx, t.stop = lease.KeepAlive(ctx)
 	case p.Fence || p.Reentrant:
-		ctx = throttle.ContextWithLease(ctx, lease)
+		ctx = throttle.WithLease(ctx, lease)
 	}
 	return ctx, t, nil
 }
 
 // Finish ends the request's hold once the handler has returned with status
-// (or panicked): Window keeps the key for its window; Dedupe releases it when
+// (or panicked): Cooldown keeps the key for its window; Dedupe releases it when
 // the handler failed or panicked; Exclusive stops refreshing and releases.
 // ctx is the request's context; the release runs even if it was cancelled.
 func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
@@ -50,7 +53,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		t.stop()
 	}
 	switch t.mode {
-	case throttle.Window:
+	case throttle.Cooldown:
 		return
 	case throttle.Dedupe:
 		if !panicked && !t.fail(status) {
@@ -77,19 +80,4 @@ func (t Ticket) Run(ctx context.Context, next func() (status int)) {
 	status := next()
 	returned = true
 	t.Finish(ctx, status, false)
-}
-
-// KeyRejection answers a request whose key could not be built: 400, or the
-// status the key function's error carries (413 for an over-long body).
-func KeyRejection(l *throttle.Limiter, err error) *throttle.Rejection {
-	p := l.Policy()
-	status := http.StatusBadRequest
-	var hs interface{ HTTPStatus() int }
-	if errors.As(err, &hs) {
-		if s := hs.HTTPStatus(); s >= 400 && s < 500 {
-			status = s
-		}
-	}
-	return &throttle.Rejection{Status: status, Reason: throttle.ReasonBadKey,
-		Policy: p.Name, Mode: p.Mode, Window: p.TTL(), Err: err}
 }

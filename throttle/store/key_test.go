@@ -1,10 +1,10 @@
-package throttle_test
+package store_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // hashTag returns what Redis Cluster hashes for key: the part between the
@@ -31,7 +31,7 @@ func TestKeyFormat(t *testing.T) {
 		{"p", "s", "é", "p:{s:%C3%A9}"},
 	}
 	for _, c := range cases {
-		if got := throttle.Key(c.prefix, c.policy, c.id); got != c.want {
+		if got := store.Key(c.prefix, c.policy, c.id); got != c.want {
 			t.Errorf("Key(%q, %q, %q) = %q, want %q", c.prefix, c.policy, c.id, got, c.want)
 		}
 	}
@@ -39,42 +39,42 @@ func TestKeyFormat(t *testing.T) {
 
 func TestKeyHashesLongComponents(t *testing.T) {
 	long := strings.Repeat("x", 1<<20)
-	k := throttle.Key("throttle", "submit", long)
+	k := store.Key("throttle", "submit", long)
 	if len(k) > 128 {
 		t.Fatalf("key for a 1 MiB id is %d bytes long", len(k))
 	}
 	if !strings.Contains(k, "%!") {
 		t.Fatalf("long id not marked as hashed: %q", k)
 	}
-	other := throttle.Key("throttle", "submit", long[:len(long)-1]+"y")
+	other := store.Key("throttle", "submit", long[:len(long)-1]+"y")
 	if k == other {
 		t.Fatal("two different long ids share a key")
 	}
 	// The longest component kept as is, and the shortest one hashed.
-	edge := strings.Repeat("a", throttle.MaxComponent)
-	if k := throttle.Key("p", "s", edge); !strings.Contains(k, edge) {
-		t.Fatalf("a %d-byte id was hashed: %q", throttle.MaxComponent, k)
+	edge := strings.Repeat("a", store.MaxComponent)
+	if k := store.Key("p", "s", edge); !strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was hashed: %q", store.MaxComponent, k)
 	}
-	if k := throttle.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
-		t.Fatalf("a %d-byte id was kept: %q", throttle.MaxComponent+1, k)
+	if k := store.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was kept: %q", store.MaxComponent+1, k)
 	}
 }
 
 func TestFenceKeySharesSlot(t *testing.T) {
-	k := throttle.Key("throttle", "jobs", "customer:7")
-	if hashTag(throttle.FenceKey(k)) != hashTag(k) {
-		t.Fatalf("fence key %q and lock key %q hash differently", throttle.FenceKey(k), k)
+	k := store.Key("throttle", "jobs", "customer:7")
+	if hashTag(store.FenceKey(k)) != hashTag(k) {
+		t.Fatalf("fence key %q and lock key %q hash differently", store.FenceKey(k), k)
 	}
 }
 
 func TestJoinID(t *testing.T) {
-	if throttle.JoinID("a:b", "c") == throttle.JoinID("a", "b:c") {
+	if store.JoinID("a:b", "c") == store.JoinID("a", "b:c") {
 		t.Fatal("JoinID is not injective over separators")
 	}
-	if got := throttle.JoinID("42", "POST"); got != "42:POST" {
+	if got := store.JoinID("42", "POST"); got != "42:POST" {
 		t.Fatalf("JoinID = %q", got)
 	}
-	if throttle.JoinID() != "" || throttle.JoinID("") == throttle.JoinID("", "") {
+	if store.JoinID() != "" || store.JoinID("") == store.JoinID("", "") {
 		t.Fatal("JoinID confuses empty lists")
 	}
 }
@@ -91,12 +91,12 @@ func FuzzKey(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		ka, kb := throttle.Key("throttle", "submit", a), throttle.Key("throttle", "submit", b)
+		ka, kb := store.Key("throttle", "submit", a), store.Key("throttle", "submit", b)
 		if a != b && ka == kb {
 			t.Fatalf("ids %q and %q share key %q", a, b, ka)
 		}
 		for _, k := range []string{ka, kb} {
-			if len(k) > len("throttle:{submit:}")+throttle.MaxComponent {
+			if len(k) > len("throttle:{submit:}")+store.MaxComponent {
 				t.Fatalf("key %q is %d bytes", k, len(k))
 			}
 			if strings.Count(k, "{") != 1 || strings.Count(k, "}") != 1 || !strings.HasSuffix(k, "}") {
@@ -115,10 +115,10 @@ func FuzzJoinID(f *testing.F) {
 	f.Add("", ":", ":", "")
 	f.Add("%3A", "", ":", "")
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		if (a != c || b != d) && throttle.JoinID(a, b) == throttle.JoinID(c, d) {
-			t.Fatalf("(%q, %q) and (%q, %q) join to %q", a, b, c, d, throttle.JoinID(a, b))
+		if (a != c || b != d) && store.JoinID(a, b) == store.JoinID(c, d) {
+			t.Fatalf("(%q, %q) and (%q, %q) join to %q", a, b, c, d, store.JoinID(a, b))
 		}
-		if throttle.JoinID(a) == throttle.JoinID(c, d) {
+		if store.JoinID(a) == store.JoinID(c, d) {
 			t.Fatalf("(%q) and (%q, %q) join alike", a, c, d)
 		}
 	})
@@ -127,6 +127,6 @@ func FuzzJoinID(f *testing.F) {
 func BenchmarkKey(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		_ = throttle.Key("throttle", "submit", "user-12345")
+		_ = store.Key("throttle", "submit", "user-12345")
 	}
 }

@@ -1,4 +1,4 @@
-package throttle
+package store
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package throttle
+package store
 
 import (
 	"crypto/sha256"
@@ -24,7 +24,7 @@ const MaxComponent = 64
 //
 // The braces are a Redis Cluster hash tag: the lock key and its siblings (the
 // fencing counter, see FenceKey) hash to one slot, so one script can touch
-// them all. prefix is not escaped: it must not contain '{' or '}' (New
+// them all. prefix is not escaped: it must not contain '{' or '}' (throttle.New
 // checks it).
 //
 // To key on several values, join them first with keyfuncs.Join or JoinID,
