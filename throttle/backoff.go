@@ -5,17 +5,14 @@ import (
 	"time"
 )
 
-// Backoff returns the pause before retry number attempt (1 for the first
-// retry) of a waiting acquisition. It must be safe for concurrent use and
-// should be stateless, so that one Backoff serves every waiter.
-//
-// Waiters that retry in lock step hammer the store at the same instants and
-// keep colliding; jitter spreads them out. ExponentialJitter is the default.
+// Backoff returns the pause before retry number attempt (from 1) of a
+// waiting acquisition. It is called concurrently. Jitter matters: waiters
+// that retry in lock step keep colliding.
 type Backoff func(attempt int) time.Duration
 
-// ExponentialJitter returns "full jitter" backoff: a uniformly random pause
-// between 0 and min(max, base*2^(attempt-1)). It spreads waiters out best
-// and keeps the total load on the store lowest when many contend.
+// ExponentialJitter returns "full jitter" backoff, the default: a uniformly
+// random pause up to min(max, base*2^(attempt-1)). It spreads waiters best
+// and loads the store least when many contend.
 func ExponentialJitter(base, max time.Duration) Backoff {
 	return func(attempt int) time.Duration {
 		ceil := exponential(base, max, attempt)

@@ -6,19 +6,14 @@ import (
 	"fmt"
 )
 
-// Do runs fn while holding the key for id, for work outside HTTP such as
-// background jobs: it acquires under Policy.LeaseTTL whatever the policy's Mode
-// (waiting up to Policy.Wait), keeps the lease alive while fn runs (see
-// KeepAlive), then stops the refresher and releases.
+// Do runs fn while holding the key for id, for work such as background jobs:
+// it acquires for Policy.LeaseTTL whatever the Mode (waiting up to
+// Policy.Wait), keeps the lease alive while fn runs (see KeepAlive), and
+// releases when fn returns or panics. fn's context carries the lease
+// (LeaseFrom) and is cancelled with cause ErrLost if the lease is lost.
 //
-// fn's context is cancelled with cause ErrLost the moment the lease is lost,
-// so that fn can stop before it does harm; it carries the lease (LeaseFrom,
-// for the fencing token) and, under a Reentrant policy, the owner, so code
-// that fn calls can take the same key again without blocking itself.
-//
-// Do returns the acquisition error (ErrContended, ErrStore, ctx.Err()) when
-// fn did not run; otherwise fn's error, joined with an ErrLost error when the
-// lease was lost while fn ran.
+// Do returns the acquisition's error when fn did not run; otherwise fn's
+// error, joined with ErrLost when the lease was lost meanwhile.
 func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
 	lease, err := l.acquireKey(ctx, l.key(id), l.p.LeaseTTL)
 	if err != nil {

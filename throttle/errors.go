@@ -6,38 +6,29 @@ import (
 	"time"
 )
 
-// The sentinel errors callers branch on. Every error the Limiter and its
-// leases return matches at most one of them with errors.Is, and context
-// errors (context.Canceled, context.DeadlineExceeded) stay themselves.
+// The errors to branch on with errors.Is. Every error of a Limiter or a
+// Lease matches at most one of them; context errors stay themselves.
 var (
-	// ErrContended means somebody else holds the key. The error returned
-	// is a *ContendedError that also says how long they keep it.
+	// ErrContended: somebody else holds the key. The error is a
+	// *ContendedError, which says for how long.
 	ErrContended = errors.New("throttle: key is held by another owner")
-
-	// ErrStore means the store could not answer (Redis down, slow, script
-	// error). The error returned wraps the store's own error, which
-	// errors.Unwrap gives (context.DeadlineExceeded when the store call
-	// ran past Policy.Timeout).
+	// ErrStore: the store did not answer in time or failed. errors.Unwrap
+	// gives the store's own error.
 	ErrStore = errors.New("throttle: store unavailable")
-
-	// ErrLost means a lease was lost while it was held: its key expired or
-	// was taken by someone else before the holder released it.
+	// ErrLost: a held key expired or was taken before it was released.
 	ErrLost = errors.New("throttle: lease lost")
-
-	// ErrNotHeld means a Release or Extend found that the lease no longer
-	// holds its key (it expired, or another owner holds it now).
+	// ErrNotHeld: Release or Extend found the key no longer held by the
+	// lease.
 	ErrNotHeld = errors.New("throttle: lease not held")
-
-	// ErrInvalid means a Policy, key or argument is not usable. The error
-	// text says which and why.
+	// ErrInvalid: a Policy or argument is not usable; the text says why.
 	ErrInvalid = errors.New("throttle: invalid argument")
 )
 
-// ContendedError is returned when a key is held by someone else. It matches
-// ErrContended with errors.Is.
+// ContendedError is the ErrContended of an acquisition that found the key
+// held.
 type ContendedError struct {
-	// RetryAfter is how long the current holder keeps the key, as reported
-	// by the store: at least 1ms, or -1 when the key has no expiry.
+	// RetryAfter is how long the holder keeps the key, as the store says:
+	// at least 1ms, or -1 when the key has no expiry.
 	RetryAfter time.Duration
 }
 

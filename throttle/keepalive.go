@@ -10,18 +10,12 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// KeepAlive refreshes the lease while work runs: every TTL/3 it extends the
-// key (token-checked) back to the full TTL. It returns a context for the
-// work, derived from ctx and carrying the lease (see LeaseFrom), that is
-// cancelled with cause ErrLost the moment the lease is known lost: the key
-// was taken or deleted, extensions kept failing until the lease's validity
-// ran out, or Policy.MaxHold was reached. Check context.Cause(workCtx).
-//
-// The returned stop function stops the refresher, waits for a refresh in
-// flight to finish, and cancels the work context; call it when the work
-// returns, before Release. It is safe to call more than once. The refresher
-// keeps going until stop is called even if ctx is cancelled, so that the key
-// stays held while the work winds down.
+// KeepAlive extends the lease back to its full TTL every TTL/3 while work
+// runs, until stop is called (even after ctx ends, so the key stays held
+// while the work winds down). The work's context carries the lease and is
+// cancelled with cause ErrLost the moment the lease is lost: the key was
+// taken, extensions failed until it ran out, or Policy.MaxHold was reached.
+// Call stop when the work returns, before Release.
 func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	work, cancel := context.WithCancelCause(ctx)
 	work = WithLease(work, ls)

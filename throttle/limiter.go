@@ -35,8 +35,8 @@ type Limiter struct {
 	stats counters
 }
 
-// New returns a Limiter for store under policy p, with p's zero fields set to
-// their defaults. It fails with ErrInvalid when p is not usable.
+// New returns a Limiter on st under policy p, whose zero fields take their
+// defaults. It fails with ErrInvalid when p is not usable.
 func New(st Store, p Policy) (*Limiter, error) {
 	if st == nil {
 		return nil, invalid("nil store")
@@ -56,13 +56,10 @@ func (l *Limiter) Policy() Policy { return l.p }
 // key returns the stored key for id under this limiter's policy.
 func (l *Limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
 
-// Acquire takes the key for id and returns the lease only on success.
-//
-// It fails with a *ContendedError (errors.Is ErrContended) when somebody
-// holds the key and Policy.Wait is zero or has run out, with an error
-// matching ErrStore when the store failed, and with ctx.Err() when ctx ended
-// first. The lease expires by itself after Policy.TTL(); call Release to free
-// it earlier, or KeepAlive to hold it longer.
+// Acquire takes the key for id for Policy.TTL() and returns the lease only
+// on success. It fails with a *ContendedError when somebody holds the key
+// (after waiting up to Policy.Wait), with ErrStore when the store failed, or
+// with ctx.Err().
 func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
 	return l.acquireKey(ctx, l.key(id), l.p.TTL())
 }
@@ -220,17 +217,11 @@ func (l *Limiter) logStoreError(op string, err error) {
 		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
 }
 
-// Admit is Acquire for a request that must be answered now, with the policy's
-// WhenStoreFails applied. It is what the middleware packages (through package
-// guard) decide every request with, and what an adapter for another
-// framework calls:
-//
-//   - a lease: the request goes ahead holding the key;
-//   - nil and a nil error: the store failed and the policy fails open, so
-//     the request goes ahead unguarded (logged, counted in Stats.FailedOpen);
-//   - an error: the request is turned away. It matches ErrContended (the
-//     key is held), ErrStore (the store failed and the policy fails closed)
-//     or is the context's error.
+// Admit is Acquire with Policy.WhenStoreFails applied, for a request that
+// must be answered now; package guard builds the middleware on it. A lease
+// admits the request; an error (ErrContended, ErrStore when failing closed,
+// or the context's) turns it away; nil and no error mean that the store
+// failed open: the request goes ahead unguarded, logged and counted.
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := l.acquireKey(ctx, l.key(id), l.p.TTL())
 	if err == nil || !errors.Is(err, ErrStore) {

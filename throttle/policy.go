@@ -39,8 +39,8 @@ func (m Mode) String() string {
 	return "unknown"
 }
 
-// FailMode is what a request gets when the store cannot answer within
-// Policy.Timeout: Redis down, slow or failing.
+// FailMode is what a request gets when the store fails or is slower than
+// Policy.Timeout.
 type FailMode uint8
 
 const (
@@ -54,10 +54,9 @@ const (
 	// FailClosed turns the request away with 503 Service Unavailable and a
 	// Retry-After; the response shows no internals.
 	FailClosed
-	// FailOver takes locks in Policy.Fallback (typically a memstore) while
-	// the store fails, and goes back once it answers (tried at most once a
-	// second). Locks taken meanwhile are only as wide as the fallback: per
-	// process for a memstore. Limiter.Acquire and Do fail over too.
+	// FailOver takes locks in Policy.Fallback (a memstore: per process)
+	// while the store fails, and goes back once it answers (tried at most
+	// once a second). Acquire and Do fail over too.
 	FailOver
 )
 
@@ -106,9 +105,8 @@ type Policy struct {
 	MaxHold time.Duration
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
-	// Timeout bounds every store call, on top of the caller's context, so
-	// that a slow store delays a request by at most this much. Default
-	// 100 ms.
+	// Timeout bounds every store call, on top of the caller's context.
+	// Default 100 ms.
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer. Default
 	// FailDefault.

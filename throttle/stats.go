@@ -2,23 +2,15 @@ package throttle
 
 import "sync/atomic"
 
-// Stats are a Limiter's counters since it was made. Export them to your
-// metrics system to see contention, store health and lost leases.
+// Stats are a Limiter's counters since it was made: contention, store
+// health and lost leases, for your metrics.
 type Stats struct {
-	// Acquired counts successful acquisitions (including fallback ones).
-	Acquired uint64
-	// Rejected counts acquisition attempts that found the key held (a
-	// waiting acquisition counts each attempt).
-	Rejected uint64
-	// StoreErrors counts acquisitions the store could not answer.
-	StoreErrors uint64
-	// FailedOpen counts requests Admit let through unguarded because the
-	// store failed under FailOpen.
-	FailedOpen uint64
-	// Fallback counts acquisitions served by Policy.Fallback under FailOver.
-	Fallback uint64
-	// Lost counts leases lost while held (found by KeepAlive).
-	Lost uint64
+	Acquired    uint64 // acquisitions granted, the fallback's included
+	Rejected    uint64 // attempts that found the key held (each retry counts)
+	StoreErrors uint64 // acquisitions the store could not answer
+	FailedOpen  uint64 // requests let through unguarded under FailOpen
+	Fallback    uint64 // acquisitions granted by the fallback under FailOver
+	Lost        uint64 // leases lost while held
 }
 
 type counters struct {
