@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 

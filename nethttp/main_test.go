@@ -4,14 +4,13 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -22,8 +22,8 @@ type RejectHandler func(w http.ResponseWriter, r *http.Request, rej *guard.Rejec
 // WithRejectHandler replaces the default rejection response (problem+json
 // with Retry-After and RateLimit headers) by h, for services that have their
 // own error format. h is called instead of the guarded handler and must
-// write the whole response; SetHeaders adds the standard Retry-After and
-// RateLimit fields. A nil h keeps the default.
+// write the whole response; guard.SetHeaders(w.Header(), rej) adds the
+// standard Retry-After and RateLimit fields. A nil h keeps the default.
 func WithRejectHandler(h RejectHandler) Option {
 	return func(c *config) {
 		if h != nil {
@@ -35,11 +35,4 @@ func WithRejectHandler(h RejectHandler) Option {
 // defaultReject writes the shared problem+json answer.
 func defaultReject(w http.ResponseWriter, _ *http.Request, rej *guard.Rejection) {
 	guard.Write(w, rej)
-}
-
-// SetHeaders sets the Retry-After, RateLimit-Policy and RateLimit response
-// headers the default answer would send for rej, for a RejectHandler that
-// writes its own body but keeps the standard fields clients understand.
-func SetHeaders(w http.ResponseWriter, rej *guard.Rejection) {
-	guard.SetHeaders(w.Header(), rej)
 }

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 var errDown = errors.New("store is down")

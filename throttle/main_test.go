@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // helperEnv, when set in the environment, turns the test binary into a

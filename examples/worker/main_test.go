@@ -18,12 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestMain(m *testing.M) {

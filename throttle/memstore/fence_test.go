@@ -102,3 +102,18 @@ func TestFenceAskedOnlyAtReentry(t *testing.T) {
 		t.Fatalf("grants %+v %+v %+v: want no fence, then one fence kept", g1, g2, g3)
 	}
 }
+
+// TestFenceTTLOption: WithFenceTTL has the bounds of redisstore.WithFenceTTL:
+// d <= 0 means the default, and less than a second is raised to a second.
+func TestFenceTTLOption(t *testing.T) {
+	for opt, want := range map[time.Duration]time.Duration{
+		time.Hour:             time.Hour,
+		10 * time.Millisecond: time.Second,
+		0:                     DefaultFenceTTL,
+		-time.Second:          DefaultFenceTTL,
+	} {
+		if got := New(WithFenceTTL(opt)).fenceTTL; got != want {
+			t.Errorf("WithFenceTTL(%v): fence TTL %v, want %v", opt, got, want)
+		}
+	}
+}

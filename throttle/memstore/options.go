@@ -17,10 +17,13 @@ type config struct {
 // single instance.
 const DefaultMaxKeys = 1 << 20
 
-// DefaultFenceTTL is how long a fence counter is kept after its last use by
-// default. A day is far longer than any lock TTL, so a counter normally
-// outlives every lease it numbered.
+// DefaultFenceTTL is how long a key's fencing counter is kept after the last
+// fenced acquisition of the key. A day is far longer than any lock TTL, so a
+// counter normally outlives every lease it numbered.
 const DefaultFenceTTL = 24 * time.Hour
+
+// minFenceTTL is the shortest fence TTL, as in redisstore.
+const minFenceTTL = time.Second
 
 // WithMaxKeys bounds the number of live locks to about n (n is split evenly
 // over the shards, so a shard may be full slightly before the store is), and
@@ -50,15 +53,17 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithFenceTTL sets how long a key's fence counter is kept after its last use
-// (default DefaultFenceTTL). Shorter saves memory on many one-off keys;
-// fences stay increasing either way while the wall clock does not step back
-// (see the package documentation). d <= 0 means the default.
+// WithFenceTTL sets how long a key's fencing counter is kept after the last
+// fenced acquisition of the key (default DefaultFenceTTL). Shorter saves
+// memory on many one-off keys; fences stay increasing either way while the
+// wall clock does not step back (see the package documentation). d <= 0
+// means the default; values below one second are raised to one second.
+// redisstore.WithFenceTTL means the same.
 func WithFenceTTL(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
 			d = DefaultFenceTTL
 		}
-		c.fenceTTL = d
+		c.fenceTTL = max(d, minFenceTTL)
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // maxShards is the number of shards of a large store: enough that goroutines

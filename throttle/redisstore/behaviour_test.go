@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestTokenSafety: A's lease expires, B takes the key, A's late release and

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -3,13 +3,12 @@ package redisstore_test
 import (
 	"context"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"testing"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
 )
 

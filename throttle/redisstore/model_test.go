@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestDataModel checks what the store leaves in Redis, since other
@@ -121,14 +120,25 @@ func TestFence(t *testing.T) {
 	}
 }
 
-// TestFenceTTLOption: WithFenceTTL sets the counter's expiry.
+// TestFenceTTLOption: WithFenceTTL sets the counter's expiry, with the same
+// bounds as memstore.WithFenceTTL (see memstore's TestFenceTTLOption).
 func TestFenceTTLOption(t *testing.T) {
-	s, _, c := newStore(t, withFenceTTL(time.Minute))
 	ctx := context.Background()
-	k := key(t)
-	mustAcquire(t, s, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Fence: true})
-	if p, _ := c.PTTL(ctx, store.FenceKey(k)).Result(); p <= 50*time.Second || p > time.Minute {
-		t.Fatalf("fence counter PTTL = %v, want about 1m", p)
+	for _, c := range []struct {
+		opt         time.Duration
+		least, most time.Duration
+	}{
+		{time.Minute, 50 * time.Second, time.Minute},
+		{10 * time.Millisecond, 500 * time.Millisecond, time.Second}, // raised to 1s
+		{0, 23 * time.Hour, 24 * time.Hour},                          // the default
+		{-time.Second, 23 * time.Hour, 24 * time.Hour},
+	} {
+		s, _, client := newStore(t, withFenceTTL(c.opt))
+		k := key(t)
+		mustAcquire(t, s, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Fence: true})
+		if p, _ := client.PTTL(ctx, store.FenceKey(k)).Result(); p <= c.least || p > c.most {
+			t.Errorf("WithFenceTTL(%v): fence counter PTTL = %v, want in (%v, %v]", c.opt, p, c.least, c.most)
+		}
 	}
 }
 

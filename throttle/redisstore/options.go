@@ -4,10 +4,11 @@ import "time"
 
 // Defaults of the options.
 const (
-	// DefaultFenceTTL is how long an idle fencing counter is kept. It is
-	// refreshed by every fenced acquisition of its key, so only keys that
-	// nobody fenced for a whole day disappear; see the package
-	// documentation for why the counter still only increases.
+	// DefaultFenceTTL is how long a key's fencing counter is kept after the
+	// last fenced acquisition of the key. A day is far longer than any lock
+	// TTL, so a counter normally outlives every lease it numbered; see the
+	// package documentation for why fences still only increase after it
+	// expired.
 	DefaultFenceTTL = 24 * time.Hour
 
 	// DefaultWatchTimeout bounds how long Watch waits for Redis to confirm
@@ -16,30 +17,41 @@ const (
 	DefaultWatchTimeout = time.Second
 )
 
-// Option configures a Store.
-type Option func(*Store)
+// minFenceTTL is the shortest fence TTL: shorter would let a counter expire
+// while the lease it numbered is still held.
+const minFenceTTL = time.Second
 
-// WithFenceTTL sets how long a fencing counter is kept after the last fenced
-// acquisition of its key (default DefaultFenceTTL). A shorter TTL keeps fewer
-// idle counters in Redis; the counter restarts from the server clock after it
-// expired, so a TTL well above the longest lock TTL loses nothing. Values
-// below one second are raised to one second.
+// Option configures a Store made by New.
+type Option func(*config)
+
+type config struct {
+	fenceTTL     time.Duration
+	watchTimeout time.Duration
+}
+
+// WithFenceTTL sets how long a key's fencing counter is kept after the last
+// fenced acquisition of the key (default DefaultFenceTTL). Shorter keeps
+// fewer idle counters; the counter restarts from the server clock once it
+// expired, so a TTL well above the longest lock TTL loses nothing. d <= 0
+// means the default; values below one second are raised to one second.
+// memstore.WithFenceTTL means the same.
 func WithFenceTTL(d time.Duration) Option {
-	return func(s *Store) {
-		if d < time.Second {
-			d = time.Second
+	return func(c *config) {
+		if d <= 0 {
+			d = DefaultFenceTTL
 		}
-		s.fenceTTL = d
+		c.fenceTTL = max(d, minFenceTTL)
 	}
 }
 
 // WithWatchTimeout bounds how long Watch waits for Redis to confirm a
 // subscription (default DefaultWatchTimeout). Watch also returns when its
-// context ends. Values that are not positive keep the default.
+// context ends. d <= 0 means the default.
 func WithWatchTimeout(d time.Duration) Option {
-	return func(s *Store) {
-		if d > 0 {
-			s.watchTimeout = d
+	return func(c *config) {
+		if d <= 0 {
+			d = DefaultWatchTimeout
 		}
+		c.watchTimeout = d
 	}
 }

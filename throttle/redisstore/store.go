@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,10 +38,11 @@ type Store struct {
 // go-redis bounds network reads and writes by ReadTimeout and WriteTimeout
 // (3 s by default) and ignores the context's deadline while it waits.
 func New(client redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{client: client, fenceTTL: DefaultFenceTTL, watchTimeout: DefaultWatchTimeout}
+	c := config{fenceTTL: DefaultFenceTTL, watchTimeout: DefaultWatchTimeout}
 	for _, o := range opts {
-		o(s)
+		o(&c)
 	}
+	s := &Store{client: client, fenceTTL: c.fenceTTL, watchTimeout: c.watchTimeout}
 	s.watch.init(s)
 	warnIfDeadlinesIgnored(client)
 	return s

@@ -6,22 +6,20 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
-func testAcquireFree(t *testing.T, s throttle.Store) {
-	key := NewKey("acquire-free")
-	g := MustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: longTTL})
+func testAcquireFree(t *testing.T, s store.Store) {
+	key := newKey("acquire-free")
+	g := mustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: longTTL})
 	if g.Holds != 1 || g.Remaining != 0 || g.Fence != 0 {
 		t.Fatalf("grant = %+v, want Holds 1, Remaining 0 and Fence 0 (no fence asked)", g)
 	}
 }
 
-func testAcquireHeld(t *testing.T, s throttle.Store) {
-	key := NewKey("acquire-held")
+func testAcquireHeld(t *testing.T, s store.Store) {
+	key := newKey("acquire-held")
 	const ttl = 10 * time.Second
-	MustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl})
+	mustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl})
 	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: ttl, Fence: true})
 	if err != nil {
 		t.Fatalf("second Acquire: %v", err)
@@ -37,41 +35,41 @@ func testAcquireHeld(t *testing.T, s throttle.Store) {
 	}
 }
 
-func testRelease(t *testing.T, s throttle.Store) {
+func testRelease(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	key := NewKey("release")
+	key := newKey("release")
 	tok := store.NewToken()
-	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
+	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 
 	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(ctx, key, store.NewToken()))
-	MustBeHeld(t, s, key)
+	mustBeHeld(t, s, key)
 	mustOutcome(t, "Release with the right token", store.OK)(s.Release(ctx, key, tok))
 	mustOutcome(t, "second Release", store.Gone)(s.Release(ctx, key, tok))
-	MustBeFree(t, s, key)
+	mustBeFree(t, s, key)
 }
 
-func testExtend(t *testing.T, s throttle.Store) {
+func testExtend(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	key := NewKey("extend")
+	key := newKey("extend")
 	tok := store.NewToken()
 	const short = 2 * time.Second
-	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: short})
+	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: short})
 
 	mustOutcome(t, "Extend with the right token", store.OK)(s.Extend(ctx, key, tok, longTTL))
-	if rem := MustBeHeld(t, s, key); rem <= short || rem > longTTL {
+	if rem := mustBeHeld(t, s, key); rem <= short || rem > longTTL {
 		t.Fatalf("after Extend to %v a contender sees Remaining %v, want in (%v, %v]", longTTL, rem, short, longTTL)
 	}
 	mustOutcome(t, "Extend with a wrong token", store.HeldByOther)(s.Extend(ctx, key, store.NewToken(), longTTL))
-	mustOutcome(t, "Extend of a missing key", store.Gone)(s.Extend(ctx, NewKey("extend-missing"), tok, longTTL))
+	mustOutcome(t, "Extend of a missing key", store.Gone)(s.Extend(ctx, newKey("extend-missing"), tok, longTTL))
 	mustOutcome(t, "Release after Extend", store.OK)(s.Release(ctx, key, tok))
 	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(ctx, key, tok, longTTL))
 }
 
-func testExpiry(t *testing.T, s throttle.Store) {
-	key := NewKey("expiry")
+func testExpiry(t *testing.T, s store.Store) {
+	key := newKey("expiry")
 	tok := store.NewToken()
-	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond})
-	other := WaitFree(t, s, key, longTTL)
+	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond})
+	other := waitFree(t, s, key, longTTL)
 	mustOutcome(t, "Release of the expired holder", store.HeldByOther)(s.Release(context.Background(), key, tok))
 	mustOutcome(t, "Release of the new holder", store.OK)(s.Release(context.Background(), key, other))
 }

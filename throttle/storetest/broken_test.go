@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
-
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 

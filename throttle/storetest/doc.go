@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite for throttle.Store
+// Package storetest is the conformance suite for store.Store
 // implementations: the in-memory store, the Redis store, the Redlock store and
 // any store of your own run the same checks, so that a Limiter behaves the
 // same whichever store it is given.
@@ -25,6 +25,6 @@
 // with binary bytes, separators and 4 KiB of length.
 //
 // The suite never asserts how fast a store is: waits for an expiry or a
-// notification are bounded by generous limits (see Patience), because test
+// notification are bounded by generous limits (3 s), because test
 // machines are noisy and a tight bound only makes flaky tests.
 package storetest

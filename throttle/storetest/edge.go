@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
-func testCancelledContext(t *testing.T, s throttle.Store) {
+func testCancelledContext(t *testing.T, s store.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	key := NewKey("cancelled")
+	key := newKey("cancelled")
 	tok := store.NewToken()
 	done := make(chan struct{})
 	var errs [3]error
@@ -27,8 +25,8 @@ func testCancelledContext(t *testing.T, s throttle.Store) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(Patience):
-		t.Fatalf("store calls with a cancelled context did not return within %v", Patience)
+	case <-time.After(patience):
+		t.Fatalf("store calls with a cancelled context did not return within %v", patience)
 	}
 	for i, op := range []string{"Acquire", "Release", "Extend"} {
 		if errs[i] == nil {
@@ -43,7 +41,7 @@ func testCancelledContext(t *testing.T, s throttle.Store) {
 	_, _ = s.Release(context.Background(), key, tok)
 }
 
-// oddKeys returns raw keys (not built by throttle.Key) that a store must
+// oddKeys returns raw keys (not built by store.Key) that a store must
 // treat like any other: binary bytes, separators and braces, and 4 KiB of
 // length. Each starts with a hash tag of its own, so that the key and its
 // sibling keys stay in one Redis Cluster slot whatever follows.
@@ -57,23 +55,23 @@ func oddKeys() map[string]string {
 	}
 }
 
-func testOddKeys(t *testing.T, s throttle.Store) {
+func testOddKeys(t *testing.T, s store.Store) {
 	for name, key := range oddKeys() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			tok := store.NewToken()
-			g := MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			g := mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 			if g.Fence <= 0 {
 				t.Fatalf("Fence = %d, want positive", g.Fence)
 			}
-			MustBeHeld(t, s, key)
+			mustBeHeld(t, s, key)
 			mustOutcome(t, "Extend", store.OK)(s.Extend(ctx, key, tok, longTTL))
 			mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(ctx, key, store.NewToken()))
 			mustOutcome(t, "Release", store.OK)(s.Release(ctx, key, tok))
-			MustBeFree(t, s, key)
+			mustBeFree(t, s, key)
 			// A neighbour that differs only in its last byte is another key.
 			other := key[:len(key)-1] + "\x00"
-			MustBeFree(t, s, other)
+			mustBeFree(t, s, other)
 		})
 	}
 }

@@ -6,29 +6,26 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
-// Patience bounds every wait of the suite for something that happens in the
+// patience bounds every wait of the suite for something that happens in the
 // background: an expiry, a notification. It is generous on purpose (the suite
 // asserts what happens, never how fast), so a store only fails it when the
 // thing does not happen at all.
-const Patience = 3 * time.Second
+const patience = 3 * time.Second
 
 // longTTL is the TTL of locks that must not expire while a check runs.
 const longTTL = time.Minute
 
-// NewKey returns a fresh key for name, built with throttle.Key under the
+// newKey returns a fresh key for name, built with store.Key under the
 // policy name and a random identity, so that checks and test runs sharing
-// one store never see each other's keys. Use it in your own store tests for
-// the same reason.
-func NewKey(name string) string {
+// one store never see each other's keys.
+func newKey(name string) string {
 	return store.Key("storetest", name, store.NewToken())
 }
 
-// MustAcquire acquires req and fails the test unless the store granted it.
-func MustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant {
+// mustAcquire acquires req and fails the test unless the store granted it.
+func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
 	if err != nil {
@@ -40,9 +37,9 @@ func MustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant 
 	return g
 }
 
-// MustBeHeld fails the test unless a newcomer with a fresh token is refused
+// mustBeHeld fails the test unless a newcomer with a fresh token is refused
 // key, and returns how long the store says the holder keeps it.
-func MustBeHeld(t testing.TB, s throttle.Store, key string) time.Duration {
+func mustBeHeld(t testing.TB, s store.Store, key string) time.Duration {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: longTTL})
 	if err != nil {
@@ -54,22 +51,22 @@ func MustBeHeld(t testing.TB, s throttle.Store, key string) time.Duration {
 	return g.Remaining
 }
 
-// MustBeFree fails the test unless a newcomer can acquire key at once; it
+// mustBeFree fails the test unless a newcomer can acquire key at once; it
 // releases the key again before returning.
-func MustBeFree(t testing.TB, s throttle.Store, key string) {
+func mustBeFree(t testing.TB, s store.Store, key string) {
 	t.Helper()
 	tok := store.NewToken()
-	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
+	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 	mustOutcome(t, "Release by the newcomer", store.OK)(s.Release(context.Background(), key, tok))
 }
 
-// WaitFree polls key until a newcomer can acquire it, for at most Patience,
+// waitFree polls key until a newcomer can acquire it, for at most patience,
 // and fails the test when it never becomes free. The newcomer keeps the key
 // for ttl and its token is returned.
-func WaitFree(t testing.TB, s throttle.Store, key string, ttl time.Duration) string {
+func waitFree(t testing.TB, s store.Store, key string, ttl time.Duration) string {
 	t.Helper()
 	tok := store.NewToken()
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(patience)
 	for {
 		g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: ttl})
 		if err != nil {
@@ -79,7 +76,7 @@ func WaitFree(t testing.TB, s throttle.Store, key string, ttl time.Duration) str
 			return tok
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("key %q still held after %v (store says %v remaining)", key, Patience, g.Remaining)
+			t.Fatalf("key %q still held after %v (store says %v remaining)", key, patience, g.Remaining)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -6,19 +6,17 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
-func testNotifier(t *testing.T, s throttle.Store) {
+func testNotifier(t *testing.T, s store.Store) {
 	n, ok := s.(store.Notifier)
 	if !ok {
 		t.Skipf("%T does not implement store.Notifier", s)
 	}
 	ctx := context.Background()
-	key := NewKey("notifier")
+	key := newKey("notifier")
 	tok := store.NewToken()
-	MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
+	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 
 	ch, stop, err := n.Watch(ctx, key)
 	if err != nil {
@@ -28,8 +26,8 @@ func testNotifier(t *testing.T, s throttle.Store) {
 	mustOutcome(t, "Release by the holder", store.OK)(s.Release(ctx, key, tok))
 	select {
 	case <-ch:
-	case <-time.After(Patience):
-		t.Fatalf("no notification within %v of the release", Patience)
+	case <-time.After(patience):
+		t.Fatalf("no notification within %v of the release", patience)
 	}
 	stop()
 	stop() // must be safe to call twice

@@ -6,30 +6,28 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
-func testReentrant(t *testing.T, s throttle.Store) {
+func testReentrant(t *testing.T, s store.Store) {
 	t.Run("holds", func(t *testing.T) {
 		ctx := context.Background()
-		key := NewKey("reentrant")
+		key := newKey("reentrant")
 		owner := store.NewToken()
 		const short = 2 * time.Second
 		req := store.Request{Key: key, Token: owner, TTL: short, Reentrant: true, Fence: true}
-		first := MustAcquire(t, s, req)
+		first := mustAcquire(t, s, req)
 		if first.Holds != 1 || first.Fence <= 0 {
 			t.Fatalf("first reentrant grant = %+v, want Holds 1 and a positive Fence", first)
 		}
 		req.TTL = longTTL
-		again := MustAcquire(t, s, req)
+		again := mustAcquire(t, s, req)
 		if again.Holds != 2 {
 			t.Fatalf("re-entry grant = %+v, want Holds 2", again)
 		}
 		if again.Fence != first.Fence {
 			t.Fatalf("re-entry Fence = %d, want the first acquisition's %d", again.Fence, first.Fence)
 		}
-		if rem := MustBeHeld(t, s, key); rem <= short {
+		if rem := mustBeHeld(t, s, key); rem <= short {
 			t.Fatalf("after re-entry with TTL %v a contender sees Remaining %v: the TTL was not refreshed", longTTL, rem)
 		}
 
@@ -42,22 +40,22 @@ func testReentrant(t *testing.T, s throttle.Store) {
 		mustOutcome(t, "Extend by another owner", store.HeldByOther)(s.Extend(ctx, key, other, longTTL))
 
 		mustOutcome(t, "first Release of two holds", store.StillHeld)(s.Release(ctx, key, owner))
-		MustBeHeld(t, s, key)
+		mustBeHeld(t, s, key)
 		mustOutcome(t, "second Release of two holds", store.OK)(s.Release(ctx, key, owner))
 		mustOutcome(t, "third Release", store.Gone)(s.Release(ctx, key, owner))
-		MustBeFree(t, s, key)
+		mustBeFree(t, s, key)
 	})
 	t.Run("extend", func(t *testing.T) {
 		ctx := context.Background()
-		key := NewKey("reentrant-extend")
+		key := newKey("reentrant-extend")
 		owner := store.NewToken()
-		MustAcquire(t, s, store.Request{Key: key, Token: owner, TTL: 2 * time.Second, Reentrant: true})
+		mustAcquire(t, s, store.Request{Key: key, Token: owner, TTL: 2 * time.Second, Reentrant: true})
 		mustOutcome(t, "Extend by the owner", store.OK)(s.Extend(ctx, key, owner, longTTL))
-		if rem := MustBeHeld(t, s, key); rem <= 2*time.Second {
+		if rem := mustBeHeld(t, s, key); rem <= 2*time.Second {
 			t.Fatalf("after Extend to %v a contender sees Remaining %v", longTTL, rem)
 		}
 		mustOutcome(t, "Release by the owner", store.OK)(s.Release(ctx, key, owner))
-		MustBeFree(t, s, key)
+		mustBeFree(t, s, key)
 	})
 	t.Run("plain-and-reentrant-do-not-mix", func(t *testing.T) {
 		// The same token is used on purpose: a plain lock is not a hold
@@ -66,16 +64,16 @@ func testReentrant(t *testing.T, s throttle.Store) {
 		ctx := context.Background()
 		tok := store.NewToken()
 
-		reentrantKey := NewKey("reentrant-then-plain")
-		MustAcquire(t, s, store.Request{Key: reentrantKey, Token: tok, TTL: longTTL, Reentrant: true})
+		reentrantKey := newKey("reentrant-then-plain")
+		mustAcquire(t, s, store.Request{Key: reentrantKey, Token: tok, TTL: longTTL, Reentrant: true})
 		g, err := s.Acquire(ctx, store.Request{Key: reentrantKey, Token: tok, TTL: longTTL})
 		if err != nil || g.Acquired {
 			t.Fatalf("plain Acquire of a held reentrant key = %+v, %v; want refused", g, err)
 		}
 		mustOutcome(t, "Release of the reentrant key", store.OK)(s.Release(ctx, reentrantKey, tok))
 
-		plainKey := NewKey("plain-then-reentrant")
-		MustAcquire(t, s, store.Request{Key: plainKey, Token: tok, TTL: longTTL})
+		plainKey := newKey("plain-then-reentrant")
+		mustAcquire(t, s, store.Request{Key: plainKey, Token: tok, TTL: longTTL})
 		g, err = s.Acquire(ctx, store.Request{Key: plainKey, Token: tok, TTL: longTTL, Reentrant: true})
 		if err != nil || g.Acquired {
 			t.Fatalf("reentrant Acquire of a held plain key = %+v, %v; want refused", g, err)

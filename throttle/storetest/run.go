@@ -3,14 +3,14 @@ package storetest
 import (
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Run runs the conformance suite against the stores that newStore makes,
 // each check as a named subtest (run one with go test -run
 // 'Conformance/release'). newStore is called once per subtest with the
 // subtest's t; it may return the same store every time.
-func Run(t *testing.T, newStore func(t *testing.T) throttle.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -25,7 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) throttle.Store) {
 
 type testCase struct {
 	name string
-	run  func(t *testing.T, s throttle.Store)
+	run  func(t *testing.T, s store.Store)
 }
 
 // cases lists the checks in the order they run. The simple ones come first,

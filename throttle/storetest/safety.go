@@ -7,30 +7,28 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // testTokenSafety is the failure of seed 000: a holder whose lease ran out
 // must not free or extend the lock its successor holds now.
-func testTokenSafety(t *testing.T, s throttle.Store) {
+func testTokenSafety(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	key := NewKey("token-safety")
+	key := newKey("token-safety")
 	a := store.NewToken()
-	MustAcquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond})
-	b := WaitFree(t, s, key, longTTL)
+	mustAcquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond})
+	b := waitFree(t, s, key, longTTL)
 
 	mustOutcome(t, "Release by the expired holder A", store.HeldByOther)(s.Release(ctx, key, a))
 	mustOutcome(t, "Extend by the expired holder A", store.HeldByOther)(s.Extend(ctx, key, a, longTTL))
-	MustBeHeld(t, s, key)
+	mustBeHeld(t, s, key)
 	mustOutcome(t, "Release by the holder B", store.OK)(s.Release(ctx, key, b))
 }
 
 // contenders is the number of goroutines that race for one key.
 const contenders = 200
 
-func testContention(t *testing.T, s throttle.Store) {
-	key := NewKey("contention")
+func testContention(t *testing.T, s store.Store) {
+	key := newKey("contention")
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -66,14 +64,14 @@ func testContention(t *testing.T, s throttle.Store) {
 	mustOutcome(t, "Release by the winner", store.OK)(s.Release(context.Background(), key, winners[0]))
 }
 
-func testFence(t *testing.T, s throttle.Store) {
+func testFence(t *testing.T, s store.Store) {
 	t.Run("sequential", func(t *testing.T) {
 		ctx := context.Background()
-		key := NewKey("fence-sequential")
+		key := newKey("fence-sequential")
 		var last int64
 		for i := range 20 {
 			tok := store.NewToken()
-			g := MustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			g := mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 			if g.Fence <= last {
 				t.Fatalf("cycle %d: fence %d after %d, want strictly increasing and positive", i, g.Fence, last)
 			}
@@ -85,7 +83,7 @@ func testFence(t *testing.T, s throttle.Store) {
 		// Winners record their fence while they hold the key, so the
 		// recorded order is the order of the holds and must be strictly
 		// increasing, which also makes every fence unique.
-		key := NewKey("fence-concurrent")
+		key := newKey("fence-concurrent")
 		const workers, tries = 20, 10
 		var (
 			wg     sync.WaitGroup
