@@ -39,11 +39,21 @@
 // (c.Get, e.g. a user ID set by an authentication middleware) and Path (the
 // route pattern); Request adapts any keyfuncs.Func.
 //
-// Beware of c.RealIP with echo v4's defaults: unless Echo.IPExtractor is
-// set, it returns the leftmost X-Forwarded-For address, or X-Real-IP,
-// headers any client can set, and only then the peer address. Keyed on
-// that, a client picks a new identity per request and is never throttled.
-// Set e.IPExtractor (echo.ExtractIPDirect() without proxies,
-// echo.ExtractIPFromXFFHeader with trust options behind them), or use
-// keyfuncs.ForwardedIP with an explicit trusted list.
+// RealIP(e) keys on c.RealIP and refuses, with an error at start-up, an
+// Echo whose IPExtractor is nil. That is echo v4's default, and then
+// c.RealIP returns the leftmost X-Forwarded-For address, or X-Real-IP,
+// headers any client can set, before the peer address: keyed on that, a
+// client picks a new identity per request and is never throttled. Set the
+// extractor first, then build the key:
+//
+//	e := echo.New()
+//	e.IPExtractor = echo.ExtractIPDirect() // behind proxies: echo.ExtractIPFromXFFHeader(echo.TrustIPRange(cidr))
+//	key, err := echoadapter.RealIP(e)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	e.POST("/submit", submit, echoadapter.ContextMiddleware(limiter, key))
+//
+// keyfuncs.ForwardedIP with an explicit trusted list is the alternative
+// that does not depend on the Echo.
 package echoadapter

@@ -159,7 +159,11 @@ func TestContextKeys(t *testing.T) {
 		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
 		e := echo.New()
 		e.IPExtractor = echo.ExtractIPDirect()
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, echoadapter.RealIP()))
+		key, err := echoadapter.RealIP(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, key))
 		for i, code := range []int{201, 429} {
 			r := adaptertest.Submit("")
 			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
@@ -167,20 +171,12 @@ func TestContextKeys(t *testing.T) {
 		}
 	})
 
-	// Documents echo v4's default: without an IPExtractor, RealIP believes
-	// a client's X-Forwarded-For, so each spoofed value is a new identity.
-	t.Run("RealIP default trusts X-Forwarded-For", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-		e := echo.New()
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, echoadapter.RealIP()))
-		for i := 0; i < 2; i++ {
-			r := adaptertest.Submit("")
-			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
-			adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusCreated)
+	// echo v4's default (no IPExtractor: RealIP believes a client's
+	// X-Forwarded-For, a new identity per request) is refused up front.
+	t.Run("RealIP refuses the default Echo", func(t *testing.T) {
+		if key, err := echoadapter.RealIP(echo.New()); err == nil || key != nil {
+			t.Fatalf("RealIP(echo.New()) = %v, %v; want nil and an error", key != nil, err)
 		}
-		r := adaptertest.Submit("")
-		r.Header.Set("X-Forwarded-For", "not an address")
-		adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusBadRequest)
 	})
 
 	t.Run("FirstOf matches keyfuncs", func(t *testing.T) {
@@ -189,8 +185,12 @@ func TestContextKeys(t *testing.T) {
 		e.IPExtractor = echo.ExtractIPDirect()
 		// Request(ExampleKey()) and the echo-native chain build one key.
 		e.POST("/a", ok, echoadapter.Middleware(l, adaptertest.ExampleKey()))
+		realIP, err := echoadapter.RealIP(e)
+		if err != nil {
+			t.Fatal(err)
+		}
 		e.POST("/b", ok, echoadapter.ContextMiddleware(l, keyfuncs.FirstOf(
-			echoadapter.Request(adaptertest.UserKey()), echoadapter.RealIP())))
+			echoadapter.Request(adaptertest.UserKey()), realIP)))
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"
 		adaptertest.Status(t, adaptertest.Serve(e, r), 201)

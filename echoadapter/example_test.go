@@ -65,3 +65,36 @@ func ExampleHTTPError() {
 	// 201 Retry-After=
 	// 429 Retry-After=5 {"message":"The same request was received moments ago. Retry after the window ends."}
 }
+
+// RealIP refuses an Echo without an IPExtractor, whose c.RealIP believes
+// X-Forwarded-For from anyone; with echo.ExtractIPDirect() (clients connect
+// directly) a client forging that header is still known by its own address.
+func ExampleRealIP() {
+	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+
+	e := echo.New()
+	if _, err := echoadapter.RealIP(e); err != nil {
+		fmt.Println("no IPExtractor refused")
+	}
+	e.IPExtractor = echo.ExtractIPDirect() // behind proxies: echo.ExtractIPFromXFFHeader(echo.TrustIPRange(cidr))
+	key, err := echoadapter.RealIP(e)
+	if err != nil {
+		panic(err)
+	}
+	e.POST("/submit", func(c echo.Context) error {
+		return c.NoContent(http.StatusCreated)
+	}, echoadapter.ContextMiddleware(limiter, key))
+
+	for _, forged := range []string{"198.51.100.1", "198.51.100.2"} {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.RemoteAddr = "203.0.113.7:1234"
+		req.Header.Set("X-Forwarded-For", forged)
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		fmt.Println(rec.Code)
+	}
+	// Output:
+	// no IPExtractor refused
+	// 201
+	// 429
+}

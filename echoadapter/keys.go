@@ -1,8 +1,8 @@
 package echoadapter
 
 import (
+	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -25,24 +25,34 @@ func Request(f keyfuncs.Func) KeyFunc {
 // RealIP keys on c.RealIP(), normalised as keyfuncs.RemoteIP does
 // (IPv4-mapped IPv6 addresses become IPv4) so that the same peer gives the
 // same identity in every adapter. A value that is not an IP address is
-// rejected.
+// rejected with a *keyfuncs.Error (400).
 //
-// It is only as trustworthy as the Echo's IPExtractor: unset (the echo v4
-// default), c.RealIP believes the leftmost X-Forwarded-For address or
-// X-Real-IP, which any client can set. Set e.IPExtractor first, or use
-// Request(keyfuncs.ForwardedIP(trusted)).
-func RealIP() KeyFunc {
-	return func(c echo.Context) (string, error) {
-		s := c.RealIP()
-		if s == "" {
-			return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: "echo real IP", Reason: "missing"}
-		}
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: "echo real IP", Reason: "not an IP address"}
-		}
-		return a.Unmap().String(), nil
+// c.RealIP is only as trustworthy as the Echo's IPExtractor. Unset (the
+// echo v4 default), it believes the leftmost X-Forwarded-For address or
+// X-Real-IP, which any client can set: keyed on that, a client picks a new
+// identity per request and is never throttled. So RealIP refuses an e
+// whose IPExtractor is nil (or a nil e) with an error saying what to set:
+// echo.ExtractIPDirect() when clients connect directly, or
+// echo.ExtractIPFromXFFHeader / echo.ExtractIPFromRealIPHeader with trust
+// options (echo.TrustIPRange and the like) naming your proxies behind them.
+//
+// Call RealIP after setting e.IPExtractor, typically once at start-up, and
+// use the KeyFunc on e's routes. keyfuncs.ForwardedIP with an explicit
+// trusted list, through Request, is the framework-independent alternative.
+func RealIP(e *echo.Echo) (KeyFunc, error) {
+	if e == nil {
+		return nil, errors.New("echoadapter: RealIP: nil *echo.Echo; pass the Echo whose routes use the key, after setting its IPExtractor")
 	}
+	if e.IPExtractor == nil {
+		return nil, errors.New("echoadapter: RealIP: e.IPExtractor is nil, so c.RealIP believes the X-Forwarded-For " +
+			"and X-Real-IP headers any client can set, and every client could choose its own identity; before RealIP, " +
+			"set e.IPExtractor = echo.ExtractIPDirect() when clients connect directly, or, behind proxies, " +
+			"echo.ExtractIPFromXFFHeader(echo.TrustIPRange(...)) or echo.ExtractIPFromRealIPHeader(echo.TrustIPRange(...)) " +
+			"trusting your proxies' addresses")
+	}
+	return func(c echo.Context) (string, error) {
+		return keyfuncs.FromIP(c.RealIP(), "echo real IP")
+	}, nil
 }
 
 // Value keys on the value an earlier handler stored with c.Set(name, v),

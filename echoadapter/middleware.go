@@ -27,7 +27,7 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) echo.Mid
 }
 
 // ContextMiddleware is Middleware with a key built from the echo.Context,
-// for echo's own identity sources (RealIP, Value, Path). See the package
+// for echo's own identity sources (RealIP(e), Value, Path). See the package
 // documentation for what echo trusts when it computes RealIP.
 func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
 	if l == nil || key == nil {

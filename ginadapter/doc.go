@@ -27,12 +27,29 @@
 // Value (c.Get, e.g. a user ID set by an authentication middleware) and
 // FullPath (the route pattern); Request adapts any keyfuncs.Func.
 //
-// Beware of c.ClientIP with gin's defaults: an Engine trusts every peer as
-// a proxy until Engine.SetTrustedProxies is called, and then takes the
-// client address from X-Forwarded-For or X-Real-IP, headers any client can
-// set. Keyed on that, a client picks a new identity per request and is
-// never throttled. Call SetTrustedProxies with your proxies' addresses (or
-// nil when there are none) before relying on ClientIP, or use
-// keyfuncs.ForwardedIP with an explicit trusted list, which walks
-// X-Forwarded-For from the right and never takes a client-supplied value.
+// ClientIP(e) keys on c.ClientIP and refuses, with an error at start-up,
+// an Engine that believes X-Forwarded-For or X-Real-IP from any peer. That
+// is gin's default: an Engine trusts every peer as a proxy until
+// Engine.SetTrustedProxies is called, and those headers are ones any client
+// can set, so keyed on them a client picks a new identity per request and
+// is never throttled. Configure the engine first, then build the key:
+//
+//	r := gin.New()
+//	if err := r.SetTrustedProxies([]string{"10.0.0.0/8"}); err != nil { // nil without proxies
+//		log.Fatal(err)
+//	}
+//	key, err := ginadapter.ClientIP(r)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	r.POST("/submit", ginadapter.ContextMiddleware(limiter, key), submit)
+//
+// ClientIP checks the engine as it is when called, so set SetTrustedProxies,
+// TrustedPlatform and RemoteIPHeaders before it. A TrustedPlatform such as
+// gin.PlatformCloudflare is taken as a deliberate choice and accepted; it is
+// safe only when every request reaches the engine through that platform.
+//
+// keyfuncs.ForwardedIP with an explicit trusted list is the alternative
+// that does not depend on the engine: it walks X-Forwarded-For from the
+// right and never takes a client-supplied value.
 package ginadapter

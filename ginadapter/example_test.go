@@ -61,3 +61,39 @@ func ExampleContextMiddleware() {
 	// /orders/1 201
 	// /orders/2 429
 }
+
+// ClientIP refuses gin's default engine, which believes X-Forwarded-For
+// from any peer; after SetTrustedProxies(nil) (clients connect directly) a
+// client forging that header is still known by its own address.
+func ExampleClientIP() {
+	gin.SetMode(gin.ReleaseMode)
+	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+
+	r := gin.New()
+	if _, err := ginadapter.ClientIP(r); err != nil {
+		fmt.Println("default engine refused")
+	}
+	if err := r.SetTrustedProxies(nil); err != nil { // or your proxies' addresses
+		panic(err)
+	}
+	key, err := ginadapter.ClientIP(r)
+	if err != nil {
+		panic(err)
+	}
+	r.POST("/submit", ginadapter.ContextMiddleware(limiter, key), func(c *gin.Context) {
+		c.Status(http.StatusCreated)
+	})
+
+	for _, forged := range []string{"198.51.100.1", "198.51.100.2"} {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.RemoteAddr = "203.0.113.7:1234"
+		req.Header.Set("X-Forwarded-For", forged)
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		fmt.Println(rec.Code)
+	}
+	// Output:
+	// default engine refused
+	// 201
+	// 429
+}

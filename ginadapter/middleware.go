@@ -25,7 +25,7 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) gin.Hand
 }
 
 // ContextMiddleware is Middleware with a key built from the *gin.Context,
-// for gin's own identity sources (ClientIP, Value, FullPath). See the
+// for gin's own identity sources (ClientIP(e), Value, FullPath). See the
 // package documentation for what gin trusts when it computes ClientIP.
 func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.HandlerFunc {
 	if l == nil || key == nil {

@@ -23,8 +23,9 @@ type RejectHandler func(c *gin.Context, rej *guard.Rejection)
 // services with their own error format. h should write the response, in
 // the gin idiom, with c.AbortWithStatusJSON or c.JSON; the middleware calls
 // c.Abort after h returns in any case, so that no later handler runs for a
-// rejected request. No header is set before h runs; call SetHeaders for
-// the standard Retry-After and RateLimit fields. A nil h keeps the default.
+// rejected request. No header is set before h runs; call
+// guard.SetHeaders(c.Writer.Header(), rej) for the standard Retry-After and
+// RateLimit fields. A nil h keeps the default.
 func WithRejectHandler(h RejectHandler) Option {
 	return func(c *config) {
 		if h != nil {
@@ -37,11 +38,4 @@ func WithRejectHandler(h RejectHandler) Option {
 func defaultReject(c *gin.Context, rej *guard.Rejection) {
 	guard.Write(c.Writer, rej)
 	c.Abort()
-}
-
-// SetHeaders sets the Retry-After, RateLimit-Policy and RateLimit response
-// headers the default answer would send for rej, for a RejectHandler that
-// writes its own body but keeps the standard fields clients understand.
-func SetHeaders(c *gin.Context, rej *guard.Rejection) {
-	guard.SetHeaders(c.Writer.Header(), rej)
 }

@@ -19,9 +19,9 @@ import (
 // error.
 //
 // FirstOf and Join work on any key function type, so the one pair serves
-// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.ClientIP(...))
-// is a ginadapter.KeyFunc, and the identity it builds is the one a Func
-// chain builds from the same values.
+// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.FullPath()) is
+// a ginadapter.KeyFunc, and the identity it builds is the one a Func chain
+// builds from the same values.
 func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("FirstOf", fs)
 	return func(a A) (string, error) {

@@ -3,6 +3,7 @@ package keyfuncs
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"strconv"
 )
@@ -71,4 +72,21 @@ func valueString(v any) (s string, ok bool) {
 		return strconv.FormatUint(rv.Uint(), 10), true
 	}
 	return "", false
+}
+
+// FromIP turns a client address that a framework computed (gin's
+// c.ClientIP, echo's c.RealIP) into an identity, normalised as RemoteIP
+// normalises the peer's (an IPv4-mapped IPv6 address becomes IPv4), so that
+// one client has one identity in every adapter. An empty value gives a 400
+// *Error "missing", anything but a plain IP address (a zone included) a 400
+// *Error "not an IP address"; source names where the value came from.
+func FromIP(s, source string) (string, error) {
+	if s == "" {
+		return "", &Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return "", &Error{Status: http.StatusBadRequest, Source: source, Reason: "not an IP address"}
+	}
+	return a.Unmap().String(), nil
 }

@@ -5,7 +5,7 @@
 //
 // The middleware builds the request's identity with a keyfuncs.Func, admits
 // the request under the limiter's policy, and ends the hold when the handler
-// returns: Window keeps the key for its window, Dedupe releases it when the
+// returns: Cooldown keeps the key for its window, Dedupe releases it when the
 // handler failed (status >= 400 by default) or panicked, Exclusive refreshes
 // its lease while the handler runs and releases it afterwards. A rejected
 // request never reaches the handler; it gets 429 (409 for Exclusive) with

@@ -1,7 +1,41 @@
-// Package guard is the one piece of HTTP behaviour the three middleware
-// adapters share: admitting a request under a throttle.Limiter, ending its
-// hold when the handler returns, and writing the rejection headers and the
-// RFC 9457 problem body. Adapters only translate their framework's request,
-// response and abort idioms to it, so that net/http, gin and echo services
-// behave alike and share keys on one store.
+// Package guard is what a throttle middleware does, minus the framework.
+// Packages nethttp, ginadapter and echoadapter are each about 40 lines on top
+// of it; read this if you are writing an adapter for another framework:
+// fiber, a gRPC interceptor, a custom router. (chi, gorilla/mux and other
+// net/http routers need none: use nethttp.)
+//
+// An adapter takes four steps per request:
+//
+//  1. Build the identity with a keyfuncs.Func (or the framework's own
+//     source, such as a peer address). When that fails, answer
+//     BadKey(l, err): 400, or 413 for a body too long to hash. Never fall
+//     back to a shared key.
+//  2. Call Begin with the request's context. A non-nil *Rejection means
+//     the request does not go ahead: answer it with Write (through a small
+//     http.ResponseWriter over the framework's context if it has none, as
+//     in the example) or in the framework's own idiom with SetHeaders and
+//     Body or Detail, and abort the chain.
+//  3. Otherwise hand the handler the context Begin returned (it carries the
+//     lease for Exclusive, Fence and Reentrant policies) and call Ticket.Run
+//     around the rest of the chain (Ticket.Finish where the framework only
+//     has separate before and after hooks). Its func reports the status the
+//     client got, 200 when the handler wrote nothing; for Dedupe that
+//     decides whether the key is released (see throttle.Policy.Failed).
+//  4. Recover nothing. When the handler panics, Run releases the key (Dedupe,
+//     Exclusive) and lets the panic unwind with its own value to the
+//     framework's recovery.
+//
+// Every Ticket that Begin admits must be run or finished once; otherwise an
+// Exclusive lease is refreshed, and its key held, for ever.
+//
+// Status codes, headers and bodies are decided here, not in adapters, so that
+// every framework answers a rejection alike (429 or 409 with Retry-After and
+// RateLimit headers, 400/413, 503) and, with the same keyfuncs and policy,
+// services in different frameworks share keys on one store. The problem body
+// (RFC 9457) never contains the key, a lease token, the client address or an
+// internal error: Rejection.Err is for logs only. Keeping all policy in one
+// place keeps adapters thin enough to check by reading, and means a fix here
+// reaches every framework at once.
+//
+// The package example is a complete adapter for a small made-up framework.
 package guard

@@ -6,9 +6,11 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// Ticket is an admitted request's hold on its key. The zero Ticket (a request
-// let through because the store failed open) holds nothing and its Finish
-// does nothing.
+// Ticket is an admitted request's hold on its key, which Run or Finish ends
+// as the policy's mode says. Every ticket Begin returns must be ended once:
+// an Exclusive lease is otherwise refreshed, and its key held, for ever.
+// The zero Ticket (a request let through because the store failed open)
+// holds nothing, and ending it does nothing.
 type Ticket struct {
 	lease *throttle.Lease
 	stop  context.CancelFunc
@@ -16,12 +18,14 @@ type Ticket struct {
 	fail  func(int) bool
 }
 
-// Begin decides a request whose identity is id (see Limiter.Admit). When it
-// is admitted, Begin returns the context the handler must run with (ctx
-// itself unless the policy puts the lease in it: Exclusive, Fence or
-// Reentrant) and the ticket to Run it with; otherwise the rejection to
-// answer with. A request let through because the store failed open gets a
-// zero Ticket.
+// Begin decides a request whose identity is id with Limiter.Admit, so the
+// policy's WhenStoreFails applies. When the request is admitted, Begin
+// returns the context the handler must run with (ctx itself unless the
+// policy puts the lease in it: Exclusive, Fence or Reentrant; an Exclusive
+// context is cancelled, with cause throttle.ErrLost, if the lease is lost)
+// and the ticket to Run it with. Otherwise it returns ctx and the rejection
+// to answer with. A request let through because the store failed open gets
+// a zero Ticket.
 func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context, Ticket, *Rejection) {
 	lease, err := l.Admit(ctx, id)
 	if err != nil {
@@ -42,9 +46,12 @@ func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context
 }
 
 // Finish ends the request's hold once the handler has returned with status
-// (or panicked): Cooldown keeps the key for its window; Dedupe releases it when
-// the handler failed or panicked; Exclusive stops refreshing and releases.
-// ctx is the request's context; the release runs even if it was cancelled.
+// (or panicked): Cooldown keeps the key for its window; Dedupe releases it
+// when the handler failed (Policy.Failed) or panicked; Exclusive stops
+// refreshing and releases. It is Run for frameworks whose hooks before and
+// after the handler are separate, so that nothing can be wrapped around it.
+// ctx is the context Begin returned; the release runs even if it was
+// cancelled. Calling Finish again does nothing.
 func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	if t.lease == nil {
 		return
@@ -66,10 +73,11 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 }
 
 // Run runs the rest of the request (the handler, or the framework's chain)
-// and then ends the hold: with the status next reports, or as a failure when
-// next panics or calls runtime.Goexit. Nothing is recovered: the panic keeps
-// unwinding with its own value and stack, to http.Server or the framework's
-// recovery middleware, once the key is released.
+// and then ends the hold, as Finish does, with the status next reports: the
+// one the client got, 200 when the handler wrote nothing. When next panics or
+// calls runtime.Goexit, the hold ends as a failure. Nothing is recovered: the
+// panic keeps unwinding with its own value and stack, to http.Server or the
+// framework's recovery middleware, once the key is released.
 func (t Ticket) Run(ctx context.Context, next func() (status int)) {
 	returned := false
 	defer func() {

@@ -20,8 +20,10 @@ func problemType(rej *Rejection) string {
 	return "about:blank"
 }
 
-// Detail returns a human-readable explanation of a rejection for the problem
-// body. It names no key, token, address or internal error.
+// Detail returns the problem body's human-readable explanation of a
+// rejection, for frameworks that render rejections as their own error type
+// (an echo.HTTPError, a gRPC status message). It names no key, token,
+// address or internal error, so it is safe to show the client.
 func Detail(rej *Rejection) string {
 	switch rej.Reason {
 	case ReasonContended:
@@ -77,7 +79,8 @@ var (
 )
 
 // SetHeaders sets Retry-After and, for a contended key, the RateLimit-Policy
-// and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10, e.g.
+// and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10, so that a
+// rejection handler writing its own body still tells clients when to retry:
 //
 //	RateLimit-Policy: "submit";q=1;w=5
 //	RateLimit: "submit";r=0;t=3
@@ -101,7 +104,10 @@ func SetHeaders(h http.Header, rej *Rejection) {
 	h["Ratelimit"] = []string{name + ";r=0;t=" + strconv.FormatInt(secs, 10)}
 }
 
-// Body returns the RFC 9457 problem+json document for a rejection.
+// Body returns the RFC 9457 problem+json document for a rejection, for
+// frameworks that cannot hand Write an http.ResponseWriter. Send it with
+// Status, SetHeaders and the fixed headers Write sets, so that the answer is
+// the same as the other adapters'.
 func Body(rej *Rejection) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"type":`...)
@@ -123,7 +129,11 @@ func title(status int) string {
 	return "Error"
 }
 
-// Write answers a rejected request: headers, status and problem body.
+// Write answers a rejected request the way every adapter does by default:
+// the SetHeaders fields, Content-Type application/problem+json,
+// Cache-Control no-store and X-Content-Type-Options nosniff, Status, and
+// Body. An adapter whose framework has no http.ResponseWriter can usually
+// give it one over its own context in a few lines (see the package example).
 func Write(w http.ResponseWriter, rej *Rejection) {
 	h := w.Header()
 	SetHeaders(h, rej)

@@ -1,0 +1,144 @@
+package guard_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// miniCtx is the request context of mini, a made-up framework with gin's
+// shape: a context per request collects the response, and a chain of
+// handlers runs through Next until one calls Abort.
+type miniCtx struct {
+	Request *http.Request
+	Status  int // 0 until something is written
+	Header  http.Header
+	Body    bytes.Buffer
+
+	chain []miniHandler
+	index int
+}
+
+type miniHandler func(c *miniCtx)
+
+// serveMini runs r through chain.
+func serveMini(r *http.Request, chain ...miniHandler) *miniCtx {
+	c := &miniCtx{Request: r, Header: http.Header{}, chain: chain, index: -1}
+	c.Next()
+	return c
+}
+
+// Next runs the rest of the chain; a handler that calls it runs code after it.
+func (c *miniCtx) Next() {
+	for c.index++; c.index < len(c.chain); c.index++ {
+		c.chain[c.index](c)
+	}
+}
+
+// Abort keeps the rest of the chain from running.
+func (c *miniCtx) Abort() { c.index = len(c.chain) }
+
+// String answers with a text body.
+func (c *miniCtx) String(status int, s string) {
+	c.Status = status
+	c.Body.WriteString(s)
+}
+
+// The adapter starts here.
+
+// throttleMini guards the rest of the chain with l, keyed by key. reject
+// answers the requests turned away; writeProblem is the standard answer.
+func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
+	return func(c *miniCtx) {
+		// 1. The identity; without one, BadKey says 400 or 413.
+		id, err := key(c.Request)
+		if err != nil {
+			reject(c, guard.BadKey(l, err))
+			c.Abort()
+			return
+		}
+		// 2. The decision.
+		parent := c.Request.Context()
+		ctx, ticket, rej := guard.Begin(parent, l, id)
+		if rej != nil {
+			reject(c, rej)
+			c.Abort()
+			return
+		}
+		// 3. The rest of the chain, under the context Begin returned,
+		// reporting the status the client gets. 4. No recover.
+		if ctx != parent {
+			c.Request = c.Request.WithContext(ctx)
+		}
+		ticket.Run(ctx, func() int {
+			c.Next()
+			if c.Status == 0 {
+				return http.StatusOK
+			}
+			return c.Status
+		})
+	}
+}
+
+// writeProblem answers rej exactly as the other adapters do: guard.Write
+// through a ResponseWriter over the framework's context. (Log rej.Err here
+// if you like; never send it.)
+func writeProblem(c *miniCtx, rej *guard.Rejection) {
+	guard.Write(miniWriter{c}, rej)
+}
+
+// miniWriter is an http.ResponseWriter that writes to a miniCtx.
+type miniWriter struct{ c *miniCtx }
+
+func (w miniWriter) Header() http.Header { return w.c.Header }
+
+func (w miniWriter) WriteHeader(status int) {
+	if w.c.Status == 0 {
+		w.c.Status = status
+	}
+}
+
+func (w miniWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.c.Body.Write(b)
+}
+
+// The adapter ends here.
+
+// An adapter for another framework is the four steps of the package
+// documentation in that framework's idioms. The same user's second
+// submission within the 5 s window is turned away, and a request without a
+// user is never throttled under a shared key.
+func Example() {
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	if err != nil {
+		panic(err)
+	}
+	app := []miniHandler{
+		throttleMini(limiter, keyfuncs.Header("X-User-ID"), writeProblem),
+		func(c *miniCtx) { c.String(http.StatusOK, "submitted\n") },
+	}
+
+	for _, user := range []string{"42", "42", ""} {
+		r := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		if user != "" {
+			r.Header.Set("X-User-ID", user)
+		}
+		c := serveMini(r, app...)
+		fmt.Print(c.Status, " ")
+		if s := c.Header.Get("Retry-After"); s != "" {
+			fmt.Print("Retry-After: ", s, " ")
+		}
+		fmt.Print(c.Body.String())
+	}
+	// Output:
+	// 200 submitted
+	// 429 Retry-After: 5 {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The same request was received moments ago. Retry after the window ends."}
+	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"The request lacks what is needed to identify its sender."}
+}
