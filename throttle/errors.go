@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // The errors to branch on with errors.Is. Every error of a Limiter or a
@@ -21,7 +23,8 @@ var (
 	// lease.
 	ErrNotHeld = errors.New("throttle: lease not held")
 	// ErrInvalid: a Policy or argument is not usable; the text says why.
-	ErrInvalid = errors.New("throttle: invalid argument")
+	// Stores return it too (it is store.ErrInvalid).
+	ErrInvalid = store.ErrInvalid
 )
 
 // ContendedError is the ErrContended of an acquisition that found the key

@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -31,7 +30,7 @@ type Store struct {
 }
 
 var (
-	_ throttle.Store = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
 	_ store.Notifier = (*Store)(nil)
 )
 
@@ -85,7 +84,7 @@ func ceilMillis(d time.Duration) time.Duration {
 
 func checkTTL(ttl time.Duration) error {
 	if ttl <= 0 {
-		return fmt.Errorf("%w: memstore: ttl %v must be positive", throttle.ErrInvalid, ttl)
+		return fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
 	}
 	return nil
 }
@@ -93,7 +92,7 @@ func checkTTL(ttl time.Duration) error {
 // Acquire takes req.Key for req.Token if it is free (or, for a Reentrant
 // request, already held by req.Token as a reentrant lock). It fails with
 // ErrFull when a new entry does not fit (see WithMaxKeys), with an error
-// matching throttle.ErrInvalid for an empty token or a TTL that is not
+// matching store.ErrInvalid for an empty token or a TTL that is not
 // positive, and with ctx.Err() when ctx is done.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
@@ -103,7 +102,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, err
 	}
 	if req.Token == "" {
-		return store.Grant{}, fmt.Errorf("%w: memstore: empty token", throttle.ErrInvalid)
+		return store.Grant{}, fmt.Errorf("%w: memstore: empty token", store.ErrInvalid)
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now()
@@ -116,7 +115,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
 		}
 		if l.holds == math.MaxInt32 {
-			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", throttle.ErrInvalid)
+			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", store.ErrInvalid)
 		}
 		if req.Fence && l.fence == 0 {
 			f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
@@ -170,7 +169,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 }
 
 // Extend sets the time to live of key to ttl (rounded up to a millisecond) if
-// token holds it. It fails with an error matching throttle.ErrInvalid when
+// token holds it. It fails with an error matching store.ErrInvalid when
 // ttl is not positive and with ctx.Err() when ctx is done.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := checkTTL(ttl); err != nil {

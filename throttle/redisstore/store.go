@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,7 +54,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 func (s *Store) Close() error { return s.watch.close() }
 
 var (
-	_ throttle.Store = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
 	_ store.Notifier = (*Store)(nil)
 )
 
@@ -158,8 +157,8 @@ func outcome(op string, n int64) (store.Outcome, error) {
 }
 
 // errInvalid is wrapped by every argument error so that callers can match
-// throttle.ErrInvalid.
-var errInvalid = throttle.ErrInvalid
+// store.ErrInvalid.
+var errInvalid = store.ErrInvalid
 
 func checkRequest(key, token string, ttl time.Duration) error {
 	switch {

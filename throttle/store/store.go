@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -126,6 +127,11 @@ type InMemory interface {
 	// InMemory marks the store; it does nothing.
 	InMemory()
 }
+
+// ErrInvalid is what a store returns for a request it cannot take: an empty
+// key or token, a TTL that is not positive. throttle.ErrInvalid is the same
+// error, so callers branch on one value whichever layer refused.
+var ErrInvalid = errors.New("throttle: invalid argument")
 
 // Drift is the clock drift allowance subtracted from a lease's validity: 1%
 // of the TTL plus 2 ms, as the Redlock algorithm prescribes, because the
