@@ -11,8 +11,11 @@ import (
 // Lease is a held key, returned only by a successful acquisition. It expires
 // by itself after its TTL unless extended. It is safe for concurrent use.
 type Lease struct {
-	l         *Limiter
-	store     Store
+	l     *Limiter
+	store Store
+	// mirror is the fallback's hold of the same key under FailOver (see
+	// tryFailOver), released and extended with the store's; nil otherwise.
+	mirror    Store
 	key       string
 	token     string
 	ttl       time.Duration
@@ -30,12 +33,20 @@ type Lease struct {
 func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.Time) *Lease {
 	ls := &Lease{l: l, store: st, key: req.Key, token: req.Token, ttl: req.TTL,
 		fence: g.Fence, holds: g.Holds, reentrant: req.Reentrant}
-	ls.setValid(sent)
+	// The key's real TTL may differ from the one asked: a re-entry of a
+	// longer hold keeps it, a retried acquisition has what is left of it
+	// (see store.Grant.TTL). Stores that do not say get req.TTL.
+	ttl := g.TTL
+	if ttl <= 0 {
+		ttl = req.TTL
+	}
+	ls.setValid(sent, ttl)
 	return ls
 }
 
-func (ls *Lease) setValid(sent time.Time) {
-	ls.validUntil.Store(int64(sent.Sub(monoStart) + ls.ttl - store.Drift(ls.ttl)))
+// setValid records that the key, as of sent, lives for ttl.
+func (ls *Lease) setValid(sent time.Time, ttl time.Duration) {
+	ls.validUntil.Store(int64(sent.Sub(monoStart) + ttl - store.Drift(ttl)))
 }
 
 // Fence returns the acquisition's fencing token under Policy.Fence, else 0.
@@ -60,6 +71,11 @@ func (ls *Lease) Release(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
 	defer cancel()
+	if ls.mirror != nil {
+		if _, err := ls.mirror.Release(ctx, ls.key, ls.token); err != nil {
+			ls.l.logStoreError("release-fallback", err)
+		}
+	}
 	out, err := ls.store.Release(ctx, ls.key, ls.token)
 	if err != nil {
 		return &storeError{op: "release", err: err}
@@ -86,9 +102,14 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return &storeError{op: "extend", err: err}
 	}
+	if ls.mirror != nil && out == store.OK {
+		if _, err := ls.mirror.Extend(ctx, ls.key, ls.token, ttl); err != nil {
+			ls.l.logStoreError("extend-fallback", err)
+		}
+	}
 	if out != store.OK {
 		return ErrNotHeld
 	}
-	ls.validUntil.Store(int64(sent.Sub(monoStart) + ttl - store.Drift(ttl)))
+	ls.setValid(sent, ttl)
 	return nil
 }

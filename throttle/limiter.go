@@ -3,15 +3,10 @@ package throttle
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
-
-// probeInterval is how long FailOver stays on the fallback store before one
-// caller tries the primary again.
-const probeInterval = time.Second
 
 // monoStart anchors monotonic time stamps kept in atomics.
 var monoStart = time.Now()
@@ -25,14 +20,9 @@ type Limiter struct {
 	notifier store.Notifier
 	p        Policy
 
-	// downUntil is the monotonic time until which FailOver skips the
-	// primary store; 0 while the primary answers.
-	downUntil atomic.Int64
-	// lastLog is the monotonic time of the last store-error log line; it
-	// keeps an outage from flooding the log.
-	lastLog atomic.Int64
-
-	stats counters
+	health  health
+	orphans orphans
+	stats   counters
 }
 
 // New returns a Limiter on st under policy p, whose zero fields take their
@@ -72,6 +62,7 @@ func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration)
 	if req.Token == "" {
 		req.Token = store.NewToken()
 	}
+	start := time.Now()
 	lease, remaining, err := l.try(ctx, req)
 	if lease != nil || err != nil {
 		return lease, err
@@ -79,17 +70,28 @@ func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration)
 	if l.p.Wait <= 0 {
 		return nil, &ContendedError{RetryAfter: remaining}
 	}
-	return l.wait(ctx, req, remaining)
+	return l.wait(ctx, req, remaining, start.Add(l.p.Wait))
 }
 
-// wait retries a held key with backoff until it is acquired, Policy.Wait
-// runs out or ctx ends. When the store is a Notifier, a release wakes it at
-// once.
-func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration) (*Lease, error) {
-	deadline := time.Now().Add(l.p.Wait)
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// wait retries a held key with backoff until it is acquired, deadline (the
+// start of the acquisition plus Policy.Wait) passes or ctx ends. When the
+// store is a Notifier, a release wakes it at once.
+func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time) (*Lease, error) {
 	var wake <-chan struct{}
 	if l.notifier != nil {
-		w, stop, err := l.notifier.Watch(ctx, req.Key)
+		// Setting up the watch is a store call: it ends with the wait,
+		// the store timeout or ctx, whichever comes first.
+		wctx, cancel := context.WithDeadline(ctx, earliest(deadline, time.Now().Add(l.p.Timeout)))
+		w, stop, err := l.notifier.Watch(wctx, req.Key)
+		cancel()
 		if err == nil {
 			defer stop()
 			wake = w
@@ -130,62 +132,67 @@ func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 	}
 }
 
-// try makes one acquisition on the primary store or, under FailOver while
-// the primary is failing, on the fallback. It returns a lease, or the
-// holder's remaining time, or an error.
+// try makes one acquisition (see tryFailOver for FailOver). It returns a
+// lease, or the holder's remaining time, or an error.
 func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	st := l.store
-	failover := l.p.WhenStoreFails == FailOver
-	if failover && l.skipPrimary() {
-		st = l.p.Fallback
+	if l.p.WhenStoreFails == FailOver {
+		return l.tryFailOver(ctx, req)
 	}
 	sent := time.Now()
-	g, err := l.call(ctx, st, req)
-	if err != nil && failover && st == l.store && ctx.Err() == nil {
-		l.downUntil.Store(monoNow() + int64(probeInterval))
-		l.logStoreError("acquire", err)
-		st = l.p.Fallback
-		sent = time.Now()
-		g, err = l.call(ctx, st, req)
-	}
+	g, err := l.call(ctx, l.store, req)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, 0, ctxErr
-		}
-		l.stats.storeErrors.Add(1)
-		return nil, 0, &storeError{op: "acquire", err: err}
+		return nil, 0, l.failed(ctx, l.store, req, sent, err)
 	}
-	if st == l.store && failover && l.downUntil.Load() != 0 {
-		l.downUntil.Store(0)
+	l.health.answered(l)
+	return l.granted(ctx, l.store, nil, req, g, sent)
+}
+
+// failed handles an acquisition the store did not answer. The command may
+// still have taken the key with req's token (the reply was lost or came
+// too late), so the key is released in the background once the store
+// answers. It returns the caller's context error when that ended first, and
+// a store error otherwise.
+func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent time.Time, err error) error {
+	l.releaseLater(ctx, st, req, sent, err)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
 	}
+	l.stats.storeErrors.Add(1)
+	if st == l.store {
+		l.health.failed(l, err)
+	}
+	return &storeError{op: "acquire", err: err}
+}
+
+// granted turns a store's answer into a lease, or the holder's remaining
+// time. A grant whose validity is already spent (the reply came after the
+// TTL, less the drift allowance) is no use: work started on it could run
+// beside the next holder. It is released in the background and reported as
+// a store failure.
+func (l *Limiter) granted(ctx context.Context, st, mirror Store, req store.Request, g store.Grant, sent time.Time) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
 		return nil, g.Remaining, nil
 	}
-	l.stats.acquired.Add(1)
-	if st != l.store {
-		l.stats.fallback.Add(1)
+	lease := newLease(l, st, req, g, sent)
+	lease.mirror = mirror
+	if lease.ValidFor() <= 0 {
+		l.releaseLater(ctx, st, req, sent, errLate)
+		if mirror != nil {
+			l.releaseLater(ctx, mirror, req, sent, errLate)
+		}
+		l.stats.storeErrors.Add(1)
+		return nil, 0, &storeError{op: "acquire", err: errLate}
 	}
-	return newLease(l, st, req, g, sent), 0, nil
+	l.stats.acquired.Add(1)
+	return lease, 0, nil
 }
 
-// skipPrimary reports whether FailOver should use the fallback now. Once the
-// down period is over, exactly one caller (the one that wins the swap) probes
-// the primary while the others stay on the fallback.
-func (l *Limiter) skipPrimary() bool {
-	until := l.downUntil.Load()
-	if until == 0 {
-		return false
-	}
-	now := monoNow()
-	if now < until {
-		return true
-	}
-	return !l.downUntil.CompareAndSwap(until, now+int64(probeInterval))
-}
+// errLate is the cause of a store error for a grant that came too late.
+var errLate = errors.New("the grant arrived after its validity ran out")
 
 // call makes one acquisition bounded by Policy.Timeout. The bound costs a
 // timer and a context per call, so it is skipped where it cannot matter: for
@@ -206,11 +213,11 @@ func (l *Limiter) call(ctx context.Context, st Store, req store.Request) (store.
 // does not flood the log; Stats counts every one.
 func (l *Limiter) logStoreError(op string, err error) {
 	now := monoNow()
-	last := l.lastLog.Load()
+	last := l.health.lastLog.Load()
 	if last != 0 && now-last < int64(time.Second) {
 		return
 	}
-	if !l.lastLog.CompareAndSwap(last, now) {
+	if !l.health.lastLog.CompareAndSwap(last, now) {
 		return
 	}
 	l.p.logger().Warn("throttle: store error", "policy", l.p.Name, "op", op,
@@ -227,7 +234,6 @@ func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	if err == nil || !errors.Is(err, ErrStore) {
 		return lease, err
 	}
-	l.logStoreError("acquire", err)
 	if l.p.WhenStoreFails == FailOpen {
 		l.stats.failedOpen.Add(1)
 		return nil, nil

@@ -111,8 +111,22 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	defer sh.mu.Unlock()
 
 	if l, held := sh.live(req.Key, now); held {
-		if !req.Reentrant || l.holds == 0 || l.token != req.Token {
+		if l.token != req.Token || (req.Reentrant != (l.holds > 0)) {
 			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
+		}
+		if !req.Reentrant {
+			// Our own token: a retry of an acquisition whose answer was
+			// lost. The key is ours as it stands.
+			g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: 1}
+			if req.Fence {
+				f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
+				if !ok {
+					return store.Grant{}, ErrFull
+				}
+				l.fence, g.Fence = f, f
+				sh.put(req.Key, l)
+			}
+			return g, nil
 		}
 		if l.holds == math.MaxInt32 {
 			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", store.ErrInvalid)
@@ -125,9 +139,9 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			l.fence = f
 		}
 		l.holds++
-		l.expires = now + ttl
+		l.expires = max(l.expires, now+ttl) // a re-entry never shortens the hold
 		sh.put(req.Key, l)
-		g := store.Grant{Acquired: true, Holds: int(l.holds)}
+		g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: int(l.holds)}
 		if req.Fence {
 			g.Fence = l.fence
 		}
@@ -149,7 +163,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		l.fence = f
 	}
 	sh.put(req.Key, l)
-	return store.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
+	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
 
 // Release frees key if token holds it, or drops one hold of a reentrant lock
@@ -169,14 +183,20 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 }
 
 // Extend sets the time to live of key to ttl (rounded up to a millisecond) if
-// token holds it. It fails with an error matching store.ErrInvalid when
-// ttl is not positive and with ctx.Err() when ctx is done.
+// token holds it; a reentrant key's is raised, never lowered. It fails
+// with an error matching store.ErrInvalid when ttl is not positive and with
+// ctx.Err() when ctx is done.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
 	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
-		l.expires = now + ceilMillis(ttl)
+		expires := now + ceilMillis(ttl)
+		if l.holds > 0 {
+			// One owner's holds share a reentrant key's TTL: never lower it.
+			expires = max(expires, l.expires)
+		}
+		l.expires = expires
 		sh.put(key, l)
 		return store.OK
 	})

@@ -8,9 +8,10 @@
 -- ARGV[4]  "1" for a reentrant (hash) lock, else "0"
 -- ARGV[5]  ttl of the fencing counter in milliseconds
 --
--- Returns {acquired, n, holds}: when acquired is 1, n is the fencing token
--- (0 when none was asked for) and holds the owner's hold count; when it is
--- 0, n is the PTTL of the key (-1: no expiry, -2: expired meanwhile).
+-- Returns {acquired, n, holds, pttl}: when acquired is 1, n is the fencing
+-- token (0 when none was asked for), holds the owner's hold count and pttl
+-- the key's time to live in milliseconds; when it is 0, n is the PTTL of the
+-- key (-1: no expiry, -2: expired meanwhile).
 
 -- Before Redis 5, TIME in a script that writes needs effects replication.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -38,9 +39,16 @@ if not reentrant then
   if redis.call("SET", key, token, "NX", "PX", ttl) then
     local f = 0
     if fenced then f = nextFence() end
-    return {1, f, 1}
+    return {1, f, 1, tonumber(ttl)}
   end
-  return {0, redis.call("PTTL", key), 0}
+  -- Our own token: this is a retry of a command whose reply was lost. The
+  -- key is ours as it stands.
+  if redis.call("TYPE", key).ok == "string" and redis.call("GET", key) == token then
+    local f = 0
+    if fenced then f = nextFence() end
+    return {1, f, 1, redis.call("PTTL", key)}
+  end
+  return {0, redis.call("PTTL", key), 0, 0}
 end
 
 local kind = redis.call("TYPE", key).ok
@@ -53,13 +61,25 @@ if kind == "none" then
     redis.call("HSET", key, token, 1)
   end
   redis.call("PEXPIRE", key, ttl)
-  return {1, f, 1}
+  return {1, f, 1, tonumber(ttl)}
 end
 if kind == "hash" and redis.call("HEXISTS", key, token) == 1 then
   local holds = redis.call("HINCRBY", key, token, 1)
-  redis.call("PEXPIRE", key, ttl)
+  -- A re-entry never shortens the hold it joins.
+  local pttl = redis.call("PTTL", key)
+  if pttl >= 0 and pttl < tonumber(ttl) then
+    redis.call("PEXPIRE", key, ttl)
+    pttl = tonumber(ttl)
+  end
   local f = 0
-  if fenced then f = tonumber(redis.call("HGET", key, ":fence") or "0") or 0 end
-  return {1, f, holds}
+  if fenced then
+    f = tonumber(redis.call("HGET", key, ":fence") or "0") or 0
+    if f == 0 then
+      -- The hold was taken without a fence: this re-entry starts one.
+      f = nextFence()
+      redis.call("HSET", key, ":fence", f)
+    end
+  end
+  return {1, f, holds, pttl}
 end
-return {0, redis.call("PTTL", key), 0}
+return {0, redis.call("PTTL", key), 0, 0}

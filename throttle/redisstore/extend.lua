@@ -1,4 +1,5 @@
--- extend: set the ttl of KEYS[1] if, and only if, ARGV[1] holds it.
+-- extend: set the ttl of KEYS[1] if, and only if, ARGV[1] holds it (a
+-- reentrant key's ttl is raised, never lowered).
 --
 -- KEYS[1]  lock key
 -- ARGV[1]  token
@@ -16,5 +17,10 @@ elseif kind == "hash" then
   ours = redis.call("HEXISTS", key, token) == 1
 end
 if not ours then return 2 end
+-- One owner's holds share a reentrant key's TTL: never lower it.
+if kind == "hash" then
+  local pttl = redis.call("PTTL", key)
+  if pttl >= 0 and pttl >= tonumber(ARGV[2]) then return 1 end
+end
 redis.call("PEXPIRE", key, ARGV[2])
 return 1

@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -80,12 +83,16 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.Grant, error) {
 	p := s.client.Pipeline()
 	set := p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
+	get := p.Get(ctx, req.Key)
 	pttl := p.PTTL(ctx, req.Key)
-	if _, err := p.Exec(ctx); err != nil {
-		return store.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+	_, _ = p.Exec(ctx)
+	// GET fails harmlessly when the key is missing (redis.Nil) or is a
+	// reentrant hash (WRONGTYPE): neither holds our token.
+	if err := cmp.Or(set.Err(), pttl.Err()); err != nil {
+		return store.Grant{}, acquireError(err)
 	}
 	if set.Val() {
-		return store.Grant{Acquired: true, Holds: 1}, nil
+		return store.Grant{Acquired: true, TTL: roundUp(req.TTL), Holds: 1}, nil
 	}
 	// go-redis keeps PTTL's -1 and -2 as nanoseconds, the rest as
 	// milliseconds.
@@ -93,7 +100,24 @@ func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.
 	if ms >= 0 {
 		ms = int64(pttl.Val() / time.Millisecond)
 	}
+	// Our own token: this is a retry of a command whose reply was lost
+	// (go-redis retries after network errors). The key is ours.
+	if get.Val() == req.Token && ms > 0 {
+		return store.Grant{Acquired: true, TTL: time.Duration(ms) * time.Millisecond, Holds: 1}, nil
+	}
 	return store.Grant{Remaining: remaining(ms)}, nil
+}
+
+// acquireError wraps an error of an acquisition, marking those that surely
+// changed nothing in Redis (no connection could be made, the client is
+// closed) with store.ErrNotApplied, so that the Limiter does not try to free
+// a key the command never took.
+func acquireError(err error) error {
+	var op *net.OpError
+	if (errors.As(err, &op) && op.Op == "dial") || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+		return fmt.Errorf("redisstore: acquire: %w: %w", store.ErrNotApplied, err)
+	}
+	return fmt.Errorf("redisstore: acquire: %w", err)
 }
 
 func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.Grant, error) {
@@ -102,13 +126,13 @@ func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.G
 		req.Token, millis(req.TTL), flag(req.Fence), flag(req.Reentrant), millis(s.fenceTTL),
 	).Int64Slice()
 	if err != nil {
-		return store.Grant{}, fmt.Errorf("redisstore: acquire: %w", err)
+		return store.Grant{}, acquireError(err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return store.Grant{}, fmt.Errorf("redisstore: acquire: unexpected script reply %v", res)
 	}
 	if res[0] == 1 {
-		return store.Grant{Acquired: true, Fence: res[1], Holds: int(res[2])}, nil
+		return store.Grant{Acquired: true, TTL: time.Duration(res[3]) * time.Millisecond, Fence: res[1], Holds: int(res[2])}, nil
 	}
 	return store.Grant{Remaining: remaining(res[1])}, nil
 }

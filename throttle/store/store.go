@@ -21,7 +21,10 @@ type Store interface {
 	// Acquire takes req.Key for req.Token for req.TTL if nobody holds it, in
 	// one atomic step (for Redis: SET key token NX PX ttl). When somebody
 	// else holds the key, it reports how long they keep it. An error means
-	// the store could not answer; a held key is not an error.
+	// the store could not answer; a held key is not an error. A key that
+	// req.Token already holds without Reentrant is granted again unchanged:
+	// the request is a retry of one whose reply was lost, and the key is
+	// the caller's.
 	Acquire(ctx context.Context, req Request) (Grant, error)
 
 	// Release frees key if, and only if, it is still held by token. A
@@ -31,6 +34,8 @@ type Store interface {
 
 	// Extend sets the time to live of key to ttl if, and only if, it is
 	// still held by token. It is how a long-running holder keeps its lease.
+	// A reentrant key's TTL is raised to ttl but never lowered, as by a
+	// re-entry: one owner's holds share it.
 	Extend(ctx context.Context, key, token string, ttl time.Duration) (Outcome, error)
 }
 
@@ -61,8 +66,9 @@ type Request struct {
 	// shares the store. Grant.Fence carries it.
 	Fence bool
 	// Reentrant lets the holder of Key (same Token) acquire it again: the
-	// store counts the holds, refreshes the TTL on every re-entry and frees
-	// the key only when Release has been called as many times.
+	// store counts the holds and frees the key only when Release has been
+	// called as many times. A re-entry raises the key's TTL to TTL but never
+	// lowers it, so that a short inner hold cannot cut an outer one short.
 	Reentrant bool
 }
 
@@ -75,9 +81,14 @@ type Grant struct {
 	// the key was stored without one (by something other than throttle).
 	// It is 0 when Acquired is true.
 	Remaining time.Duration
+	// TTL is, when Acquired is true, the key's time to live after the
+	// acquisition: the request's TTL, or more for a re-entry of a key held
+	// longer. It is 0 when Acquired is false.
+	TTL time.Duration
 	// Fence is the fencing token of this acquisition when the request asked
-	// for one, and 0 otherwise. A re-entry reports the fence of the first
-	// acquisition that is still held.
+	// for one, and 0 otherwise. A re-entry reports the fence of the hold it
+	// joins; a fenced re-entry of a hold taken without a fence gets a new
+	// fence, which later re-entries report too.
 	Fence int64
 	// Holds is the number of holds the owner has after this acquisition: 1
 	// for a first acquisition, more for re-entries, 0 when not Acquired.
@@ -132,6 +143,15 @@ type InMemory interface {
 // key or token, a TTL that is not positive. throttle.ErrInvalid is the same
 // error, so callers branch on one value whichever layer refused.
 var ErrInvalid = errors.New("throttle: invalid argument")
+
+// ErrNotApplied marks the error of a call that surely changed nothing in
+// the store: no connection could be made, the client was closed, the store
+// is full. Wrap such errors with it (fmt.Errorf("...: %w: %w",
+// store.ErrNotApplied, err)). Any other error of Acquire leaves the outcome
+// unknown: the command may have taken the key with the request's token after
+// all, so the throttle.Limiter releases that token in the background once
+// the store answers again; ErrNotApplied spares it the work.
+var ErrNotApplied = errors.New("throttle: store call not applied")
 
 // Drift is the clock drift allowance subtracted from a lease's validity: 1%
 // of the TTL plus 2 ms, as the Redlock algorithm prescribes, because the

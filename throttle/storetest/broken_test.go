@@ -56,9 +56,24 @@ func (s *naiveStore) Acquire(ctx context.Context, req store.Request) (store.Gran
 	if l := s.held(req.Key); l != nil {
 		if req.Reentrant && l.reentrant && l.token == req.Token && s.bug != "no-reentry" {
 			l.holds++
-			l.until = time.Now().Add(req.TTL)
-			g := store.Grant{Acquired: true, Holds: l.holds}
+			if until := time.Now().Add(req.TTL); until.After(l.until) || s.bug == "reentry-shortens" {
+				l.until = until
+			}
+			g := store.Grant{Acquired: true, Holds: l.holds, TTL: time.Until(l.until)}
 			if req.Fence {
+				if l.fence == 0 {
+					s.fences[req.Key]++
+					l.fence = s.fences[req.Key]
+				}
+				g.Fence = l.fence
+			}
+			return g, nil
+		}
+		if !req.Reentrant && !l.reentrant && l.token == req.Token && s.bug != "retry-contended" {
+			g := store.Grant{Acquired: true, Holds: 1, TTL: time.Until(l.until)}
+			if req.Fence {
+				s.fences[req.Key]++
+				l.fence = s.fences[req.Key]
 				g.Fence = l.fence
 			}
 			return g, nil
@@ -82,7 +97,7 @@ func (s *naiveStore) Acquire(ctx context.Context, req store.Request) (store.Gran
 		}
 	}
 	s.locks[req.Key] = l
-	return store.Grant{Acquired: true, Holds: 1, Fence: l.fence}, nil
+	return store.Grant{Acquired: true, Holds: 1, Fence: l.fence, TTL: req.TTL}, nil
 }
 
 func (s *naiveStore) Release(ctx context.Context, key, token string) (store.Outcome, error) {
@@ -126,7 +141,9 @@ func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Dur
 	case l.token != token && s.bug != "unchecked-extend":
 		return store.HeldByOther, nil
 	}
-	l.until = time.Now().Add(ttl)
+	if until := time.Now().Add(ttl); !l.reentrant || until.After(l.until) {
+		l.until = until
+	}
 	return store.OK, nil
 }
 
@@ -181,6 +198,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		"no-reentry":        "reentrant",
 		"no-notify":         "notifier",
 		"ignores-context":   "cancelled-context",
+		"retry-contended":   "own-token-retry",
+		"reentry-shortens":  "reentry-ttl",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,79 @@
+package throttle
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// tryFailOver makes one acquisition under FailOver.
+//
+// The fallback store mirrors every hold of this Limiter, so that within one
+// process a key is never granted twice: it is asked first, always. A key
+// that a lease on the store holds is therefore refused by the fallback when
+// the store fails, and a key that the fallback granted during an outage is
+// refused there, before the store is asked, when the store is back. Across
+// processes the guarantee during an outage is only as wide as the fallback:
+// per process for a memstore.
+func (l *Limiter) tryFailOver(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
+	fb := l.p.Fallback
+	sent := time.Now()
+	gf, err := l.call(ctx, fb, req)
+	if err != nil {
+		// Without its mirror the store alone decides; the fallback's own
+		// failure is counted and logged like the store's.
+		l.logStoreError("acquire-fallback", err)
+		return l.tryPrimary(ctx, req, nil, sent)
+	}
+	if !gf.Acquired {
+		l.stats.rejected.Add(1)
+		return nil, gf.Remaining, nil
+	}
+	if l.health.skip() {
+		l.stats.fallback.Add(1)
+		return l.granted(ctx, fb, nil, req, gf, sent)
+	}
+	return l.tryPrimary(ctx, req, &gf, sent)
+}
+
+// tryPrimary asks the store after the fallback granted gf (nil when the
+// fallback failed), and keeps the fallback's hold as the lease's mirror.
+func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent time.Time) (*Lease, time.Duration, error) {
+	fb := l.p.Fallback
+	g, err := l.call(ctx, l.store, req)
+	if err != nil {
+		if ctx.Err() != nil || gf == nil {
+			if gf != nil {
+				l.releaseLocal(fb, req)
+			}
+			return nil, 0, l.failed(ctx, l.store, req, sent, err)
+		}
+		// The fallback's grant serves; the store's possible one is freed
+		// once it answers.
+		l.releaseLater(ctx, l.store, req, sent, err)
+		l.health.failed(l, err)
+		l.stats.storeErrors.Add(1)
+		l.stats.fallback.Add(1)
+		return l.granted(ctx, fb, nil, req, *gf, sent)
+	}
+	l.health.answered(l)
+	if !g.Acquired && gf != nil {
+		l.releaseLocal(fb, req)
+	}
+	var mirror Store
+	if gf != nil {
+		mirror = fb
+	}
+	return l.granted(ctx, l.store, mirror, req, g, sent)
+}
+
+// releaseLocal gives back the fallback's hold of a request that did not get
+// the key after all.
+func (l *Limiter) releaseLocal(fb Store, req store.Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
+	defer cancel()
+	if _, err := fb.Release(ctx, req.Key, req.Token); err != nil {
+		l.logStoreError("release-fallback", err)
+	}
+}

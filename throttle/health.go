@@ -1,0 +1,69 @@
+package throttle
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// probeInterval is how long FailOver stays on the fallback store, once it
+// decided that the store is down, before one caller tries the store again.
+const probeInterval = time.Second
+
+// downAfter is how many acquisitions in a row the store must fail before
+// FailOver stops asking it: one timeout is no evidence of an outage, and
+// sending every key to the fallback for a second on one slow reply would
+// narrow every lock to one process for nothing.
+const downAfter = 3
+
+// health is what a Limiter knows of its store: whether it is failing, since
+// when FailOver skips it, and when it last logged an error.
+type health struct {
+	// fails counts acquisitions in a row that the store failed.
+	fails atomic.Int32
+	// downUntil is the monotonic time until which FailOver skips the
+	// store; 0 while it is trusted.
+	downUntil atomic.Int64
+	// failing is set by a store error and cleared, with one log line, by
+	// the next answer: operators learn when the store is back.
+	failing atomic.Bool
+	// lastLog is the monotonic time of the last store-error log line; it
+	// keeps an outage from flooding the log.
+	lastLog atomic.Int64
+}
+
+// failed records a store error of an acquisition.
+func (h *health) failed(l *Limiter, err error) {
+	h.failing.Store(true)
+	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
+		h.downUntil.Store(monoNow() + int64(probeInterval))
+	}
+	l.logStoreError("acquire", err)
+}
+
+// answered records an answer of the store.
+func (h *health) answered(l *Limiter) {
+	if h.fails.Load() != 0 {
+		h.fails.Store(0)
+	}
+	if h.downUntil.Load() != 0 {
+		h.downUntil.Store(0)
+	}
+	if h.failing.Load() && h.failing.Swap(false) {
+		l.p.logger().Info("throttle: store answers again", "policy", l.p.Name)
+	}
+}
+
+// skip reports whether FailOver should leave the store out now. Once the
+// down period is over, exactly one caller (the one that wins the swap)
+// probes the store while the others stay on the fallback.
+func (h *health) skip() bool {
+	until := h.downUntil.Load()
+	if until == 0 {
+		return false
+	}
+	now := monoNow()
+	if now < until {
+		return true
+	}
+	return !h.downUntil.CompareAndSwap(until, now+int64(probeInterval))
+}
