@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -203,4 +204,30 @@ func TestNonReentrantNestedDoIsContended(t *testing.T) {
 		})
 	})
 	isOnly(t, err, throttle.ErrContended)
+}
+
+// TestReentryNeverShortensDo: a re-entry through the policy's Window inside
+// Do, which holds the key for LeaseTTL, neither cuts the hold short nor
+// leaves the inner lease believing in a shorter life than the key's.
+func TestReentryNeverShortensDo(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	l := newLimiter(t, st, throttle.Policy{Name: "re", Reentrant: true, Window: time.Second, LeaseTTL: time.Minute})
+	err := l.Do(ctx, "k", func(ctx context.Context) error {
+		inner, err := l.Acquire(ctx, "k")
+		if err != nil {
+			return err
+		}
+		if v := inner.ValidFor(); v <= 30*time.Second {
+			t.Errorf("inner lease valid for %v, want the key's real TTL of about a minute", v)
+		}
+		g, err := st.Acquire(ctx, store.Request{Key: l.StoredKey("k"), Token: store.NewToken(), TTL: time.Second})
+		if err != nil || g.Acquired || g.Remaining <= 30*time.Second {
+			t.Errorf("after a 1s re-entry another owner sees %+v, %v: the minute-long hold was cut short", g, err)
+		}
+		return inner.Release(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
