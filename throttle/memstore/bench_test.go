@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"errors"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -78,34 +79,83 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	})
 }
 
-// BenchmarkMemoryPerKey reports the live heap a store takes per held key
-// (bytes/key), map overhead included, for 1<<16 keys of about 30 bytes,
-// plain and with fence counters. The key and token strings are the caller's
-// and are not counted: add their lengths. One goroutine.
+// BenchmarkMemoryPerKey reports the live heap a store takes per key
+// ("B/key"), everything included: the map slots and their spare room, and
+// the bytes of the key and of the token, which the store keeps (a Limiter
+// makes a new key string and a new token for every acquisition). Keys have
+// the shape of a real policy's, store.Key("throttle", "submit", <user id>),
+// 28 bytes; tokens come from store.NewToken, 31 bytes. Shapes:
+//
+//   - held: distinct keys held, no fences;
+//   - held-fenced: distinct keys held, each with its fence counter;
+//   - counters-only: distinct keys taken with a fence and released, so
+//     only their counters (and key bytes) stay, for the fence TTL;
+//   - worst: the counters of as many keys as fit, then as many other keys
+//     held without fence as fit: the most a store of that bound keeps
+//     (B/key per held key).
+//
+// MiB is the whole store. The DefaultMaxKeys sizes tell the documented
+// worst case; run them with -benchtime=1x (every iteration builds a new
+// store of a million keys or two).
 func BenchmarkMemoryPerKey(b *testing.B) {
-	keys := benchKeySet()
-	tok := store.NewToken()
-	for _, fence := range []bool{false, true} {
-		name := "plain-65536-keys"
-		if fence {
-			name = "fenced-65536-keys"
-		}
-		b.Run(name, func(b *testing.B) {
-			var perKey float64
-			for range b.N {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				s := New()
-				for _, k := range keys {
-					s.Acquire(bg, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: fence})
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perKey = float64(after.HeapAlloc-before.HeapAlloc) / benchKeys
-				runtime.KeepAlive(s)
-			}
-			b.ReportMetric(perKey, "bytes/key")
-		})
+	type phase struct{ fence, release bool }
+	held, fenced, counters := phase{}, phase{fence: true}, phase{fence: true, release: true}
+	shapes := []struct {
+		name   string
+		phases []phase
+	}{
+		{"held", []phase{held}},
+		{"held-fenced", []phase{fenced}},
+		{"counters-only", []phase{counters}},
+		{"worst", []phase{counters, held}},
 	}
+	for _, n := range []int{1 << 16, DefaultMaxKeys} {
+		for _, shape := range shapes {
+			b.Run(shape.name+"-"+strconv.Itoa(n), func(b *testing.B) {
+				var heap, keys int
+				for range b.N {
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					s := New(WithMaxKeys(n))
+					for i, p := range shape.phases {
+						keys = fill(b, s, n, i*n, p.fence, p.release)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					runtime.KeepAlive(s)
+					heap = int(int64(after.HeapAlloc) - int64(before.HeapAlloc))
+				}
+				b.ReportMetric(float64(heap)/float64(keys), "B/key")
+				b.ReportMetric(float64(heap)/(1<<20), "MiB")
+				b.ReportMetric(float64(keys), "keys")
+			})
+		}
+	}
+}
+
+// fill acquires the keys of users first to first+n-1 in s, releasing each
+// at once when release is set, and returns how many got an entry: the bound
+// of s is split over its shards, so a few shards fill first.
+func fill(b *testing.B, s *Store, n, first int, fence, release bool) int {
+	stored := 0
+	for i := range n {
+		key := store.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+first+i))
+		tok := store.NewToken()
+		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Hour, Fence: fence})
+		if errors.Is(err, ErrFull) {
+			continue
+		}
+		if err != nil || !g.Acquired {
+			b.Fatalf("Acquire(%q): %+v, %v", key, g, err)
+		}
+		if release {
+			s.Release(bg, key, tok)
+		}
+		stored++
+	}
+	if stored < n*3/4 {
+		b.Fatalf("only %d of %d keys stored", stored, n)
+	}
+	return stored
 }

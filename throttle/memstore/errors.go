@@ -1,10 +1,22 @@
 package memstore
 
-import "errors"
+import "github.com/go-throttle/throttle/throttle/store"
 
 // ErrFull is returned by Acquire when the key needs a new entry and its shard
 // holds as many live locks (or fence counters) as WithMaxKeys allows. It is a
 // store failure, not a contention: the Limiter reports it as one
 // (throttle.ErrStore) and the policy's WhenStoreFails (fail open, fail
-// closed) decides, instead of the store growing without bound under a flood of keys.
-var ErrFull = errors.New("memstore: store is full")
+// closed, fail over) decides, instead of the store growing without bound
+// under a flood of keys. A key that is held stays held: its contenders are
+// refused as usual, full store or not.
+//
+// ErrFull matches store.ErrNotApplied: the refused acquisition changed
+// nothing, so the Limiter has no token to release behind it.
+var ErrFull error = fullError{}
+
+type fullError struct{}
+
+func (fullError) Error() string { return "memstore: store is full" }
+
+// Is makes errors.Is(ErrFull, store.ErrNotApplied) true.
+func (fullError) Is(target error) bool { return target == store.ErrNotApplied }

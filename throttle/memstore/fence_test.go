@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,5 +116,102 @@ func TestFenceTTLOption(t *testing.T) {
 		if got := New(WithFenceTTL(opt)).fenceTTL; got != want {
 			t.Errorf("WithFenceTTL(%v): fence TTL %v, want %v", opt, got, want)
 		}
+	}
+}
+
+// TestFencedKeysOverTimeDoNotFillTheStore: distinct fenced keys, each used
+// once and never released, keep coming for far longer than the bound would
+// last if counters were kept forever; once their locks and counters have
+// expired they make room, and the store never answers ErrFull.
+func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
+	clk := newFakeClock()
+	const bound = 64
+	s := New(WithClock(clk.Now), WithFenceTTL(time.Minute), WithMaxKeys(bound))
+	const rounds, perRound = 200, 8 // 1600 keys, 25 times the bound
+	for r := range rounds {
+		for i := range perRound {
+			key := store.Key("throttle", "submit", strconv.Itoa(r*perRound+i))
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: store.NewToken(), TTL: time.Second, Fence: true})
+			if err != nil || !g.Acquired || g.Fence <= 0 {
+				t.Fatalf("round %d, key %d: %+v, %v; want a fenced grant", r, i, g, err)
+			}
+		}
+		clk.Advance(time.Minute) // the round's locks and counters expire
+	}
+	if locks, fences, _ := s.counts(); locks > bound || fences > bound {
+		t.Fatalf("%d locks and %d fence counters stored, bound %d", locks, fences, bound)
+	}
+}
+
+// TestHeldKeyKeepsItsCounter: a key held longer than the fence TTL (a long
+// lock TTL, or a lease kept alive) keeps its counter while other fenced keys
+// come and go and the shard has to make room; so its fences keep increasing
+// across re-acquisitions even when the wall clock steps back meanwhile,
+// where a counter restarted from the clock would go below them.
+func TestHeldKeyKeepsItsCounter(t *testing.T) {
+	clk := newFakeClock()
+	const bound = 16 // one shard
+	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(bound))
+	hot := store.Key("throttle", "sync", "hot")
+	hold := func(ttl time.Duration) (int64, string) {
+		t.Helper()
+		tok := store.NewToken()
+		g, err := s.Acquire(bg, store.Request{Key: hot, Token: tok, TTL: ttl, Fence: true})
+		if err != nil || !g.Acquired {
+			t.Fatalf("Acquire(hot): %+v, %v", g, err)
+		}
+		return g.Fence, tok
+	}
+	last, tok := hold(time.Hour)
+	for round := range 5 {
+		// The fence TTL runs out many times over while hot is held and
+		// extended, as a lease kept alive is.
+		for i := range 3 * bound {
+			clk.Advance(time.Second)
+			outcome(t, store.OK)(s.Extend(bg, hot, tok, time.Hour))
+			key := store.Key("throttle", "sync", strconv.Itoa(round*1000+i))
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Millisecond, Fence: true})
+			if err != nil || !g.Acquired {
+				t.Fatalf("round %d, key %d: %+v, %v", round, i, g, err)
+			}
+		}
+		clk.Advance(-time.Minute) // a wall clock step back
+		outcome(t, store.OK)(s.Release(bg, hot, tok))
+		var f int64
+		f, tok = hold(time.Hour)
+		if f <= last {
+			t.Fatalf("round %d: fence %d after re-acquisition, want above the last one %d", round, f, last)
+		}
+		last = f
+	}
+}
+
+// TestFenceAfterCounterExpiredStaysAbove: a counter runs ahead of the clock
+// by one per acquisition within a microsecond; once it expired and was
+// removed, the next fence of its key comes from the clock, which has moved
+// on by the fence TTL, and is still above every fence handed out before.
+func TestFenceAfterCounterExpiredStaysAbove(t *testing.T) {
+	clk := newFakeClock()
+	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(16))
+	var last int64
+	for range 1000 { // all within one microsecond: the counter runs ahead
+		last = fenced(t, s, "k")
+	}
+	if wall := clk.Now().UnixMicro(); last != wall+999 {
+		t.Fatalf("last fence %d, want the clock %d plus 999", last, wall)
+	}
+	clk.Advance(time.Second)
+	// Others fill the shard (bound 16): the last one needs the room of k's
+	// expired counter, if sampling did not remove it before.
+	for i := range 16 {
+		fenced(t, s, "other"+strconv.Itoa(i))
+	}
+	if _, ok := s.shard("k").fences["k"]; ok {
+		t.Fatal("k's expired counter was not removed; the test proves nothing")
+	}
+	clk.Advance(time.Second) // the others' counters expire, making room
+	if f := fenced(t, s, "k"); f <= last || f != clk.Now().UnixMicro() {
+		t.Fatalf("fence after the counter expired = %d, want the clock %d, above %d",
+			f, clk.Now().UnixMicro(), last)
 	}
 }

@@ -1,9 +1,13 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,5 +86,147 @@ func TestMaxKeysAcrossShards(t *testing.T) {
 	// little before max; it never holds more.
 	if locks > max || locks < max*3/4 || full != 2*max-locks {
 		t.Fatalf("stored %d locks and refused %d of %d with bound %d", locks, full, 2*max, max)
+	}
+}
+
+// logBuffer collects a Limiter's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *logBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *logBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// fullLimiter returns a Limiter on a store bounded to 16 keys (one shard),
+// with the 16 keys "held0".."held15" admitted and their leases, and the log
+// it writes to.
+func fullLimiter(t *testing.T, p throttle.Policy) (*throttle.Limiter, []*throttle.Lease, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	l, err := throttle.New(New(WithMaxKeys(16)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leases []*throttle.Lease
+	for i := range 16 {
+		lease, err := l.Admit(bg, "held"+strconv.Itoa(i))
+		if lease == nil || err != nil {
+			t.Fatalf("Admit(held%d) before the store is full: %v, %v", i, lease, err)
+		}
+		leases = append(leases, lease)
+	}
+	t.Cleanup(func() {
+		for _, lease := range leases {
+			lease.Release(bg)
+		}
+	})
+	return l, leases, logs
+}
+
+// flood admits 100 distinct ids that do not fit, as an attacker would send,
+// and checks each answer with check.
+func flood(t *testing.T, l *throttle.Limiter, check func(*throttle.Lease, error) bool) {
+	t.Helper()
+	for i := range 100 {
+		lease, err := l.Admit(bg, "flood"+strconv.Itoa(i))
+		if !check(lease, err) {
+			t.Fatalf("Admit(flood%d) on a full store: %v, %v", i, lease, err)
+		}
+		if lease != nil {
+			lease.Release(bg)
+		}
+	}
+}
+
+// stillHeld checks that every held key still turns its duplicates away.
+func stillHeld(t *testing.T, l *throttle.Limiter) {
+	t.Helper()
+	for i := range 16 {
+		if lease, err := l.Admit(bg, "held"+strconv.Itoa(i)); lease != nil || !errors.Is(err, throttle.ErrContended) {
+			t.Fatalf("duplicate of held%d on a full store: %v, %v; want ErrContended", i, lease, err)
+		}
+	}
+}
+
+// TestFullStoreFailsOpenByDefault: for Dedupe and Cooldown, a full store is
+// a store failure that the default WhenStoreFails lets through unguarded,
+// logged and counted in Stats.FailedOpen, while the held keys stay held.
+func TestFullStoreFailsOpenByDefault(t *testing.T) {
+	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown} {
+		t.Run(mode.String(), func(t *testing.T) {
+			l, _, logs := fullLimiter(t, throttle.Policy{Name: "submit", Mode: mode, Window: time.Minute})
+			flood(t, l, func(lease *throttle.Lease, err error) bool { return lease == nil && err == nil })
+			if s := l.Stats(); s.FailedOpen != 100 || s.StoreErrors != 100 {
+				t.Fatalf("stats %+v, want 100 failed open of 100 store errors", s)
+			}
+			if out := logs.String(); !strings.Contains(out, "store error") || !strings.Contains(out, ErrFull.Error()) {
+				t.Fatalf("log %q, want the store error logged", out)
+			}
+			stillHeld(t, l)
+		})
+	}
+}
+
+// TestFullStoreFailsClosedForExclusive: for Exclusive, the default
+// WhenStoreFails turns the request away with a store error.
+func TestFullStoreFailsClosedForExclusive(t *testing.T) {
+	l, _, _ := fullLimiter(t, throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
+	flood(t, l, func(lease *throttle.Lease, err error) bool {
+		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, ErrFull)
+	})
+	if s := l.Stats(); s.FailedOpen != 0 || s.StoreErrors != 100 {
+		t.Fatalf("stats %+v, want 100 store errors, none failed open", s)
+	}
+	stillHeld(t, l)
+}
+
+// TestFullStoreFailsOver: under FailOver a full store hands the request to
+// the fallback store, which grants it, and the held keys stay held.
+func TestFullStoreFailsOver(t *testing.T) {
+	l, _, _ := fullLimiter(t, throttle.Policy{Name: "submit", Window: time.Minute,
+		WhenStoreFails: throttle.FailOver, Fallback: New()})
+	flood(t, l, func(lease *throttle.Lease, err error) bool { return lease != nil && err == nil })
+	if s := l.Stats(); s.FailedOpen != 0 || s.Fallback != 100 {
+		t.Fatalf("stats %+v, want 100 acquisitions granted by the fallback", s)
+	}
+	stillHeld(t, l)
+}
+
+// TestFullStoreKeepsHeldKeys: at the store itself, a flood of new keys into a
+// full store evicts no live lock, plain, reentrant or fenced.
+func TestFullStoreKeepsHeldKeys(t *testing.T) {
+	clk := newFakeClock()
+	s := New(WithClock(clk.Now), WithMaxKeys(16))
+	for i := range 16 {
+		req := store.Request{Key: "held" + strconv.Itoa(i), Token: "owner", TTL: time.Minute,
+			Reentrant: i%2 == 1, Fence: i%3 == 0}
+		if g, err := s.Acquire(bg, req); err != nil || !g.Acquired {
+			t.Fatalf("Acquire(%+v): %+v, %v", req, g, err)
+		}
+	}
+	for i := range 1000 {
+		clk.Advance(time.Millisecond) // 1s in all, well within the TTL
+		_, err := s.Acquire(bg, store.Request{Key: "flood" + strconv.Itoa(i), Token: "t", TTL: time.Minute, Fence: i%2 == 0})
+		if !errors.Is(err, ErrFull) || !errors.Is(err, store.ErrNotApplied) {
+			t.Fatalf("flood key %d: %v, want ErrFull (not applied)", i, err)
+		}
+	}
+	for i := range 16 {
+		key := "held" + strconv.Itoa(i)
+		if g := acquire(t, s, key, "attacker", time.Minute); g.Acquired || g.Remaining != time.Minute-time.Second {
+			t.Fatalf("%s after the flood: %+v, want still held for 59s", key, g)
+		}
+		outcome(t, store.OK)(s.Release(bg, key, "owner"))
 	}
 }

@@ -12,9 +12,10 @@ type config struct {
 }
 
 // DefaultMaxKeys is the default bound on the number of locks (and, separately,
-// of fence counters) a Store keeps: about 1M keys, some 200 MiB at most with
-// typical key lengths (see the package documentation), enough for a busy
-// single instance.
+// of fence counters) a Store keeps: about 1M keys, enough for a busy single
+// instance. At this bound a store takes at most about 305 MiB of live heap
+// with fence counters and 195 MiB without, key and token bytes included for
+// keys of about 30 bytes (see Memory and time in the package documentation).
 const DefaultMaxKeys = 1 << 20
 
 // DefaultFenceTTL is how long a key's fencing counter is kept after the last

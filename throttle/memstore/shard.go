@@ -67,16 +67,18 @@ func (sh *shard) put(key string, l lock) {
 
 // roomForLock makes room for one more lock (see makeRoom).
 func (sh *shard) roomForLock(now time.Duration) bool {
-	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now)
+	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now, nil)
 }
 
 // nextFence returns key's next fence, max(last+1, wall), or false when the
-// key has no counter and there is no room for one.
+// key has no counter and there is no room for one. The counter then lives
+// for ttl, and in any case while key's lock does (see heldCounter).
 func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) (int64, bool) {
 	c, ok := sh.fences[key]
 	if ok && c.expires <= now {
-		delete(sh.fences, key)
-		ok = false
+		// Removed or kept, the expired counter's last value still
+		// counts in the max below.
+		c, ok = expire(sh.fences, key, c, now, sh.heldCounter)
 	}
 	if !ok && !sh.roomForFence(now) {
 		return 0, false
@@ -88,9 +90,25 @@ func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.D
 	return c.last, true
 }
 
-// roomForFence makes room for one more fence counter (see makeRoom).
+// roomForFence makes room for one more fence counter (see makeRoom). The
+// counter of a key whose lock lives is not removed, even when its fence TTL
+// ran out (a lock TTL, or a lease kept alive, can outlast the fence TTL):
+// see heldCounter.
 func (sh *shard) roomForFence(now time.Duration) bool {
-	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now)
+	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now, sh.heldCounter)
+}
+
+// heldCounter keeps the expired counter c of key while key's lock lives: it
+// returns c with the lock's expiry, and true. Were the counter dropped, the
+// next fence of the key would restart from the wall clock, which a clock
+// step back can put below the fences already handed out for it.
+func (sh *shard) heldCounter(key string, c counter, now time.Duration) (counter, bool) {
+	l, ok := sh.locks[key]
+	if !ok || l.expires <= now {
+		return c, false
+	}
+	c.expires = l.expires
+	return c, true
 }
 
 // expiring is an entry with an expiry time, a lock or a fence counter.
@@ -103,15 +121,18 @@ func (c counter) expiry() time.Duration { return c.expires }
 // removes the expired ones among them (as Redis's active expiry does) and,
 // when m is full and *floor says something may have expired, removes every
 // expired entry and moves *floor, the lower bound of m's expiry times. It
-// reports whether a new entry fits.
-func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, now time.Duration) bool {
+// reports whether a new entry fits. An expired entry for which keep (when
+// not nil) answers true stays, with the value keep returned, whose expiry
+// must be later than now.
+func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, now time.Duration,
+	keep func(key string, v V, now time.Duration) (V, bool)) bool {
 	n := 0
 	for k, v := range m {
 		if n++; n > sampleSize {
 			break
 		}
 		if v.expiry() <= now {
-			delete(m, k)
+			expire(m, k, v, now, keep)
 		}
 	}
 	if len(m) < capacity {
@@ -122,14 +143,30 @@ func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, no
 	}
 	low := time.Duration(math.MaxInt64)
 	for k, v := range m {
-		if e := v.expiry(); e <= now {
-			delete(m, k)
-		} else {
-			low = min(low, e)
+		if v.expiry() <= now {
+			var kept bool
+			if v, kept = expire(m, k, v, now, keep); !kept {
+				continue
+			}
 		}
+		low = min(low, v.expiry())
 	}
 	*floor = low
 	return len(m) < capacity
+}
+
+// expire removes the expired entry k of m, unless keep keeps it: then it
+// stores and returns keep's value, and true.
+func expire[V expiring](m map[string]V, k string, v V, now time.Duration,
+	keep func(key string, v V, now time.Duration) (V, bool)) (V, bool) {
+	if keep != nil {
+		if v, ok := keep(k, v, now); ok {
+			m[k] = v
+			return v, true
+		}
+	}
+	delete(m, k)
+	return v, false
 }
 
 // notify wakes the waiters of key without blocking: a waiter whose channel
