@@ -17,8 +17,10 @@ import (
 //
 // The handler runs with c.Request() carrying the lease
 // (throttle.LeaseFrom(c.Request().Context())) when the policy is Exclusive,
-// Fence or Reentrant. Middleware panics when l or key is nil: a wiring
-// mistake to catch at start-up.
+// Fence or Reentrant. When it returns, the hold ends with the status the
+// client gets, a returned error counting as echo will render it: see
+// "Status of the handler" in the package documentation. Middleware panics
+// when l or key is nil: a wiring mistake to catch at start-up.
 func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
 	if key == nil {
 		panic("echoadapter: Middleware needs a non-nil key function")

@@ -1,6 +1,8 @@
 package ginadapter
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/keyfuncs"
@@ -15,8 +17,11 @@ import (
 //
 // The rest of the chain runs with c.Request carrying the lease
 // (throttle.LeaseFrom(c.Request.Context())) when the policy is Exclusive,
-// Fence or Reentrant. Middleware panics when l or key is nil: a wiring
-// mistake to catch at start-up.
+// Fence or Reentrant. When it returns, the hold ends with the status the
+// client gets, an error left in c.Errors with no response written counting
+// as a failure: see "Status of the handler" in the package documentation.
+// Middleware panics when l or key is nil: a wiring mistake to catch at
+// start-up.
 func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
 	if key == nil {
 		panic("ginadapter: Middleware needs a non-nil key function")
@@ -55,7 +60,22 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 		}
 		ticket.Run(ctx, func() int {
 			c.Next()
-			return c.Writer.Status()
+			return status(c)
 		})
 	}
+}
+
+// status is the status the client gets, or will get, for the chain that has
+// just returned: see "Status of the handler" in the package documentation.
+// A response whose header has been written keeps its status. One not yet
+// written, while c.Errors holds an error, is a failure: the status set, if
+// it is an error status (c.Status(409) before c.Error), otherwise 500, for
+// that is what an error-rendering middleware upstream will answer (and
+// gin.Error carries no status of its own).
+func status(c *gin.Context) int {
+	s := c.Writer.Status()
+	if len(c.Errors) == 0 || c.Writer.Written() || s >= http.StatusBadRequest {
+		return s
+	}
+	return http.StatusInternalServerError
 }

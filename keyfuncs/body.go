@@ -34,6 +34,27 @@ const (
 // endpoints that take large uploads, keep maxBytes small and put an
 // http.MaxBytesReader in front of the handler to bound what the handler
 // itself reads. BodyHash panics if maxBytes is negative.
+//
+// A client that sends "Expect: 100-continue" holds its body back until the
+// server answers 100 Continue, which net/http does when the body is first
+// read, so that a request refused on its headers costs no upload. BodyHash
+// keeps to that as far as a key made of the body can:
+//
+//   - a Content-Length over maxBytes gives the 413 *Error before anything
+//     is read, so the request is refused without 100 Continue;
+//   - any other body is read, and so asked for, also when the request then
+//     turns out to be a duplicate, since the body is the identity: nothing
+//     else tells a resent submission from a new one. Refusing with 417
+//     Expectation Failed instead would save no upload (a client that
+//     handles 417 sends the request again, body included, without the
+//     expectation; one that does not just fails), so BodyHash does not.
+//
+// To turn duplicates away without asking for their bodies, key on a header
+// first and on the body only when it is missing:
+// FirstOf(Header("Idempotency-Key"), BodyHash(n)) reads no body when the
+// header is present. In a Join, put BodyHash last: Join stops at the first
+// function that fails, so a request lacking another part of its key, such
+// as a user header, is then refused with 400 before its body is asked for.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))

@@ -1,16 +1,20 @@
 package keyfuncs
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 func sha(b []byte) string {
@@ -192,4 +196,76 @@ func TestBodyHashNegativePanics(t *testing.T) {
 		}
 	}()
 	BodyHash(-1)
+}
+
+// rawExpect sends a POST with "Expect: 100-continue" and the given framing
+// header to srv over a raw connection, holding body back until the server
+// asks for it. It returns whether 100 Continue came before the final answer,
+// and that answer's status.
+func rawExpect(t *testing.T, srv *httptest.Server, framing, body string) (continued bool, status int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	head := "POST / HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\n" + framing + "\r\n\r\n"
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode == http.StatusContinue {
+		continued = true
+		if _, err := io.WriteString(conn, body); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err = http.ReadResponse(br, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp.Body.Close()
+	return continued, resp.StatusCode
+}
+
+// With "Expect: 100-continue", net/http sends 100 Continue when the body is
+// first read: BodyHash refuses a Content-Length over the limit before that,
+// and reads (so asks for) any other body, which the handler then sees whole.
+func TestBodyHashExpectContinue(t *testing.T) {
+	const limit = 16
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := BodyHash(limit)(r)
+		if err != nil {
+			w.WriteHeader(err.(*Error).HTTPStatus())
+			return
+		}
+		got, err := io.ReadAll(r.Body)
+		if err != nil || key != sha(got) || string(got) != "small" {
+			t.Errorf("handler read %q, %v; key %q", got, err, key)
+		}
+	}))
+	defer srv.Close()
+	long := strings.Repeat("x", limit+1)
+	chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(long), long)
+	for _, tc := range []struct {
+		name, framing, body string
+		continued           bool
+		status              int
+	}{
+		{"Content-Length over the limit", fmt.Sprintf("Content-Length: %d", len(long)), long, false, http.StatusRequestEntityTooLarge},
+		{"within the limit", "Content-Length: 5", "small", true, http.StatusOK},
+		// Without a length, only reading tells.
+		{"chunked, over the limit", "Transfer-Encoding: chunked", chunked, true, http.StatusRequestEntityTooLarge},
+	} {
+		continued, status := rawExpect(t, srv, tc.framing, tc.body)
+		if continued != tc.continued || status != tc.status {
+			t.Errorf("%s: 100 Continue sent %v, then %d; want %v, then %d", tc.name, continued, status, tc.continued, tc.status)
+		}
+	}
 }

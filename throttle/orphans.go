@@ -31,7 +31,14 @@ type orphan struct {
 	st         Store
 	key, token string
 	until      time.Time // the key expires by itself by then
+	goneSince  time.Time // when a release first found no key
 }
+
+// orphanSettle is how long a release keeps trying after it found no key at
+// all. The command it cleans up after may still be on its way: a hung
+// server that wakes up runs what was sent to it meanwhile, and another
+// connection's release can overtake it.
+const orphanSettle = time.Second
 
 // releaseLater queues req's key for a background release after a call that
 // failed with cause, unless the key cannot be an orphan of this request:
@@ -57,8 +64,10 @@ func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request,
 }
 
 // releaseOrphans releases the queued keys, each with a token-checked Release
-// bounded by Policy.Timeout, retrying those the store does not answer with
-// a growing pause until it does or the key has expired by itself.
+// bounded by Policy.Timeout, retrying with a growing pause those the store
+// does not answer, or finds missing for less than orphanSettle, until the
+// key has expired by itself. A store that refuses the call outright
+// (store.ErrNotApplied) ends the attempt.
 func (l *Limiter) releaseOrphans() {
 	o := &l.orphans
 	pause := 10 * time.Millisecond
@@ -78,10 +87,23 @@ func (l *Limiter) releaseOrphans() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
-			_, err := or.st.Release(ctx, or.key, or.token)
+			out, err := or.st.Release(ctx, or.key, or.token)
 			cancel()
-			if err != nil {
+			switch {
+			case errors.Is(err, store.ErrNotApplied):
+				// The server refuses connections: nobody is there to
+				// ask, and one that restarts empty has lost the key.
+				// Otherwise it expires by itself.
+			case err != nil:
 				retry = append(retry, or)
+			case out == store.Gone:
+				now := time.Now()
+				if or.goneSince.IsZero() {
+					or.goneSince = now
+				}
+				if now.Sub(or.goneSince) < orphanSettle {
+					retry = append(retry, or)
+				}
 			}
 		}
 		if len(retry) == 0 {
