@@ -13,7 +13,6 @@ package main
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,10 +24,15 @@ import (
 
 func main() { demo.Main("gin", routes) }
 
-func routes(store throttle.Store, window time.Duration) (http.Handler, error) {
+func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
-	limiter, err := throttle.New(store, throttle.Policy{Name: "submit", Window: window})
+	limiter, err := throttle.New(store, throttle.Policy{
+		Name:           "submit",
+		Window:         s.Window,
+		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
+		Fallback:       s.Fallback,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,27 +24,58 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-// Routes builds an example's HTTP handler on store, with the given window
-// for its POST /submit policy.
-type Routes func(store throttle.Store, window time.Duration) (http.Handler, error)
+// Settings are what the flags say about the examples' policies.
+type Settings struct {
+	// Window is how long an accepted submission turns its duplicates away
+	// (-window).
+	Window time.Duration
+	// WhenStoreFails and Fallback say what a request gets while Redis
+	// fails (-fail): the policy's default, open, closed, or over to a
+	// memory store in this process.
+	WhenStoreFails throttle.FailMode
+	Fallback       throttle.Store
+}
 
-// Main parses the flags every example takes (-addr, -redis, -window), opens
-// the store, serves the handler routes builds, and exits 0 after a clean
-// shutdown on SIGINT or SIGTERM, or 1 on failure.
+// Routes builds an example's HTTP handler on store, with the settings the
+// flags chose.
+type Routes func(store throttle.Store, s Settings) (http.Handler, error)
+
+// failModes are the values of -fail.
+var failModes = map[string]throttle.FailMode{
+	"": throttle.FailDefault, "open": throttle.FailOpen, "closed": throttle.FailClosed, "over": throttle.FailOver,
+}
+
+// Main parses the flags every example takes (-addr, -redis, -window, -fail),
+// opens the store, serves the handler routes builds, and exits 0 after a
+// clean shutdown on SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
 func Main(name string, routes Routes) {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps locks in this process's memory")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
+	fail := flag.String("fail", "", "what a request gets while Redis fails: open, closed, or over (to a memory store in this process); empty: the policy's default")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 
-	if err := run(*addr, *redisAddr, *window, routes); err != nil {
+	mode, ok := failModes[*fail]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "%s: -fail %q: want open, closed or over\n", name, *fail)
+		os.Exit(2)
+	}
+	if *window <= 0 {
+		fmt.Fprintf(os.Stderr, "%s: -window %v: want a positive duration\n", name, *window)
+		os.Exit(2)
+	}
+	s := Settings{Window: *window, WhenStoreFails: mode}
+	if mode == throttle.FailOver {
+		s.Fallback = memstore.New()
+	}
+	if err := run(*addr, *redisAddr, s, routes); err != nil {
 		slog.Error(name+" example failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, redisAddr string, window time.Duration, routes Routes) error {
+func run(addr, redisAddr string, s Settings, routes Routes) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -53,7 +85,7 @@ func run(addr, redisAddr string, window time.Duration, routes Routes) error {
 	}
 	defer closeStore()
 
-	h, err := routes(store, window)
+	h, err := routes(store, s)
 	if err != nil {
 		return err
 	}
@@ -61,7 +93,7 @@ func run(addr, redisAddr string, window time.Duration, routes Routes) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("listening", "addr", ln.Addr().String(), "window", window)
+	slog.Info("listening", "addr", ln.Addr().String(), "window", s.Window, "when_store_fails", s.WhenStoreFails.String())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return serve(ctx, srv, ln)
 }
