@@ -48,6 +48,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	proc *process
+	runs int // launches so far; each run gets its own data directory
 }
 
 // process is one run of redis-server; done is closed once it has exited.
@@ -55,13 +56,15 @@ type process struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	stderr bytes.Buffer
+	paused bool // SIGSTOP sent and not yet undone by SIGCONT; guarded by Server.mu
 }
 
 // Start runs a new redis-server on a free 127.0.0.1 port with --save ""
-// and --appendonly no (nothing is written to disk), its working directory
-// and log file in t.TempDir(), and args appended to the command line (for
-// example "--maxmemory", "1mb"). It returns once the server answers PING,
-// and registers a cleanup that stops the server and waits for it to exit.
+// and --appendonly no (nothing is written to disk), its data directory
+// (a fresh one for each run) and log file in t.TempDir(), and args appended
+// to the command line (for example "--maxmemory", "1mb"). It returns once
+// the server answers PING, and registers a cleanup that stops the server
+// (resuming it first if paused) and waits for it to exit.
 //
 // Start fails the test when redis-server is not installed or does not come
 // up within 10 seconds, and skips it under go test -short.
@@ -119,9 +122,61 @@ func (s *Server) Kill(t testing.TB) {
 	s.stop(syscall.SIGKILL)
 }
 
-// Restart starts the server again on the same port after Stop or Kill (it
-// stops a running one first) and waits until it answers PING. The data is
-// gone: persistence is off, as after a failover to an empty replica.
+// Pause freezes the server with SIGSTOP, as a long fork, a swapping host or
+// a stuck VM would: the kernel still accepts connections and buffers the
+// commands sent to it, but nothing is executed or answered, so clients see
+// timeouts rather than connection errors. On Linux Pause returns once the
+// process is actually stopped. Resume undoes it; a paused server is resumed
+// before Stop, Kill, Restart and the test's cleanup stop it (a stopped
+// process cannot act on SIGTERM). Pausing a paused server does nothing;
+// pausing one that is not running fails the test.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proc
+	if p == nil || p.exited() {
+		t.Fatalf("redistest: Pause: redis-server on %s is not running", s.Addr)
+	}
+	if p.paused {
+		return
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: Pause: %v", err)
+	}
+	p.paused = true
+	waitState(p.cmd.Process.Pid, true, p.done)
+}
+
+// Resume continues a paused server with SIGCONT. It then executes and
+// answers, in order, whatever its clients sent while it was paused,
+// including commands whose callers have since timed out: this is the
+// "hung Redis wakes up" case. Resuming a server that is not paused does
+// nothing.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.proc; p != nil && p.paused {
+		p.resume()
+	}
+}
+
+// Running reports whether a redis-server process is running for s: true
+// after Start and Restart (also while paused), false after Stop or Kill or
+// once the process has exited by itself.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.proc.exited()
+}
+
+// Restart starts the server again on the same port and address after Stop
+// or Kill (it stops a running one first) and waits until it answers PING.
+// It always comes back empty, as after a failover to an empty replica or a
+// crash without persistence: saving is off, and each run gets a fresh data
+// directory, so not even an RDB written by an explicit SAVE, nor a
+// persistence option passed to Start, is loaded again.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.stop(syscall.SIGTERM)
@@ -141,12 +196,19 @@ func (s *Server) Restart(t testing.TB) {
 // process has exited or been killed.
 func (s *Server) launch() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
+	s.mu.Lock()
+	s.runs++
+	dir := filepath.Join(s.dir, "run"+strconv.Itoa(s.runs))
+	s.mu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	argv := []string{
 		"--port", port,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
-		"--dir", s.dir,
+		"--dir", dir,
 		"--logfile", s.log,
 		"--daemonize", "no",
 	}
@@ -175,29 +237,52 @@ func (s *Server) launch() error {
 }
 
 // stop signals the running process, if any, and waits for it to exit,
-// escalating to SIGKILL after stopTimeout.
-func (s *Server) stop(sig syscall.Signal) {
+// escalating to SIGKILL after stopTimeout. A paused process is continued
+// right after the signal, or SIGTERM would stay pending for ever. It
+// returns how the process ended, or nil if none was running.
+func (s *Server) stop(sig syscall.Signal) *os.ProcessState {
 	s.mu.Lock()
 	p := s.proc
 	s.proc = nil
+	if p != nil {
+		p.signal(sig)
+		if p.paused {
+			p.resume()
+		}
+	}
 	s.mu.Unlock()
 	if p == nil {
-		return
+		return nil
 	}
-	p.signal(sig)
 	select {
 	case <-p.done:
 	case <-time.After(stopTimeout):
 		p.signal(syscall.SIGKILL)
 		<-p.done
 	}
+	return p.cmd.ProcessState
 }
 
 func (p *process) signal(sig syscall.Signal) {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// resume sends SIGCONT and waits (on Linux) until the process runs again.
+// The caller holds Server.mu.
+func (p *process) resume() {
+	p.signal(syscall.SIGCONT)
+	p.paused = false
+	waitState(p.cmd.Process.Pid, false, p.done)
+}
+
+func (p *process) exited() bool {
 	select {
 	case <-p.done:
+		return true
 	default:
-		_ = p.cmd.Process.Signal(sig)
+		return false
 	}
 }
 
