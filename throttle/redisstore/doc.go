@@ -5,7 +5,23 @@
 // New takes a go-redis v9 redis.UniversalClient: a standalone *redis.Client,
 // a Sentinel failover client (redis.NewFailoverClient) or a
 // *redis.ClusterClient all work, because every command and script touches
-// keys of a single Cluster hash slot (see Keys below).
+// keys of a single Cluster hash slot (see Keys below). A *redis.Ring does
+// not: each Ring client decides alone which shards are up, so two processes
+// can hold one lock on two servers; New panics on it.
+//
+// # Redis configuration
+//
+// Run Redis with maxmemory-policy noeviction (the default of a plain
+// redis-server, not of every managed service). Every other policy lets
+// Redis delete keys when memory runs short, the volatile-* policies
+// precisely keys with a time to live, as every lock has: an evicted lock is
+// gone without a trace, and the next request for its key gets through.
+// Under noeviction a full Redis refuses new locks with an error instead,
+// which the Limiter handles like any store failure (Policy.WhenStoreFails).
+// New asks for the policy once, in the background (CONFIG GET; on a Cluster,
+// every master) and logs a warning unless it is noeviction; it says
+// nothing where CONFIG is renamed or forbidden, as managed services often
+// do, so check the setting there yourself.
 //
 // # What it guarantees
 //
@@ -79,4 +95,23 @@
 // ContextTimeoutEnabled: true; otherwise ReadTimeout and WriteTimeout bound
 // a call. Either way a call returns an error, never hangs, when Redis is
 // unreachable.
+//
+// The store's background work (the shared Pub/Sub connection of Watch and
+// the start-up check) bounds each of its calls by the watch timeout
+// (WithWatchTimeout, default 1 s), and Close waits at most twice that for
+// it to stop, also when Redis hangs. Only a client without
+// ContextTimeoutEnabled can keep go-redis busy longer (up to its
+// ReadTimeout); Close then returns an error after its bound, and the
+// goroutines end on their own as soon as go-redis gives up.
+//
+// # Logs
+//
+// The store logs little, through log/slog (WithLogger, default
+// slog.Default()): a warning from New when the client ignores context
+// deadlines, and one when Redis may evict keys (see above). go-redis has a
+// logger of its own, one for the whole process, on which it reports failed
+// dials and connection trouble as unstructured lines on stderr; the store
+// leaves it alone. To have those lines in the program's slog output, call
+// redis.SetLogger once at start-up with a small adapter (see the
+// goRedisLogs example).
 package redisstore

@@ -20,6 +20,7 @@ func newStore(t testing.TB, opts ...redisstore.Option) (*redisstore.Store, *redi
 	c := srv.Client(t)
 	s := redisstore.New(c, opts...)
 	t.Cleanup(func() { _ = s.Close() })
+	<-redisstore.ConfigChecked(s) // its CONFIG GET would count as a command
 	return s, srv, c
 }
 

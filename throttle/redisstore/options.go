@@ -1,6 +1,9 @@
 package redisstore
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Defaults of the options.
 const (
@@ -27,6 +30,7 @@ type Option func(*config)
 type config struct {
 	fenceTTL     time.Duration
 	watchTimeout time.Duration
+	logger       *slog.Logger
 }
 
 // WithFenceTTL sets how long a key's fencing counter is kept after the last
@@ -46,7 +50,10 @@ func WithFenceTTL(d time.Duration) Option {
 
 // WithWatchTimeout bounds how long Watch waits for Redis to confirm a
 // subscription (default DefaultWatchTimeout). Watch also returns when its
-// context ends. d <= 0 means the default.
+// context ends. It also bounds each call the store makes in the background
+// (subscribing, reconnecting the subscription, the start-up check of
+// maxmemory-policy), and Close waits at most twice as long for them to stop.
+// d <= 0 means the default.
 func WithWatchTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -54,4 +61,22 @@ func WithWatchTimeout(d time.Duration) Option {
 		}
 		c.watchTimeout = d
 	}
+}
+
+// WithLogger sets the logger of the store's few log lines: the warnings
+// New and its start-up check give about the client's or the server's
+// configuration. nil, the default, means slog.Default() at the moment of
+// logging. The store does not touch go-redis's own logger (see the package
+// documentation).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// log returns the configured logger or, when there is none,
+// slog.Default() of the moment.
+func (c *config) log() *slog.Logger {
+	if c.logger != nil {
+		return c.logger
+	}
+	return slog.Default()
 }

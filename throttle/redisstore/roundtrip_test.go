@@ -53,6 +53,7 @@ func TestRoundTrips(t *testing.T) {
 			trips := &tripCounter{}
 			c.AddHook(trips)
 			s := redisstore.New(c)
+			<-redisstore.ConfigChecked(s) // its CONFIG GET would count as a command
 			s.SetScriptedPlain(tc.scripted)
 			l, err := throttle.New(s, tc.policy)
 			if err != nil {

@@ -29,31 +29,58 @@ type Store struct {
 }
 
 // New returns a Store on client, which may be a *redis.Client, a
-// *redis.ClusterClient, a Sentinel failover client or a *redis.Ring: every
-// command the store sends touches keys of one Redis Cluster hash slot.
+// *redis.ClusterClient or a Sentinel failover client
+// (redis.NewFailoverClient): every command the store sends touches keys of
+// one Redis Cluster hash slot.
 //
-// The store does not own the client: Close stops the store's subscription
+// New panics when client is nil or a *redis.Ring. A Ring shards keys over
+// independent servers, and each Ring client routes by its own view of which
+// shards are up ("no consistency between different shards or even
+// clients", says go-redis): two processes that disagree about a shard take
+// the same lock on two servers. Use a Cluster instead. (A wrapper type that
+// hides a Ring cannot be detected; it is no safer.)
+//
+// The store does not own the client: Close stops the store's goroutines
 // but leaves the client open.
 //
 // Create the client with ContextTimeoutEnabled: true so that a store call
 // ends at its context's deadline (throttle.Policy.Timeout); without it,
 // go-redis bounds network reads and writes by ReadTimeout and WriteTimeout
-// (3 s by default) and ignores the context's deadline while it waits.
+// (3 s by default) and ignores the context's deadline while it waits. New
+// logs a warning when it can tell that the client ignores deadlines.
+//
+// New also asks Redis, in the background and once, for its
+// maxmemory-policy, and logs a warning unless it is noeviction (see the
+// package documentation); it says nothing when Redis does not allow
+// CONFIG GET. Neither check delays New or makes it fail.
 func New(client redis.UniversalClient, opts ...Option) *Store {
+	switch client.(type) {
+	case nil:
+		panic("redisstore: New needs a non-nil client")
+	case *redis.Ring:
+		panic("redisstore: a *redis.Ring cannot hold locks: each Ring client routes a key by its own " +
+			"view of which shards are up, so two processes can take one lock on two servers; " +
+			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
+	}
 	c := config{fenceTTL: DefaultFenceTTL, watchTimeout: DefaultWatchTimeout}
 	for _, o := range opts {
 		o(&c)
 	}
 	s := &Store{client: client, fenceTTL: c.fenceTTL, watchTimeout: c.watchTimeout}
 	s.watch.init(s)
-	warnIfDeadlinesIgnored(client)
+	warnIfDeadlinesIgnored(c.log(), client)
+	s.watch.checkEviction(client, c.log())
 	return s
 }
 
-// Close stops the store's shared Pub/Sub subscription and its goroutines and
-// waits for them; watches still open are woken no more (their Limiters fall
-// back to polling). The client stays open. Close is idempotent and the store
-// keeps serving Acquire, Release and Extend after it.
+// Close stops the store's background goroutines (the shared Pub/Sub
+// subscription of Watch and the start-up check) and waits for them, at most
+// twice the watch timeout even when Redis hangs; watches still open are woken
+// no more (their Limiters fall back to polling). It returns an error only when
+// they did not stop in time, which takes a hung Redis and a client without
+// ContextTimeoutEnabled; they then end once go-redis gives up. The client
+// stays open. Close is idempotent and the store keeps serving Acquire,
+// Release and Extend after it.
 func (s *Store) Close() error { return s.watch.close() }
 
 var (
@@ -108,16 +135,19 @@ func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.
 	return store.Grant{Remaining: remaining(ms)}, nil
 }
 
-// acquireError wraps an error of an acquisition, marking those that surely
+// acquireError wraps an error of an acquisition (see callError).
+func acquireError(err error) error { return callError("acquire", err) }
+
+// callError wraps an error of a store call, marking those that surely
 // changed nothing in Redis (no connection could be made, the client is
-// closed) with store.ErrNotApplied, so that the Limiter does not try to free
-// a key the command never took.
-func acquireError(err error) error {
-	var op *net.OpError
-	if (errors.As(err, &op) && op.Op == "dial") || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
-		return fmt.Errorf("redisstore: acquire: %w: %w", store.ErrNotApplied, err)
+// closed) with store.ErrNotApplied: the Limiter then does not try to free a
+// key the command never took, nor keep asking a server that refuses.
+func callError(op string, err error) error {
+	var nerr *net.OpError
+	if (errors.As(err, &nerr) && nerr.Op == "dial") || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+		return fmt.Errorf("redisstore: %s: %w: %w", op, store.ErrNotApplied, err)
 	}
-	return fmt.Errorf("redisstore: acquire: %w", err)
+	return fmt.Errorf("redisstore: %s: %w", op, err)
 }
 
 func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.Grant, error) {
@@ -146,7 +176,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	}
 	n, err := releaseScript.Run(ctx, s.client, []string{key}, token, channel(key)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("redisstore: release: %w", err)
+		return 0, callError("release", err)
 	}
 	return outcome("release", n)
 }
@@ -159,7 +189,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	}
 	n, err := extendScript.Run(ctx, s.client, []string{key}, token, millis(ttl)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("redisstore: extend: %w", err)
+		return 0, callError("extend", err)
 	}
 	return outcome("extend", n)
 }
@@ -199,22 +229,32 @@ func checkRequest(key, token string, ttl time.Duration) error {
 }
 
 // roundUp rounds a positive duration up to a whole millisecond, the
-// resolution of PX and PEXPIRE.
+// resolution of PX and PEXPIRE. It saturates instead of overflowing: a
+// duration within a millisecond of the largest time.Duration (about 292
+// years) becomes the largest whole millisecond below it, maxMillis.
 func roundUp(d time.Duration) time.Duration {
-	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+	ms := d / time.Millisecond
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return min(ms, maxMillis/time.Millisecond) * time.Millisecond
 }
 
 func millis(d time.Duration) int64 { return int64(roundUp(d) / time.Millisecond) }
 
 // remaining turns a PTTL into Grant.Remaining: -1 for a key without expiry,
 // and at least 1ms otherwise (a key that expired between the SET and the
-// PTTL, PTTL -2, is reported as free in 1ms).
+// PTTL, PTTL -2, is reported as free in 1ms). A PTTL beyond what a
+// time.Duration holds (a key written by something else with a longer PX)
+// saturates at maxMillis.
 func remaining(pttlMillis int64) time.Duration {
 	switch {
 	case pttlMillis == -1:
 		return -1
 	case pttlMillis < 1:
 		return time.Millisecond
+	case pttlMillis > int64(maxMillis/time.Millisecond):
+		return maxMillis
 	}
 	return time.Duration(pttlMillis) * time.Millisecond
 }

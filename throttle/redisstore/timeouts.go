@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"log/slog"
+	"math"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,7 +14,7 @@ import (
 // ContextTimeoutEnabled waits its ReadTimeout (3 s by default) instead, so a
 // silent Redis would hold every request that long. That is a configuration
 // mistake worth one log line, not an error: the store still works.
-func warnIfDeadlinesIgnored(client redis.UniversalClient) {
+func warnIfDeadlinesIgnored(log *slog.Logger, client redis.UniversalClient) {
 	enabled := true
 	switch c := client.(type) {
 	case *redis.Client:
@@ -21,7 +23,13 @@ func warnIfDeadlinesIgnored(client redis.UniversalClient) {
 		enabled = c.Options().ContextTimeoutEnabled
 	}
 	if !enabled {
-		slog.Warn("redisstore: the Redis client was made without ContextTimeoutEnabled: " +
+		log.Warn("redisstore: the Redis client was made without ContextTimeoutEnabled: " +
 			"store calls wait for its ReadTimeout instead of the policy's short Timeout")
 	}
 }
+
+// maxMillis is the largest time.Duration of whole milliseconds (about 292
+// years), where roundUp and remaining saturate. Redis takes far longer PX
+// and PEXPIRE values (up to about 292 million years), so every TTL a
+// time.Duration can express is one Redis accepts once rounded.
+const maxMillis = math.MaxInt64 / time.Millisecond * time.Millisecond

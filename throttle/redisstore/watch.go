@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// healthInterval is how long the receive loop waits for a message before it
-// pings the server, so that a connection that died silently is noticed and
-// replaced (go-redis then subscribes again to every channel).
+// healthInterval is how long the shared connection may stay silent before
+// the receive loop pings the server, so that a connection that died silently
+// is noticed and replaced (go-redis then subscribes again to every channel).
 const healthInterval = 30 * time.Second
 
 // errClosed is returned by Watch after Close.
@@ -31,6 +31,18 @@ var errClosed = errors.New("redisstore: store closed")
 // the stop functions only change maps under mu and kick the manager, so they
 // never wait for the network except for the subscription confirmation that
 // Watch promises.
+//
+// The watcher also owns the store's other background goroutine, the
+// start-up configuration check, so that Close stops and waits for all of
+// them in one place.
+//
+// Every call the goroutines make into go-redis carries a context that ends
+// within the watch timeout and is cancelled by Close. That matters because
+// go-redis's PubSub holds its mutex while it (re)connects, and PubSub.Close
+// needs that mutex: a receiver reconnecting to a hung Redis with an
+// unbounded context held Close for the client's dial and read timeouts.
+// Close therefore does not call PubSub.Close itself but has a goroutine do
+// it, and waits for all goroutines at most closeWait.
 type watcher struct {
 	s *Store
 
@@ -42,8 +54,21 @@ type watcher struct {
 	closed  bool
 
 	kick chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+	done chan struct{} // closed by close
+
+	// ctx is cancelled by close; the goroutines derive their calls'
+	// contexts from it, so that a dial in progress is abandoned at once.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// running counts the background goroutines still running; stopped is
+	// closed once it is zero after close.
+	running int
+	stopped chan struct{}
+
+	// checked is closed when the start-up configuration check is over
+	// (or did not run); tests wait for it.
+	checked chan struct{}
 }
 
 // watchEntry is one watched channel and its waiters. An entry lives while
@@ -63,6 +88,53 @@ func (w *watcher) init(s *Store) {
 	w.sent = make(map[string]bool)
 	w.kick = make(chan struct{}, 1)
 	w.done = make(chan struct{})
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.stopped = make(chan struct{})
+	w.checked = make(chan struct{})
+}
+
+// closeWait is how long Close waits for the background goroutines: each of
+// their calls into go-redis ends within the watch timeout (for a client with
+// ContextTimeoutEnabled), so twice that leaves room for the call in
+// progress and PubSub.Close.
+func (w *watcher) closeWait() time.Duration { return 2 * w.s.watchTimeout }
+
+// spawn runs fn on a new background goroutine that close waits for; mu is
+// held. It must not be called after close.
+func (w *watcher) spawn(fn func()) {
+	w.running++
+	go func() {
+		defer w.exit()
+		fn()
+	}()
+}
+
+// exit marks a background goroutine as ended.
+func (w *watcher) exit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running--
+	if w.running == 0 && w.closed {
+		close(w.stopped)
+	}
+}
+
+// background runs fn(ctx) on a background goroutine that Close cancels and
+// waits for. It reports false, and runs nothing, after Close.
+func (w *watcher) background(fn func(ctx context.Context)) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.spawn(func() { fn(w.ctx) })
+	return true
+}
+
+// callContext returns the context of one background call into go-redis:
+// it ends within the watch timeout and when Close cancels w.ctx.
+func (w *watcher) callContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(w.ctx, w.s.watchTimeout)
 }
 
 // Watch returns a channel that receives a value after key is released by
@@ -133,10 +205,10 @@ func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func()
 func (w *watcher) start() {
 	// Subscribe without channels does not connect yet; the receiver
 	// connects on its first read.
-	w.ps = w.s.client.Subscribe(context.Background())
-	w.wg.Add(2)
-	go w.receive(w.ps)
-	go w.manage(w.ps)
+	ps := w.s.client.Subscribe(w.ctx)
+	w.ps = ps
+	w.spawn(func() { w.receive(ps) })
+	w.spawn(func() { w.manage(ps) })
 }
 
 // leave removes one waiter; the last waiter of a channel drops the entry
@@ -163,7 +235,6 @@ func (w *watcher) markDirty(ch string) {
 // manage sends the SUBSCRIBE and UNSUBSCRIBE commands that bring Redis in
 // line with the entries, one batch per kick.
 func (w *watcher) manage(ps *redis.PubSub) {
-	defer w.wg.Done()
 	for {
 		select {
 		case <-w.done:
@@ -191,7 +262,7 @@ func (w *watcher) manage(ps *redis.PubSub) {
 		clear(w.dirty)
 		w.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), w.s.watchTimeout)
+		ctx, cancel := w.callContext()
 		if len(sub) > 0 {
 			if err := ps.Subscribe(ctx, sub...); err != nil {
 				w.fail(sub, err)
@@ -224,22 +295,38 @@ func (w *watcher) fail(chs []string, err error) {
 // receive reads the shared connection until Close: subscription
 // confirmations settle entries, messages wake waiters. go-redis reconnects
 // and subscribes again by itself after a connection error; the loop backs
-// off while Redis is unreachable.
+// off while Redis refuses connections.
+//
+// Each read waits at most the watch timeout, because go-redis reconnects
+// inside the read with the read's context while it holds the PubSub's
+// mutex, and Close must not wait longer than that for the mutex. An idle
+// read that times out is not an error: the loop reads again at once, and
+// pings once the connection has been silent for healthInterval, so that a
+// connection that died silently is noticed and replaced.
 func (w *watcher) receive(ps *redis.PubSub) {
-	defer w.wg.Done()
-	ctx := context.Background()
-	backoff := 50 * time.Millisecond
+	backoff := minBackoff
+	lastHeard := time.Now()
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, healthInterval)
+		ctx, cancel := w.callContext()
+		msg, err := ps.ReceiveTimeout(ctx, w.s.watchTimeout)
+		cancel()
 		select {
 		case <-w.done:
 			return
 		default:
 		}
 		if err != nil {
+			// A timeout is an idle connection, or a connection attempt
+			// that Redis did not answer within the watch timeout: the
+			// next read tries again (the time-out was the pause).
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				_ = ps.Ping(ctx)
+				if time.Since(lastHeard) >= healthInterval {
+					lastHeard = time.Now()
+					ctx, cancel := w.callContext()
+					_ = ps.Ping(ctx)
+					cancel()
+				}
 				continue
 			}
 			select {
@@ -247,10 +334,11 @@ func (w *watcher) receive(ps *redis.PubSub) {
 				return
 			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 2*time.Second)
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		lastHeard = time.Now()
+		backoff = minBackoff
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
@@ -261,6 +349,13 @@ func (w *watcher) receive(ps *redis.PubSub) {
 		}
 	}
 }
+
+// The receiver's pause after a connection error that is not a time-out
+// (Redis refusing connections, say) doubles from minBackoff to maxBackoff.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
 
 func (w *watcher) confirm(ch string) {
 	w.mu.Lock()
@@ -288,21 +383,40 @@ func (w *watcher) notify(ch string) {
 	}
 }
 
+// close stops the background goroutines: it cancels their calls, has one
+// more goroutine close the Pub/Sub connection (which ends the receiver's
+// read), and waits for all of them at most closeWait. When they do not stop
+// in time, which happens only when Redis hangs and the client ignores
+// context deadlines (no ContextTimeoutEnabled), it returns an error; the
+// goroutines then end by themselves once go-redis gives up, after the
+// client's DialTimeout and ReadTimeout. Calling close again waits again.
 func (w *watcher) close() error {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return nil
+	if !w.closed {
+		w.closed = true
+		close(w.done)
+		w.cancel()
+		if ps := w.ps; ps != nil {
+			// PubSub.Close waits for go-redis's mutex, which a
+			// goroutine reconnecting to a hung server holds; so it runs
+			// on a goroutine of its own. Its error is of no use to the
+			// caller: the store is done with the connection.
+			w.spawn(func() { _ = ps.Close() })
+		}
+		if w.running == 0 {
+			close(w.stopped)
+		}
 	}
-	w.closed = true
-	close(w.done)
-	ps := w.ps
 	w.mu.Unlock()
-	if ps != nil {
-		// Closing the connection ends the receiver's blocking read. Its
-		// error is of no use to the caller: the store is done with it.
-		_ = ps.Close()
+
+	wait := w.closeWait()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-w.stopped:
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("redisstore: close: Redis did not answer within %v; "+
+			"the store's background goroutines end when the client's timeouts expire", wait)
 	}
-	w.wg.Wait()
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +271,63 @@ func TestWatchTimeout(t *testing.T) {
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Fatalf("unexpected error %v", err)
+	}
+}
+
+// pubSubConnIDs returns the ids of the server's clients in Pub/Sub mode.
+func pubSubConnIDs(t *testing.T, c *redis.Client) []string {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
+		var id string
+		pubsub := false
+		for f := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(f, "id="); ok {
+				id = v
+			}
+			if v, ok := strings.CutPrefix(f, "flags="); ok && strings.Contains(v, "P") {
+				pubsub = true
+			}
+		}
+		if pubsub {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestWatchIdleKeepsConnection: the receiver reads in short windows (so
+// that Close never waits long for go-redis), and a window that ends without
+// a message is no error: the subscription stays on its one connection
+// across many idle windows, and a release still wakes the waiter.
+func TestWatchIdleKeepsConnection(t *testing.T) {
+	const window = 20 * time.Millisecond
+	s, _, c := newStore(t, redisstore.WithWatchTimeout(window))
+	ctx := context.Background()
+	k := key(t)
+	wake, stop, err := s.Watch(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	before := pubSubConnIDs(t, c)
+	if len(before) != 1 {
+		t.Fatalf("Pub/Sub connections %v, want one", before)
+	}
+	time.Sleep(50 * window)
+	if after := pubSubConnIDs(t, c); !slices.Equal(after, before) {
+		t.Fatalf("Pub/Sub connections %v after idling, were %v: the receiver reconnected", after, before)
+	}
+	tok := store.NewToken()
+	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
+	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter not woken after the connection idled")
 	}
 }
