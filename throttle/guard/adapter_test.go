@@ -134,10 +134,12 @@ func held(t *testing.T, l *throttle.Limiter, id string) bool {
 	return true
 }
 
-// brokenStore fails every call with an error naming internals.
+// brokenStore fails every call with an error naming internals. Like a real
+// store's refused connection, the error says the call changed nothing
+// (store.ErrNotApplied), so the Limiter has no orphan to clean up.
 type brokenStore struct{ releases atomic.Int32 }
 
-var errBroken = errors.New("dial tcp 10.0.0.9:6379: connection refused")
+var errBroken = fmt.Errorf("dial tcp 10.0.0.9:6379: connection refused: %w", store.ErrNotApplied)
 
 func (*brokenStore) Acquire(context.Context, store.Request) (store.Grant, error) {
 	return store.Grant{}, errBroken
