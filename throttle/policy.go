@@ -55,8 +55,9 @@ const (
 	// Retry-After; the response shows no internals.
 	FailClosed
 	// FailOver takes locks in Policy.Fallback (a memstore: per process)
-	// while the store fails, and goes back once it answers (tried at most
-	// once a second). Acquire and Do fail over too.
+	// after three store failures in a row, and goes back once it answers.
+	// The fallback mirrors every hold, so one process never grants a key
+	// twice across the switch.
 	FailOver
 )
 
