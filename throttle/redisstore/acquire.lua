@@ -1,7 +1,8 @@
 -- acquire: take KEYS[1] for a token, in one round trip.
 --
 -- KEYS[1]  lock key
--- KEYS[2]  fencing counter (throttle.FenceKey(KEYS[1]); same hash tag)
+-- KEYS[2]  fencing counter (store.FenceKey(KEYS[1]); same hash tag), only
+--          when fenced
 -- ARGV[1]  token
 -- ARGV[2]  ttl in milliseconds (>= 1)
 -- ARGV[3]  "1" to hand out a fencing token, else "0"

@@ -2,116 +2,327 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/throttle/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
-// startCluster starts a real three-master Redis Cluster (no replicas) and
-// returns a cluster client for it.
-func startCluster(t *testing.T) *redis.ClusterClient {
-	t.Helper()
-	ctx := context.Background()
-	const masters = 3
-	var addrs []string
-	var clients []*redis.Client
-	for range masters {
-		srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		addrs = append(addrs, srv.Addr)
-		clients = append(clients, srv.Client(t))
-	}
-	per := 16384 / masters
-	for i, c := range clients {
-		lo, hi := i*per, (i+1)*per-1
-		if i == masters-1 {
-			hi = 16383
-		}
-		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			t.Fatalf("ADDSLOTSRANGE: %v", err)
-		}
-	}
-	host, port, _ := net.SplitHostPort(addrs[0])
-	for _, c := range clients[1:] {
-		if err := c.ClusterMeet(ctx, host, port).Err(); err != nil {
-			t.Fatalf("CLUSTER MEET: %v", err)
-		}
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, c := range clients {
-		for {
-			info, err := c.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", masters)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster not ready: %q, %v", info, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = cc.Close() })
-	// Every node must agree on the slot map before the client routes.
-	for {
-		err := cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster client: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cc
+// clusterEnv is the real three-master Redis Cluster the subtests of
+// TestCluster share (a cluster takes two seconds to form), with a cluster
+// client on it.
+type clusterEnv struct {
+	*redistest.Cluster
+	cc *redis.ClusterClient
 }
 
-// TestCluster runs the store on a real Redis Cluster with keys spread over
-// every node: plain, fenced and reentrant acquisitions, release, extend and
-// Watch must work with a ClusterClient, which refuses scripts whose keys
-// span slots.
+// TestCluster runs the store on a real Redis Cluster through a go-redis
+// ClusterClient: the conformance suite, the slot layout of its keys, release
+// notification across nodes, slot migrations under load, and the HTTP
+// middleware. The subtests run in turn on one cluster; those that migrate a
+// slot pick one nobody else uses.
 func TestCluster(t *testing.T) {
-	cc := startCluster(t)
-	s := redisstore.New(cc)
-	t.Cleanup(func() { _ = s.Close() })
-	ctx := context.Background()
+	start := time.Now()
+	env := &clusterEnv{Cluster: redistest.StartCluster(t, 3)}
+	env.cc = env.Client(t)
+	t.Logf("cluster ready in %v", time.Since(start).Round(time.Millisecond))
 
-	nodes := map[string]bool{}
-	for i := range 30 {
-		k := store.Key("cl", "policy", fmt.Sprint("user-", i))
-		slot, err := cc.ClusterKeySlot(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
+	t.Run("conformance", env.testConformance)
+	t.Run("same-slot", env.testSameSlot)
+	t.Run("watch", env.testWatch)
+	t.Run("migration-steps", env.testMigrationSteps)
+	t.Run("migration-under-load", env.testMigrationUnderLoad)
+	t.Run("middleware", env.testMiddleware)
+}
+
+// startCluster starts a real three-master Redis Cluster (no replicas) and
+// returns a cluster client for it, for tests that need a cluster of their
+// own.
+func startCluster(t *testing.T) *redis.ClusterClient {
+	t.Helper()
+	return redistest.StartCluster(t, 3).Client(t)
+}
+
+// store returns a store on the cluster client, closed at the test's end.
+func (env *clusterEnv) store(t testing.TB) *redisstore.Store {
+	t.Helper()
+	s := redisstore.New(env.cc)
+	t.Cleanup(func() { _ = s.Close() })
+	<-redisstore.ConfigChecked(s)
+	return s
+}
+
+// idsInSlot returns n ids whose keys store.Key(prefix, policy, id) hash to
+// slot. About one id in 16384 does, and KeySlot needs no round trip.
+func idsInSlot(t testing.TB, prefix, policy string, slot, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; len(ids) < n; i++ {
+		if i > 1000*redistest.ClusterSlots {
+			t.Fatalf("no %d ids for slot %d", n, slot)
 		}
-		nodes[fmt.Sprint(slot*3/16384)] = true
-		for _, req := range []store.Request{
-			{Key: k, Token: store.NewToken(), TTL: time.Minute},
-			{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true},
-			{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true, Reentrant: true},
-		} {
+		id := fmt.Sprint("id-", i)
+		if redistest.KeySlot(store.Key(prefix, policy, id)) == slot {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// idOn returns an id whose key store.Key(prefix, policy, id) the master m
+// owns, and that key.
+func (env *clusterEnv) idOn(t testing.TB, m *redistest.Server, prefix, policy string) (id, key string) {
+	t.Helper()
+	for i := range 1000 {
+		id = fmt.Sprint("user-", i)
+		key = store.Key(prefix, policy, id)
+		if env.Owner(t, redistest.KeySlot(key)) == m {
+			return id, key
+		}
+	}
+	t.Fatalf("no key of %s/%s on %s", prefix, policy, m.Addr)
+	return "", ""
+}
+
+// testConformance runs the shared store suite over the ClusterClient, on
+// the SET+PTTL pipeline and on the acquire script. Its keys fall on every
+// node; its fenced and reentrant checks run scripts on a key and its fence
+// counter, which a cluster refuses (CROSSSLOT) unless they share a slot.
+func (env *clusterEnv) testConformance(t *testing.T) {
+	for _, scripted := range []bool{false, true} {
+		name := "pipeline"
+		if scripted {
+			name = "script"
+		}
+		t.Run(name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) throttle.Store {
+				s := env.store(t)
+				s.SetScriptedPlain(scripted)
+				return s
+			})
+		})
+	}
+}
+
+// testSameSlot checks that a lock key, its fencing counter and its release
+// channel hash to one slot for keys of many shapes (asking the servers
+// with CLUSTER KEYSLOT), that the keys still spread over the slots, and that
+// fenced and reentrant acquisitions, whose scripts touch the lock and the
+// counter, work on every master and leave both keys on the key's owner.
+func (env *clusterEnv) testSameSlot(t *testing.T) {
+	ctx := context.Background()
+	slotOf := func(k string) int64 {
+		t.Helper()
+		n, err := env.cc.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
+		}
+		return n
+	}
+	ids := []string{"", "a:b", "{x}", "}{", "{", "}", "ключ", "\x00\xff", strings.Repeat("long", 50)}
+	for i := range 300 {
+		ids = append(ids, fmt.Sprint(i))
+	}
+	slots := map[int64]bool{}
+	for _, policy := range []string{"submit", "a:b", "{p}"} {
+		for _, id := range ids {
+			k := store.Key("throttle", policy, id)
+			ks := slotOf(k)
+			if fs := slotOf(store.FenceKey(k)); fs != ks {
+				t.Fatalf("lock %q in slot %d, its fence counter %q in slot %d", k, ks, store.FenceKey(k), fs)
+			}
+			if cs := slotOf(k + ":released"); cs != ks {
+				t.Fatalf("lock %q in slot %d, its channel in slot %d", k, ks, cs)
+			}
+			slots[ks] = true
+		}
+	}
+	// A tag that left the id out would put every key of a policy in one
+	// slot, on one node.
+	if len(slots) < 800 {
+		t.Fatalf("%d keys fell in %d slots; the hash tag must include the id", 3*len(ids), len(slots))
+	}
+
+	s := env.store(t)
+	reqs := []struct {
+		name string
+		req  store.Request
+	}{
+		{"plain", store.Request{}},
+		{"fenced", store.Request{Fence: true}},
+		{"reentrant", store.Request{Reentrant: true}},
+		{"fenced-reentrant", store.Request{Fence: true, Reentrant: true}},
+	}
+	for _, m := range env.Masters {
+		for _, r := range reqs {
+			_, k := env.idOn(t, m, "same-slot", r.name)
+			req := r.req
+			req.Key, req.Token, req.TTL = k, store.NewToken(), time.Minute
 			g := mustAcquire(t, s, req)
 			if req.Fence && g.Fence <= 0 {
-				t.Fatalf("no fence on the cluster: %+v", g)
+				t.Fatalf("%s on %s: no fence: %+v", r.name, m.Addr, g)
 			}
-			if g, err := s.Acquire(ctx, store.Request{Key: k, Token: "other", TTL: time.Second}); err != nil || g.Acquired {
-				t.Fatalf("second acquire: %+v, %v", g, err)
+			// The lock, and the counter of a fenced one, live on the
+			// slot's owner.
+			node := env.NodeClient(t, m)
+			for kk, want := range map[string]int64{k: 1, store.FenceKey(k): int64(boolToInt(req.Fence))} {
+				if n, err := node.Exists(ctx, kk).Result(); err != nil || n != want {
+					t.Fatalf("%s on %s: EXISTS %s = %d, %v; want %d", r.name, m.Addr, kk, n, err, want)
+				}
+			}
+			if g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true}); err != nil || g.Acquired {
+				t.Fatalf("%s on %s: fenced contender: %+v, %v", r.name, m.Addr, g, err)
+			}
+			if req.Reentrant {
+				if g2 := mustAcquire(t, s, req); g2.Holds != 2 || g2.Fence != g.Fence {
+					t.Fatalf("%s on %s: re-entry %+v after %+v; want 2 holds and the same fence", r.name, m.Addr, g2, g)
+				}
+				mustOutcome(t, store.StillHeld)(s.Release(ctx, k, req.Token))
 			}
 			mustOutcome(t, store.OK)(s.Extend(ctx, k, req.Token, time.Minute))
 			mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, "other"))
 			mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
+			if req.Fence {
+				req.Token = store.NewToken()
+				if g2 := mustAcquire(t, s, req); g2.Fence <= g.Fence {
+					t.Fatalf("%s on %s: fence %d after %d", r.name, m.Addr, g2.Fence, g.Fence)
+				}
+				mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
+			}
 		}
 	}
-	if len(nodes) < 2 {
-		t.Fatalf("keys landed on %d node(s); the test should spread them", len(nodes))
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
 	}
-	// A release on whichever node wakes a watcher subscribed on another.
-	for i := range 3 {
-		waitWatch(t, s, store.Key("cl", "watch", fmt.Sprint(i)))
+	return 0
+}
+
+// testWatch checks release notification through a Limiter with
+// Policy.Wait on the cluster. Three waiters wait for keys on the three
+// masters at once; their store has one Pub/Sub connection, on one node, so
+// at least two of the releases are published on another node than the one
+// the subscription is on (the test checks that some are). The waiters' backoff is a minute, longer than
+// their Wait: only a notification can get them the key in time.
+func (env *clusterEnv) testWatch(t *testing.T) {
+	ctx := context.Background()
+	holders := throttle.Policy{Name: "watch", Mode: throttle.Exclusive, LeaseTTL: time.Minute, Timeout: time.Second}
+	waiters := holders
+	waiters.Wait = 10 * time.Second
+	waiters.Backoff = func(int) time.Duration { return time.Minute }
+	hl, err := throttle.New(env.store(t), holders)
+	if err != nil {
+		t.Fatal(err)
 	}
+	wl, err := throttle.New(env.store(t), waiters)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type waiter struct {
+		key    string
+		lease  *throttle.Lease
+		err    error
+		waited time.Duration
+	}
+	ws := make([]*waiter, len(env.Masters))
+	leases := make([]*throttle.Lease, len(env.Masters))
+	var wg sync.WaitGroup
+	for i, m := range env.Masters {
+		id, key := env.idOn(t, m, throttle.DefaultPrefix, "watch")
+		if leases[i], err = hl.Acquire(ctx, id); err != nil {
+			t.Fatalf("holder on %s: %v", m.Addr, err)
+		}
+		w := &waiter{key: key}
+		ws[i] = w
+		wg.Go(func() {
+			start := time.Now()
+			w.lease, w.err = wl.Acquire(ctx, id)
+			w.waited = time.Since(start)
+		})
+	}
+	// Wait until every waiter is subscribed, and see where.
+	crossNode := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for i, w := range ws {
+		for {
+			n, on := env.numSub(t, w.key+":released")
+			if n > 0 {
+				if on != env.Masters[i] {
+					crossNode++
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("nobody subscribed to the release channel of %s", w.key)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if crossNode == 0 {
+		t.Fatal("every waiter is subscribed on its key's node: the test would not show that a release reaches other nodes")
+	}
+	released := time.Now()
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for i, w := range ws {
+		if w.err != nil {
+			t.Fatalf("waiter for the key on %s: %v after %v", env.Masters[i].Addr, w.err, w.waited)
+		}
+		if d := time.Since(released); d > 5*time.Second {
+			t.Fatalf("waiter for the key on %s got it %v after the release", env.Masters[i].Addr, d)
+		}
+		if err := w.lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// numSub returns how many subscribers channel has in the cluster and on
+// which node (classic Pub/Sub subscriptions are local to the node the
+// connection is on).
+func (env *clusterEnv) numSub(t testing.TB, channel string) (int64, *redistest.Server) {
+	t.Helper()
+	var total int64
+	var on *redistest.Server
+	for _, m := range env.Masters {
+		n, err := env.NodeClient(t, m).PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[channel] > 0 {
+			total += n[channel]
+			on = m
+		}
+	}
+	return total, on
+}
+
+// isMigrating reports whether err is one of the answers a Redis Cluster
+// gives a command on two keys of a slot being migrated when the node holds
+// only one of them: -TRYAGAIN, or the -ASK or -MOVED that go-redis last saw
+// when it ran out of redirections (MaxRedirects, 3 by default) bouncing
+// between the two nodes. Nothing was executed.
+func isMigrating(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "TRYAGAIN ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
 }

@@ -144,7 +144,6 @@ func TestEvictionPolicyCluster(t *testing.T) {
 	}
 
 	_, buf := checkedStore(t, cc)
-	// (startCluster's client also earns the ContextTimeoutEnabled warning.)
 	var warnings []string
 	for _, l := range buf.lines("level=WARN") {
 		if strings.Contains(l, "maxmemory-policy") {

@@ -44,6 +44,36 @@
 // quorum of independent masters) narrows the failover window but relies on
 // bounded clock drift and pauses; it is a separate store.
 //
+// # Sentinel and replica acknowledgement
+//
+// With Redis Sentinel, give New a failover client (redis.NewFailoverClient
+// with the sentinels' addresses and ContextTimeoutEnabled: true); it asks
+// the sentinels for the master and follows failovers by itself. The tests
+// run the store on a real deployment (a master, one replica, three
+// sentinels): the conformance suite passes through it, a forced failover
+// (SENTINEL FAILOVER) is invisible to a Limiter, and when the master dies
+// the sentinels promote the replica within a few seconds, during which a
+// fail-open Limiter admits requests unguarded, each within Policy.Timeout,
+// and gets leases again as soon as the client has found the new master.
+// Such a failover loses every lock the replica had not received yet (see
+// above; TestReplicaAckFailover shows the two holders). WithReplicaAck(n,
+// timeout) narrows that window: an acquisition that takes a key also sends
+// WAIT n timeout in the same round trip, and the grant is reported only
+// once n replicas have acknowledged it; otherwise the key is released and
+// the call fails with ErrNotReplicated, for Policy.WhenStoreFails to
+// decide. It costs every acquisition the replica's round trip (1.5 to 2
+// times the time per acquisition on one host under 16 concurrent callers,
+// see BenchmarkReplicaAck) and availability: while fewer than n replicas
+// are connected, every acquisition waits the timeout and fails.
+// WAIT does not make Redis strongly consistent: a failover can still
+// promote a replica that did not acknowledge (with more replicas than n),
+// a replica restarted without persistence has nothing, and releases and
+// extensions are not waited for. The server-side settings
+// min-replicas-to-write and min-replicas-max-lag, which make a master
+// refuse writes while too few replicas are connected and recent, are a
+// cheaper and coarser complement (their lag is counted in seconds).
+// Fencing tokens remain the defence where two holders would corrupt data.
+//
 // # Round trips
 //
 // Every admission, accepted or rejected, costs one round trip: a plain
@@ -87,6 +117,31 @@
 // counter always live in one slot and one script may touch both; both are
 // passed in KEYS. The release channel is not a key: PUBLISH reaches
 // subscribers on every node of a cluster.
+//
+// While a slot migrates to another master (resharding), a key lives on
+// exactly one of the two nodes and go-redis follows the ASK and MOVED
+// redirections, so plain acquisitions, Release and Extend (one key each)
+// keep working and a held lock stays held. (A plain acquisition is a
+// pipeline, and go-redis waits its retry backoff, 10 to 30 ms by default,
+// before it follows a pipeline's redirection: acquisitions in the migrating
+// slot are that much slower meanwhile.) Fenced and reentrant
+// acquisitions run the acquire script on two keys, the lock and its
+// counter, and Redis runs no command on several keys of a migrating slot
+// on a node that holds only some of them: the source or the target
+// answers TRYAGAIN until the migration ends, and go-redis gives up after
+// ClusterOptions.MaxRedirects retries (3 by default, about 100 ms in all).
+// Such an acquisition then fails with a store error, having taken nothing,
+// and the Limiter applies Policy.WhenStoreFails. Migrate the slots of keys
+// in use quickly, or give the cluster client a higher MaxRedirects so that
+// its retries outlast a migration.
+//
+// One Redis Cluster is not N independent masters for Redlock. Each slot
+// has exactly one master at a time, so a lock lives on one node however
+// many masters the cluster has, and a failover to a replica that had not
+// received it loses it, as with a single master. Redlock needs
+// independent deployments (separate standalone servers or separate
+// clusters): a cluster client sends every copy of a lock to the same
+// master, and plain clients of the cluster's masters are redirected to it.
 //
 // # Timeouts
 //

@@ -25,6 +25,9 @@ type Store struct {
 	// faster (see the benchmarks). Tests flip it to check both.
 	scriptedPlain bool
 
+	// ack is WithReplicaAck's setting; the zero value waits for nobody.
+	ack replicaAck
+
 	watch watcher
 }
 
@@ -66,7 +69,8 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Store{client: client, fenceTTL: c.fenceTTL, watchTimeout: c.watchTimeout}
+	c.ack.check(client)
+	s := &Store{client: client, fenceTTL: c.fenceTTL, watchTimeout: c.watchTimeout, ack: c.ack}
 	s.watch.init(s)
 	warnIfDeadlinesIgnored(c.log(), client)
 	s.watch.checkEviction(client, c.log())
@@ -95,23 +99,51 @@ const hashFenceField = ":fence"
 // Acquire takes req.Key in one round trip (see the package documentation
 // for the data model). A key that somebody else holds is not an error: the
 // grant reports how long they keep it.
+//
+// With WithReplicaAck, a grant that too few replicas acknowledged is given
+// back with a token-checked release and reported as an error matching
+// ErrNotReplicated (and store.ErrNotApplied once the release succeeded).
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := checkRequest(req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
 	}
+	var g store.Grant
+	var err error
 	if !req.Fence && !req.Reentrant && !s.scriptedPlain {
-		return s.acquirePipelined(ctx, req)
+		g, err = s.acquirePipelined(ctx, req)
+	} else {
+		g, err = s.acquireScripted(ctx, req)
 	}
-	return s.acquireScripted(ctx, req)
+	if errors.Is(err, errUnvouched) {
+		if err = s.ack.vouch(ctx, s.client, req.Key, req.Token, g.TTL); err == nil {
+			return g, nil
+		}
+	}
+	if errors.Is(err, ErrNotReplicated) {
+		// The master gave us the key, but a failover could hand it to
+		// somebody else: free it rather than leave it held by a request
+		// that is told it failed. If the release fails too, the error
+		// leaves the outcome open and the Limiter retries the release.
+		if _, rerr := s.Release(ctx, req.Key, req.Token); rerr != nil {
+			return store.Grant{}, fmt.Errorf("%w; releasing the key again: %v", err, rerr)
+		}
+		return store.Grant{}, fmt.Errorf("%w; the key was released again (%w)", err, store.ErrNotApplied)
+	}
+	if err != nil {
+		return store.Grant{}, err
+	}
+	return g, nil
 }
 
-// acquirePipelined sends SET key token NX PX ttl and PTTL key in one
-// pipeline: one round trip, no script, and the PTTL answers a rejection.
+// acquirePipelined sends SET key token NX PX ttl, GET key and PTTL key in
+// one pipeline: one round trip, no script, and the PTTL answers a
+// rejection. With WithReplicaAck, WAIT follows in the same pipeline.
 func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.Grant, error) {
 	p := s.client.Pipeline()
 	set := p.SetNX(ctx, req.Key, req.Token, roundUp(req.TTL))
 	get := p.Get(ctx, req.Key)
 	pttl := p.PTTL(ctx, req.Key)
+	wait := s.ack.queue(ctx, p)
 	_, _ = p.Exec(ctx)
 	// GET fails harmlessly when the key is missing (redis.Nil) or is a
 	// reentrant hash (WRONGTYPE): neither holds our token.
@@ -119,6 +151,9 @@ func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.
 		return store.Grant{}, acquireError(err)
 	}
 	if set.Val() {
+		if err := s.ack.confirm(wait, true); err != nil {
+			return store.Grant{}, err
+		}
 		return store.Grant{Acquired: true, TTL: roundUp(req.TTL), Holds: 1}, nil
 	}
 	// go-redis keeps PTTL's -1 and -2 as nanoseconds, the rest as
@@ -130,7 +165,10 @@ func (s *Store) acquirePipelined(ctx context.Context, req store.Request) (store.
 	// Our own token: this is a retry of a command whose reply was lost
 	// (go-redis retries after network errors). The key is ours.
 	if get.Val() == req.Token && ms > 0 {
-		return store.Grant{Acquired: true, TTL: time.Duration(ms) * time.Millisecond, Holds: 1}, nil
+		// This call wrote nothing, so its WAIT cannot vouch for the
+		// earlier write: Acquire has it confirmed (errUnvouched).
+		g := store.Grant{Acquired: true, TTL: time.Duration(ms) * time.Millisecond, Holds: 1}
+		return g, s.ack.confirm(wait, false)
 	}
 	return store.Grant{Remaining: remaining(ms)}, nil
 }
@@ -150,11 +188,19 @@ func callError(op string, err error) error {
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }
 
+// acquireScripted runs the acquire script. With WithReplicaAck it sends
+// EVALSHA and WAIT as one pipeline (see replicaAck.eval).
 func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.Grant, error) {
-	res, err := acquireScript.Run(ctx, s.client,
-		[]string{req.Key, store.FenceKey(req.Key)},
-		req.Token, millis(req.TTL), flag(req.Fence), flag(req.Reentrant), millis(s.fenceTTL),
-	).Int64Slice()
+	// The fence counter is passed only when the script may touch it: a
+	// script on one key keeps working while its Cluster slot migrates,
+	// where one on two keys meets TRYAGAIN.
+	keys := []string{req.Key}
+	if req.Fence {
+		keys = append(keys, store.FenceKey(req.Key))
+	}
+	args := []any{req.Token, millis(req.TTL), flag(req.Fence), flag(req.Reentrant), millis(s.fenceTTL)}
+	run, wait := s.ack.eval(ctx, s.client, acquireScript, keys, args...)
+	res, err := run.Int64Slice()
 	if err != nil {
 		return store.Grant{}, acquireError(err)
 	}
@@ -162,7 +208,20 @@ func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.G
 		return store.Grant{}, fmt.Errorf("redisstore: acquire: unexpected script reply %v", res)
 	}
 	if res[0] == 1 {
-		return store.Grant{Acquired: true, TTL: time.Duration(res[3]) * time.Millisecond, Fence: res[1], Holds: int(res[2])}, nil
+		g := store.Grant{Acquired: true, TTL: time.Duration(res[3]) * time.Millisecond, Fence: res[1], Holds: int(res[2])}
+		// Every scripted grant writes (the key, a hold or the fence
+		// counter), so WAIT covers it, except a plain retry that found
+		// its own token: the script reports it with the key's PTTL
+		// rather than the full TTL. (Plain acquisitions come here only
+		// under the test hook SetScriptedPlain.)
+		written := req.Fence || req.Reentrant || res[3] == millis(req.TTL)
+		if err := s.ack.confirm(wait, written); err != nil {
+			if errors.Is(err, errUnvouched) {
+				return g, err
+			}
+			return store.Grant{}, err
+		}
+		return g, nil
 	}
 	return store.Grant{Remaining: remaining(res[1])}, nil
 }

@@ -1,0 +1,147 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/throttle/storetest"
+)
+
+// TestSentinelConformance runs the shared store suite through a Sentinel
+// failover client (master, replica, three sentinels): on the pipeline, on
+// the acquire script, and with WithReplicaAck(1, 1s), under which every
+// grant of the suite must also have reached the replica.
+func TestSentinelConformance(t *testing.T) {
+	d := redistest.StartSentinel(t)
+	cases := []struct {
+		name     string
+		scripted bool
+		opts     []redisstore.Option
+	}{
+		{"pipeline", false, nil},
+		{"script", true, nil},
+		{"pipeline-ack", false, []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
+		{"script-ack", true, []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) throttle.Store {
+				s, _ := sentinelStore(t, d, tc.opts...)
+				s.SetScriptedPlain(tc.scripted)
+				return s
+			})
+		})
+	}
+}
+
+// TestSentinelForcedFailover: across SENTINEL FAILOVER the store keeps its
+// locks and keeps working. A lock taken with WithReplicaAck before the
+// failover is still held on the new master (a contender is refused and its
+// holder can release it there); new acquisitions are granted on the new
+// master; and a fail-open Limiter answers every request throughout,
+// promptly, without turning any away.
+func TestSentinelForcedFailover(t *testing.T) {
+	d := redistest.StartSentinel(t)
+	acked, _ := sentinelStore(t, d, redisstore.WithReplicaAck(1, time.Second))
+	plain, _ := sentinelStore(t, d)
+	ctx := context.Background()
+	replica := d.Replica()
+
+	held := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+	mustAcquire(t, acked, held)
+	// WithReplicaAck reported the grant only once the replica had it.
+	if !exists(t, replica, held.Key) {
+		t.Fatal("an acknowledged grant is not on the replica")
+	}
+
+	l, err := throttle.New(plain, throttle.Policy{Name: "forced", Window: 500 * time.Millisecond, WhenStoreFails: throttle.FailOpen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := startAdmitter(l)
+	time.Sleep(100 * time.Millisecond)
+	if got := d.Failover(t); got != replica {
+		t.Fatalf("Failover promoted %s, want the replica %s", got.Addr, replica.Addr)
+	}
+	// The sentinels have switched: the store reaches the new master.
+	g, took := acquireEventually(t, plain, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+	if !g.Acquired {
+		t.Fatalf("a fresh key after the failover: %+v", g)
+	}
+	t.Logf("first grant %v after the failover was reported", took)
+	time.Sleep(100 * time.Millisecond)
+	adm.finish(t, time.Second)
+	if leases, _ := adm.counts(); leases == 0 {
+		t.Fatal("the Limiter granted no lease at all")
+	}
+
+	// The lock survived: the new master has it and refuses a contender.
+	if !exists(t, replica, held.Key) {
+		t.Fatal("the lock taken before the failover is not on the new master")
+	}
+	g, _ = acquireEventually(t, plain, store.Request{Key: held.Key, Token: store.NewToken(), TTL: time.Minute})
+	if g.Acquired || g.Remaining <= 0 {
+		t.Fatalf("a contender for the lock held across the failover got %+v; want refused", g)
+	}
+	mustOutcome(t, store.OK)(acked.Release(ctx, held.Key, held.Token))
+	if exists(t, replica, held.Key) {
+		t.Fatal("the release did not reach the new master")
+	}
+	waitOrphansGone(t)
+}
+
+// TestSentinelKilledMaster: when the master process dies (SIGKILL), the
+// sentinels promote the replica by themselves and the store works again
+// within a generous bound, with no change on the client's side, while a
+// Limiter with the default fail-open policy answers every request promptly:
+// unguarded (counted as failed open) during the outage, with leases
+// before and after it.
+func TestSentinelKilledMaster(t *testing.T) {
+	d := redistest.StartSentinel(t)
+	s, _ := sentinelStore(t, d)
+	l, err := throttle.New(s, throttle.Policy{Name: "killed", Window: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Policy().WhenStoreFails != throttle.FailOpen {
+		t.Fatalf("the default policy fails %v, want open", l.Policy().WhenStoreFails)
+	}
+	master, replica := d.Master(), d.Replica()
+	adm := startAdmitter(l)
+	deadline := time.Now().Add(10 * time.Second)
+	for leases, _ := adm.counts(); leases == 0; leases, _ = adm.counts() {
+		if time.Now().After(deadline) {
+			t.Fatal("no lease before the kill")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	master.Kill(t)
+	killed := time.Now()
+	d.WaitForMaster(t, replica)
+	promoted := time.Since(killed)
+	g, took := acquireEventually(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+	if !g.Acquired {
+		t.Fatalf("a fresh key after the failover: %+v", g)
+	}
+	t.Logf("replica promoted %v after the kill; the store granted again %v after that", promoted, took)
+	leasesBefore, open := adm.counts()
+	if open == 0 {
+		t.Fatal("no request failed open: the test never saw the outage")
+	}
+	// The Limiter itself gets leases again, on the new master.
+	deadline = time.Now().Add(failoverLimit)
+	for leases, _ := adm.counts(); leases == leasesBefore; leases, _ = adm.counts() {
+		if time.Now().After(deadline) {
+			t.Fatal("the Limiter got no lease after the failover")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	adm.finish(t, time.Second)
+	waitOrphansGone(t)
+}

@@ -1,0 +1,308 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/internal/faultproxy"
+	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// replicated is a master and one replica whose replication link runs
+// through a fault proxy, so that a test can delay or cut what the replica
+// receives while the replica stays connected, as a slow or partitioned
+// network would.
+type replicated struct {
+	master, replica *redistest.Server
+	link            *faultproxy.Proxy
+}
+
+// startReplicated starts the pair and waits until the replica is in sync.
+func startReplicated(t testing.TB) replicated {
+	t.Helper()
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	link := faultproxy.Start(t, master.Addr)
+	host, port, _ := net.SplitHostPort(link.Addr())
+	replica := redistest.Start(t, "--replicaof", host, port)
+	redistest.WaitInSync(t, master, replica)
+	return replicated{master: master, replica: replica, link: link}
+}
+
+// ackModes are the acquisition paths WithReplicaAck must cover.
+var ackModes = []struct {
+	name     string
+	scripted bool
+	req      func(key string) store.Request
+}{
+	{"pipeline", false, func(k string) store.Request { return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute} }},
+	{"script", true, func(k string) store.Request { return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute} }},
+	{"fenced", false, func(k string) store.Request {
+		return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true}
+	}},
+	{"reentrant", false, func(k string) store.Request {
+		return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Reentrant: true}
+	}},
+}
+
+// ackStore returns a store on the master with opts and a round-trip
+// counter on its client, after loading the three scripts into the server
+// (so that no NOSCRIPT fallback adds a round trip later).
+func ackStore(t testing.TB, r replicated, scripted bool, opts ...redisstore.Option) (*redisstore.Store, *tripCounter) {
+	t.Helper()
+	c := r.master.Client(t)
+	trips := &tripCounter{}
+	c.AddHook(trips)
+	s := redisstore.New(c, opts...)
+	t.Cleanup(func() { _ = s.Close() })
+	<-redisstore.ConfigChecked(s)
+	s.SetScriptedPlain(scripted)
+	ctx := context.Background()
+	for _, src := range redisstore.Scripts() {
+		if err := c.ScriptLoad(ctx, src[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.Ping(ctx) // the connection's handshake is not a round trip of the store
+	trips.n.Store(0)
+	return s, trips
+}
+
+// TestReplicaAckWaitsForReplica proves that a grant under WithReplicaAck
+// is reported only once the replica has the key, on every acquisition
+// path, in one round trip. Replication is slowed to 200 ms by the proxy:
+// without the option the key is not yet on the replica when the grant
+// returns (the control, which shows the check can fail); with it, it is,
+// and the grant took at least that long.
+func TestReplicaAckWaitsForReplica(t *testing.T) {
+	const lag = 200 * time.Millisecond
+	r := startReplicated(t)
+	r.link.SetLatency(0, lag)
+	for _, m := range ackModes {
+		for _, ack := range []bool{false, true} {
+			name := m.name + "/off"
+			var opts []redisstore.Option
+			if ack {
+				name = m.name + "/on"
+				opts = append(opts, redisstore.WithReplicaAck(1, 5*time.Second))
+			}
+			t.Run(name, func(t *testing.T) {
+				s, trips := ackStore(t, r, m.scripted, opts...)
+				req := m.req(key(t))
+				start := time.Now()
+				mustAcquire(t, s, req)
+				onReplica := exists(t, r.replica, req.Key)
+				took := time.Since(start)
+				if n := trips.n.Load(); n != 1 {
+					t.Errorf("the grant cost %d round trips, want 1", n)
+				}
+				switch {
+				case ack && !onReplica:
+					t.Fatal("a grant acknowledged by the replica is not on the replica")
+				case ack && took < lag:
+					t.Fatalf("the grant took %v, less than the %v replication lag", took, lag)
+				case !ack && onReplica && took < lag/2:
+					t.Fatalf("without the option the key reached the replica within %v despite the %v lag: "+
+						"the proxy does not delay replication and the test proves nothing", took, lag)
+				}
+			})
+		}
+	}
+}
+
+// TestReplicaAckRefusesUnreplicated cuts the replication link (the proxy
+// holds every byte; the replica stays connected but receives nothing, so
+// WAIT gets no acknowledgement) and proves that on every path an
+// acquisition that took the key is not reported as granted: it fails after
+// the WAIT timeout with ErrNotReplicated and store.ErrNotApplied, and the
+// key has been released on the master, in two round trips. Without the
+// option the same acquisition is granted. A rejection stays a rejection.
+// A Limiter decides the failed grant by its WhenStoreFails policy, and once
+// the link is back, grants are confirmed again.
+func TestReplicaAckRefusesUnreplicated(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	r := startReplicated(t)
+	ctx := context.Background()
+	// Stores made before the cut, so that their set-up reaches the replica.
+	type pair struct{ on, off *redisstore.Store }
+	stores := map[string]pair{}
+	trips := map[string]*tripCounter{}
+	for _, m := range ackModes {
+		on, n := ackStore(t, r, m.scripted, redisstore.WithReplicaAck(1, timeout))
+		off, _ := ackStore(t, r, m.scripted)
+		stores[m.name], trips[m.name] = pair{on, off}, n
+	}
+	r.link.SetBlackHole(true)
+
+	for _, m := range ackModes {
+		t.Run(m.name, func(t *testing.T) {
+			st := stores[m.name]
+			req := m.req(key(t))
+			trips[m.name].n.Store(0)
+			start := time.Now()
+			g, err := st.on.Acquire(ctx, req)
+			took := time.Since(start)
+			if err == nil || g.Acquired {
+				t.Fatalf("unreplicated acquisition = %+v, %v; want an error", g, err)
+			}
+			if !errors.Is(err, redisstore.ErrNotReplicated) || !errors.Is(err, store.ErrNotApplied) {
+				t.Fatalf("error %v does not match ErrNotReplicated and store.ErrNotApplied", err)
+			}
+			if took < timeout {
+				t.Fatalf("refused after %v, before the %v WAIT timeout", took, timeout)
+			}
+			if n := trips[m.name].n.Load(); n != 2 {
+				t.Errorf("the refused acquisition cost %d round trips, want 2 (acquire+WAIT, release)", n)
+			}
+			if exists(t, r.master, req.Key) {
+				t.Fatal("the refused acquisition left the key held on the master")
+			}
+			// The control: without the option the master grants it.
+			mustAcquire(t, st.off, req)
+			// A rejection is a rejection, not an error, with the option.
+			g, err = st.on.Acquire(ctx, m.req(req.Key))
+			if err != nil || g.Acquired || g.Remaining <= 0 {
+				t.Fatalf("acquiring a held key with the option = %+v, %v; want a rejection", g, err)
+			}
+		})
+	}
+
+	t.Run("limiter", func(t *testing.T) {
+		on := stores["pipeline"].on
+		for _, tc := range []struct {
+			mode throttle.FailMode
+			want error // nil: admitted unguarded
+		}{{throttle.FailOpen, nil}, {throttle.FailClosed, throttle.ErrStore}} {
+			l, err := throttle.New(on, throttle.Policy{Name: "ack", WhenStoreFails: tc.mode, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease, err := l.Admit(ctx, store.NewToken())
+			if lease != nil || !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Fatalf("%v: Admit = %v, %v; want no lease and %v", tc.mode, lease, err, tc.want)
+			}
+			if s := l.Stats(); s.StoreErrors != 1 || s.Acquired != 0 {
+				t.Fatalf("%v: stats %+v, want one store error and no grant", tc.mode, s)
+			}
+		}
+	})
+
+	r.link.Clear()
+	t.Run("recovered", func(t *testing.T) {
+		for _, m := range ackModes {
+			req := m.req(key(t))
+			mustAcquire(t, stores[m.name].on, req)
+			if !exists(t, r.replica, req.Key) {
+				t.Fatalf("%s: a confirmed grant is not on the replica", m.name)
+			}
+		}
+	})
+}
+
+// TestReplicaAckOwnTokenRetry: an acquisition that finds the key held by
+// its own token (the retry of one whose reply was lost) wrote nothing, so
+// its WAIT proves nothing; the store confirms it with a token-checked TTL
+// rewrite and a WAIT after it, one more round trip. It is granted, with
+// what is left of the TTL, while the replica acknowledges, and refused
+// (key released) when it does not.
+func TestReplicaAckOwnTokenRetry(t *testing.T) {
+	r := startReplicated(t)
+	ctx := context.Background()
+	for _, scripted := range []bool{false, true} {
+		name := "pipeline"
+		if scripted {
+			name = "script"
+		}
+		t.Run(name, func(t *testing.T) {
+			s, trips := ackStore(t, r, scripted, redisstore.WithReplicaAck(1, 100*time.Millisecond))
+			req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+			first := mustAcquire(t, s, req)
+			time.Sleep(5 * time.Millisecond) // the retry sees a shorter PTTL
+			trips.n.Store(0)
+			again := mustAcquire(t, s, req)
+			if again.TTL <= 0 || again.TTL >= first.TTL {
+				t.Fatalf("retry grant TTL %v, want what is left of %v", again.TTL, first.TTL)
+			}
+			if n := trips.n.Load(); n != 2 {
+				t.Errorf("the confirmed retry cost %d round trips, want 2", n)
+			}
+			pttl, err := r.master.Client(t).PTTL(ctx, req.Key).Result()
+			if err != nil || pttl > again.TTL+50*time.Millisecond || pttl < again.TTL-time.Second {
+				t.Fatalf("PTTL after the confirmed retry = %v, %v; want about %v", pttl, err, again.TTL)
+			}
+
+			r.link.SetBlackHole(true)
+			defer r.link.Clear()
+			g, err := s.Acquire(ctx, req)
+			if err == nil || g.Acquired || !errors.Is(err, redisstore.ErrNotReplicated) {
+				t.Fatalf("unconfirmable retry = %+v, %v; want ErrNotReplicated", g, err)
+			}
+			if exists(t, r.master, req.Key) {
+				t.Fatal("the refused retry left the key held")
+			}
+		})
+	}
+}
+
+// TestReplicaAckOptionValues checks the option's arguments on a server
+// without replicas, where every WAIT for one replica times out: replicas
+// <= 0 and a later WithReplicaAck(0, ...) switch it off, a timeout <= 0
+// means DefaultReplicaAckTimeout, a fractional one is rounded up to whole
+// milliseconds; and New refuses it on a Cluster client.
+func TestReplicaAckOptionValues(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		opts   []redisstore.Option
+		within string // "" means granted
+		min    time.Duration
+	}{
+		{"zero-replicas", []redisstore.Option{redisstore.WithReplicaAck(0, time.Second)}, "", 0},
+		{"negative-replicas", []redisstore.Option{redisstore.WithReplicaAck(-1, time.Second)}, "", 0},
+		{"switched-off", []redisstore.Option{redisstore.WithReplicaAck(1, time.Second), redisstore.WithReplicaAck(0, 0)}, "", 0},
+		{"default-timeout", []redisstore.Option{redisstore.WithReplicaAck(1, 0)}, "within 50ms", redisstore.DefaultReplicaAckTimeout},
+		{"rounded-up", []redisstore.Option{redisstore.WithReplicaAck(1, 1500*time.Microsecond)}, "within 2ms", 2 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redisstore.New(c, tc.opts...)
+			t.Cleanup(func() { _ = s.Close() })
+			start := time.Now()
+			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+			took := time.Since(start)
+			if tc.within == "" {
+				if err != nil || !g.Acquired {
+					t.Fatalf("with the option off: %+v, %v; want granted", g, err)
+				}
+				return
+			}
+			if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), tc.within) {
+				t.Fatalf("error %v; want ErrNotReplicated %s", err, tc.within)
+			}
+			if took < tc.min {
+				t.Fatalf("refused after %v, before the %v timeout", took, tc.min)
+			}
+		})
+	}
+
+	t.Run("cluster", func(t *testing.T) {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
+		defer cc.Close()
+		defer func() {
+			if recover() == nil {
+				t.Fatal("New accepted WithReplicaAck on a ClusterClient")
+			}
+		}()
+		s := redisstore.New(cc, redisstore.WithReplicaAck(1, time.Second))
+		_ = s.Close()
+	})
+}
