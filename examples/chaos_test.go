@@ -27,46 +27,98 @@ type chaosTally struct {
 	faultsRun []string
 }
 
-// TestChaos runs the three examples (net/http, gin, echo) against one Redis
-// while it is paused (SIGSTOP), resumed, killed and restarted empty, with
-// many users sending bursts of concurrent duplicate submissions to all three
-// processes, once per -fail mode. It counts double admissions (bursts of
-// which two or more copies were admitted within the window) and prints the
-// table. FailClosed must admit no duplicate: a request the store cannot
-// decide is refused. FailOpen and FailOver let duplicates through during the
-// outage by design; their figures are what the README states.
+// TestChaos runs the three examples (net/http, gin, echo) on shared Redis
+// while it fails, with many users sending bursts of concurrent duplicate
+// submissions to all three processes, once per set-up: one Redis paused
+// (SIGSTOP), resumed, killed and restarted empty, with each -fail mode; and
+// Redlock over three independent masters, one of them paused, killed and
+// restarted (after the window: a delayed restart) at a time. It counts double
+// admissions (bursts of which two or more copies were admitted within the
+// window) and prints the table. FailClosed must admit no duplicate: a
+// request the store cannot decide is refused. Redlock with a minority down
+// must admit none either: a quorum still answers. FailOpen and FailOver let
+// duplicates through during the outage by design; their figures are what the
+// README states.
 func TestChaos(t *testing.T) {
 	skipUnlessProcesses(t)
 	if testing.Short() {
-		t.Skip("the chaos run takes about half a minute")
+		t.Skip("the chaos run takes about a minute")
 	}
-	modes := []string{"closed", "open", "over"}
-	tallies := map[string]*chaosTally{}
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			tallies[mode] = chaosRun(t, mode)
+	setups := []struct {
+		name     string
+		mustZero bool
+		run      func(t *testing.T) *chaosTally
+	}{
+		{"single, -fail closed", true, func(t *testing.T) *chaosTally { return chaosSingle(t, "closed") }},
+		{"single, -fail open", false, func(t *testing.T) *chaosTally { return chaosSingle(t, "open") }},
+		{"single, -fail over", false, func(t *testing.T) *chaosTally { return chaosSingle(t, "over") }},
+		{"redlock, 3 masters", true, chaosRedlock},
+	}
+	tallies := make([]*chaosTally, len(setups))
+	for i, s := range setups {
+		t.Run(s.name, func(t *testing.T) {
+			c := s.run(t)
+			tallies[i] = c
+			if s.mustZero && c.doubles != 0 {
+				t.Errorf("%s admitted duplicates in %d of %d bursts; it must admit none", s.name, c.doubles, c.bursts)
+			}
 		})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-7s %7s %8s %6s %9s %9s %8s %7s\n", "-fail", "bursts", "doubles", "extra", "admitted", "rejected", "refused", "errors")
-	for _, mode := range modes {
-		c := tallies[mode]
-		if c == nil {
-			continue
+	fmt.Fprintf(&b, "\n%-21s %7s %8s %6s %9s %9s %8s %7s\n", "set-up", "bursts", "doubles", "extra", "admitted", "rejected", "refused", "errors")
+	for i, s := range setups {
+		if c := tallies[i]; c != nil {
+			fmt.Fprintf(&b, "%-21s %7d %8d %6d %9d %9d %8d %7d\n", s.name, c.bursts, c.doubles, c.extra, c.admitted, c.rejected, c.refused, c.errors)
 		}
-		fmt.Fprintf(&b, "%-7s %7d %8d %6d %9d %9d %8d %7d\n", mode, c.bursts, c.doubles, c.extra, c.admitted, c.rejected, c.refused, c.errors)
 	}
 	t.Log(b.String())
-	if c := tallies["closed"]; c != nil && c.doubles != 0 {
-		t.Errorf("FailClosed admitted duplicates in %d of %d bursts; it must admit none", c.doubles, c.bursts)
-	}
 }
 
-// chaosRun runs one -fail mode: three examples on one Redis, a schedule of
-// faults, and users sending bursts until the schedule ends.
-func chaosRun(t *testing.T, mode string) *chaosTally {
+// chaosSingle runs one -fail mode against one Redis that is paused, killed
+// and restarted empty.
+func chaosSingle(t *testing.T, mode string) *chaosTally {
 	srv := redistest.Start(t)
-	args := []string{"-redis", srv.Addr, "-window", chaosWindow.String(), "-fail", mode}
+	return chaosRun(t, []string{"-redis", srv.Addr, "-fail", mode}, func(step stepFunc) {
+		step("healthy", nil, 1500*time.Millisecond)
+		step("paused", func() { srv.Pause(t) }, 1500*time.Millisecond)
+		step("resumed", func() { srv.Resume(t) }, 1500*time.Millisecond)
+		step("killed", func() { srv.Kill(t) }, 1500*time.Millisecond)
+		step("restarted", func() { srv.Restart(t) }, 1500*time.Millisecond)
+		step("paused again", func() { srv.Pause(t) }, time.Second)
+		step("resumed again", func() { srv.Resume(t) }, 2*time.Second)
+	})
+}
+
+// chaosRedlock runs Redlock over three masters, failing one at a time. A
+// killed master comes back empty only after the window (the longest TTL),
+// as the Redlock documentation asks of the operator.
+func chaosRedlock(t *testing.T) *chaosTally {
+	var nodes []*redistest.Server
+	var addrs []string
+	for range 3 {
+		n := redistest.Start(t)
+		nodes = append(nodes, n)
+		addrs = append(addrs, n.Addr)
+	}
+	return chaosRun(t, []string{"-redis", strings.Join(addrs, ",")}, func(step stepFunc) {
+		step("healthy", nil, 1500*time.Millisecond)
+		step("node 1 paused", func() { nodes[0].Pause(t) }, 1500*time.Millisecond)
+		step("node 1 resumed", func() { nodes[0].Resume(t) }, time.Second)
+		step("node 2 killed", func() { nodes[1].Kill(t) }, 1500*time.Millisecond)
+		step("node 2 restarted empty", func() { nodes[1].Restart(t) }, time.Second)
+		step("node 3 paused", func() { nodes[2].Pause(t) }, 1500*time.Millisecond)
+		step("node 3 resumed", func() { nodes[2].Resume(t) }, 2*time.Second)
+	})
+}
+
+// stepFunc runs one step of a fault schedule: f (if any), then a pause of d
+// during which bursts land.
+type stepFunc func(name string, f func(), d time.Duration)
+
+// chaosRun starts the three examples with args (plus the window), has users
+// send bursts while schedule runs its steps, and counts the answers.
+func chaosRun(t *testing.T, args []string, schedule func(stepFunc)) *chaosTally {
+	args = append(args, "-window", chaosWindow.String())
 	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
 	c := newClient(t)
 	for _, a := range apps {
@@ -89,7 +141,7 @@ func chaosRun(t *testing.T, mode string) *chaosTally {
 					return
 				default:
 				}
-				id := fmt.Sprintf("%s-u%d-b%d", mode, u, burst)
+				id := fmt.Sprintf("%s-u%d-b%d", t.Name(), u, burst)
 				rs := sendBurst(c, apps, id, copies)
 				mu.Lock()
 				tally.add(rs)
@@ -98,24 +150,13 @@ func chaosRun(t *testing.T, mode string) *chaosTally {
 			}
 		})
 	}
-
-	// The fault schedule: each step lasts long enough for bursts to land in
-	// it. Restart comes back with no data, as a Redis without persistence
-	// does: locks held before the kill are gone.
-	step := func(name string, f func(), d time.Duration) {
+	schedule(func(name string, f func(), d time.Duration) {
 		if f != nil {
 			f()
 		}
 		tally.faultsRun = append(tally.faultsRun, name)
 		time.Sleep(d)
-	}
-	step("healthy", nil, 1500*time.Millisecond)
-	step("paused", func() { srv.Pause(t) }, 1500*time.Millisecond)
-	step("resumed", func() { srv.Resume(t) }, 1500*time.Millisecond)
-	step("killed", func() { srv.Kill(t) }, 1500*time.Millisecond)
-	step("restarted", func() { srv.Restart(t) }, 1500*time.Millisecond)
-	step("paused again", func() { srv.Pause(t) }, time.Second)
-	step("resumed again", func() { srv.Resume(t) }, 2*time.Second)
+	})
 	close(stop)
 	users.Wait()
 	for _, a := range apps {

@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -34,6 +35,17 @@ func New(st Store, p Policy) (*Limiter, error) {
 	p, err := p.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	// A store that cannot serve the policy's kind of request (a Redlock
+	// store refuses Fence and Reentrant) would fail every acquisition as a
+	// store error, which WhenStoreFails turns into admissions when failing
+	// open: refuse the policy now instead.
+	if r, ok := st.(interface{ Refuses(store.Request) error }); ok {
+		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL(),
+			Fence: p.Fence, Reentrant: p.Reentrant}
+		if err := r.Refuses(req); err != nil {
+			return nil, fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
+		}
 	}
 	l := &Limiter{store: st, p: p}
 	l.notifier, _ = st.(store.Notifier)

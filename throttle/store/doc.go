@@ -18,4 +18,11 @@
 // whose lease ran out can neither free nor extend the lock somebody else holds
 // now. Fenced acquisitions number every grant of a key with a strictly
 // increasing fencing token; reentrant ones count the holds of one owner.
+//
+// A store that cannot serve some kinds of request (the Redlock store refuses
+// fencing and reentrancy: they cannot be made safe over independent masters)
+// has a method Refuses(Request) error that returns an error matching
+// ErrInvalid for them. throttle.New then refuses a policy that asks for
+// them, rather than failing every acquisition at run time, and storetest
+// skips the checks that need them.
 package store

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func testAcquireHeld(t *testing.T, s store.Store) {
 	key := newKey("acquire-held")
 	const ttl = 10 * time.Second
 	mustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl})
-	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: ttl, Fence: true})
+	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: ttl, Fence: fences(s)})
 	if err != nil {
 		t.Fatalf("second Acquire: %v", err)
 	}
@@ -63,6 +64,30 @@ func testExtend(t *testing.T, s store.Store) {
 	mustOutcome(t, "Extend of a missing key", store.Gone)(s.Extend(ctx, newKey("extend-missing"), tok, longTTL))
 	mustOutcome(t, "Release after Extend", store.OK)(s.Release(ctx, key, tok))
 	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(ctx, key, tok, longTTL))
+}
+
+// testRefusals: what a store refuses (see Run) it refuses with
+// store.ErrInvalid, as Refuses says, and without taking the key.
+func testRefusals(t *testing.T, s store.Store) {
+	kinds := map[string]store.Request{"fenced": *fenced, "reentrant": *reentrant}
+	for name, kind := range kinds {
+		if refuses(s, kind) == nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			key := newKey("refusals")
+			req := kind
+			req.Key, req.Token, req.TTL = key, store.NewToken(), longTTL
+			g, err := s.Acquire(context.Background(), req)
+			if !errors.Is(err, store.ErrInvalid) || g.Acquired {
+				t.Fatalf("Acquire of a refused kind = %+v, %v; want store.ErrInvalid", g, err)
+			}
+			if !errors.Is(refuses(s, kind), store.ErrInvalid) {
+				t.Fatalf("Refuses = %v, want store.ErrInvalid", refuses(s, kind))
+			}
+			mustBeFree(t, s, key)
+		})
+	}
 }
 
 func testExpiry(t *testing.T, s store.Store) {

@@ -16,8 +16,10 @@ func testOwnTokenRetry(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	key := newKey("retry")
 	tok := store.NewToken()
-	req := store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true}
+	req := store.Request{Key: key, Token: tok, TTL: longTTL, Fence: fences(s)}
+	before := time.Now()
 	first := mustAcquire(t, s, req)
+	took := time.Since(before)
 	if first.TTL <= 0 || first.TTL > longTTL+time.Millisecond {
 		t.Fatalf("first grant = %+v, want TTL about %v", first, longTTL)
 	}
@@ -25,10 +27,13 @@ func testOwnTokenRetry(t *testing.T, s store.Store) {
 	if err != nil || !again.Acquired {
 		t.Fatalf("the holder's own retry = %+v, %v; want granted", again, err)
 	}
-	if again.TTL <= 0 || again.TTL > first.TTL {
+	// A store whose Grant.TTL is a validity it measures from its own call
+	// (a quorum store) may claim for the retry up to the first call's
+	// duration more: the first estimate counted that time whole.
+	if again.TTL <= 0 || again.TTL > first.TTL+took {
 		t.Fatalf("retry grant TTL = %v, want what is left of %v", again.TTL, first.TTL)
 	}
-	if again.Fence <= first.Fence {
+	if req.Fence && again.Fence <= first.Fence {
 		t.Fatalf("retry fence %d, want above the first %d", again.Fence, first.Fence)
 	}
 	mustBeHeld(t, s, key)
@@ -37,6 +42,9 @@ func testOwnTokenRetry(t *testing.T, s store.Store) {
 
 	// A reentrant request of the same token is another kind of hold: it
 	// does not join a plain one, nor a plain request a reentrant one.
+	if refuses(s, *reentrant) != nil {
+		return
+	}
 	mustAcquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL})
 	if g, err := s.Acquire(ctx, store.Request{Key: key, Token: tok, TTL: longTTL, Reentrant: true}); err != nil || g.Acquired {
 		t.Fatalf("reentrant request on a plain hold of the same token = %+v, %v; want refused", g, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/redlock"
 )
 
 // Settings are what the flags say about the examples' policies.
@@ -227,5 +228,25 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 // openRedlock returns a Redlock store over independent masters: a lock is
 // held when most of them granted it, so it survives the loss of a minority.
 func openRedlock(ctx context.Context, addrs []string) (throttle.Store, func(), error) {
-	return nil, nil, errors.New("Redlock is not built yet")
+	clients := make([]redis.UniversalClient, len(addrs))
+	closeClients := func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}
+	for i, a := range addrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+		// Each master must answer at start-up; later a minority may fail.
+		if err := ping(ctx, clients[i]); err != nil {
+			closeClients()
+			return nil, nil, fmt.Errorf("redlock node %s: %w", a, err)
+		}
+	}
+	st, err := redlock.New(clients)
+	if err != nil {
+		closeClients()
+		return nil, nil, err
+	}
+	slog.Info("using the Redis store", "kind", "redlock", "redis", strings.Join(addrs, ","))
+	return st, func() { _ = st.Close(); closeClients() }, nil
 }

@@ -1,0 +1,198 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// BenchmarkAdmission measures one admission decision (Store.Acquire) on
+// local redis-servers started for the run, for three stores side by side:
+//
+//   - single:   redisstore on one node (one round trip);
+//   - redlock3: Redlock over three nodes (three round trips in parallel,
+//     decided at the second answer);
+//   - redlock5: Redlock over five nodes (decided at the third answer).
+//
+// Node 0 is shared, so the single store and both Redlocks talk to the same
+// first server; each store has clients of its own (go-redis's default pool
+// of 10 connections per GOMAXPROCS, ContextTimeoutEnabled).
+//
+// Key cardinality: "distinct" gives every operation a new key, so every
+// admission succeeds (keys expire after 10 s); "hot" uses one key held on
+// every node for the whole run, so every admission is refused.
+//
+// Concurrency: c1, c16 and c64 run exactly that many goroutines, which share
+// b.N operations. ns/op is wall time per operation across all goroutines
+// (the inverse of throughput); p50-ns and p99-ns are the latency
+// percentiles of single operations. The five servers and the benchmark
+// share one machine, so the figures include CPU contention among them: a
+// Redlock admission costs the machine three or five commands where the
+// single store costs one.
+func BenchmarkAdmission(b *testing.B) {
+	impls, keyFor := admissionSetup(b)
+	for _, card := range []string{"distinct", "hot"} {
+		for _, conc := range []int{1, 16, 64} {
+			for _, impl := range impls {
+				b.Run(fmt.Sprintf("%s/%s/c%d", card, impl.name, conc), func(b *testing.B) {
+					lat := runConcurrent(b, conc, b.N, func() error { return impl.check(card, keyFor(card)) })
+					reportLatency(b, "", lat)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAdmissionPaired runs the same three stores interleaved, in
+// rounds of 200 operations per store in rotating order, so that load from
+// other processes on a shared machine hits all three alike; b.N is the
+// number of operations per store. It reports each store's p50 and p99
+// latency (single-p50-ns, redlock3-p50-ns, ...) and the ratio of each
+// Redlock's p50 to the single node's (redlock3/single-p50). Key cardinality
+// and concurrency as in BenchmarkAdmission.
+func BenchmarkAdmissionPaired(b *testing.B) {
+	impls, keyFor := admissionSetup(b)
+	for _, card := range []string{"distinct", "hot"} {
+		for _, conc := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
+				lat := make([][]time.Duration, len(impls))
+				const round = 200
+				for done := 0; done < b.N; done += round {
+					n := min(round, b.N-done)
+					for j := range impls {
+						i := (j + done/round) % len(impls)
+						lat[i] = append(lat[i], runConcurrent(b, conc, n, func() error {
+							return impls[i].check(card, keyFor(card))
+						})...)
+					}
+				}
+				p50 := make([]float64, len(impls))
+				for i, impl := range impls {
+					p50[i] = reportLatency(b, impl.name+"-", lat[i])
+				}
+				for i := 1; i < len(impls); i++ {
+					b.ReportMetric(p50[i]/p50[0], impls[i].name+"/"+impls[0].name+"-p50")
+				}
+			})
+		}
+	}
+}
+
+// admissionImpl is one store the admission benchmarks compare.
+type admissionImpl struct {
+	name string
+	s    store.Store
+}
+
+// check acquires key and fails unless the outcome is the one the key
+// cardinality implies: every distinct key is acquired, the hot key never.
+func (a admissionImpl) check(card, key string) error {
+	g, err := a.s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: 10 * time.Second})
+	if want := card == "distinct"; err == nil && g.Acquired != want {
+		err = fmt.Errorf("%s: acquired = %v, want %v", a.name, g.Acquired, want)
+	}
+	return err
+}
+
+// admissionSetup starts five redis-servers and returns the three stores on
+// them, and the keys to use for a cardinality: a new key per call for
+// "distinct", one key held on every node for "hot".
+func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
+	ns := startNodes(b, 5, false)
+	single := redisstore.New(ns.clients(b)[0])
+	b.Cleanup(func() { _ = single.Close() })
+	over := func(n int) *redlock.Store {
+		s, err := redlock.New(ns.clients(b)[:n])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	impls := []admissionImpl{{"single", single}, {"redlock3", over(3)}, {"redlock5", over(5)}}
+	hot := store.Key("bench", "hot", "key")
+	for _, c := range ns.direct {
+		if err := c.Set(context.Background(), hot, "holder", time.Hour).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Warm the pools so that the first sub-benchmark does not pay for
+	// the dials.
+	for _, impl := range impls {
+		if _, err := runConcurrentErr(64, 640, func() error { return impl.check("hot", hot) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var seq atomic.Int64
+	keyFor := func(card string) string {
+		if card == "hot" {
+			return hot
+		}
+		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
+	}
+	return impls, keyFor
+}
+
+// runConcurrent runs n calls of op on conc goroutines and returns the
+// latency of each call; it fails the benchmark on an error.
+func runConcurrent(b *testing.B, conc, n int, op func() error) []time.Duration {
+	b.Helper()
+	lat, err := runConcurrentErr(conc, n, op)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lat
+}
+
+func runConcurrentErr(conc, n int, op func() error) ([]time.Duration, error) {
+	var (
+		next   atomic.Int64
+		failed atomic.Value
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		all    = make([]time.Duration, 0, n)
+	)
+	for range conc {
+		wg.Go(func() {
+			local := make([]time.Duration, 0, n/conc+1)
+			defer func() {
+				mu.Lock()
+				all = append(all, local...)
+				mu.Unlock()
+			}()
+			for next.Add(1) <= int64(n) {
+				t0 := time.Now()
+				if err := op(); err != nil {
+					failed.Store(err)
+					return
+				}
+				local = append(local, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	err, _ := failed.Load().(error)
+	return all, err
+}
+
+// reportLatency reports the p50 and p99 of lat under prefix and returns
+// the p50 in nanoseconds.
+func reportLatency(b *testing.B, prefix string, lat []time.Duration) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	p50 := float64(lat[len(lat)/2])
+	b.ReportMetric(p50, prefix+"p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100]), prefix+"p99-ns")
+	return p50
+}

@@ -1,0 +1,23 @@
+package redlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/throttle/storetest"
+)
+
+// TestConformance runs the shared store suite on a Redlock store over three
+// redis-servers, one store for every check (the checks use fresh keys).
+//
+// The node timeout is raised from its default (100 ms for these TTLs): the
+// contention check starts 200 acquisitions at once, 600 node calls, and on
+// a small test machine under the race detector queueing for the client's
+// connections alone can take longer. The suite checks what a store does,
+// not how fast; TestSlowNodeDoesNotSlowAdmission checks the default.
+func TestConformance(t *testing.T) {
+	s := startNodes(t, 3, false).store(t, redlock.WithNodeTimeout(time.Second))
+	storetest.Run(t, func(t *testing.T) store.Store { return s })
+}

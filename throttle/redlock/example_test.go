@@ -1,0 +1,46 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"log"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redlock"
+)
+
+// A Redlock store over three independent Redis masters, used by a Limiter
+// like any store. (Not run: it needs the three servers.)
+func ExampleNew() {
+	var nodes []redis.UniversalClient
+	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
+		c := redis.NewClient(&redis.Options{
+			Addr:                  addr,
+			ContextTimeoutEnabled: true, // let the node timeout end a call
+			DialerRetries:         1,    // report a node that is down at once
+		})
+		defer c.Close()
+		nodes = append(nodes, c)
+	}
+	st, err := redlock.New(nodes)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	// One job per customer at a time, across every process. No Fence and
+	// no Reentrant: a Redlock store refuses both.
+	jobs, err := throttle.New(st, throttle.Policy{Name: "invoices", Mode: throttle.Exclusive})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = jobs.Do(context.Background(), "customer-42", func(ctx context.Context) error {
+		// ... the work; ctx is cancelled if the lease is lost ...
+		return nil
+	})
+	if errors.Is(err, throttle.ErrContended) {
+		log.Print("another process is already invoicing customer 42")
+	}
+}

@@ -1,0 +1,219 @@
+package redlock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+func TestQuorumOf(t *testing.T) {
+	for n, want := range map[int]int{3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
+		if got := quorumOf(n); got != want {
+			t.Errorf("quorumOf(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	cases := []struct {
+		n, granted, held, failed int
+		want                     verdict
+	}{
+		// Three nodes.
+		{3, 0, 0, 0, pending},
+		{3, 2, 0, 0, won},     // the quorum-th grant decides
+		{3, 1, 0, 0, pending}, // could still win
+		{3, 0, 2, 0, refused}, // the quorum-th refusal decides
+		{3, 1, 1, 0, pending}, // the last node decides
+		{3, 1, 2, 0, refused}, // a split vote: a quorum answered
+		{3, 1, 1, 1, refused}, // a quorum answered, none granted
+		{3, 0, 1, 1, pending}, // the last node may make a quorum of answers
+		{3, 0, 1, 2, failed},  // one answer of three
+		{3, 1, 0, 2, failed},  // one grant, two failures
+		{3, 0, 0, 2, failed},  // decided without the third node
+		{3, 2, 1, 0, won},
+		{3, 2, 0, 1, won},     // one node down changes nothing
+		{5, 3, 0, 2, won},     // two of five down
+		{5, 2, 0, 3, failed},  // three of five down
+		{5, 0, 3, 0, refused}, // held: decided at the third answer
+		{5, 2, 2, 0, pending}, // the fifth decides
+		{5, 2, 2, 1, refused}, // split, four answered
+		{5, 1, 1, 2, pending}, // one more answer makes a quorum
+		{5, 1, 1, 3, failed},
+		{5, 0, 0, 3, failed},  // three failures: no quorum left
+		{4, 2, 1, 0, pending}, // quorum of four is three
+		{4, 2, 2, 0, refused},
+		{4, 3, 1, 0, won},
+		{4, 1, 1, 2, failed}, // two answers of four, three needed
+		{4, 0, 2, 1, pending},
+		{4, 0, 2, 2, failed},  // only two answered
+		{4, 1, 2, 1, refused}, // three answered
+		{6, 3, 3, 0, refused}, // quorum of six is four
+		{6, 0, 0, 3, failed},  // three answers at most: no quorum of answers
+		{6, 0, 0, 2, pending},
+		{6, 4, 0, 2, won},
+	}
+	for _, c := range cases {
+		tl := tally{n: c.n, quorum: quorumOf(c.n), granted: c.granted, held: c.held, failed: c.failed}
+		if got := tl.verdict(); got != c.want {
+			t.Errorf("n=%d granted=%d held=%d failed=%d: verdict %d, want %d", c.n, c.granted, c.held, c.failed, got, c.want)
+		}
+	}
+}
+
+// TestVerdictInvariants checks every tally of up to seven nodes: a
+// verdict is never pending once every node answered, never won without a
+// quorum of grants, and never changes once given, whatever comes next.
+func TestVerdictInvariants(t *testing.T) {
+	for n := 3; n <= 7; n++ {
+		q := quorumOf(n)
+		for g := 0; g <= n; g++ {
+			for h := 0; g+h <= n; h++ {
+				for f := 0; g+h+f <= n; f++ {
+					tl := tally{n: n, quorum: q, granted: g, held: h, failed: f}
+					v := tl.verdict()
+					if tl.outstanding() == 0 && v == pending {
+						t.Errorf("%+v: pending with every node answered", tl)
+					}
+					if (v == won) != (g >= q) {
+						t.Errorf("%+v: verdict %d with %d grants of quorum %d", tl, v, g, q)
+					}
+					if v == refused && g+h < q {
+						t.Errorf("%+v: refused on fewer than a quorum of answers", tl)
+					}
+					if v == pending || tl.outstanding() == 0 {
+						continue
+					}
+					for _, next := range []tally{
+						{n: n, quorum: q, granted: g + 1, held: h, failed: f},
+						{n: n, quorum: q, granted: g, held: h + 1, failed: f},
+						{n: n, quorum: q, granted: g, held: h, failed: f + 1},
+					} {
+						if nv := next.verdict(); nv != v {
+							t.Errorf("%+v: verdict %d became %d after one more answer", tl, v, nv)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var d []time.Duration
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Millisecond)
+		}
+		return d
+	}
+	cases := []struct {
+		quorum, granted int
+		rem             []time.Duration
+		want            time.Duration
+	}{
+		{2, 0, ms(300, 100, 200), 200 * time.Millisecond}, // the second node to come free
+		{2, 0, ms(100, 200), 200 * time.Millisecond},
+		{2, 1, ms(300, 100), 100 * time.Millisecond}, // one of ours is freed now
+		{3, 0, ms(500, 100, 400, 200, 300), 300 * time.Millisecond},
+		{3, 2, ms(500, 100), 100 * time.Millisecond},
+		{2, 0, []time.Duration{-1, 100 * time.Millisecond, -1}, -1}, // no second node ever frees
+		{2, 0, []time.Duration{-1, 100 * time.Millisecond, 50 * time.Millisecond}, 100 * time.Millisecond},
+		{2, 1, []time.Duration{-1, 70 * time.Millisecond}, 70 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := retryAfter(c.quorum, c.granted, c.rem); got != c.want {
+			t.Errorf("retryAfter(%d, %d, %v) = %v, want %v", c.quorum, c.granted, c.rem, got, c.want)
+		}
+	}
+}
+
+func TestValidity(t *testing.T) {
+	const ttl = 10 * time.Second
+	drift := store.Drift(ttl) // 102 ms
+	cases := []struct {
+		granted []time.Duration
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{[]time.Duration{ttl, ttl}, 0, ttl - drift},
+		{[]time.Duration{ttl, ttl}, 40 * time.Millisecond, ttl - 40*time.Millisecond - drift},
+		// Own-token retries report what is left on each node: a quorum
+		// keeps the key as long as its quorum-th longest.
+		{[]time.Duration{ttl, 4 * time.Second, 7 * time.Second}, 0, 7*time.Second - drift},
+		{[]time.Duration{4 * time.Second, 7 * time.Second}, 0, 4*time.Second - drift},
+		{[]time.Duration{ttl, ttl}, ttl, -drift}, // spent
+		{[]time.Duration{ttl}, 0, 0},             // no quorum
+	}
+	for _, c := range cases {
+		if got := validity(ttl, 2, c.granted, c.elapsed); got != c.want {
+			t.Errorf("validity(%v, elapsed %v) = %v, want %v", c.granted, c.elapsed, got, c.want)
+		}
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	type want struct {
+		out     store.Outcome
+		unknown bool
+	}
+	cases := []struct {
+		n, ours, other, gone, failed int
+		want                         want
+	}{
+		{3, 3, 0, 0, 0, want{out: store.OK}},
+		{3, 2, 1, 0, 0, want{out: store.OK}}, // a contender took an expired node
+		{3, 2, 0, 0, 1, want{out: store.OK}}, // one node down
+		{3, 0, 3, 0, 0, want{out: store.HeldByOther}},
+		{3, 1, 2, 0, 0, want{out: store.HeldByOther}}, // the successor holds a quorum
+		{3, 0, 0, 3, 0, want{out: store.Gone}},
+		{3, 1, 0, 2, 0, want{out: store.Gone}},        // expired on a quorum
+		{3, 0, 1, 2, 0, want{out: store.Gone}},        // a contender's partial lock only
+		{3, 1, 1, 1, 0, want{out: store.Gone}},        // nobody can hold a quorum
+		{3, 1, 0, 1, 1, want{unknown: true}},          // ours + failed make a quorum
+		{3, 0, 0, 1, 2, want{unknown: true}},          // too few answers
+		{3, 0, 1, 1, 1, want{out: store.HeldByOther}}, // the failed node may be the other's
+		{5, 3, 0, 0, 2, want{out: store.OK}},
+		{5, 2, 2, 1, 0, want{out: store.Gone}},
+		{5, 2, 0, 1, 2, want{unknown: true}},
+		{5, 0, 2, 2, 1, want{out: store.HeldByOther}},
+		{5, 0, 1, 3, 1, want{out: store.Gone}},
+		{4, 2, 0, 2, 0, want{out: store.Gone}}, // quorum of four is three
+		{4, 0, 0, 2, 2, want{out: store.Gone}}, // we can hold at most two
+	}
+	for _, c := range cases {
+		o := outcomes{n: c.n, quorum: quorumOf(c.n), ours: c.ours, other: c.other, gone: c.gone, failed: c.failed}
+		out, unknown := o.outcome()
+		if out != c.want.out || unknown != c.want.unknown {
+			t.Errorf("%+v: outcome %v unknown=%v, want %v unknown=%v", o, out, unknown, c.want.out, c.want.unknown)
+		}
+	}
+}
+
+func TestOutcomesDecided(t *testing.T) {
+	if !(outcomes{n: 5, quorum: 3, ours: 3}).decided() {
+		t.Error("a quorum of OK does not decide")
+	}
+	if (outcomes{n: 5, quorum: 3, ours: 2, other: 2}).decided() {
+		t.Error("four answers without a quorum of OK decide")
+	}
+	if !(outcomes{n: 3, quorum: 2, other: 1, gone: 1, failed: 1}).decided() {
+		t.Error("every node answered but not decided")
+	}
+}
+
+func TestAcquireTimeout(t *testing.T) {
+	cases := map[time.Duration]time.Duration{
+		5 * time.Millisecond:   time.Millisecond,
+		20 * time.Millisecond:  2 * time.Millisecond,
+		500 * time.Millisecond: 50 * time.Millisecond,
+		time.Second:            DefaultNodeTimeout,
+		time.Hour:              DefaultNodeTimeout,
+	}
+	for ttl, want := range cases {
+		if got := acquireTimeout(ttl); got != want {
+			t.Errorf("acquireTimeout(%v) = %v, want %v", ttl, got, want)
+		}
+	}
+}
