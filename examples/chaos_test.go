@@ -3,6 +3,7 @@ package examples_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,8 @@ func TestChaos(t *testing.T) {
 		{"single, -fail closed", true, func(t *testing.T) *chaosTally { return chaosSingle(t, "closed") }},
 		{"single, -fail open", false, func(t *testing.T) *chaosTally { return chaosSingle(t, "open") }},
 		{"single, -fail over", false, func(t *testing.T) *chaosTally { return chaosSingle(t, "over") }},
+		{"sentinel, -fail closed", false, func(t *testing.T) *chaosTally { return chaosSentinel(t, 0) }},
+		{"sentinel + WAIT 1", false, func(t *testing.T) *chaosTally { return chaosSentinel(t, 1) }},
 		{"redlock, 3 masters", true, chaosRedlock},
 	}
 	tallies := make([]*chaosTally, len(setups))
@@ -65,10 +68,10 @@ func TestChaos(t *testing.T) {
 		})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-21s %7s %8s %6s %9s %9s %8s %7s\n", "set-up", "bursts", "doubles", "extra", "admitted", "rejected", "refused", "errors")
+	fmt.Fprintf(&b, "\n%-23s %7s %8s %6s %9s %9s %8s %7s\n", "set-up", "bursts", "doubles", "extra", "admitted", "rejected", "refused", "errors")
 	for i, s := range setups {
 		if c := tallies[i]; c != nil {
-			fmt.Fprintf(&b, "%-21s %7d %8d %6d %9d %9d %8d %7d\n", s.name, c.bursts, c.doubles, c.extra, c.admitted, c.rejected, c.refused, c.errors)
+			fmt.Fprintf(&b, "%-23s %7d %8d %6d %9d %9d %8d %7d\n", s.name, c.bursts, c.doubles, c.extra, c.admitted, c.rejected, c.refused, c.errors)
 		}
 	}
 	t.Log(b.String())
@@ -86,6 +89,25 @@ func chaosSingle(t *testing.T, mode string) *chaosTally {
 		step("restarted", func() { srv.Restart(t) }, 1500*time.Millisecond)
 		step("paused again", func() { srv.Pause(t) }, time.Second)
 		step("resumed again", func() { srv.Resume(t) }, 2*time.Second)
+	})
+}
+
+// chaosSentinel runs a Sentinel group (a master, a replica, three
+// sentinels) whose master is killed: the sentinels promote the replica, and
+// the locks it had not received yet are gone. With replicaAck 1, a lock is
+// admitted only once the replica has it (WAIT), at the price of refusing
+// every lock once no replica is left.
+func chaosSentinel(t *testing.T, replicaAck int) *chaosTally {
+	s := redistest.StartSentinel(t)
+	args := []string{"-redis-sentinel", redistest.SentinelMaster + "@" + strings.Join(s.Addrs, ","), "-fail", "closed",
+		"-replica-ack", strconv.Itoa(replicaAck)}
+	return chaosRun(t, args, func(step stepFunc) {
+		step("healthy", nil, 2*time.Second)
+		master, replica := s.Master(), s.Replica()
+		step("master killed, replica promoted", func() {
+			master.Kill(t)
+			s.WaitForMaster(t, replica)
+		}, 3*time.Second)
 	})
 }
 

@@ -55,6 +55,7 @@ func Main(name string, routes Routes) {
 	redisAddr := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
 	clusterAddrs := flag.String("redis-cluster", "", "Redis Cluster seed nodes (host:port[,...])")
 	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
+	replicaAck := flag.Int("replica-ack", 0, "with -redis or -redis-sentinel: admit only once this many replicas have the lock (Redis WAIT); 0: do not wait")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
 	fail := flag.String("fail", "", "what a request gets while Redis fails: open, closed, or over (to a memory store in this process); empty: the policy's default")
 	flag.Parse()
@@ -74,6 +75,12 @@ func Main(name string, routes Routes) {
 		s.Fallback = memstore.New()
 	}
 	backend, err := chooseBackend(*redisAddr, *clusterAddrs, *sentinel)
+	if err == nil && *replicaAck != 0 {
+		if *replicaAck < 0 || (backend.kind != "redis" && backend.kind != "sentinel") {
+			err = errors.New("-replica-ack takes a positive count, with -redis (one address) or -redis-sentinel")
+		}
+		backend.replicaAck = *replicaAck
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
@@ -135,6 +142,9 @@ type backend struct {
 	kind   string   // "memory", "redis", "redlock", "cluster" or "sentinel"
 	addrs  []string // Redis addresses, seed nodes or sentinels
 	master string   // the Sentinel master's name
+	// replicaAck is how many replicas must have a lock before it is
+	// granted (redisstore.WithReplicaAck); 0 waits for none.
+	replicaAck int
 }
 
 // chooseBackend reads -redis, -redis-cluster and -redis-sentinel; at most
@@ -213,8 +223,8 @@ func openStore(ctx context.Context, b backend) (throttle.Store, func(), error) {
 		_ = client.Close()
 		return nil, nil, err
 	}
-	slog.Info("using the Redis store", "kind", b.kind, "redis", strings.Join(b.addrs, ","))
-	store := redisstore.New(client)
+	slog.Info("using the Redis store", "kind", b.kind, "redis", strings.Join(b.addrs, ","), "replica_ack", b.replicaAck)
+	store := redisstore.New(client, redisstore.WithReplicaAck(b.replicaAck, 0))
 	return store, func() { _ = store.Close(); _ = client.Close() }, nil
 }
 
