@@ -3,13 +3,12 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -41,7 +40,7 @@ func BenchmarkAdmission(b *testing.B) {
 		for _, conc := range []int{1, 16, 64} {
 			for _, impl := range impls {
 				b.Run(fmt.Sprintf("%s/%s/c%d", card, impl.name, conc), func(b *testing.B) {
-					runConcurrent(b, conc, func() error { return impl.check(card, keyFor(card)) })
+					benchload.Bench(b, conc, func() error { return impl.check(card, keyFor(card)) })
 				})
 			}
 		}
@@ -68,7 +67,7 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 					for j := range impls {
 						i := (j + done/round) % len(impls)
 						t0 := time.Now()
-						if err := runN(conc, n, func() error { return impls[i].check(card, keyFor(card)) }); err != nil {
+						if _, err := benchload.Run(conc, n, func() error { return impls[i].check(card, keyFor(card)) }); err != nil {
 							b.Fatal(err)
 						}
 						spent[i] += time.Since(t0)
@@ -138,47 +137,6 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	return impls, keyFor
 }
 
-// runConcurrent runs b.N calls of op on conc goroutines and reports the p50
-// and p99 latency of one call.
-func runConcurrent(b *testing.B, conc int, op func() error) {
-	b.ReportAllocs()
-	per := (b.N + conc - 1) / conc
-	lat := make([][]time.Duration, conc)
-	for i := range lat {
-		lat[i] = make([]time.Duration, 0, per)
-	}
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for g := range conc {
-		n := per
-		if rest := b.N - g*per; rest < n {
-			n = max(rest, 0)
-		}
-		wg.Go(func() {
-			for range n {
-				t0 := time.Now()
-				if err := op(); err != nil {
-					failed.Store(err)
-					return
-				}
-				lat[g] = append(lat[g], time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	if len(all) > 0 {
-		b.ReportMetric(float64(all[len(all)/2]), "p50-ns")
-		b.ReportMetric(float64(all[len(all)*99/100]), "p99-ns")
-	}
-}
-
 // BenchmarkAdmit measures a whole Limiter.Admit plus Lease.Release on
 // distinct keys (every admission succeeds; two round trips per operation:
 // one to admit, one to release) at concurrency 16, for the overhead of the
@@ -191,32 +149,11 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 	ctx := context.Background()
 	var seq atomic.Int64
-	runConcurrent(b, 16, func() error {
+	benchload.Bench(b, 16, func() error {
 		lease, err := l.Admit(ctx, fmt.Sprint(seq.Add(1)))
 		if err != nil {
 			return err
 		}
 		return lease.Release(ctx)
 	})
-}
-
-// runN runs n calls of op spread over conc goroutines and returns the first
-// error.
-func runN(conc, n int, op func() error) error {
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := op(); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	err, _ := failed.Load().(error)
-	return err
 }

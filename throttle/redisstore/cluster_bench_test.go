@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -23,7 +24,7 @@ import (
 // the cluster has three servers' worth of CPU, but on a machine with few
 // cores they compete with each other and the benchmark for it. ns/op is
 // wall time per operation across all goroutines, p50-ns and p99-ns the
-// latency percentiles of single operations (see runConcurrent).
+// latency percentiles of single operations (see benchload.Bench).
 func BenchmarkClusterAdmission(b *testing.B) {
 	single := redistest.Start(b)
 	clients := []struct {
@@ -40,7 +41,7 @@ func BenchmarkClusterAdmission(b *testing.B) {
 			s := redisstore.New(c.client)
 			b.Cleanup(func() { _ = s.Close() })
 			b.Run(fmt.Sprintf("%s/c%d", c.name, conc), func(b *testing.B) {
-				runConcurrent(b, conc, func() error {
+				benchload.Bench(b, conc, func() error {
 					k := store.Key("bench", "cluster", strconv.FormatInt(seq.Add(1), 10))
 					g, err := s.Acquire(ctx, store.Request{Key: k, Token: "token", TTL: 10 * time.Second})
 					if err == nil && !g.Acquired {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -69,7 +68,7 @@ func BenchmarkReplicaAck(b *testing.B) {
 				opts = append(opts, on)
 			}
 			b.Run(name, func(b *testing.B) {
-				runConcurrent(b, 16, acquire(stores(b, opts...), path == "fenced"))
+				benchload.Bench(b, 16, acquire(stores(b, opts...), path == "fenced"))
 			})
 		}
 	}
@@ -85,7 +84,7 @@ func BenchmarkReplicaAck(b *testing.B) {
 				for j := range 2 {
 					i := (j + done/round) % 2
 					t0 := time.Now()
-					l, err := timedN(16, n, ops[i])
+					l, err := benchload.Run(16, n, ops[i])
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -95,42 +94,11 @@ func BenchmarkReplicaAck(b *testing.B) {
 			}
 			per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
 			for i, name := range []string{"off", "on"} {
-				slices.Sort(lat[i])
 				b.ReportMetric(per(i), name+"-ns")
-				b.ReportMetric(float64(lat[i][len(lat[i])/2]), name+"-p50-ns")
-				b.ReportMetric(float64(lat[i][len(lat[i])*99/100]), name+"-p99-ns")
+				benchload.Report(b, name+"-", lat[i])
 			}
 			b.ReportMetric(per(1)/per(0), "on/off")
 			b.ReportMetric(0, "ns/op") // the per-variant figures above say it
 		})
 	}
-}
-
-// timedN runs n calls of op spread over conc goroutines and returns each
-// call's latency and the first error.
-func timedN(conc, n int, op func() error) ([]time.Duration, error) {
-	var next atomic.Int64
-	var failed atomic.Value
-	var mu sync.Mutex
-	all := make([]time.Duration, 0, n)
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			var mine []time.Duration
-			for next.Add(1) <= int64(n) {
-				t0 := time.Now()
-				if err := op(); err != nil {
-					failed.Store(err)
-					break
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			all = append(all, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	err, _ := failed.Load().(error)
-	return all, err
 }

@@ -3,13 +3,12 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -44,8 +43,11 @@ func BenchmarkAdmission(b *testing.B) {
 		for _, conc := range []int{1, 16, 64} {
 			for _, impl := range impls {
 				b.Run(fmt.Sprintf("%s/%s/c%d", card, impl.name, conc), func(b *testing.B) {
-					lat := runConcurrent(b, conc, b.N, func() error { return impl.check(card, keyFor(card)) })
-					reportLatency(b, "", lat)
+					lat, err := benchload.Run(conc, b.N, func() error { return impl.check(card, keyFor(card)) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					benchload.Report(b, "", lat)
 				})
 			}
 		}
@@ -70,14 +72,16 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 					n := min(round, b.N-done)
 					for j := range impls {
 						i := (j + done/round) % len(impls)
-						lat[i] = append(lat[i], runConcurrent(b, conc, n, func() error {
-							return impls[i].check(card, keyFor(card))
-						})...)
+						l, err := benchload.Run(conc, n, func() error { return impls[i].check(card, keyFor(card)) })
+						if err != nil {
+							b.Fatal(err)
+						}
+						lat[i] = append(lat[i], l...)
 					}
 				}
 				p50 := make([]float64, len(impls))
 				for i, impl := range impls {
-					p50[i] = reportLatency(b, impl.name+"-", lat[i])
+					p50[i] = benchload.Report(b, impl.name+"-", lat[i])
 				}
 				for i := 1; i < len(impls); i++ {
 					b.ReportMetric(p50[i]/p50[0], impls[i].name+"/"+impls[0].name+"-p50")
@@ -128,7 +132,7 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	// Warm the pools so that the first sub-benchmark does not pay for
 	// the dials.
 	for _, impl := range impls {
-		if _, err := runConcurrentErr(64, 640, func() error { return impl.check("hot", hot) }); err != nil {
+		if _, err := benchload.Run(64, 640, func() error { return impl.check("hot", hot) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -140,59 +144,4 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
 	}
 	return impls, keyFor
-}
-
-// runConcurrent runs n calls of op on conc goroutines and returns the
-// latency of each call; it fails the benchmark on an error.
-func runConcurrent(b *testing.B, conc, n int, op func() error) []time.Duration {
-	b.Helper()
-	lat, err := runConcurrentErr(conc, n, op)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return lat
-}
-
-func runConcurrentErr(conc, n int, op func() error) ([]time.Duration, error) {
-	var (
-		next   atomic.Int64
-		failed atomic.Value
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		all    = make([]time.Duration, 0, n)
-	)
-	for range conc {
-		wg.Go(func() {
-			local := make([]time.Duration, 0, n/conc+1)
-			defer func() {
-				mu.Lock()
-				all = append(all, local...)
-				mu.Unlock()
-			}()
-			for next.Add(1) <= int64(n) {
-				t0 := time.Now()
-				if err := op(); err != nil {
-					failed.Store(err)
-					return
-				}
-				local = append(local, time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	err, _ := failed.Load().(error)
-	return all, err
-}
-
-// reportLatency reports the p50 and p99 of lat under prefix and returns
-// the p50 in nanoseconds.
-func reportLatency(b *testing.B, prefix string, lat []time.Duration) float64 {
-	if len(lat) == 0 {
-		return 0
-	}
-	slices.Sort(lat)
-	p50 := float64(lat[len(lat)/2])
-	b.ReportMetric(p50, prefix+"p50-ns")
-	b.ReportMetric(float64(lat[len(lat)*99/100]), prefix+"p99-ns")
-	return p50
 }
