@@ -30,14 +30,17 @@ type shard struct {
 	mu       sync.Mutex
 	locks    map[string]lock
 	fences   map[string]counter
+	quotas   map[string]quota
 	waiters  map[string][]chan struct{}
 	capacity int
 
-	// lockFloor and fenceFloor are lower bounds of the expiry of every
-	// entry in locks and fences. While now is below them nothing can have
-	// expired, so a full shard refuses at once instead of scanning.
+	// lockFloor, fenceFloor and quotaFloor are lower bounds of the expiry
+	// of every entry in locks, fences and quotas. While now is below them
+	// nothing can have expired, so a full shard refuses at once instead of
+	// scanning.
 	lockFloor  time.Duration
 	fenceFloor time.Duration
+	quotaFloor time.Duration
 
 	_ [64]byte // keeps neighbouring shards' mutexes off one cache line
 }
@@ -45,8 +48,9 @@ type shard struct {
 func (sh *shard) init(capacity int) {
 	sh.locks = make(map[string]lock)
 	sh.fences = make(map[string]counter)
+	sh.quotas = make(map[string]quota)
 	sh.capacity = capacity
-	sh.lockFloor, sh.fenceFloor = math.MaxInt64, math.MaxInt64
+	sh.lockFloor, sh.fenceFloor, sh.quotaFloor = math.MaxInt64, math.MaxInt64, math.MaxInt64
 }
 
 // live returns the lock of key if it has not expired, removing it if it has.
@@ -111,7 +115,8 @@ func (sh *shard) heldCounter(key string, c counter, now time.Duration) (counter,
 	return c, true
 }
 
-// expiring is an entry with an expiry time, a lock or a fence counter.
+// expiring is an entry with an expiry time, a lock, a fence counter or a
+// quota.
 type expiring interface{ expiry() time.Duration }
 
 func (l lock) expiry() time.Duration    { return l.expires }

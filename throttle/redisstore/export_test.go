@@ -1,5 +1,7 @@
 package redisstore
 
+import "time"
+
 // Hooks for the tests in package redisstore_test.
 
 // SetScriptedPlain makes plain acquisitions use the acquire script instead
@@ -13,5 +15,11 @@ func Scripts() map[string][2]string {
 		"acquire": {acquireSrc, acquireScript.Hash()},
 		"release": {releaseSrc, releaseScript.Hash()},
 		"extend":  {extendSrc, extendScript.Hash()},
+		"gcra":    {gcraSrc, gcraScript.Hash()},
 	}
 }
+
+// SetQuotaClock makes AllowN pass now() to the GCRA script instead of
+// letting it read the server's TIME, so that a test can drive a quota with
+// a fake clock. Call it before the store is used.
+func (s *Store) SetQuotaClock(now func() time.Time) { s.quotaNow = now }

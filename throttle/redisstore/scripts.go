@@ -15,6 +15,8 @@ var (
 	releaseSrc string
 	//go:embed extend.lua
 	extendSrc string
+	//go:embed gcra.lua
+	gcraSrc string
 )
 
 // The scripts run with EVALSHA, which sends the 40-byte SHA1 instead of the
@@ -26,6 +28,7 @@ var (
 	acquireScript = redis.NewScript(acquireSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	extendScript  = redis.NewScript(extendSrc)
+	gcraScript    = redis.NewScript(gcraSrc)
 )
 
 // Replies of the release and extend scripts.

@@ -25,6 +25,10 @@ type Store struct {
 	// faster (see the benchmarks). Tests flip it to check both.
 	scriptedPlain bool
 
+	// quotaNow, set only by tests (SetQuotaClock), gives AllowN's script
+	// the time instead of the server's TIME.
+	quotaNow func() time.Time
+
 	// ack is WithReplicaAck's setting; the zero value waits for nobody.
 	ack replicaAck
 

@@ -1,0 +1,97 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+var _ store.Quota = (*Store)(nil)
+
+// quota is the GCRA state of one quota key: its theoretical arrival time
+// (TAT), in whole microseconds since Store.epoch. The entry expires at its
+// TAT, when the quota is full again.
+type quota struct {
+	tat int64
+}
+
+func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Microsecond }
+
+// AllowN decides a request of cost against the GCRA quota r of key (see
+// store.Quota and store.Rate), with the store's clock (WithClock) read once
+// and truncated to a whole microsecond. Quota keys live in their own map,
+// apart from locks: the same key may be a lock and a quota. An allowed
+// request of positive cost on a key whose quota is full (no live entry)
+// needs a new entry: in a full shard (WithMaxKeys, counted apart from
+// locks and fence counters) it first removes the shard's expired quotas
+// and, when none expired, fails with ErrFull. Refused requests and peeks
+// (cost 0) never write. AllowN fails with an error matching
+// store.ErrInvalid when key is empty or r.Check(cost) fails, and with
+// ctx.Err() when ctx is done.
+func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Decision{}, err
+	}
+	if key == "" {
+		return store.Decision{}, fmt.Errorf("%w: memstore: empty key", store.ErrInvalid)
+	}
+	if err := r.Check(cost); err != nil {
+		return store.Decision{}, fmt.Errorf("memstore: %w", err)
+	}
+	now, _ := s.now()
+	nowUS := int64(now / time.Microsecond)
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+
+	q, live := sh.quotas[key]
+	if live && q.tat <= nowUS {
+		delete(sh.quotas, key)
+		live = false
+	}
+	tat := nowUS
+	if live {
+		tat = q.tat
+	}
+	d, newTAT := gcra(tat, nowUS, r, cost)
+	if !d.Allowed || newTAT == tat {
+		return d, nil
+	}
+	if !live && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil) {
+		return store.Decision{}, ErrFull
+	}
+	q = quota{tat: newTAT}
+	sh.quotas[key] = q
+	sh.quotaFloor = min(sh.quotaFloor, q.expiry())
+	return d, nil
+}
+
+// gcra decides a request of cost at now on a key whose TAT is tat (tat is
+// now for a key without one), all in microseconds, and returns the decision
+// and the TAT to keep. gcra.lua is the same algorithm, step for step, so
+// that both stores give equal decisions.
+func gcra(tat, now int64, r store.Rate, cost int) (store.Decision, int64) {
+	t := int64(r.Interval() / time.Microsecond)
+	tau := t * int64(r.Burst)
+	tat = max(tat, now)
+	newTAT := tat + int64(cost)*t
+	// remaining is how many requests of cost 1 fit when the TAT is at.
+	remaining := func(at int64) int {
+		return int(max(tau-(at-now), 0) / t)
+	}
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	if newTAT-now > tau {
+		return store.Decision{
+			Remaining:  remaining(tat),
+			RetryAfter: us(newTAT - tau - now),
+			ResetAfter: us(tat - now),
+		}, tat
+	}
+	return store.Decision{
+		Allowed:    true,
+		Remaining:  remaining(newTAT),
+		ResetAfter: us(newTAT - now),
+	}, newTAT
+}

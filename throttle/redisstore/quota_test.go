@@ -1,0 +1,272 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// quotaClock is a fake clock shared by both stores of the model test. It
+// starts on a whole second and moves by whole microseconds, the stores'
+// unit, so that both see the same microsecond and decide exactly alike.
+type quotaClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *quotaClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *quotaClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type quotaStep struct {
+	advance time.Duration
+	cost    int
+}
+
+// TestQuotaModel drives the same sequence of (advance the clock, AllowN)
+// against memstore, with a fake clock, and redisstore, with the fake time
+// passed to the script instead of TIME, and requires equal decisions and
+// errors at every step. Each rate runs a scripted part (bursts, refills,
+// cost above 1, peeks, costs above Burst, idling past the reset) and a
+// random part. After each charge it also checks that the Redis key's
+// PEXPIRE is the reset time, rounded up to a millisecond.
+func TestQuotaModel(t *testing.T) {
+	rs, _, c := newStore(t)
+	clk := &quotaClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	rs.SetQuotaClock(clk.Now)
+	ms := memstore.New(memstore.WithClock(clk.Now))
+	ctx := context.Background()
+
+	rates := []store.Rate{
+		{Limit: 4, Window: time.Second, Burst: 4},
+		{Limit: 3, Window: time.Second, Burst: 5},             // T = 333333µs, not a whole ms
+		{Limit: 10, Window: time.Minute, Burst: 1},            // no burst
+		{Limit: 1000, Window: 7 * time.Millisecond, Burst: 3}, // T = 7µs
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	// seen counts the kinds of step, so that the test fails when the
+	// sequences stop covering one.
+	seen := map[string]int{}
+	for ri, r := range rates {
+		T := r.Interval()
+		steps := []quotaStep{
+			{0, 0},           // peek at a new key
+			{0, r.Burst},     // the whole burst at once
+			{0, 1},           // refused
+			{0, 0},           // peek at an empty quota
+			{T / 2, 1},       // still refused
+			{T / 2, 1},       // refilled one
+			{0, r.Burst + 1}, // error
+			{0, -1},          // error
+			{3 * T, min(2, r.Burst)},
+			{T - time.Microsecond, r.Burst},      // refused with room left
+			{10 * T * time.Duration(r.Burst), 0}, // idle past the reset
+			{0, 1},
+		}
+		for range 300 {
+			var adv time.Duration
+			switch rng.IntN(4) {
+			case 0:
+			case 1:
+				adv = time.Duration(rng.Int64N(int64(T/time.Microsecond)+1)) * time.Microsecond
+			case 2:
+				adv = time.Duration(rng.Int64N(int64(2*T*time.Duration(r.Burst)/time.Microsecond)+1)) * time.Microsecond
+			case 3:
+				adv = time.Duration(rng.IntN(5)) * time.Millisecond
+			}
+			steps = append(steps, quotaStep{adv, rng.IntN(r.Burst + 2)})
+		}
+		k := key(t)
+		for i, st := range steps {
+			clk.Advance(st.advance)
+			md, merr := ms.AllowN(ctx, k, r, st.cost)
+			rd, rerr := rs.AllowN(ctx, k, r, st.cost)
+			if (merr == nil) != (rerr == nil) || md != rd {
+				t.Fatalf("rate %d %+v, step %d (+%v, cost %d): memstore %+v, %v; redisstore %+v, %v",
+					ri, r, i, st.advance, st.cost, md, merr, rd, rerr)
+			}
+			switch {
+			case merr != nil:
+				seen["error"]++
+			case st.cost == 0:
+				seen["peek"]++
+			case md.Allowed && md.Remaining == r.Burst-st.cost && md.ResetAfter == time.Duration(st.cost)*T:
+				seen["allowed on a full quota"]++
+			case md.Allowed:
+				seen["allowed"]++
+			case md.Remaining > 0:
+				seen["refused with room left"]++
+			default:
+				seen["refused"]++
+			}
+			if merr != nil {
+				if !errors.Is(merr, store.ErrInvalid) || !errors.Is(rerr, store.ErrInvalid) {
+					t.Fatalf("step %d: errors %v and %v, want ErrInvalid", i, merr, rerr)
+				}
+				continue
+			}
+			if md.Allowed && st.cost > 0 {
+				// The key was just written with PX = ResetAfter rounded up.
+				want := (md.ResetAfter + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+				pttl, err := c.PTTL(ctx, k).Result()
+				if err != nil || pttl > want || pttl < want-500*time.Millisecond {
+					t.Fatalf("step %d: PTTL %v, %v; want %v (ResetAfter %v)", i, pttl, err, want, md.ResetAfter)
+				}
+			}
+		}
+	}
+	for _, kind := range []string{"error", "peek", "allowed on a full quota", "allowed", "refused with room left", "refused"} {
+		if seen[kind] < 5 {
+			t.Errorf("only %d steps of kind %q", seen[kind], kind)
+		}
+	}
+	t.Logf("steps: %v", seen)
+}
+
+// TestQuotaTwoClients shares one quota between two stores on two clients,
+// as two instances of a service would: together they are allowed exactly
+// Burst requests, each allowed request seeing a different Remaining.
+func TestQuotaTwoClients(t *testing.T) {
+	a, srv, _ := newStore(t)
+	b := newClientStore(t, srv.Client(t))
+	ctx := context.Background()
+	k := key(t)
+	r := store.Rate{Limit: 10, Window: time.Hour, Burst: 10}
+
+	// Alternating: the decisions continue each other's.
+	for i := range r.Burst {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		d, err := s.AllowN(ctx, k, r, 1)
+		if err != nil || !d.Allowed || d.Remaining != r.Burst-1-i {
+			t.Fatalf("request %d: %+v, %v", i, d, err)
+		}
+	}
+	for _, s := range []*redisStore{a, b} {
+		d, err := s.AllowN(ctx, k, r, 1)
+		if err != nil || d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > r.Interval() {
+			t.Fatalf("over the quota: %+v, %v", d, err)
+		}
+	}
+
+	// Concurrent: exactly Burst allowed over both.
+	k = key(t)
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			d, err := s.AllowN(ctx, k, r, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				mu.Lock()
+				defer mu.Unlock()
+				if seen[d.Remaining] {
+					t.Errorf("Remaining %d twice", d.Remaining)
+				}
+				seen[d.Remaining] = true
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != r.Burst {
+		t.Fatalf("%d allowed over two clients, want %d", len(seen), r.Burst)
+	}
+}
+
+// TestQuotaKeyExpires checks, on the server's clock, that the key's TTL is
+// the reset time and that the key is gone, the quota full, once it passed;
+// and that peeks and refusals write nothing.
+func TestQuotaKeyExpires(t *testing.T) {
+	s, srv, c := newStore(t)
+	other := newClientStore(t, srv.Client(t))
+	ctx := context.Background()
+	k := key(t)
+	r := store.Rate{Limit: 4, Window: 400 * time.Millisecond, Burst: 4}
+
+	if d, err := s.AllowN(ctx, k, r, 0); err != nil || d != (store.Decision{Allowed: true, Remaining: 4}) {
+		t.Fatalf("peek at a new key: %+v, %v", d, err)
+	}
+	if n := c.Exists(ctx, k).Val(); n != 0 {
+		t.Fatal("a peek wrote the key")
+	}
+	start := time.Now()
+	d, err := s.AllowN(ctx, k, r, 3)
+	if err != nil || !d.Allowed || d.Remaining != 1 || d.ResetAfter <= 0 || d.ResetAfter > 300*time.Millisecond {
+		t.Fatalf("charge: %+v, %v", d, err)
+	}
+	pttl := c.PTTL(ctx, k).Val()
+	if pttl > d.ResetAfter+time.Millisecond || pttl < d.ResetAfter-50*time.Millisecond {
+		t.Fatalf("PTTL %v, ResetAfter %v", pttl, d.ResetAfter)
+	}
+	tat := c.Get(ctx, k).Val()
+	if d, err := other.AllowN(ctx, k, r, 2); err != nil || d.Allowed {
+		t.Fatalf("the other client over the quota: %+v, %v", d, err)
+	}
+	if got := c.Get(ctx, k).Val(); got != tat {
+		t.Fatalf("a refusal moved the TAT from %s to %s", tat, got)
+	}
+	for c.Exists(ctx, k).Val() == 1 {
+		if time.Since(start) > d.ResetAfter+time.Second {
+			t.Fatalf("key still there %v after a reset of %v", time.Since(start), d.ResetAfter)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if el := time.Since(start); el < d.ResetAfter-5*time.Millisecond {
+		t.Fatalf("key gone after %v, before its reset %v", el, d.ResetAfter)
+	}
+	if d, err := other.AllowN(ctx, k, r, 0); err != nil || d != (store.Decision{Allowed: true, Remaining: 4}) {
+		t.Fatalf("peek after the reset: %+v, %v", d, err)
+	}
+	if _, err := s.AllowN(ctx, k, r, 5); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("cost above burst: %v", err)
+	}
+	if _, err := s.AllowN(ctx, "", r, 1); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("empty key: %v", err)
+	}
+	lock := key(t)
+	mustAcquire(t, s, store.Request{Key: lock, Token: "token", TTL: time.Minute})
+	if d, err := s.AllowN(ctx, lock, r, 1); err == nil {
+		t.Fatalf("quota on a lock's key: %+v, want an error", d)
+	}
+	if got := c.Get(ctx, lock).Val(); got != "token" {
+		t.Fatalf("quota on a lock's key overwrote it with %q", got)
+	}
+}
+
+type redisStore = redisstore.Store
+
+// newClientStore returns a store on c, closed at the test's end: a second
+// instance next to newStore's.
+func newClientStore(t *testing.T, c *redis.Client) *redisstore.Store {
+	t.Helper()
+	s := redisstore.New(c)
+	t.Cleanup(func() { _ = s.Close() })
+	<-redisstore.ConfigChecked(s)
+	return s
+}
