@@ -2,8 +2,9 @@ package memstore
 
 import "github.com/go-throttle/throttle/throttle/store"
 
-// ErrFull is returned by Acquire (and AllowN) when the key needs a new entry and its shard
-// holds as many live locks (or fence counters) as WithMaxKeys allows. It is a
+// ErrFull is returned by Acquire (and AllowN) when the key needs a new entry
+// and its shard holds as many live locks (fence counters, quotas) as
+// WithMaxKeys allows. It is a
 // store failure, not a contention: the Limiter reports it as one
 // (throttle.ErrStore) and the policy's WhenStoreFails (fail open, fail
 // closed, fail over) decides, instead of the store growing without bound
