@@ -52,8 +52,7 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 		// The fallback's grant serves; the store's possible one is freed
 		// once it answers.
 		l.releaseLater(ctx, l.store, req, sent, err)
-		l.health.failed(l, err)
-		l.stats.storeErrors.Add(1)
+		l.countFailure(l.store, err)
 		l.stats.fallback.Add(1)
 		return l.granted(ctx, fb, nil, req, *gf, sent)
 	}

@@ -172,11 +172,17 @@ func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent 
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
+	l.countFailure(st, err)
+	return &storeError{op: "acquire", err: err}
+}
+
+// countFailure counts a store error of an acquisition and, for the primary
+// store, records it in the store's health (which logs it).
+func (l *Limiter) countFailure(st Store, err error) {
 	l.stats.storeErrors.Add(1)
 	if st == l.store {
 		l.health.failed(l, err)
 	}
-	return &storeError{op: "acquire", err: err}
 }
 
 // granted turns a store's answer into a lease, or the holder's remaining
