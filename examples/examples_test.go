@@ -126,6 +126,10 @@ func TestSharedRedis(t *testing.T) {
 	c := newClient(t)
 	for _, a := range apps {
 		healthz(t, c, a)
+		req, _ := http.NewRequest(http.MethodGet, a.url+"/submit", nil)
+		if r := do(c, req); r.err != nil || r.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s GET /submit = %d %v, want 405", a.name, r.status, r.err)
+		}
 	}
 
 	const users, copies = 5, 30

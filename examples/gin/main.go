@@ -43,6 +43,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	r.HandleMethodNotAllowed = true // 405, not 404, for GET /submit, like the other examples
 	r.Use(gin.Recovery())
 	r.POST("/submit", ginadapter.Middleware(limiter, key), submit)
 	r.GET("/healthz", healthz) // no throttle middleware: never throttled
