@@ -39,25 +39,30 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	skip, reject := cfg.skip, cfg.reject
+	g, skip, reject, costOf := guard.New(l), cfg.skip, cfg.reject, cfg.cost
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip != nil && skip(c) {
 				return next(c)
 			}
 			id, err := key(c)
-			if err != nil {
-				return reject(c, guard.BadKey(l, err))
-			}
 			r := c.Request()
+			cost := 1
+			if err == nil && costOf != nil {
+				cost, err = costOf(r)
+			}
+			if err != nil {
+				return reject(c, g.BadKey(err))
+			}
 			parent := r.Context()
-			ctx, ticket, rej := guard.Begin(parent, l, id)
+			ctx, ticket, rej := g.BeginN(parent, id, cost)
 			if rej != nil {
 				return reject(c, rej)
 			}
 			if ctx != parent {
 				c.SetRequest(r.WithContext(ctx))
 			}
+			ticket.SetHeaders(c.Response().Header())
 			ticket.Run(ctx, func() int {
 				err = next(c)
 				return status(c, err)

@@ -40,16 +40,20 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 	for _, o := range opts {
 		o(&cfg)
 	}
-	reject := cfg.reject
+	g, reject, costOf := guard.New(l), cfg.reject, cfg.cost
 	return func(c *gin.Context) {
 		id, err := key(c)
+		cost := 1
+		if err == nil && costOf != nil {
+			cost, err = costOf(c.Request)
+		}
 		if err != nil {
-			reject(c, guard.BadKey(l, err))
+			reject(c, g.BadKey(err))
 			c.Abort()
 			return
 		}
 		parent := c.Request.Context()
-		ctx, ticket, rej := guard.Begin(parent, l, id)
+		ctx, ticket, rej := g.BeginN(parent, id, cost)
 		if rej != nil {
 			reject(c, rej)
 			c.Abort()
@@ -58,6 +62,7 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 		if ctx != parent {
 			c.Request = c.Request.WithContext(ctx)
 		}
+		ticket.SetHeaders(c.Writer.Header())
 		ticket.Run(ctx, func() int {
 			c.Next()
 			return status(c)

@@ -1,6 +1,8 @@
 package ginadapter
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -11,6 +13,16 @@ type Option func(*config)
 
 type config struct {
 	reject RejectHandler
+	cost   func(*http.Request) (int, error)
+}
+
+// WithCost makes each request of a Quota policy cost what f says of it
+// instead of 1 (its batch length, say), exactly as nethttp.WithCost: an
+// error of f is answered as a bad key, a cost above the policy's Burst gets
+// 413. f takes the *http.Request, so that one cost function serves every
+// framework. Other modes ignore the cost; a nil f keeps it at 1.
+func WithCost(f func(r *http.Request) (int, error)) Option {
+	return func(c *config) { c.cost = f }
 }
 
 // RejectHandler answers a request that does not go ahead: a duplicate, a

@@ -12,7 +12,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// A double submission within the 5 s window is turned away with 429.
+// A double submission within the 5 s window is turned away with 429. Every
+// answer says, in the RateLimit field, that the user has nothing left (r=0)
+// for the next 5 seconds (t=5).
 func Example() {
 	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
 	if err != nil {
@@ -33,15 +35,11 @@ func Example() {
 		req.Header.Set("X-User-ID", "42")
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
-		line := fmt.Sprint(rec.Code, " ", rec.Header().Get("Content-Type"))
-		if p := rec.Header().Get("RateLimit-Policy"); p != "" {
-			line += " " + p
-		}
-		fmt.Println(line)
+		fmt.Println(rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("RateLimit"))
 	}
 	// Output:
-	// 201 application/json
-	// 429 application/problem+json "submit";q=1;w=5
+	// 201 application/json "submit";r=0;t=5
+	// 429 application/problem+json "submit";r=0;t=5
 }
 
 // An application with its own error format answers rejections itself.

@@ -31,29 +31,35 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 	for _, o := range opts {
 		o(&cfg)
 	}
+	g := guard.New(l)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
 		}
-		return &handler{l: l, key: key, next: next, reject: cfg.reject}
+		return &handler{g: g, key: key, cost: cfg.cost, next: next, reject: cfg.reject}
 	}
 }
 
 type handler struct {
-	l      *throttle.Limiter
+	g      *guard.Guard
 	key    keyfuncs.Func
+	cost   func(*http.Request) (int, error)
 	next   http.Handler
 	reject RejectHandler
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
+	cost := 1
+	if err == nil && h.cost != nil {
+		cost, err = h.cost(r)
+	}
 	if err != nil {
-		h.reject(w, r, guard.BadKey(h.l, err))
+		h.reject(w, r, h.g.BadKey(err))
 		return
 	}
 	parent := r.Context()
-	ctx, ticket, rej := guard.Begin(parent, h.l, id)
+	ctx, ticket, rej := h.g.BeginN(parent, id, cost)
 	if rej != nil {
 		h.reject(w, r, rej)
 		return
@@ -61,6 +67,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ctx != parent {
 		r = r.WithContext(ctx)
 	}
+	ticket.SetHeaders(w.Header())
 	rec := &recorder{ResponseWriter: w}
 	ticket.Run(ctx, func() int {
 		h.next.ServeHTTP(rec, r)

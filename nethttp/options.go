@@ -11,6 +11,17 @@ type Option func(*config)
 
 type config struct {
 	reject RejectHandler
+	cost   func(*http.Request) (int, error)
+}
+
+// WithCost makes each request of a Quota policy cost what f says instead
+// of 1: its batch length, or its body size in kilobytes, say. An error of
+// f is answered as a bad key (400, or the 4xx its HTTPStatus method gives);
+// a cost above the policy's Burst gets 413, since no wait would let it
+// through. f runs after the key function and before the store is asked.
+// Other modes ignore the cost. A nil f keeps the cost at 1.
+func WithCost(f func(r *http.Request) (int, error)) Option {
+	return func(c *config) { c.cost = f }
 }
 
 // RejectHandler answers a request that does not go ahead: a duplicate, a

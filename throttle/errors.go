@@ -28,10 +28,11 @@ var (
 )
 
 // ContendedError is the ErrContended of an acquisition that found the key
-// held.
+// held, or of a request that a Quota refused (AdmitN).
 type ContendedError struct {
 	// RetryAfter is how long the holder keeps the key, as the store says:
-	// at least 1ms, or -1 when the key has no expiry.
+	// at least 1ms, or -1 when the key has no expiry. For a Quota, how
+	// long until the same cost would be allowed.
 	RetryAfter time.Duration
 }
 

@@ -47,9 +47,38 @@ func New(st Store, p Policy) (*Limiter, error) {
 			return nil, fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
 		}
 	}
+	if p.Mode == Quota {
+		if err := quotaStores(st, p); err != nil {
+			return nil, err
+		}
+	}
 	l := &Limiter{store: st, p: p}
 	l.notifier, _ = st.(store.Notifier)
 	return l, nil
+}
+
+// quotaStores checks that the store (and the Fallback, under FailOver) of a
+// Quota policy keep quotas. A store without them would fail every request,
+// which failing open would turn into no limit at all.
+func quotaStores(st Store, p Policy) error {
+	if why := keepsQuotas(st); why != "" {
+		return invalid("policy %q: a Quota policy needs a store that keeps quotas: %s", p.Name, why)
+	}
+	if p.WhenStoreFails == FailOver {
+		if why := keepsQuotas(p.Fallback); why != "" {
+			return invalid("policy %q: the Fallback of a Quota policy must keep quotas: %s", p.Name, why)
+		}
+	}
+	return nil
+}
+
+// keepsQuotas returns "" when st implements store.Quota, and why not
+// otherwise.
+func keepsQuotas(st Store) string {
+	if _, ok := st.(store.Quota); !ok {
+		return fmt.Sprintf("%T does not implement store.Quota", st)
+	}
+	return ""
 }
 
 // Policy returns the limiter's policy with its defaults filled in.
@@ -67,6 +96,9 @@ func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
 }
 
 func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+	if l.p.Mode == Quota {
+		return nil, invalid("policy %q is a Quota: use AllowN", l.p.Name)
+	}
 	req := store.Request{Key: key, TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
 	if req.Reentrant {
 		req.Token = ownerFrom(ctx)

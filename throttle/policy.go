@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Mode says how long a key stays held and when it is released; see the
@@ -24,6 +26,13 @@ const (
 	// refreshed every LeaseTTL/3, and releases it when the work returns: one
 	// request or job per key at a time. A second caller gets 409 Conflict.
 	Exclusive
+	// Quota allows Limit requests per Window per key, of which up to Burst
+	// may come at once, and refills smoothly: one request every
+	// Window/Limit. It keeps no lock but one timestamp per key (the generic
+	// cell rate algorithm, GCRA), which expires when the quota is full
+	// again; decide requests with Limiter.AllowN. For per-user rate
+	// limiting of an API, and, with CountOnlyFailures, of login attempts.
+	Quota
 )
 
 // String returns the mode's name.
@@ -35,6 +44,8 @@ func (m Mode) String() string {
 		return "cooldown"
 	case Exclusive:
 		return "exclusive"
+	case Quota:
+		return "quota"
 	}
 	return "unknown"
 }
@@ -44,9 +55,10 @@ func (m Mode) String() string {
 type FailMode uint8
 
 const (
-	// FailDefault is FailOpen for Dedupe and Cooldown (a duplicate that slips
-	// through beats an outage of the endpoint) and FailClosed for Exclusive
-	// (the caller relies on mutual exclusion).
+	// FailDefault is FailOpen for Dedupe, Cooldown and Quota (a duplicate
+	// or an extra request that slips through beats an outage of the
+	// endpoint) and FailClosed for Exclusive (the caller relies on mutual
+	// exclusion).
 	FailDefault FailMode = iota
 	// FailOpen lets the request through unguarded; the error is logged
 	// (at most once a second) and counted in Stats.FailedOpen.
@@ -57,7 +69,9 @@ const (
 	// FailOver takes locks in Policy.Fallback (a memstore: per process)
 	// after three store failures in a row, and goes back once it answers.
 	// The fallback mirrors every hold, so one process never grants a key
-	// twice across the switch.
+	// twice across the switch. Quotas are not mirrored: while the store
+	// fails, each process counts its own requests in the fallback, so a
+	// user may get up to one quota per process until the store is back.
 	FailOver
 )
 
@@ -91,10 +105,27 @@ type Policy struct {
 	// Name names the policy in stored keys and in the RateLimit headers:
 	// 1 to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// Mode is Dedupe (the zero value), Cooldown or Exclusive.
+	// Mode is Dedupe (the zero value), Cooldown, Exclusive or Quota.
 	Mode Mode
-	// Window is how long a Dedupe or Cooldown key stays held. Default 5 s.
+	// Window is how long a Dedupe or Cooldown key stays held, and the
+	// period of a Quota's Limit. Default 5 s.
 	Window time.Duration
+	// Limit is how many requests a Quota allows per Window. Required for
+	// Quota (at least 1), and must be 0 in the other modes, which allow one
+	// request per key at a time.
+	Limit int
+	// Burst is how many requests a Quota allows at once, from a full
+	// quota. Default Limit. A Burst below Limit smooths traffic; above
+	// Limit it lets idle users catch up.
+	Burst int
+	// CountOnlyFailures makes a Quota charge only failed requests (see
+	// Failed): a login form allowing 5 wrong passwords per 15 minutes, for
+	// which successes cost nothing. Each request is charged before the
+	// handler runs and refunded when it succeeds, so requests running at
+	// the same time can never together exceed the quota: of 50 concurrent
+	// wrong passwords against a Burst of 5, exactly 5 reach the handler.
+	// The price is that successes in flight hold quota until they return.
+	CountOnlyFailures bool
 	// LeaseTTL is the time to live of an Exclusive key and of the keys
 	// Limiter.Do holds. It is refreshed every LeaseTTL/3 while the work
 	// runs, so it only bounds how long a crashed holder blocks the others.
@@ -116,7 +147,8 @@ type Policy struct {
 	Fallback Store
 	// Wait is how long an acquisition waits for a held key, retrying with
 	// Backoff and woken early by a release, before it gives up with
-	// ErrContended. Zero means try once.
+	// ErrContended, and how long AllowN may sleep for the quota to refill.
+	// Zero means try once.
 	Wait time.Duration
 	// Backoff paces the retries of a waiting acquisition. Default
 	// ExponentialJitter(10*time.Millisecond, time.Second).
@@ -127,11 +159,12 @@ type Policy struct {
 	// Reentrant lets the owner carried in a context (WithOwner) take a key
 	// it already holds; the key is freed when every hold is released.
 	Reentrant bool
-	// RejectStatus is the HTTP status of a turned-away duplicate. Default
+	// RejectStatus is the HTTP status of a turned-away request. Default
 	// 429 Too Many Requests, or 409 Conflict for Exclusive.
 	RejectStatus int
-	// Failed tells Dedupe from the handler's status whether the request
-	// failed, so that its key is released. Default: status >= 400.
+	// Failed tells from the handler's status whether the request failed:
+	// Dedupe then releases its key, and CountOnlyFailures keeps its
+	// charge. Default: status >= 400.
 	Failed func(status int) bool
 	// Logger receives store errors and lost leases. Default: the
 	// slog.Default() of the moment.
@@ -139,7 +172,8 @@ type Policy struct {
 }
 
 // TTL returns the time to live of the keys the policy takes: the Window for
-// Dedupe and Cooldown, the LeaseTTL for Exclusive.
+// Dedupe and Cooldown, the LeaseTTL for Exclusive. (A Quota key lives until
+// its quota is full again, at most the Window's share of Burst.)
 func (p Policy) TTL() time.Duration {
 	if p.Mode == Exclusive {
 		return p.LeaseTTL
@@ -157,7 +191,7 @@ func (p Policy) withDefaults() (Policy, error) {
 			return p, invalid("policy name %q: only printable ASCII without quotes or backslashes", p.Name)
 		}
 	}
-	if p.Mode > Exclusive {
+	if p.Mode > Quota {
 		return p, invalid("unknown mode %d", p.Mode)
 	}
 	if p.Window == 0 {
@@ -174,6 +208,12 @@ func (p Policy) withDefaults() (Policy, error) {
 	}
 	if p.MaxHold < 0 || p.Wait < 0 || p.Timeout < 0 {
 		return p, invalid("durations must not be negative")
+	}
+	if err := p.checkQuota(); err != nil {
+		return p, err
+	}
+	if p.Mode == Quota && p.Burst == 0 {
+		p.Burst = p.Limit
 	}
 	if p.Prefix == "" {
 		p.Prefix = DefaultPrefix
@@ -220,4 +260,31 @@ func (p *Policy) logger() *slog.Logger {
 		return p.Logger
 	}
 	return slog.Default()
+}
+
+// checkQuota checks the Quota fields: set and usable in Quota mode, unset in
+// the others, where they would be silently ignored.
+func (p *Policy) checkQuota() error {
+	if p.Mode != Quota {
+		if p.Limit != 0 || p.Burst != 0 || p.CountOnlyFailures {
+			return invalid("Limit, Burst and CountOnlyFailures are for Quota policies, not %v", p.Mode)
+		}
+		return nil
+	}
+	if p.Limit < 1 {
+		return invalid("a Quota policy needs a Limit of at least 1, got %d", p.Limit)
+	}
+	if p.Burst < 0 {
+		return invalid("quota burst %d is negative", p.Burst)
+	}
+	burst := p.Burst
+	if burst == 0 {
+		burst = p.Limit
+	}
+	return store.Rate{Limit: p.Limit, Window: p.Window, Burst: burst}.Check(0)
+}
+
+// rate returns the store.Rate of a Quota policy with its defaults.
+func (p *Policy) rate() store.Rate {
+	return store.Rate{Limit: p.Limit, Window: p.Window, Burst: p.Burst}
 }

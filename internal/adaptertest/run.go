@@ -356,10 +356,14 @@ func testKeyError(t *testing.T, a Adapter) {
 	h := a.Wrap(l, UserKey(), c)
 	rec := Serve(h, Submit(""))
 	CheckProblem(t, rec, http.StatusBadRequest, "about:blank", UserHeader, "missing")
-	for _, name := range []string{"Retry-After", "RateLimit", "RateLimit-Policy"} {
+	// The policy is known; the client's quota is not.
+	for _, name := range []string{"Retry-After", "RateLimit"} {
 		if v := rec.Header().Get(name); v != "" {
 			t.Fatalf("%s %q on a bad-key answer", name, v)
 		}
+	}
+	if v := rec.Header().Get("RateLimit-Policy"); v != `"submit";q=1;w=5` {
+		t.Fatalf("RateLimit-Policy %q on a bad-key answer", v)
 	}
 	if n := c.calls.Load(); n != 0 || l.Stats().Acquired != 0 {
 		t.Fatalf("handler ran %d times, %d acquisitions; want none", n, l.Stats().Acquired)

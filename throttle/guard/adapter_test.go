@@ -112,7 +112,7 @@ func newLimiter(t *testing.T, p throttle.Policy) *throttle.Limiter {
 // admit begins a request for id and fails the test unless it is admitted.
 func admit(t *testing.T, l *throttle.Limiter, id string) (context.Context, guard.Ticket) {
 	t.Helper()
-	ctx, tk, rej := guard.Begin(context.Background(), l, id)
+	ctx, tk, rej := guard.New(l).Begin(context.Background(), id)
 	if rej != nil {
 		t.Fatalf("Begin(%q) turned away: %+v", id, *rej)
 	}
@@ -123,7 +123,7 @@ func admit(t *testing.T, l *throttle.Limiter, id string) (context.Context, guard
 // probe that is admitted ends as a failed request would.
 func held(t *testing.T, l *throttle.Limiter, id string) bool {
 	t.Helper()
-	ctx, tk, rej := guard.Begin(context.Background(), l, id)
+	ctx, tk, rej := guard.New(l).Begin(context.Background(), id)
 	if rej == nil {
 		tk.Finish(ctx, http.StatusInternalServerError, false)
 		return false
@@ -175,13 +175,13 @@ func TestBeginContended(t *testing.T) {
 			defer first.Finish(ctx, http.StatusOK, false)
 
 			parent := context.Background()
-			got, tk, rej := guard.Begin(parent, l, "u1")
+			got, tk, rej := guard.New(l).Begin(parent, "u1")
 			if rej == nil {
 				tk.Finish(got, http.StatusOK, false)
 				t.Fatal("second request admitted")
 			}
 			if rej.Status != c.status || rej.Reason != guard.ReasonContended ||
-				rej.Policy != c.p.Name || rej.Mode != c.p.Mode || rej.Window != c.window {
+				rej.Policy.Name != c.p.Name || rej.Policy.Mode != c.p.Mode || rej.Policy.TTL() != c.window {
 				t.Fatalf("rejection %+v, want status %d, contended, policy %q, mode %v, window %v",
 					*rej, c.status, c.p.Name, c.p.Mode, c.window)
 			}
@@ -218,7 +218,7 @@ func TestBeginStoreFailsOpen(t *testing.T) {
 			}
 			type ctxKey struct{}
 			parent := context.WithValue(context.Background(), ctxKey{}, 1)
-			ctx, tk, rej := guard.Begin(parent, l, "u1")
+			ctx, tk, rej := guard.New(l).Begin(parent, "u1")
 			if rej != nil {
 				t.Fatalf("turned away under a fail-open policy: %+v", *rej)
 			}
@@ -255,12 +255,12 @@ func TestBeginStoreFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, rej := guard.Begin(context.Background(), l, "u1")
+			_, _, rej := guard.New(l).Begin(context.Background(), "u1")
 			if rej == nil {
 				t.Fatal("admitted under a fail-closed policy")
 			}
 			if rej.Status != http.StatusServiceUnavailable || rej.Reason != guard.ReasonStoreUnavailable ||
-				rej.RetryAfter != time.Second || rej.Policy != p.Name {
+				rej.RetryAfter != time.Second || rej.Policy.Name != p.Name {
 				t.Fatalf("rejection %+v, want 503, store-unavailable, 1s, policy %q", *rej, p.Name)
 			}
 			if !errors.Is(rej.Err, throttle.ErrStore) || !errors.Is(rej.Err, errBroken) {
@@ -302,7 +302,7 @@ func TestBeginCanceled(t *testing.T) {
 		{"store down", canceled, broken, context.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, rej := guard.Begin(c.ctx, c.l, "u1")
+			_, _, rej := guard.New(c.l).Begin(c.ctx, "u1")
 			if rej == nil || rej.Reason != guard.ReasonCanceled || !errors.Is(rej.Err, c.err) {
 				t.Fatalf("rejection %+v, want canceled with %v", rej, c.err)
 			}
@@ -337,9 +337,9 @@ func TestBadKey(t *testing.T) {
 		{"3xx", statusError(http.StatusFound), 400},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rej := guard.BadKey(l, c.err)
+			rej := guard.New(l).BadKey(c.err)
 			if rej.Status != c.status || rej.Reason != guard.ReasonBadKey || rej.RetryAfter != 0 ||
-				rej.Policy != "submit" || rej.Mode != throttle.Cooldown || rej.Window != 2*time.Second ||
+				rej.Policy.Name != "submit" || rej.Policy.Mode != throttle.Cooldown || rej.Policy.Window != 2*time.Second ||
 				!errors.Is(rej.Err, c.err) {
 				t.Fatalf("rejection %+v, want status %d, bad-key, no retry, the policy and the error", *rej, c.status)
 			}
@@ -472,7 +472,7 @@ func TestBeginContext(t *testing.T) {
 		{"reentrant", throttle.Policy{Name: "submit", Reentrant: true}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, tk, rej := guard.Begin(parent, newLimiter(t, c.p), "u1")
+			ctx, tk, rej := guard.New(newLimiter(t, c.p)).Begin(parent, "u1")
 			if rej != nil {
 				t.Fatalf("turned away: %+v", *rej)
 			}
@@ -493,7 +493,7 @@ func TestFinish(t *testing.T) {
 
 	// The release runs although the request's context ended.
 	parent, cancel := context.WithCancel(context.Background())
-	ctx, tk, rej := guard.Begin(parent, l, "u1")
+	ctx, tk, rej := guard.New(l).Begin(parent, "u1")
 	if rej != nil {
 		t.Fatalf("turned away: %+v", *rej)
 	}

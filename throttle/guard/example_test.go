@@ -55,24 +55,27 @@ func (c *miniCtx) String(status int, s string) {
 // throttleMini guards the rest of the chain with l, keyed by key. reject
 // answers the requests turned away; writeProblem is the standard answer.
 func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
+	g := guard.New(l) // once, when the middleware is built
 	return func(c *miniCtx) {
 		// 1. The identity; without one, BadKey says 400 or 413.
 		id, err := key(c.Request)
 		if err != nil {
-			reject(c, guard.BadKey(l, err))
+			reject(c, g.BadKey(err))
 			c.Abort()
 			return
 		}
 		// 2. The decision.
 		parent := c.Request.Context()
-		ctx, ticket, rej := guard.Begin(parent, l, id)
+		ctx, ticket, rej := g.Begin(parent, id)
 		if rej != nil {
 			reject(c, rej)
 			c.Abort()
 			return
 		}
-		// 3. The rest of the chain, under the context Begin returned,
-		// reporting the status the client gets. 4. No recover.
+		// 3. The RateLimit headers, then the rest of the chain, under the
+		// context Begin returned, reporting the status the client gets.
+		// 4. No recover.
+		ticket.SetHeaders(c.Header)
 		if ctx != parent {
 			c.Request = c.Request.WithContext(ctx)
 		}
@@ -139,6 +142,6 @@ func Example() {
 	}
 	// Output:
 	// 200 submitted
-	// 429 Retry-After: 5 {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The same request was received moments ago. Retry after the window ends."}
+	// 429 Retry-After: 5 {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The same request was received moments ago. Retry after the window ends.","violated-policies":["submit"]}
 	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"The request lacks what is needed to identify its sender."}
 }

@@ -28,6 +28,10 @@ const (
 	// ReasonCanceled means the request's context ended before a decision:
 	// the client is gone, so the answer (503) is for logs, not for it.
 	ReasonCanceled
+	// ReasonBadCost means a Quota request's cost is out of range: 413 when
+	// it is above the policy's Burst (however long the client waited, it
+	// would never be allowed), 400 when it is negative.
+	ReasonBadCost
 )
 
 // String returns the reason's name, such as "bad-key": a stable label for
@@ -42,6 +46,8 @@ func (r Reason) String() string {
 		return "store-unavailable"
 	case ReasonCanceled:
 		return "canceled"
+	case ReasonBadCost:
+		return "bad-cost"
 	}
 	return "unknown"
 }
@@ -58,66 +64,46 @@ type Rejection struct {
 	// Reason says why the request was turned away.
 	Reason Reason
 	// RetryAfter is how long the client should wait before trying again:
-	// the holder's remaining time for ReasonContended, one second for
-	// ReasonStoreUnavailable, 0 when there is nothing to wait for, and -1
-	// when the key is held without an expiry (by something other than
-	// throttle).
+	// the holder's remaining time, or how long until a Quota allows the
+	// request, for ReasonContended; one second for ReasonStoreUnavailable;
+	// 0 when there is nothing to wait for; -1 when the key is held without
+	// an expiry (by something other than throttle).
 	RetryAfter time.Duration
-	// Policy is the policy's name, for the RateLimit headers and for logs.
-	Policy string
-	// Mode is the policy's mode: Exclusive limits concurrency rather than a
-	// rate, which changes Detail and the RateLimit-Policy header.
-	Mode throttle.Mode
-	// Window is the policy's TTL (its Window, or its LeaseTTL for
-	// Exclusive), for the RateLimit-Policy header and for a Retry-After
-	// when the holder's key has no expiry.
-	Window time.Duration
+	// Policy is the Limiter's policy, defaults filled in: its Name and
+	// Mode (and, for a Quota, its Limit, Burst and Window) make the
+	// RateLimit headers, and name the policy in logs.
+	Policy throttle.Policy
+	// Decision is the Quota decision that refused the request, for the
+	// RateLimit field's remaining quota; nil for other modes and reasons.
+	Decision *throttle.Decision
 	// Err is the underlying error, for logs only: it may name keys and
 	// internals, so it is never sent to the client.
 	Err error
 }
 
-// newRejection fills the policy's part of a rejection.
-func newRejection(l *throttle.Limiter, status int, reason Reason, err error) *Rejection {
-	p := l.Policy()
-	return &Rejection{Status: status, Reason: reason, Policy: p.Name, Mode: p.Mode, Window: p.TTL(), Err: err}
+// newRejection returns a rejection under g's policy.
+func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
+	return &Rejection{Status: status, Reason: reason, Policy: g.p, Err: err}
 }
 
-// rejection turns an error of Limiter.Admit into the answer for the client.
-func rejection(l *throttle.Limiter, err error) *Rejection {
+// rejection turns an error of Limiter.Admit or AdmitN into the answer for
+// the client.
+func (g *Guard) rejection(err error) *Rejection {
 	var ce *throttle.ContendedError
 	switch {
 	case errors.As(err, &ce):
-		r := newRejection(l, l.Policy().RejectStatus, ReasonContended, err)
+		r := g.newRejection(g.p.RejectStatus, ReasonContended, err)
 		r.RetryAfter = ce.RetryAfter
 		return r
 	case !errors.Is(err, throttle.ErrStore) &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		// The caller's context ended: nobody is listening any more. (A
 		// store call that ran past Policy.Timeout is ErrStore, below.)
-		return newRejection(l, http.StatusServiceUnavailable, ReasonCanceled, err)
+		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err)
 	}
 	// ErrStore under a fail-closed policy, or anything Admit may return
 	// one day that is not the client's doing: unavailable, no internals.
-	r := newRejection(l, http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
+	r := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
 	r.RetryAfter = time.Second
 	return r
-}
-
-// BadKey answers a request whose key could not be built: 400, or the 4xx
-// status the key function's error carries through an HTTPStatus method (a
-// *keyfuncs.Error says 413 for a body too long to hash); any other status is
-// ignored, since the request, not the server, is at fault. Adapters call it
-// when their key function fails, so that such a request is answered alike
-// everywhere and never put under one key shared with others. It does not
-// touch the store.
-func BadKey(l *throttle.Limiter, err error) *Rejection {
-	status := http.StatusBadRequest
-	var hs interface{ HTTPStatus() int }
-	if errors.As(err, &hs) {
-		if s := hs.HTTPStatus(); s >= 400 && s < 500 {
-			status = s
-		}
-	}
-	return newRejection(l, status, ReasonBadKey, err)
 }

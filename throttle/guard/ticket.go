@@ -2,68 +2,81 @@ package guard
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/go-throttle/throttle/throttle"
 )
 
 // Ticket is an admitted request's hold on its key, which Run or Finish ends
-// as the policy's mode says. Every ticket Begin returns must be ended once:
+// as the policy's mode says. Every ticket BeginN returns must be ended once:
 // an Exclusive lease is otherwise refreshed, and its key held, for ever.
-// The zero Ticket (a request let through because the store failed open)
-// holds nothing, and ending it does nothing.
+// A ticket of a request let through because the store failed open holds
+// nothing, and ending it does nothing.
 type Ticket struct {
+	g     *Guard
 	lease *throttle.Lease
 	stop  context.CancelFunc
-	mode  throttle.Mode
-	fail  func(int) bool
+	// quota is the decision that admitted a Quota request.
+	quota *throttle.Decision
+	// id and refund are set under CountOnlyFailures: the cost to give
+	// back to id's quota when the request succeeds.
+	id     string
+	refund int
 }
 
-// Begin decides a request whose identity is id with Limiter.Admit, so the
-// policy's WhenStoreFails applies. When the request is admitted, Begin
-// returns the context the handler must run with (ctx itself unless the
-// policy puts the lease in it: Exclusive, Fence or Reentrant; an Exclusive
-// context is cancelled, with cause throttle.ErrLost, if the lease is lost)
-// and the ticket to Run it with. Otherwise it returns ctx and the rejection
-// to answer with. A request let through because the store failed open gets
-// a zero Ticket.
-func Begin(ctx context.Context, l *throttle.Limiter, id string) (context.Context, Ticket, *Rejection) {
-	lease, err := l.Admit(ctx, id)
-	if err != nil {
-		return ctx, Ticket{}, rejection(l, err)
+// SetHeaders sets the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-11 on an admitted request's
+// response, so that clients can pace themselves before they are turned
+// away. Call it before the handler writes its header. A request holding
+// its key gets r=0 (nothing more is available to it) and, in Dedupe and
+// Cooldown, t=Window; a Quota request gets what remains and how long until
+// more is (see SetHeaders for rejections). A request let through because
+// the store failed open gets RateLimit-Policy alone: its quota is unknown.
+func (t Ticket) SetHeaders(h http.Header) {
+	if t.g == nil {
+		return
 	}
-	if lease == nil {
-		return ctx, Ticket{}, nil
-	}
-	p := l.Policy()
-	t := Ticket{lease: lease, mode: p.Mode, fail: p.Failed}
+	h["Ratelimit-Policy"] = t.g.policyField
 	switch {
-	case p.Mode == throttle.Exclusive:
-		ctx, t.stop = lease.KeepAlive(ctx)
-	case p.Fence || p.Reentrant:
-		ctx = throttle.WithLease(ctx, lease)
+	case t.quota != nil:
+		h["Ratelimit"] = []string{quotaLimitField(&t.g.p, t.quota)}
+	case t.lease != nil:
+		h["Ratelimit"] = t.g.heldField
 	}
-	return ctx, t, nil
 }
 
 // Finish ends the request's hold once the handler has returned with status
 // (or panicked): Cooldown keeps the key for its window; Dedupe releases it
 // when the handler failed (Policy.Failed) or panicked; Exclusive stops
-// refreshing and releases. It is Run for frameworks whose hooks before and
-// after the handler are separate, so that nothing can be wrapped around it.
-// ctx is the context Begin returned; the release runs even if it was
-// cancelled. Calling Finish again does nothing.
+// refreshing and releases; a Quota under CountOnlyFailures gives the cost
+// back when the handler succeeded. It is Run for frameworks whose hooks
+// before and after the handler are separate, so that nothing can be
+// wrapped around it. ctx is the context BeginN returned; the release runs
+// even if it was cancelled. Calling Finish again does nothing.
 func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
+	if t.g == nil {
+		return
+	}
+	failed := panicked || t.g.p.Failed(status)
+	if t.refund > 0 {
+		if !failed {
+			// A refund that fails leaves the charge in place: the user
+			// pays for one success, the safe side of a login limit.
+			_, _ = t.g.l.AllowN(context.WithoutCancel(ctx), t.id, -t.refund)
+		}
+		return
+	}
 	if t.lease == nil {
 		return
 	}
 	if t.stop != nil {
 		t.stop()
 	}
-	switch t.mode {
+	switch t.g.p.Mode {
 	case throttle.Cooldown:
 		return
 	case throttle.Dedupe:
-		if !panicked && !t.fail(status) {
+		if !failed {
 			return
 		}
 	}

@@ -27,8 +27,13 @@ func problemType(rej *Rejection) string {
 func Detail(rej *Rejection) string {
 	switch rej.Reason {
 	case ReasonContended:
-		if rej.Mode == throttle.Exclusive {
+		switch {
+		case rej.Policy.Mode == throttle.Exclusive:
 			return "The same request is already in progress. Retry after it finishes."
+		case rej.Policy.Mode == throttle.Quota && rej.Policy.CountOnlyFailures:
+			return "Too many failed attempts. Retry after the time Retry-After gives."
+		case rej.Policy.Mode == throttle.Quota:
+			return "Too many requests. Retry after the time Retry-After gives."
 		}
 		return "The same request was received moments ago. Retry after the window ends."
 	case ReasonBadKey:
@@ -36,8 +41,13 @@ func Detail(rej *Rejection) string {
 			return "The request body is too large to identify the request."
 		}
 		return "The request lacks what is needed to identify its sender."
+	case ReasonBadCost:
+		if rej.Status == http.StatusRequestEntityTooLarge {
+			return "The request costs more than the rate limit allows at once."
+		}
+		return "The request's cost could not be worked out."
 	case ReasonStoreUnavailable:
-		return "Duplicate protection is temporarily unavailable. Retry shortly."
+		return "Rate limiting is temporarily unavailable. Retry shortly."
 	}
 	return "The request was not processed."
 }
@@ -55,13 +65,13 @@ func seconds(d time.Duration) int64 {
 
 // retryAfter returns the seconds a client should wait, or 0 when the
 // rejection has nothing to wait for (a bad key). A key held without expiry
-// (RetryAfter -1) is reported as one window.
+// (RetryAfter -1) is reported as one TTL of the policy.
 func retryAfter(rej *Rejection) int64 {
 	switch {
 	case rej.RetryAfter > 0:
 		return seconds(rej.RetryAfter)
 	case rej.RetryAfter < 0:
-		return seconds(rej.Window)
+		return seconds(rej.Policy.TTL())
 	case rej.Reason == ReasonContended:
 		return 1
 	}
@@ -71,37 +81,45 @@ func retryAfter(rej *Rejection) int64 {
 // Header values shared by every problem response; net/http only reads them.
 // The header maps below are written with canonical keys directly
 // ("Ratelimit-Policy" is the canonical form of RateLimit-Policy), which
-// spares the key canonicalisation of Header.Set on every rejection.
+// spares the key canonicalisation of Header.Set on every response.
 var (
 	problemJSON = []string{"application/problem+json"}
 	noStore     = []string{"no-store"}
 	noSniff     = []string{"nosniff"}
 )
 
-// SetHeaders sets Retry-After and, for a contended key, the RateLimit-Policy
-// and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10, so that a
-// rejection handler writing its own body still tells clients when to retry:
+// SetHeaders sets Retry-After and the RateLimit-Policy and RateLimit
+// fields of draft-ietf-httpapi-ratelimit-headers-11 (see Ticket.SetHeaders
+// for admitted requests), so that a rejection handler writing its own body
+// still tells clients when to retry. A duplicate within a 5 s window, 3 s
+// before it ends, gets:
 //
+//	Retry-After: 3
 //	RateLimit-Policy: "submit";q=1;w=5
 //	RateLimit: "submit";r=0;t=3
 //
-// Exclusive policies limit concurrency, not a rate, so they say
-// qu="concurrent-requests" and give no window.
+// A Quota of 10 per minute turning away its 11th request gets r=0 and t
+// equal to Retry-After (about 6 s). Exclusive policies limit concurrency,
+// not a rate, so they say qu="concurrent-requests" and give no window.
+// RateLimit is set only when the request was turned away by its quota or
+// key; a rejection for another reason (a bad key, a store outage) says
+// nothing about the client's quota and gets RateLimit-Policy alone.
 func SetHeaders(h http.Header, rej *Rejection) {
-	secs := retryAfter(rej)
-	if secs > 0 {
+	if secs := retryAfter(rej); secs > 0 {
 		h["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
 	}
-	if rej.Reason != ReasonContended {
+	p := &rej.Policy
+	if p.Name == "" {
 		return
 	}
-	name := strconv.Quote(rej.Policy)
-	if rej.Mode == throttle.Exclusive {
-		h["Ratelimit-Policy"] = []string{name + `;q=1;qu="concurrent-requests"`}
-	} else {
-		h["Ratelimit-Policy"] = []string{name + ";q=1;w=" + strconv.FormatInt(seconds(rej.Window), 10)}
+	h["Ratelimit-Policy"] = []string{policyField(p)}
+	switch {
+	case rej.Reason != ReasonContended:
+	case rej.Decision != nil:
+		h["Ratelimit"] = []string{quotaLimitField(p, rej.Decision)}
+	default:
+		h["Ratelimit"] = []string{limitField(p.Name, 0, retryAfter(rej))}
 	}
-	h["Ratelimit"] = []string{name + ";r=0;t=" + strconv.FormatInt(secs, 10)}
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection, for
@@ -110,14 +128,21 @@ func SetHeaders(h http.Header, rej *Rejection) {
 // the same as the other adapters'.
 func Body(rej *Rejection) []byte {
 	b := make([]byte, 0, 256)
+	typ := problemType(rej)
 	b = append(b, `{"type":`...)
-	b = strconv.AppendQuote(b, problemType(rej))
+	b = strconv.AppendQuote(b, typ)
 	b = append(b, `,"title":`...)
 	b = strconv.AppendQuote(b, title(rej.Status))
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(rej.Status), 10)
 	b = append(b, `,"detail":`...)
 	b = strconv.AppendQuote(b, Detail(rej))
+	if typ == quotaExceeded && rej.Policy.Name != "" {
+		// quota-exceeded: draft -11 names the policies exceeded.
+		b = append(b, `,"violated-policies":[`...)
+		b = strconv.AppendQuote(b, rej.Policy.Name)
+		b = append(b, ']')
+	}
 	return append(b, "}\n"...)
 }
 

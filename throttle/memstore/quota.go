@@ -27,9 +27,12 @@ func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Micro
 // needs a new entry: in a full shard (WithMaxKeys, counted apart from
 // locks and fence counters) it first removes the shard's expired quotas
 // and, when none expired, fails with ErrFull. Refused requests and peeks
-// (cost 0) never write. AllowN fails with an error matching
-// store.ErrInvalid when key is empty or r.Check(cost) fails, and with
-// ctx.Err() when ctx is done.
+// (cost 0) never write. A refund (negative cost) lowers the TAT of a live
+// entry, or deletes the entry when it leaves the quota full, and writes
+// nothing on a key without one: it never needs a new entry, so it never
+// fails with ErrFull. AllowN fails with an error matching store.ErrInvalid
+// when key is empty or r.Check(cost) fails, and with ctx.Err() when ctx is
+// done.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, err
@@ -59,6 +62,13 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if !d.Allowed || newTAT == tat {
 		return d, nil
 	}
+	if newTAT <= nowUS {
+		// A refund filled the quota again: drop the entry, as expiry
+		// would. (newTAT is now and differs from tat, so the entry was
+		// live.)
+		delete(sh.quotas, key)
+		return d, nil
+	}
 	if !live && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil) {
 		return store.Decision{}, ErrFull
 	}
@@ -70,19 +80,24 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 
 // gcra decides a request of cost at now on a key whose TAT is tat (tat is
 // now for a key without one), all in microseconds, and returns the decision
-// and the TAT to keep. gcra.lua is the same algorithm, step for step, so
-// that both stores give equal decisions.
+// and the TAT to keep. A refund (cost < 0) returns a TAT of at least now,
+// now itself when it leaves the quota full: the caller then deletes the
+// key. gcra.lua is the same algorithm, step for step, so that both stores
+// give equal decisions.
 func gcra(tat, now int64, r store.Rate, cost int) (store.Decision, int64) {
 	t := int64(r.Interval() / time.Microsecond)
 	tau := t * int64(r.Burst)
 	tat = max(tat, now)
-	newTAT := tat + int64(cost)*t
+	// A refund gives back at most what makes the quota full.
+	newTAT := max(tat+int64(cost)*t, now)
 	// remaining is how many requests of cost 1 fit when the TAT is at.
 	remaining := func(at int64) int {
 		return int(max(tau-(at-now), 0) / t)
 	}
 	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
-	if newTAT-now > tau {
+	// A refund is allowed even on an overspent quota (see
+	// store.Decision.Allowed): it only gives back.
+	if cost >= 0 && newTAT-now > tau {
 		return store.Decision{
 			Remaining:  remaining(tat),
 			RetryAfter: us(newTAT - tau - now),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,13 +30,18 @@ func TestRateCheck(t *testing.T) {
 		{store.Rate{Limit: 1, Window: time.Second, Burst: 0}, 0, false},
 		{store.Rate{Limit: 1001, Window: time.Millisecond, Burst: 1}, 1, false}, // T < 1µs
 		{store.Rate{Limit: 1, Window: 100 * 365 * 24 * time.Hour, Burst: 2}, 1, false},
-		{ok, -1, false},
+		{ok, -1, true},  // a refund
+		{ok, -4, true},  // a refund of the whole burst
+		{ok, -5, false}, // a refund above burst
 		{ok, 5, false},
 	} {
 		err := tc.r.Check(tc.cost)
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, store.ErrInvalid)) {
 			t.Errorf("%+v.Check(%d) = %v, want ok=%v", tc.r, tc.cost, err, tc.ok)
 		}
+	}
+	if err := ok.Check(-5); err == nil || !strings.Contains(err.Error(), "refund 5 is above burst 4") {
+		t.Errorf("Check(-5) = %v, want a refund above burst", err)
 	}
 	if got := (store.Rate{Limit: 3, Window: time.Second, Burst: 3}).Interval(); got != 333333*time.Microsecond {
 		t.Errorf("Interval of 3/s = %v, want 333.333ms", got)
@@ -85,6 +91,73 @@ func TestQuotaSequence(t *testing.T) {
 	cancel()
 	if _, err := s.AllowN(cctx, "k", r, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("done context: %v", err)
+	}
+}
+
+// TestQuotaRefund checks refunds (negative costs) against decisions worked
+// out by hand, T = 250ms and tolerance 1s, with the number of entries left:
+// a refund lowers the TAT, never below now, deletes the entry when the
+// quota is full again, writes nothing on a key without an entry, and is
+// allowed even on a quota overspent under a smaller Rate.
+func TestQuotaRefund(t *testing.T) {
+	clk := newFakeClock()
+	s := New(WithClock(clk.Now))
+	r := store.Rate{Limit: 4, Window: time.Second, Burst: 4}
+	small := store.Rate{Limit: 10, Window: time.Second, Burst: 1} // T = tolerance = 100ms
+	ms := time.Millisecond
+	full := store.Decision{Allowed: true, Remaining: 4}
+	steps := []struct {
+		advance time.Duration
+		r       store.Rate
+		cost    int
+		want    store.Decision
+		entries int
+	}{
+		{0, r, -1, full, 0}, // a refund on a new key writes nothing
+		{0, r, 4, store.Decision{Allowed: true, Remaining: 0, ResetAfter: 1000 * ms}, 1},
+		{0, r, -1, store.Decision{Allowed: true, Remaining: 1, ResetAfter: 750 * ms}, 1},
+		// TAT 650ms ahead, lowered by 500ms.
+		{100 * ms, r, -2, store.Decision{Allowed: true, Remaining: 3, ResetAfter: 150 * ms}, 1},
+		{0, r, 1, store.Decision{Allowed: true, Remaining: 2, ResetAfter: 400 * ms}, 1},
+		{0, r, 1, store.Decision{Allowed: true, Remaining: 1, ResetAfter: 650 * ms}, 1},
+		{0, r, 2, store.Decision{Remaining: 1, RetryAfter: 150 * ms, ResetAfter: 650 * ms}, 1},
+		// More than was charged: full, not fuller, and the entry is gone.
+		{0, r, -4, full, 0},
+		{0, r, 0, full, 0},
+		{0, r, -4, full, 0},
+		{0, r, 3, store.Decision{Allowed: true, Remaining: 1, ResetAfter: 750 * ms}, 1},
+		// TAT 50ms ahead: a refund of 1 fills the quota.
+		{700 * ms, r, -1, full, 0},
+		// Overspent under small (TAT 1s ahead, tolerance 100ms): a refund
+		// is allowed though a peek is not.
+		{0, r, 4, store.Decision{Allowed: true, Remaining: 0, ResetAfter: 1000 * ms}, 1},
+		{0, small, -1, store.Decision{Allowed: true, Remaining: 0, ResetAfter: 900 * ms}, 1},
+		{0, small, 0, store.Decision{Remaining: 0, RetryAfter: 800 * ms, ResetAfter: 900 * ms}, 1},
+		{0, small, -1, store.Decision{Allowed: true, Remaining: 0, ResetAfter: 800 * ms}, 1},
+		{750 * ms, small, -1, store.Decision{Allowed: true, Remaining: 1}, 0},
+	}
+	ctx := context.Background()
+	for i, st := range steps {
+		clk.Advance(st.advance)
+		got, err := s.AllowN(ctx, "k", st.r, st.cost)
+		if err != nil || got != st.want {
+			t.Fatalf("step %d (+%v, cost %d): %+v, %v; want %+v", i, st.advance, st.cost, got, err, st.want)
+		}
+		if n := s.quotaCount(); n != st.entries {
+			t.Fatalf("step %d (+%v, cost %d): %d entries, want %d", i, st.advance, st.cost, n, st.entries)
+		}
+	}
+	if _, err := s.AllowN(ctx, "k", r, -5); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("refund above burst: %v, want ErrInvalid", err)
+	}
+
+	// A refund on an expired entry removes it and finds the quota full.
+	if _, err := s.AllowN(ctx, "k", r, 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(500 * ms)
+	if d, err := s.AllowN(ctx, "k", r, -1); err != nil || d != full || s.quotaCount() != 0 {
+		t.Fatalf("refund at the reset: %+v, %v, %d entries", d, err, s.quotaCount())
 	}
 }
 
@@ -159,6 +232,26 @@ func TestQuotaFull(t *testing.T) {
 	}
 	if n := s.quotaCount(); n > minPerShard {
 		t.Fatalf("%d quota entries, bound %d", n, minPerShard)
+	}
+
+	// Refunds never need a new entry, so a full shard never refuses one.
+	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard))
+	for i := range minPerShard {
+		if _, err := s.AllowN(ctx, fmt.Sprint("k", i), r, 2); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	if d, err := s.AllowN(ctx, "new", r, -1); err != nil || d != (store.Decision{Allowed: true, Remaining: 2}) {
+		t.Fatalf("refund on a new key in a full store: %+v, %v", d, err)
+	}
+	if d, err := s.AllowN(ctx, "k0", r, -1); err != nil || !d.Allowed || d.Remaining != 1 || s.quotaCount() != minPerShard {
+		t.Fatalf("refund on a live key in a full store: %+v, %v, %d entries", d, err, s.quotaCount())
+	}
+	if d, err := s.AllowN(ctx, "k0", r, -2); err != nil || d != (store.Decision{Allowed: true, Remaining: 2}) {
+		t.Fatalf("refund filling a quota in a full store: %+v, %v", d, err)
+	}
+	if d, err := s.AllowN(ctx, "new", r, 1); err != nil || !d.Allowed {
+		t.Fatalf("new key once a refund freed an entry: %+v, %v", d, err)
 	}
 }
 

@@ -16,7 +16,10 @@ var _ store.Quota = (*Store)(nil)
 // caller's, so that every process sharing the key decides on one clock. The
 // key holds the theoretical arrival time as a string of microseconds since
 // 1970 and expires (PEXPIRE, rounded up to a millisecond) when the quota is
-// full again; refused requests and peeks (cost 0) write nothing. The script
+// full again; refused requests and peeks (cost 0) write nothing. A refund
+// (negative cost) sets the lowered TAT with its PEXPIRE, or DELs the key
+// when it leaves the quota full (the key would otherwise need a PEXPIRE of
+// 0, which SET rejects); on an absent key it writes nothing. The script
 // touches key alone, so a key built by store.Key works on a Cluster.
 // WithReplicaAck does not apply to quotas.
 //

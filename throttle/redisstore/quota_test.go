@@ -37,15 +37,19 @@ func (c *quotaClock) Advance(d time.Duration) {
 type quotaStep struct {
 	advance time.Duration
 	cost    int
+	want    *store.Decision // when set, both stores must decide it
 }
 
 // TestQuotaModel drives the same sequence of (advance the clock, AllowN)
 // against memstore, with a fake clock, and redisstore, with the fake time
 // passed to the script instead of TIME, and requires equal decisions and
 // errors at every step. Each rate runs a scripted part (bursts, refills,
-// cost above 1, peeks, costs above Burst, idling past the reset) and a
-// random part. After each charge it also checks that the Redis key's
-// PEXPIRE is the reset time, rounded up to a millisecond.
+// cost above 1, peeks, costs above Burst, refunds, idling past the reset)
+// and a random part, with costs from -Burst (refunds) to Burst+1. After
+// each charge, and each refund that leaves the quota short of full, it also
+// checks that the Redis key's PEXPIRE is the reset time, rounded up to a
+// millisecond; after a refund that fills the quota, that the key is gone.
+// A last part refunds on a quota overspent under a smaller Rate.
 func TestQuotaModel(t *testing.T) {
 	rs, _, c := newStore(t)
 	clk := &quotaClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -65,19 +69,27 @@ func TestQuotaModel(t *testing.T) {
 	seen := map[string]int{}
 	for ri, r := range rates {
 		T := r.Interval()
+		full := &store.Decision{Allowed: true, Remaining: r.Burst}
 		steps := []quotaStep{
-			{0, 0},           // peek at a new key
-			{0, r.Burst},     // the whole burst at once
-			{0, 1},           // refused
-			{0, 0},           // peek at an empty quota
-			{T / 2, 1},       // still refused
-			{T / 2, 1},       // refilled one
-			{0, r.Burst + 1}, // error
-			{0, -1},          // error
-			{3 * T, min(2, r.Burst)},
-			{T - time.Microsecond, r.Burst},      // refused with room left
-			{10 * T * time.Duration(r.Burst), 0}, // idle past the reset
-			{0, 1},
+			{0, 0, full},        // peek at a new key
+			{0, -r.Burst, full}, // refund on a new key
+			{0, r.Burst, nil},   // the whole burst at once
+			{0, 1, nil},         // refused
+			{0, 0, nil},         // peek at an empty quota
+			{T / 2, 1, nil},     // still refused
+			{T / 2, 1, nil},     // refilled one
+			// Refund after a burst: one back.
+			{0, -1, &store.Decision{Allowed: true, Remaining: 1, ResetAfter: T * time.Duration(r.Burst-1)}},
+			{0, -r.Burst, full},    // refund of more than was charged
+			{0, -1, full},          // refund on the key just deleted
+			{0, r.Burst + 1, nil},  // error
+			{0, -r.Burst - 1, nil}, // error
+			{0, r.Burst, nil},
+			{3 * T, min(2, r.Burst), nil},
+			{T - time.Microsecond, r.Burst, nil},       // refused with room left
+			{10 * T * time.Duration(r.Burst), 0, full}, // idle past the reset
+			{0, -1, full},                              // refund on an idle key
+			{0, 1, nil},
 		}
 		for range 300 {
 			var adv time.Duration
@@ -90,7 +102,7 @@ func TestQuotaModel(t *testing.T) {
 			case 3:
 				adv = time.Duration(rng.IntN(5)) * time.Millisecond
 			}
-			steps = append(steps, quotaStep{adv, rng.IntN(r.Burst + 2)})
+			steps = append(steps, quotaStep{adv, rng.IntN(2*r.Burst+2) - r.Burst, nil})
 		}
 		k := key(t)
 		for i, st := range steps {
@@ -101,11 +113,17 @@ func TestQuotaModel(t *testing.T) {
 				t.Fatalf("rate %d %+v, step %d (+%v, cost %d): memstore %+v, %v; redisstore %+v, %v",
 					ri, r, i, st.advance, st.cost, md, merr, rd, rerr)
 			}
+			if st.want != nil && (merr != nil || md != *st.want) {
+				t.Fatalf("rate %d %+v, step %d (+%v, cost %d): %+v, %v; want %+v",
+					ri, r, i, st.advance, st.cost, md, merr, *st.want)
+			}
 			switch {
 			case merr != nil:
 				seen["error"]++
 			case st.cost == 0:
 				seen["peek"]++
+			case st.cost < 0:
+				seen["refund"]++
 			case md.Allowed && md.Remaining == r.Burst-st.cost && md.ResetAfter == time.Duration(st.cost)*T:
 				seen["allowed on a full quota"]++
 			case md.Allowed:
@@ -121,7 +139,19 @@ func TestQuotaModel(t *testing.T) {
 				}
 				continue
 			}
-			if md.Allowed && st.cost > 0 {
+			if st.cost < 0 {
+				// A refund is allowed, and full exactly when nothing is
+				// left to reset.
+				if !md.Allowed || md.RetryAfter != 0 || (md.Remaining == r.Burst) != (md.ResetAfter == 0) {
+					t.Fatalf("step %d: refund %d decided %+v", i, -st.cost, md)
+				}
+				if md.ResetAfter == 0 {
+					if n, err := c.Exists(ctx, k).Result(); err != nil || n != 0 {
+						t.Fatalf("step %d: refund filled the quota, EXISTS %d, %v", i, n, err)
+					}
+				}
+			}
+			if md.Allowed && (st.cost > 0 || st.cost < 0 && md.ResetAfter > 0) {
 				// The key was just written with PX = ResetAfter rounded up.
 				want := (md.ResetAfter + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 				pttl, err := c.PTTL(ctx, k).Result()
@@ -131,7 +161,36 @@ func TestQuotaModel(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"error", "peek", "allowed on a full quota", "allowed", "refused with room left", "refused"} {
+	// A refund is allowed even on a quota overspent under a smaller Rate:
+	// charged under rates[0] (TAT 1s ahead), refunded under a tolerance of
+	// 100ms, where a peek is refused.
+	small := store.Rate{Limit: 10, Window: time.Second, Burst: 1}
+	k := key(t)
+	for i, st := range []struct {
+		r       store.Rate
+		advance time.Duration
+		cost    int
+		want    store.Decision
+	}{
+		{rates[0], 0, 4, store.Decision{Allowed: true, ResetAfter: time.Second}},
+		{small, 0, -1, store.Decision{Allowed: true, ResetAfter: 900 * time.Millisecond}},
+		{small, 0, 0, store.Decision{RetryAfter: 800 * time.Millisecond, ResetAfter: 900 * time.Millisecond}},
+		{small, 0, -1, store.Decision{Allowed: true, ResetAfter: 800 * time.Millisecond}},
+		{small, 750 * time.Millisecond, -1, store.Decision{Allowed: true, Remaining: 1}},
+	} {
+		clk.Advance(st.advance)
+		md, merr := ms.AllowN(ctx, k, st.r, st.cost)
+		rd, rerr := rs.AllowN(ctx, k, st.r, st.cost)
+		if merr != nil || rerr != nil || md != st.want || rd != st.want {
+			t.Fatalf("overspent, step %d (%+v, +%v, cost %d): memstore %+v, %v; redisstore %+v, %v; want %+v",
+				i, st.r, st.advance, st.cost, md, merr, rd, rerr, st.want)
+		}
+	}
+	if n, err := c.Exists(ctx, k).Result(); err != nil || n != 0 {
+		t.Fatalf("overspent quota refunded to full: EXISTS %d, %v", n, err)
+	}
+
+	for _, kind := range []string{"error", "peek", "refund", "allowed on a full quota", "allowed", "refused with room left", "refused"} {
 		if seen[kind] < 5 {
 			t.Errorf("only %d steps of kind %q", seen[kind], kind)
 		}

@@ -155,11 +155,10 @@
 // # Fencing tokens and reentrancy are refused
 //
 // Requests with Fence or Reentrant fail with an error matching
-// store.ErrInvalid (Refuses says so without asking the nodes). Do not give
-// this store to a Limiter whose Policy sets Fence or Reentrant: the Limiter
-// currently reports the refusal as a store failure (ErrStore, wrapping
-// ErrInvalid) on every acquisition, so Policy.WhenStoreFails decides, and a
-// policy that fails open admits every request unguarded.
+// store.ErrInvalid (Refuses says so without asking the nodes), and
+// throttle.New refuses a Policy that sets Fence or Reentrant over this
+// store, so that no such policy can start and then fail open on every
+// request.
 //
 // A fencing token must strictly increase from one holder to the next. Each
 // node can count on its own, but Redlock has no agreement among nodes:
@@ -177,6 +176,17 @@
 // re-entry or release (a timeout) ends up with a different count, and the
 // clean-up of a re-entry that missed its quorum would release a hold of the
 // outer acquisition, which shares the owner's token.
+//
+// # Quotas are refused
+//
+// The store does not implement store.Quota, so throttle.New refuses a
+// Quota policy over it with an error matching throttle.ErrInvalid. A quota
+// is a count, not a lock: a failover that loses a few charges lets a user
+// make a few requests too many, which a rate limit tolerates, so a single
+// Redis (redisstore, with Sentinel or Cluster for availability) serves it
+// in one round trip. Over Redlock each decision would cost a quorum of
+// scripts, and nodes that missed a charge would disagree on the count with
+// no way to reconcile it: the quota would be neither exact nor cheaper.
 //
 // # Cost
 //

@@ -18,6 +18,18 @@ import (
 // A refused request changes nothing. The key expires when the quota is full
 // again, at its TAT, so an idle key costs nothing.
 //
+// A negative cost -n is a refund: it gives back n requests charged earlier,
+// for a request that turned out not to count. A caller that must charge
+// only some requests (failed logins, say) charges every request up front
+// and refunds the ones that do not count, so that requests running at the
+// same time can never together exceed the quota, as they could if each
+// were charged only once it had failed. A refund moves the TAT to
+// max(max(TAT, now) - n·T, now): it is always allowed and never makes the
+// quota more than full. When it leaves the quota full (the new TAT at or
+// before now) the store deletes the key, as expiry would have, instead of
+// keeping a timestamp that stands for nothing; a refund on a key whose
+// quota is already full changes nothing.
+//
 // Stores count time in whole microseconds (the resolution of Redis's TIME):
 // T is Window/Limit rounded down to a microsecond, so a Rate whose Window is
 // not a multiple of Limit microseconds allows at most one part in T (in
@@ -56,9 +68,12 @@ func (r Rate) Interval() time.Duration {
 // Check returns an error matching ErrInvalid when a store cannot decide a
 // request of cost under r: Limit < 1, Window <= 0, Burst < 1, a Window
 // shorter than Limit microseconds (T would round down to 0), a tolerance
-// T·Burst above 100 years, cost < 0, or cost > Burst (a cost above Burst
-// could never be allowed, however long the caller waited). Cost 0 is valid:
-// it is a peek, a Decision that charges nothing.
+// T·Burst above 100 years, cost > Burst (a cost above Burst could never be
+// allowed, however long the caller waited), or cost < -Burst (a refund of
+// more than Burst gives back requests that a quota holding Burst can never
+// have charged, so it is the caller's mistake). Cost 0 is valid: it is a
+// peek, a Decision that charges nothing. A cost from -Burst to -1 is a
+// refund.
 func (r Rate) Check(cost int) error {
 	switch {
 	case r.Limit < 1:
@@ -71,8 +86,8 @@ func (r Rate) Check(cost int) error {
 		return fmt.Errorf("%w: quota of %d per %v is above one request per microsecond", ErrInvalid, r.Limit, r.Window)
 	case r.Interval() > maxTolerance/time.Duration(r.Burst):
 		return fmt.Errorf("%w: quota tolerance %v × %d is above %v", ErrInvalid, r.Interval(), r.Burst, maxTolerance)
-	case cost < 0:
-		return fmt.Errorf("%w: quota cost %d is negative", ErrInvalid, cost)
+	case cost < -r.Burst:
+		return fmt.Errorf("%w: quota refund %d is above burst %d", ErrInvalid, -cost, r.Burst)
 	case cost > r.Burst:
 		return fmt.Errorf("%w: quota cost %d is above burst %d and could never be allowed", ErrInvalid, cost, r.Burst)
 	}
@@ -87,12 +102,14 @@ type Decision struct {
 	// A request of cost 0 (a peek) charges nothing and is allowed unless
 	// the quota is overspent, which happens only when a key is used with a
 	// smaller Rate than before: read Remaining to know whether a request
-	// of cost 1 would be.
+	// of cost 1 would be. A refund (negative cost) is always allowed: it
+	// only gives back.
 	Allowed bool
 	// Remaining is how many requests of cost 1 the quota allows right now,
-	// after this decision: after charging this request when Allowed, and
-	// as it stands when not (nothing was charged). It is 0 when a request
-	// of cost 1 would be refused, and Burst when the quota is full. A
+	// after this decision: after charging this request (or giving back
+	// this refund) when Allowed, and as it stands when not (nothing was
+	// charged). It is 0 when a request of cost 1 would be refused, and
+	// Burst when the quota is full. A
 	// refused request of cost n may leave Remaining between 1 and n-1,
 	// where redis_rate reports 0.
 	Remaining int
@@ -102,7 +119,8 @@ type Decision struct {
 	RetryAfter time.Duration
 	// ResetAfter is how long until the quota is full again (Remaining
 	// back to Burst, the key gone from the store), or 0 when it is full
-	// now (a peek at an unused key). It is the TAT minus now.
+	// now (a peek at an unused key, or a refund that filled it). It is the
+	// TAT minus now.
 	ResetAfter time.Duration
 }
 
@@ -114,7 +132,13 @@ type Quota interface {
 	// store, whether a request of cost under r is allowed now, and charges
 	// it when it is. Key is the full stored key, as built by Key; it must
 	// not be used for anything but this quota. Cost 0 peeks without
-	// charging. An error matching ErrInvalid means r.Check(cost) failed;
-	// any other error means the store could not answer.
+	// charging. A negative cost -n refunds n requests charged earlier: it
+	// is always allowed, gives back at most what makes the quota full
+	// (deleting the key then), and on a key whose quota is already full
+	// changes nothing and returns the full Decision {Allowed: true,
+	// Remaining: Burst}. Its Decision is otherwise that of the quota after
+	// the refund, with RetryAfter 0. An error matching ErrInvalid means
+	// r.Check(cost) failed; any other error means the store could not
+	// answer.
 	AllowN(ctx context.Context, key string, r Rate, cost int) (Decision, error)
 }

@@ -1,0 +1,95 @@
+package guard
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// The RateLimit fields follow draft-ietf-httpapi-ratelimit-headers-11
+// (May 2026). Both are Structured Field lists (RFC 9651) of one item: the
+// policy's name as a String, with parameters. Policy names are printable
+// ASCII without '"' or '\' (throttle.New checks), so strconv.Quote gives
+// exactly the Structured Field String.
+//
+// RateLimit-Policy says what the policy allows: q, the quota; w, its
+// window in whole seconds; qu, the unit when it is not requests. Dedupe and
+// Cooldown allow one request per Window (q=1;w=Window). Exclusive allows
+// one request at a time (q=1;qu="concurrent-requests", no window). Quota
+// allows Limit per Window, and says its Burst in the vendor parameter
+// throttle-burst when it is not Limit. No partition key (pk) is sent: the
+// key names the user, and a hash of it would still let one client tell
+// another's partition.
+//
+// RateLimit says what the client has now: r, the available quota, and t,
+// the effective window of -11: the seconds within which the client can use
+// no more than r. (Draft -10 had t as the time until the quota reset; -11
+// made it a promise about r, which is what a GCRA can keep: until the next
+// unit refills, r is all there is.) A holder of a Dedupe or Cooldown key
+// has r=0 for t=Window; a turned-away request r=0 for t=Retry-After, so
+// Retry-After never points before the end of the effective window, as -11
+// asks; a Quota request has r=Remaining for t=the time until one more
+// request refills. t is omitted where nothing refills at a known time (an
+// Exclusive holder, a full quota).
+
+// policyField returns the RateLimit-Policy value of p.
+func policyField(p *throttle.Policy) string {
+	b := make([]byte, 0, 64)
+	b = strconv.AppendQuote(b, p.Name)
+	switch p.Mode {
+	case throttle.Exclusive:
+		return string(append(b, `;q=1;qu="concurrent-requests"`...))
+	case throttle.Quota:
+		b = append(b, ";q="...)
+		b = strconv.AppendInt(b, int64(p.Limit), 10)
+	default:
+		b = append(b, ";q=1"...)
+	}
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, seconds(p.Window), 10)
+	if p.Mode == throttle.Quota && p.Burst != p.Limit {
+		b = append(b, ";throttle-burst="...)
+		b = strconv.AppendInt(b, int64(p.Burst), 10)
+	}
+	return string(b)
+}
+
+// limitField returns a RateLimit value: name with r and, unless t is
+// negative, t.
+func limitField(name string, r int, t int64) string {
+	b := make([]byte, 0, 48)
+	b = strconv.AppendQuote(b, name)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, int64(r), 10)
+	if t >= 0 {
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, t, 10)
+	}
+	return string(b)
+}
+
+// quotaLimitField returns the RateLimit value for a Quota decision.
+func quotaLimitField(p *throttle.Policy, d *throttle.Decision) string {
+	t := int64(-1)
+	if r := refill(d, store.Rate{Limit: p.Limit, Window: p.Window}.Interval()); r > 0 {
+		t = seconds(r)
+	}
+	return limitField(p.Name, d.Remaining, t)
+}
+
+// refill returns how long until the quota of d allows one more request of
+// cost 1 than d.Remaining, given the emission interval T (Rate.Interval), or
+// 0 when it is full. The quota's theoretical arrival time is ResetAfter
+// ahead, and it refills one request every T counting back from there, so
+// the next one comes in ResetAfter mod T, or a whole T when that is 0.
+func refill(d *throttle.Decision, T time.Duration) time.Duration {
+	if d.ResetAfter <= 0 || T <= 0 {
+		return 0
+	}
+	if r := d.ResetAfter % T; r != 0 {
+		return r
+	}
+	return T
+}

@@ -1,0 +1,123 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Guard is one Limiter's request handling, minus the framework. Make one
+// per middleware, when the middleware is built: it works out once what
+// every admitted response repeats (the RateLimit-Policy field, and the
+// RateLimit field of a lock's holder), so that a request pays only for
+// what is its own. It is safe for concurrent use.
+type Guard struct {
+	l *throttle.Limiter
+	p throttle.Policy
+
+	// policyField is the RateLimit-Policy value, the same on every
+	// response.
+	policyField []string
+	// heldField is the RateLimit value of a request that holds its key
+	// (Dedupe, Cooldown, Exclusive): nothing more is available to it while
+	// it does.
+	heldField []string
+}
+
+// New returns the Guard of l. It panics when l is nil: a wiring mistake to
+// catch at start-up.
+func New(l *throttle.Limiter) *Guard {
+	if l == nil {
+		panic("guard: New needs a non-nil Limiter")
+	}
+	g := &Guard{l: l, p: l.Policy()}
+	g.policyField = []string{policyField(&g.p)}
+	t := int64(-1) // no "t" for Exclusive: the hold lasts as long as the work
+	if g.p.Mode != throttle.Exclusive {
+		t = seconds(g.p.Window)
+	}
+	g.heldField = []string{limitField(g.p.Name, 0, t)}
+	return g
+}
+
+// Limiter returns the Limiter the guard decides with.
+func (g *Guard) Limiter() *throttle.Limiter { return g.l }
+
+// Begin is BeginN with a cost of 1.
+func (g *Guard) Begin(ctx context.Context, id string) (context.Context, Ticket, *Rejection) {
+	return g.BeginN(ctx, id, 1)
+}
+
+// BeginN decides a request whose identity is id and, under a Quota policy,
+// whose cost is cost (other modes ignore it: a request holds its key or
+// not), with Limiter.Admit or Limiter.AdmitN, so the policy's
+// WhenStoreFails applies. When the request is admitted, BeginN returns the
+// context the handler must run with (ctx itself unless the policy puts the
+// lease in it: Exclusive, Fence or Reentrant; an Exclusive context is
+// cancelled, with cause throttle.ErrLost, if the lease is lost) and the
+// ticket to Run it with. Otherwise it returns ctx and the rejection to
+// answer with: a negative cost is a bad request (400), a cost above the
+// policy's Burst a request too large to ever be allowed (413). A request
+// let through because the store failed open gets a ticket that holds
+// nothing.
+func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
+	if g.p.Mode == throttle.Quota {
+		return g.beginQuota(ctx, id, cost)
+	}
+	lease, err := g.l.Admit(ctx, id)
+	if err != nil {
+		return ctx, Ticket{}, g.rejection(err)
+	}
+	t := Ticket{g: g, lease: lease}
+	if lease == nil {
+		return ctx, t, nil
+	}
+	switch {
+	case g.p.Mode == throttle.Exclusive:
+		ctx, t.stop = lease.KeepAlive(ctx)
+	case g.p.Fence || g.p.Reentrant:
+		ctx = throttle.WithLease(ctx, lease)
+	}
+	return ctx, t, nil
+}
+
+// beginQuota is BeginN for a Quota policy.
+func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
+	switch {
+	case cost < 0:
+		return ctx, Ticket{}, g.newRejection(http.StatusBadRequest, ReasonBadCost, throttle.ErrInvalid)
+	case cost > g.p.Burst:
+		return ctx, Ticket{}, g.newRejection(http.StatusRequestEntityTooLarge, ReasonBadCost, throttle.ErrInvalid)
+	}
+	d, err := g.l.AdmitN(ctx, id, cost)
+	if err != nil {
+		rej := g.rejection(err)
+		rej.Decision = d
+		return ctx, Ticket{}, rej
+	}
+	t := Ticket{g: g, quota: d}
+	if d != nil && g.p.CountOnlyFailures {
+		t.id, t.refund = id, cost
+	}
+	return ctx, t, nil
+}
+
+// BadKey answers a request whose key (or cost) could not be built: 400, or
+// the 4xx status the key function's error carries through an HTTPStatus
+// method (a *keyfuncs.Error says 413 for a body too long to hash); any
+// other status is ignored, since the request, not the server, is at fault.
+// Adapters call it when their key function fails, so that such a request
+// is answered alike everywhere and never put under one key shared with
+// others. It does not touch the store.
+func (g *Guard) BadKey(err error) *Rejection {
+	status := http.StatusBadRequest
+	var hs interface{ HTTPStatus() int }
+	if errors.As(err, &hs) {
+		if s := hs.HTTPStatus(); s >= 400 && s < 500 {
+			status = s
+		}
+	}
+	return g.newRejection(status, ReasonBadKey, err)
+}

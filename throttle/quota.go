@@ -1,0 +1,157 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Decision is a Quota policy's answer to one request: whether it is
+// allowed, how many more would be, and when the quota refills. Package store
+// documents every field.
+type Decision = store.Decision
+
+// Allow is AllowN with a cost of 1.
+func (l *Limiter) Allow(ctx context.Context, id string) (Decision, error) {
+	return l.AllowN(ctx, id, 1)
+}
+
+// AllowN decides whether a request of cost from id fits in a Quota
+// policy's quota now, and charges it when it does: one store call (one
+// round trip to Redis, timed by the Redis server's clock, so that processes
+// with skewed clocks agree). A refused request is not an error: it is a
+// Decision whose Allowed is false and whose RetryAfter says when the same
+// cost would fit. With Policy.Wait, AllowN sleeps for the quota to refill
+// when it will have within the wait, and decides again.
+//
+// Cost 0 peeks without charging. A negative cost gives back -cost requests
+// charged earlier (never more than makes the quota full), for a request
+// that turned out not to count. AllowN fails with ErrInvalid for a policy
+// that is not Quota or a cost beyond ±Burst (a cost above Burst could never
+// be allowed: it is the caller's mistake, not a rejection), with ErrStore
+// when the store failed (under FailOver, the Fallback decides instead), or
+// with ctx.Err().
+func (l *Limiter) AllowN(ctx context.Context, id string, cost int) (Decision, error) {
+	if l.p.Mode != Quota {
+		return Decision{}, invalid("policy %q is %v, not Quota: use Acquire", l.p.Name, l.p.Mode)
+	}
+	r := l.p.rate()
+	if err := r.Check(cost); err != nil {
+		return Decision{}, fmt.Errorf("policy %q: %w", l.p.Name, err)
+	}
+	key := l.key(id)
+	deadline := time.Now().Add(l.p.Wait)
+	for {
+		d, err := l.allowOnce(ctx, key, r, cost)
+		if err != nil || d.Allowed || l.p.Wait <= 0 {
+			return d, err
+		}
+		// Sleep only when the quota will have refilled within the wait:
+		// otherwise the caller learns now what it would learn later.
+		if time.Until(deadline) < d.RetryAfter {
+			return d, nil
+		}
+		timer := time.NewTimer(d.RetryAfter)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return Decision{}, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// allowOnce makes one quota decision: in the store, bounded by
+// Policy.Timeout, or in the Fallback under FailOver while the store is
+// down or when it fails.
+func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	failOver := l.p.WhenStoreFails == FailOver
+	if failOver && l.health.skip() {
+		return l.allowFallback(ctx, key, r, cost)
+	}
+	d, err := l.allowIn(ctx, l.store.(store.Quota), key, r, cost)
+	if err == nil {
+		l.health.answered(l)
+		l.count(d, cost)
+		return d, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return Decision{}, ctxErr
+	}
+	l.countFailure(l.store, err)
+	if failOver {
+		return l.allowFallback(ctx, key, r, cost)
+	}
+	return Decision{}, &storeError{op: "quota", err: err}
+}
+
+// allowFallback decides in the Fallback store under FailOver.
+func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, error) {
+	d, err := l.allowIn(ctx, l.p.Fallback.(store.Quota), key, r, cost)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Decision{}, ctxErr
+		}
+		l.logStoreError("quota-fallback", err)
+		return Decision{}, &storeError{op: "quota", err: err}
+	}
+	if d.Allowed && cost > 0 {
+		l.stats.fallback.Add(1)
+	}
+	l.count(d, cost)
+	return d, nil
+}
+
+// allowIn calls q.AllowN bounded by Policy.Timeout, as call does for
+// acquisitions.
+func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
+	if _, local := q.(store.InMemory); local {
+		return q.AllowN(ctx, key, r, cost)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
+		return q.AllowN(ctx, key, r, cost)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	defer cancel()
+	return q.AllowN(ctx, key, r, cost)
+}
+
+// count adds a decision to the Stats: an allowed charge to Acquired, a
+// refusal to Rejected; peeks and refunds count as neither.
+func (l *Limiter) count(d Decision, cost int) {
+	switch {
+	case cost <= 0:
+	case d.Allowed:
+		l.stats.acquired.Add(1)
+	default:
+		l.stats.rejected.Add(1)
+	}
+}
+
+// AdmitN is AllowN with Policy.WhenStoreFails applied, for a request that
+// must be answered now: the Quota counterpart of Admit, on which package
+// guard builds the middleware. An allowed request gets its Decision and no
+// error; a refused one gets its Decision too (for the RateLimit headers)
+// and a *ContendedError that says when to retry; ErrStore when failing
+// closed, ErrInvalid or the context's error come with a nil Decision; nil
+// and no error mean that the store failed open: the request goes ahead
+// unmetered, logged and counted.
+func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
+	d, err := l.AllowN(ctx, id, cost)
+	switch {
+	case err == nil && d.Allowed:
+		return &d, nil
+	case err == nil:
+		return &d, &ContendedError{RetryAfter: d.RetryAfter}
+	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
+		l.stats.failedOpen.Add(1)
+		return nil, nil
+	}
+	return nil, err
+}
