@@ -42,6 +42,8 @@ func runHelper(mode string) int {
 		err = runHolder()
 	case "fencer":
 		err = runFencer()
+	case "quota":
+		err = runQuota()
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}

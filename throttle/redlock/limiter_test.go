@@ -111,14 +111,16 @@ func TestLimiterDoAcrossTTLs(t *testing.T) {
 	_ = lease.Release(ctx)
 }
 
-// TestLimiterRefusesFence: a Policy that asks for fencing tokens or
-// reentrancy gets store.ErrInvalid from a Redlock store, never a lease.
+// TestLimiterRefusesFence: a Policy that asks for fencing tokens,
+// reentrancy or a quota gets ErrInvalid over a Redlock store, never a lease
+// or a decision.
 func TestLimiterRefusesFence(t *testing.T) {
 	ns := startNodes(t, 3, false)
 	s := ns.store(t)
 	for name, p := range map[string]throttle.Policy{
 		"fence":     {Name: "rl-fence", Fence: true, WhenStoreFails: throttle.FailClosed},
 		"reentrant": {Name: "rl-reentrant", Reentrant: true, WhenStoreFails: throttle.FailClosed},
+		"quota":     {Name: "rl-quota", Mode: throttle.Quota, Limit: 10, Window: time.Minute},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l, err := throttle.New(s, p)
@@ -127,6 +129,9 @@ func TestLimiterRefusesFence(t *testing.T) {
 					t.Fatalf("throttle.New = %v, want ErrInvalid", err)
 				}
 				return // refused up front: better still
+			}
+			if p.Mode == throttle.Quota {
+				t.Fatalf("throttle.New accepted a Quota policy over Redlock")
 			}
 			lease, err := l.Acquire(context.Background(), "u")
 			if lease != nil || !errors.Is(err, throttle.ErrInvalid) {
