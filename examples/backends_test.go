@@ -11,7 +11,7 @@ import (
 // set-up its flags name: a Redis Cluster (-redis-cluster), a Sentinel group
 // (-redis-sentinel master@...) and Redlock over three independent masters
 // (-redis a,b,c). A duplicate is turned away in each, and a gin example on
-// the same set-up shares the key.
+// the same set-up shares the key, and the quota of GET /search.
 func TestBackendFlags(t *testing.T) {
 	skipUnlessProcesses(t)
 	for _, c := range []struct {
@@ -42,6 +42,10 @@ func TestBackendFlags(t *testing.T) {
 			checkDuplicate(t, b.name, "carol", submit(cl, b, "carol"), window)
 			checkDuplicate(t, a.name, "carol", submit(cl, a, "carol"), window)
 			checkAccepted(t, b, "another user's submit", submit(cl, b, "dave"))
+			// Both processes spend one quota of GET /search for a user
+			// (over Redlock, kept on its first master): r goes 9, 8.
+			checkSearchRun(t, "erin", []reply{search(cl, a, "erin", "gcra"), search(cl, b, "erin", "rate")},
+				[]string{"gcra", "rate"})
 			if out := a.output(); !strings.Contains(out, "kind="+c.name) {
 				t.Errorf("the example did not log the %s store:\n%s", c.name, out)
 			}

@@ -26,6 +26,7 @@ type reply struct {
 	status      int
 	retryAfter  string
 	policy      string // RateLimit-Policy
+	rateLimit   string // RateLimit
 	contentType string
 	body        string
 	start, end  time.Time
@@ -66,6 +67,7 @@ func do(c *http.Client, req *http.Request) reply {
 	r.status, r.body, r.err = resp.StatusCode, string(b), err
 	r.retryAfter = resp.Header.Get("Retry-After")
 	r.policy = resp.Header.Get("RateLimit-Policy")
+	r.rateLimit = resp.Header.Get("RateLimit")
 	r.contentType = resp.Header.Get("Content-Type")
 	return r
 }

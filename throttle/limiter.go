@@ -19,6 +19,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 type Limiter struct {
 	store    Store
 	notifier store.Notifier
+	quota    store.Quota // the store, for a Quota policy
 	p        Policy
 
 	health  health
@@ -54,6 +55,7 @@ func New(st Store, p Policy) (*Limiter, error) {
 	}
 	l := &Limiter{store: st, p: p}
 	l.notifier, _ = st.(store.Notifier)
+	l.quota, _ = st.(store.Quota)
 	return l, nil
 }
 

@@ -43,12 +43,12 @@ func (l *Limiter) AllowN(ctx context.Context, id string, cost int) (Decision, er
 		return Decision{}, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
 	key := l.key(id)
+	d, err := l.allowOnce(ctx, key, r, cost)
+	if err != nil || d.Allowed || l.p.Wait <= 0 {
+		return d, err
+	}
 	deadline := time.Now().Add(l.p.Wait)
 	for {
-		d, err := l.allowOnce(ctx, key, r, cost)
-		if err != nil || d.Allowed || l.p.Wait <= 0 {
-			return d, err
-		}
 		// Sleep only when the quota will have refilled within the wait:
 		// otherwise the caller learns now what it would learn later.
 		if time.Until(deadline) < d.RetryAfter {
@@ -60,6 +60,9 @@ func (l *Limiter) AllowN(ctx context.Context, id string, cost int) (Decision, er
 			timer.Stop()
 			return Decision{}, ctx.Err()
 		case <-timer.C:
+		}
+		if d, err = l.allowOnce(ctx, key, r, cost); err != nil || d.Allowed {
+			return d, err
 		}
 	}
 }
@@ -75,7 +78,7 @@ func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 	if failOver && l.health.skip() {
 		return l.allowFallback(ctx, key, r, cost)
 	}
-	d, err := l.allowIn(ctx, l.store.(store.Quota), key, r, cost)
+	d, err := l.allowIn(ctx, l.quota, key, r, cost)
 	if err == nil {
 		l.health.answered(l)
 		l.count(d, cost)

@@ -1,14 +1,17 @@
 // Command gin is a gin service whose POST /submit accepts one submission per
 // user per window and answers the duplicates (double clicks, client and
-// proxy retries) with 429 Too Many Requests.
+// proxy retries) with 429 Too Many Requests, and whose GET /search allows
+// each user 10 searches a minute.
 //
 //	go run ./examples/gin                          # in-memory store
 //	go run ./examples/gin -redis 127.0.0.1:6379    # locks shared through Redis
 //	curl -i -X POST -H 'X-User-ID: 42' localhost:8080/submit
+//	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
 //
 // Flags: -addr (default 127.0.0.1:8080), -redis (empty: in-memory store),
 // -window (default 5s). The net/http and echo examples build the same key for
-// the same user, so that all three share locks when pointed at one Redis.
+// the same user, so that all three share locks and quotas when pointed at
+// one Redis.
 package main
 
 import (
@@ -36,22 +39,33 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Who is submitting: the X-User-ID header, or the peer's IP without it.
-	// keyfuncs works on the *http.Request, so the key is the same as in the
-	// net/http and echo examples.
+	// GET /search: a Quota of 10 requests per minute per user, whatever
+	// -window says (see demo.SearchPolicy).
+	search, err := demo.NewSearchLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
+	// Who is submitting or searching: the X-User-ID header, or the peer's
+	// IP without it. keyfuncs works on the *http.Request, so the key is the
+	// same as in the net/http and echo examples.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.HandleMethodNotAllowed = true // 405, not 404, for GET /submit, like the other examples
+	r.HandleMethodNotAllowed = true // 405, not 404, for GET /submit or POST /search, like the other examples
 	r.Use(gin.Recovery())
 	r.POST("/submit", ginadapter.Middleware(limiter, key), submit)
+	r.GET("/search", ginadapter.Middleware(search, key), searchHandler)
 	r.GET("/healthz", healthz) // no throttle middleware: never throttled
 	return r, nil
 }
 
 func submit(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "accepted", "server": "gin"})
+}
+
+func searchHandler(c *gin.Context) {
+	c.Data(http.StatusOK, "application/json", demo.SearchJSON(c.Request))
 }
 
 func healthz(c *gin.Context) {

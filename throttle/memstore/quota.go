@@ -49,17 +49,20 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 
-	q, live := sh.quotas[key]
-	if live && q.tat <= nowUS {
-		delete(sh.quotas, key)
-		live = false
-	}
+	// An expired entry (its quota full again) still holds a place in the
+	// map: a returning user's charge reuses it, which spares the sampling
+	// for expired entries that a new entry pays for.
+	q, present := sh.quotas[key]
+	live := present && q.tat > nowUS
 	tat := nowUS
 	if live {
 		tat = q.tat
 	}
 	d, newTAT := gcra(tat, nowUS, r, cost)
 	if !d.Allowed || newTAT == tat {
+		if present && !live {
+			delete(sh.quotas, key)
+		}
 		return d, nil
 	}
 	if newTAT <= nowUS {
@@ -69,7 +72,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		delete(sh.quotas, key)
 		return d, nil
 	}
-	if !live && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil) {
+	if !present && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil) {
 		return store.Decision{}, ErrFull
 	}
 	q = quota{tat: newTAT}

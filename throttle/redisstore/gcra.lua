@@ -15,17 +15,21 @@
 -- ARGV[4]  optional, for tests only: now, in microseconds since 1970;
 --          without it, now is the server's TIME
 --
--- Returns {allowed (1 or 0), remaining, retry after, reset after}, the
--- durations in microseconds.
+-- Returns one integer, the reset R: how long, in microseconds, until the
+-- TAT (the quota full again) after the decision; R when the request was
+-- allowed, -(R + 1) when it was refused. The caller works out the rest from
+-- R, T, burst and cost: remaining = max(tau - R, 0) // T, and, when refused,
+-- retry after = R + cost * T - tau. One integer is the cheapest reply to
+-- send and to parse, and that matters on a hot path.
 --
 -- Every number stays an integer below 2^53 (store.Rate.Check bounds the
--- tolerance), so Lua's doubles compute it exactly; idiv corrects the one
--- inexact step, a rounded division.
+-- tolerance), so Lua's doubles compute it exactly. The one division, the
+-- PEXPIRE's rounding up to a millisecond, is corrected for rounding.
 
 local key = KEYS[1]
 local t = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
+local tau = t * tonumber(ARGV[2])
 local now
 if ARGV[4] then
   now = tonumber(ARGV[4])
@@ -34,18 +38,6 @@ else
   now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
--- idiv returns floor(a / b) for integers a >= 0 and b >= 1.
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then
-    q = q - 1
-  elseif (q + 1) * b <= a then
-    q = q + 1
-  end
-  return q
-end
-
-local tau = t * burst
 local tat = now
 local stored = redis.call("GET", key)
 if stored then
@@ -58,24 +50,19 @@ local new_tat = tat + cost * t
 -- A refund gives back at most what makes the quota full.
 if new_tat < now then new_tat = now end
 
--- remaining returns how many requests of cost 1 fit when the TAT is at.
-local function remaining(at)
-  local room = tau - (at - now)
-  if room < 0 then return 0 end
-  return idiv(room, t)
-end
-
 -- A refund is allowed even on an overspent quota: it only gives back.
 if cost >= 0 and new_tat - now > tau then
-  return {0, remaining(tat), new_tat - tau - now, tat - now}
+  return -(tat - now) - 1
 end
-if cost < 0 and new_tat <= now then
+local reset = new_tat - now
+if cost < 0 and reset == 0 then
   -- The refund leaves the quota full: delete the key, as its expiry would.
   -- It may also be a key whose TAT has passed but whose PEXPIRE, rounded
   -- up to a millisecond, has not.
   if stored then redis.call("DEL", key) end
 elseif new_tat ~= tat then
-  local reset = new_tat - now
-  redis.call("SET", key, string.format("%.0f", new_tat), "PX", idiv(reset + 999, 1000))
+  local ms = math.floor((reset + 999) / 1000)
+  if ms * 1000 < reset then ms = ms + 1 elseif (ms - 1) * 1000 >= reset then ms = ms - 1 end
+  redis.call("SET", key, string.format("%.0f", new_tat), "PX", ms)
 end
-return {1, remaining(new_tat), 0, new_tat - now}
+return reset

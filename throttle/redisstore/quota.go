@@ -35,21 +35,32 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := r.Check(cost); err != nil {
 		return store.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
-	args := []any{int64(r.Interval() / time.Microsecond), r.Burst, cost}
+	t := int64(r.Interval() / time.Microsecond)
+	args := []any{t, r.Burst, cost}
 	if s.quotaNow != nil {
 		args = append(args, s.quotaNow().UnixMicro())
 	}
-	res, err := gcraScript.Run(ctx, s.client, []string{key}, args...).Int64Slice()
+	v, err := gcraScript.Run(ctx, s.client, []string{key}, args...).Int64()
 	if err != nil {
 		return store.Decision{}, callError("quota", err)
 	}
-	if len(res) != 4 {
-		return store.Decision{}, fmt.Errorf("redisstore: quota: unexpected reply %v", res)
+	return decision(v, t, int64(r.Burst), int64(cost)), nil
+}
+
+// decision decodes the GCRA script's reply v (see gcra.lua): the reset R
+// when allowed, -(R+1) when refused; t is the emission interval, in
+// microseconds like R.
+func decision(v, t, burst, cost int64) store.Decision {
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	tau := t * burst
+	allowed := v >= 0
+	reset := v
+	if !allowed {
+		reset = -v - 1
 	}
-	return store.Decision{
-		Allowed:    res[0] == 1,
-		Remaining:  int(res[1]),
-		RetryAfter: time.Duration(res[2]) * time.Microsecond,
-		ResetAfter: time.Duration(res[3]) * time.Microsecond,
-	}, nil
+	d := store.Decision{Allowed: allowed, Remaining: int(max(tau-reset, 0) / t), ResetAfter: us(reset)}
+	if !allowed {
+		d.RetryAfter = us(reset + cost*t - tau)
+	}
+	return d
 }

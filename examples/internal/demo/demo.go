@@ -1,7 +1,7 @@
 // Package demo is the plumbing the three HTTP examples share — flags, the
-// choice of store, serving until SIGINT or SIGTERM — so that each example's
-// main.go shows only what differs: how its framework takes the throttle
-// middleware.
+// choice of store, serving until SIGINT or SIGTERM, and the policy and body
+// of GET /search (search.go) — so that each example's main.go shows only
+// what differs: how its framework takes the throttle middleware.
 package demo
 
 import (
@@ -36,6 +36,11 @@ type Settings struct {
 	// memory store in this process.
 	WhenStoreFails throttle.FailMode
 	Fallback       throttle.Store
+	// Quotas is the store of Quota policies (GET /search): the store
+	// itself, except over Redlock, which keeps no quotas (see package
+	// redlock): then a Redis store on the first master, so that the
+	// processes still share one quota per user. Nil means the store.
+	Quotas throttle.Store
 }
 
 // Routes builds an example's HTTP handler on store, with the settings the
@@ -95,11 +100,12 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, closeStore, err := openStore(ctx, b)
+	store, quotas, closeStore, err := openStore(ctx, b)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	s.Quotas = quotas
 
 	h, err := routes(store, s)
 	if err != nil {
@@ -199,13 +205,15 @@ func splitAddrs(flagName, list string) ([]string, error) {
 // openStore returns the store b names: a Redis store (one server, a Cluster
 // or a Sentinel group) or Redlock over independent masters, so that every
 // process pointed at the same Redis sees the same locks; otherwise an
-// in-memory store, which only this process sees.
-func openStore(ctx context.Context, b backend) (throttle.Store, func(), error) {
+// in-memory store, which only this process sees. It also returns the store
+// of quotas (Settings.Quotas): the same store, but for Redlock.
+func openStore(ctx context.Context, b backend) (locks, quotas throttle.Store, closeAll func(), err error) {
 	var client redis.UniversalClient
 	switch b.kind {
 	case "memory":
 		slog.Info("using the in-memory store: locks are not shared with other processes")
-		return memstore.New(), func() {}, nil // nothing to close: no goroutines
+		st := memstore.New()
+		return st, st, func() {}, nil // nothing to close: no goroutines
 	case "redlock":
 		return openRedlock(ctx, b.addrs)
 	case "redis":
@@ -221,11 +229,11 @@ func openStore(ctx context.Context, b backend) (throttle.Store, func(), error) {
 	}
 	if err := ping(ctx, client); err != nil {
 		_ = client.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	slog.Info("using the Redis store", "kind", b.kind, "redis", strings.Join(b.addrs, ","), "replica_ack", b.replicaAck)
 	store := redisstore.New(client, redisstore.WithReplicaAck(b.replicaAck, 0))
-	return store, func() { _ = store.Close(); _ = client.Close() }, nil
+	return store, store, func() { _ = store.Close(); _ = client.Close() }, nil
 }
 
 // ping checks that Redis answers, within a few seconds.
@@ -237,7 +245,11 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 
 // openRedlock returns a Redlock store over independent masters: a lock is
 // held when most of them granted it, so it survives the loss of a minority.
-func openRedlock(ctx context.Context, addrs []string) (throttle.Store, func(), error) {
+// Redlock keeps no quotas: a quota is a count, which a single Redis keeps
+// in one round trip, and whose few lost charges a rate limit tolerates. So
+// the quotas go to a Redis store on the first master; while it fails, a
+// quota does what -fail says (by default, lets requests through).
+func openRedlock(ctx context.Context, addrs []string) (locks, quotas throttle.Store, closeAll func(), err error) {
 	clients := make([]redis.UniversalClient, len(addrs))
 	closeClients := func() {
 		for _, c := range clients {
@@ -249,14 +261,15 @@ func openRedlock(ctx context.Context, addrs []string) (throttle.Store, func(), e
 		// Each master must answer at start-up; later a minority may fail.
 		if err := ping(ctx, clients[i]); err != nil {
 			closeClients()
-			return nil, nil, fmt.Errorf("redlock node %s: %w", a, err)
+			return nil, nil, nil, fmt.Errorf("redlock node %s: %w", a, err)
 		}
 	}
 	st, err := redlock.New(clients)
 	if err != nil {
 		closeClients()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	slog.Info("using the Redis store", "kind", "redlock", "redis", strings.Join(addrs, ","))
-	return st, func() { _ = st.Close(); closeClients() }, nil
+	qs := redisstore.New(clients[0])
+	slog.Info("using the Redis store", "kind", "redlock", "redis", strings.Join(addrs, ","), "quotas", addrs[0])
+	return st, qs, func() { _ = st.Close(); _ = qs.Close(); closeClients() }, nil
 }

@@ -1,0 +1,88 @@
+package demo
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// The quota of GET /search: SearchLimit requests per SearchWindow per user,
+// all of which may come at once. It is fixed: -window is /submit's.
+const (
+	SearchLimit  = 10
+	SearchWindow = time.Minute
+)
+
+// SearchPolicy returns the policy of GET /search: a Quota of 10 requests per
+// minute per user (Burst defaults to Limit), refilled smoothly, one request
+// every 6 s. Its RateLimit-Policy field is "search";q=10;w=60, and the 11th
+// request within the minute gets 429 with a Retry-After of about 6 s. While
+// Redis fails it does what -fail says, as /submit does.
+func SearchPolicy(s Settings) throttle.Policy {
+	return throttle.Policy{
+		Name:           "search",
+		Mode:           throttle.Quota,
+		Limit:          SearchLimit,
+		Window:         SearchWindow,
+		WhenStoreFails: s.WhenStoreFails,
+		Fallback:       s.Fallback,
+	}
+}
+
+// NewSearchLimiter returns the limiter of GET /search: SearchPolicy on
+// s.Quotas, the store the flags chose for quotas (store itself, but for
+// Redlock, which keeps no quotas), or on store when s.Quotas is nil.
+func NewSearchLimiter(store throttle.Store, s Settings) (*throttle.Limiter, error) {
+	if s.Quotas != nil {
+		store = s.Quotas
+	}
+	return throttle.New(store, SearchPolicy(s))
+}
+
+// SearchResult is one hit of GET /search.
+type SearchResult struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+// SearchResponse is the JSON body of GET /search.
+type SearchResponse struct {
+	Query   string         `json:"query"`
+	Results []SearchResult `json:"results"`
+}
+
+// catalogue is what GET /search searches: a few made-up pages.
+var catalogue = []SearchResult{
+	{"Rate limiting with GCRA", "https://example.com/articles/gcra"},
+	{"RateLimit header fields for HTTP", "https://example.com/articles/ratelimit-headers"},
+	{"Deduplicating form submissions", "https://example.com/articles/dedupe"},
+	{"Idempotent retries with Idempotency-Key", "https://example.com/articles/idempotency"},
+}
+
+// Search returns the answer to the query q: the pages whose title contains
+// it, ignoring case; all of them for an empty query.
+func Search(q string) SearchResponse {
+	resp := SearchResponse{Query: q, Results: []SearchResult{}} // [] rather than null when nothing matches
+	needle := strings.ToLower(q)
+	for _, r := range catalogue {
+		if strings.Contains(strings.ToLower(r.Title), needle) {
+			resp.Results = append(resp.Results, r)
+		}
+	}
+	return resp
+}
+
+// SearchJSON returns the body of GET /search for r, the same bytes in every
+// example: Search of the q query parameter (empty when absent), as JSON,
+// valid whatever q holds (quotes, non-ASCII, invalid UTF-8, which becomes
+// U+FFFD). Send it with Content-Type application/json.
+func SearchJSON(r *http.Request) []byte {
+	b, err := json.Marshal(Search(r.URL.Query().Get("q")))
+	if err != nil { // cannot happen: only strings
+		return []byte(`{"query":"","results":[]}` + "\n")
+	}
+	return append(b, '\n')
+}

@@ -1,0 +1,119 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// BenchmarkQuotaPaired measures a Quota decision against a real
+// redis-server started for the run, interleaved with the floor of one
+// round trip, in rounds of 200 operations in rotating order (as
+// BenchmarkAdmissionPaired), on one client:
+//
+//   - raw:   client.SetNX(key, token, ttl), one plain command;
+//   - store: Store.AllowN, the GCRA script by EVALSHA (one round trip);
+//   - limiter: Limiter.Allow on a Quota policy, which adds the policy's
+//     key, its timeout and its counters.
+//
+// Key cardinality: "distinct" gives every operation a new user under 100
+// per minute (every decision allowed and written); "hot" sends every
+// operation for one user whose quota of one an hour is spent (every
+// decision refused, nothing written).
+// Concurrency: c1, c16, c64 goroutines sharing b.N operations per
+// implementation. It reports each one's wall time per operation and the
+// throughput relative to raw (store/raw, limiter/raw; 1.0 is as fast as a
+// bare SETNX).
+func BenchmarkQuotaPaired(b *testing.B) {
+	_, _, c := newStore(b)
+	ctx := context.Background()
+	s := redisstore.New(c)
+	b.Cleanup(func() { _ = s.Close() })
+	// The hot user's quota is one an hour, spent before the run.
+	rate := map[string]store.Rate{
+		"distinct": {Limit: 100, Window: time.Minute, Burst: 100},
+		"hot":      {Limit: 1, Window: time.Hour, Burst: 1},
+	}
+	limiters := map[string]*throttle.Limiter{}
+	for card, r := range rate {
+		l, err := throttle.New(s, throttle.Policy{Name: "bench-" + card, Mode: throttle.Quota, Limit: r.Limit, Window: r.Window})
+		if err != nil {
+			b.Fatal(err)
+		}
+		limiters[card] = l
+	}
+	_, _ = limiters["hot"].Allow(ctx, "hot")
+	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	id := func(card string) string {
+		if card == "hot" {
+			return "hot"
+		}
+		return strconv.FormatInt(seq.Add(1), 10)
+	}
+	type impl struct {
+		name string
+		op   func(card string) (bool, error)
+	}
+	impls := []impl{
+		{"raw", func(card string) (bool, error) {
+			if card == "hot" {
+				ok, err := c.SetNX(ctx, "bench:raw-hot", "token", 10*time.Second).Result()
+				return !ok, err // held after the first: "refused"
+			}
+			return c.SetNX(ctx, "bench:raw:"+id(card), "token", 10*time.Second).Result()
+		}},
+		{"store", func(card string) (bool, error) {
+			d, err := s.AllowN(ctx, "bench:"+id(card), rate[card], 1)
+			return d.Allowed, err
+		}},
+		{"limiter", func(card string) (bool, error) {
+			d, err := limiters[card].Allow(ctx, id(card))
+			return d.Allowed, err
+		}},
+	}
+	for _, card := range []string{"distinct", "hot"} {
+		for _, conc := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
+				b.ReportAllocs()
+				spent := make([]time.Duration, len(impls))
+				const round = 200
+				for done := 0; done < b.N; done += round {
+					n := min(round, b.N-done)
+					for j := range impls {
+						i := (j + done/round) % len(impls)
+						t0 := time.Now()
+						_, err := benchload.Run(conc, n, func() error {
+							ok, err := impls[i].op(card)
+							if want := card == "distinct"; err == nil && ok != want && impls[i].name != "raw" {
+								err = fmt.Errorf("%s: allowed = %v, want %v", impls[i].name, ok, want)
+							}
+							return err
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						spent[i] += time.Since(t0)
+					}
+				}
+				per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
+				for i, im := range impls {
+					b.ReportMetric(per(i), im.name+"-ns")
+					if i > 0 {
+						b.ReportMetric(per(0)/per(i), im.name+"/raw")
+					}
+				}
+			})
+		}
+	}
+}
