@@ -3,6 +3,7 @@ module github.com/go-throttle/throttle
 go 1.25.0
 
 require (
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/gin-gonic/gin v1.12.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/redis/go-redis/v9 v9.22.0

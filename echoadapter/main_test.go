@@ -36,6 +36,9 @@ var adapter = adaptertest.Adapter{
 				return c.NoContent(adaptertest.CustomStatus)
 			})))
 	},
+	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
+		return engine(h, echoadapter.Middleware(l, key, echoadapter.WithCost(cost)))
+	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
 }
 

@@ -40,19 +40,24 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 		o(&cfg)
 	}
 	g, skip, reject, costOf := guard.New(l), cfg.skip, cfg.reject, cfg.cost
+	if l.Policy().Mode != throttle.Quota {
+		costOf = nil // only a quota counts costs
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip != nil && skip(c) {
 				return next(c)
 			}
 			id, err := key(c)
-			r := c.Request()
-			cost := 1
-			if err == nil && costOf != nil {
-				cost, err = costOf(r)
-			}
 			if err != nil {
 				return reject(c, g.BadKey(err))
+			}
+			r := c.Request()
+			cost := 1
+			if costOf != nil {
+				if cost, err = costOf(r); err != nil {
+					return reject(c, g.BadCost(err))
+				}
 			}
 			parent := r.Context()
 			ctx, ticket, rej := g.BeginN(parent, id, cost)

@@ -39,6 +39,9 @@ var adapter = adaptertest.Adapter{
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))
 	},
+	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
+		return engine(h, ginadapter.Middleware(l, key, ginadapter.WithCost(cost)))
+	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
 }
 

@@ -41,16 +41,23 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 		o(&cfg)
 	}
 	g, reject, costOf := guard.New(l), cfg.reject, cfg.cost
+	if l.Policy().Mode != throttle.Quota {
+		costOf = nil // only a quota counts costs
+	}
 	return func(c *gin.Context) {
 		id, err := key(c)
-		cost := 1
-		if err == nil && costOf != nil {
-			cost, err = costOf(c.Request)
-		}
 		if err != nil {
 			reject(c, g.BadKey(err))
 			c.Abort()
 			return
+		}
+		cost := 1
+		if costOf != nil {
+			if cost, err = costOf(c.Request); err != nil {
+				reject(c, g.BadCost(err))
+				c.Abort()
+				return
+			}
 		}
 		parent := c.Request.Context()
 		ctx, ticket, rej := g.BeginN(parent, id, cost)

@@ -28,6 +28,9 @@ var adapter = adaptertest.Adapter{
 				w.WriteHeader(adaptertest.CustomStatus)
 			}))(h))
 	},
+	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
+		return mux(nethttp.Middleware(l, key, nethttp.WithCost(cost))(h))
+	},
 	Bare: func(h http.Handler) http.Handler { return mux(h) },
 }
 

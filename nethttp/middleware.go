@@ -32,6 +32,9 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 		o(&cfg)
 	}
 	g := guard.New(l)
+	if l.Policy().Mode != throttle.Quota {
+		cfg.cost = nil // only a quota counts costs
+	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
@@ -50,13 +53,16 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	cost := 1
-	if err == nil && h.cost != nil {
-		cost, err = h.cost(r)
-	}
 	if err != nil {
 		h.reject(w, r, h.g.BadKey(err))
 		return
+	}
+	cost := 1
+	if h.cost != nil {
+		if cost, err = h.cost(r); err != nil {
+			h.reject(w, r, h.g.BadCost(err))
+			return
+		}
 	}
 	parent := r.Context()
 	ctx, ticket, rej := h.g.BeginN(parent, id, cost)

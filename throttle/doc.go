@@ -17,6 +17,12 @@
 //	Dedupe     Window              when the handler fails      429 until the window ends
 //	Cooldown   Window              never                       429 until the window ends
 //	Exclusive  LeaseTTL, refreshed when the handler returns    409 while the first runs
+//	Quota      no lock: a GCRA timestamp, refilled smoothly    429 once Limit per Window are spent
+//
+// Quota is rate limiting proper: Limit requests per Window per key, Burst at
+// once, one store call per decision (Limiter.AllowN), timed by the Redis
+// server's clock. With CountOnlyFailures it charges only failed requests,
+// for login forms.
 //
 // # Stores
 //

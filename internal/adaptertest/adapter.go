@@ -22,6 +22,11 @@ type Adapter struct {
 	// CustomStatus and the header CustomHeader set to rej.Reason.String().
 	WrapCustom func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler
 
+	// WrapCost is Wrap with the adapter's cost option (WithCost) set to
+	// cost. It is optional: an adapter without a cost option leaves it
+	// nil, and the suite skips the cost tests.
+	WrapCost func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler
+
 	// Bare serves h on the same engine without the middleware, the
 	// baseline of the benchmarks.
 	Bare func(h http.Handler) http.Handler

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,10 +57,14 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
+	// ViolatedPolicies names the policies a quota-exceeded problem
+	// exceeded (draft-ietf-httpapi-ratelimit-headers-11).
+	ViolatedPolicies []string `json:"violated-policies"`
 }
 
 // CheckProblem checks that rec is a problem+json answer with status and
-// problem type typ whose body contains none of forbidden (keys, tokens,
+// problem type typ (with violated-policies when it is QuotaExceeded, and
+// only then) whose body contains none of forbidden (keys, tokens,
 // addresses, error texts), and returns it.
 func CheckProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, typ string, forbidden ...string) Problem {
 	t.Helper()
@@ -76,6 +79,11 @@ func CheckProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, typ 
 	}
 	if p.Type != typ || p.Status != status || p.Title != http.StatusText(status) || p.Detail == "" {
 		t.Fatalf("problem %+v, want type %q, status %d, title %q and a detail", p, typ, status, http.StatusText(status))
+	}
+	// quota-exceeded names the policies exceeded; no other type has the
+	// member.
+	if (typ == QuotaExceeded) != (len(p.ViolatedPolicies) > 0) {
+		t.Fatalf("problem %q: violated-policies %q with type %q", body, p.ViolatedPolicies, typ)
 	}
 	for _, f := range append(forbidden, ClientAddr, "throttle", "keyfuncs") {
 		if f != "" && strings.Contains(body, f) {
@@ -95,25 +103,6 @@ func RetryAfter(t testing.TB, h http.Header) int {
 		t.Fatalf("Retry-After %q, want an integer >= 1", v)
 	}
 	return n
-}
-
-var rateLimitRE = regexp.MustCompile(`^"([^"]+)";r=0;t=([0-9]+)$`)
-
-// CheckRateLimit checks the RateLimit-Policy and RateLimit headers of a
-// contended rejection: policy is the whole RateLimit-Policy value, and
-// RateLimit must name the same policy with r=0 and 1 <= t <= maxT.
-func CheckRateLimit(t testing.TB, h http.Header, name, policy string, maxT int) {
-	t.Helper()
-	if got := h.Get("RateLimit-Policy"); got != policy {
-		t.Fatalf("RateLimit-Policy %q, want %q", got, policy)
-	}
-	m := rateLimitRE.FindStringSubmatch(h.Get("RateLimit"))
-	if m == nil || m[1] != name {
-		t.Fatalf("RateLimit %q, want \"%s\";r=0;t=N", h.Get("RateLimit"), name)
-	}
-	if n, _ := strconv.Atoi(m[2]); n < 1 || n > maxT {
-		t.Fatalf("RateLimit t=%d, want 1..%d", n, maxT)
-	}
 }
 
 // OK is the success answer of the suite's handlers.

@@ -38,6 +38,18 @@ func Run(t *testing.T, a Adapter) {
 		{"KeyError", testKeyError},
 		{"BodyTooLarge", testBodyTooLarge},
 		{"CustomReject", testCustomReject},
+		{"RateLimitFieldsAdmitted", testAdmittedFields},
+		{"Quota", testQuota},
+		{"QuotaBurst", testQuotaBurst},
+		{"QuotaKeyError", testQuotaKeyError},
+		{"CostCharged", testCostCharged},
+		{"CostAboveBurst", testCostAboveBurst},
+		{"CostInvalid", testCostInvalid},
+		{"CostIgnoredByOtherModes", testCostOtherModes},
+		{"CostZero", testCostZero},
+		{"CountOnlyFailuresConcurrent", testOnlyFailuresConcurrent},
+		{"CountOnlyFailuresSuccessesFree", testOnlyFailuresSuccesses},
+		{"CountOnlyFailuresPanic", testOnlyFailuresPanic},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, a) })
@@ -119,11 +131,13 @@ func testDuplicate(t *testing.T, a Adapter) {
 		t.Fatalf("handler saw no lease in its context (token %q)", tok)
 	}
 	rec := Serve(h, Submit(user))
-	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], StoredKey(l, user))
+	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], StoredKey(l, user))
+	checkViolated(t, p, "submit")
 	if n := RetryAfter(t, rec.Header()); n > 5 {
 		t.Fatalf("Retry-After %d exceeds the 5s window", n)
 	}
 	CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
+	CheckRejectedLimit(t, rec.Header(), "submit", 0)
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("handler ran %d times, want 1", n)
 	}
@@ -179,6 +193,7 @@ func testWindow(t *testing.T, a Adapter) {
 	rec := Serve(h, Submit("u1"))
 	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 	CheckRateLimit(t, rec.Header(), "report", `"report";q=1;w=3`, 3)
+	CheckRejectedLimit(t, rec.Header(), "report", 0)
 	if n := c.calls.Load(); n != 1 {
 		t.Fatalf("handler ran %d times, want 1", n)
 	}
@@ -225,11 +240,11 @@ func testExclusive(t *testing.T, a Adapter) {
 	<-b.entered
 	rec := Serve(h, Submit("c1"))
 	CheckProblem(t, rec, http.StatusConflict, "about:blank", "c1")
-	RetryAfter(t, rec.Header())
-	CheckRateLimit(t, rec.Header(), "job", `"job";q=1;qu="concurrent-requests"`, 30)
-	if strings.Contains(rec.Header().Get("RateLimit-Policy"), "w=") {
-		t.Fatalf("Exclusive RateLimit-Policy %q has a window", rec.Header().Get("RateLimit-Policy"))
-	}
+	// Exclusive limits concurrency: no window, and t is when the holder's
+	// lease would expire.
+	CheckPolicy(t, rec.Header(), ConcurrencyPolicy("job"))
+	CheckLimit(t, rec.Header(), "job", 0, 1, 30)
+	CheckRejectedLimit(t, rec.Header(), "job", 0)
 	close(b.release)
 	if code := first(); code != http.StatusOK {
 		t.Fatalf("first request: status %d", code)
@@ -357,14 +372,11 @@ func testKeyError(t *testing.T, a Adapter) {
 	rec := Serve(h, Submit(""))
 	CheckProblem(t, rec, http.StatusBadRequest, "about:blank", UserHeader, "missing")
 	// The policy is known; the client's quota is not.
-	for _, name := range []string{"Retry-After", "RateLimit"} {
-		if v := rec.Header().Get(name); v != "" {
-			t.Fatalf("%s %q on a bad-key answer", name, v)
-		}
+	if v := rec.Header().Get("Retry-After"); v != "" {
+		t.Fatalf("Retry-After %q on a bad-key answer", v)
 	}
-	if v := rec.Header().Get("RateLimit-Policy"); v != `"submit";q=1;w=5` {
-		t.Fatalf("RateLimit-Policy %q on a bad-key answer", v)
-	}
+	CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
+	NoLimit(t, rec.Header())
 	if n := c.calls.Load(); n != 0 || l.Stats().Acquired != 0 {
 		t.Fatalf("handler ran %d times, %d acquisitions; want none", n, l.Stats().Acquired)
 	}

@@ -72,6 +72,8 @@ func RunStoreFailures(t *testing.T, a Adapter) {
 	t.Run("FailOpen", func(t *testing.T) { testFailOpen(t, a) })
 	t.Run("FailClosed", func(t *testing.T) { testFailClosed(t, a) })
 	t.Run("FailOver", func(t *testing.T) { testFailOver(t, a) })
+	t.Run("QuotaFailOpen", func(t *testing.T) { testQuotaStoreFails(t, a, throttle.FailOpen) })
+	t.Run("QuotaFailClosed", func(t *testing.T) { testQuotaStoreFails(t, a, throttle.FailClosed) })
 }
 
 // timed serves r and fails the test when it took longer than MaxOutage.
@@ -162,7 +164,11 @@ func testFailOpen(t *testing.T, a Adapter) {
 	r.Server.Stop(t)
 	before := l.Stats().FailedOpen
 	for i := 0; i < 3; i++ {
-		Status(t, timed(t, h, Submit("during")), http.StatusCreated)
+		rec := timed(t, h, Submit("during"))
+		Status(t, rec, http.StatusCreated)
+		// Unmetered: the policy holds, the client's quota is unknown.
+		CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
+		NoLimit(t, rec.Header())
 	}
 	if n := l.Stats().FailedOpen - before; n != 3 {
 		t.Fatalf("Stats.FailedOpen grew by %d, want 3", n)
@@ -188,6 +194,8 @@ func testFailClosed(t *testing.T, a Adapter) {
 		CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank",
 			"during", "redis", "dial", "refused", "127.0.0.1", port)
 		RetryAfter(t, rec.Header())
+		CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
+		NoLimit(t, rec.Header())
 	}
 	if n := c.calls.Load() - calls; n != 0 {
 		t.Fatalf("handler ran %d times while Redis was down under FailClosed", n)
@@ -216,6 +224,59 @@ func testFailOver(t *testing.T, a Adapter) {
 	}
 	if n := l.Stats().Fallback; n == 0 {
 		t.Fatal("Stats.Fallback is 0 after serving from the fallback")
+	}
+	logged(t, logs)
+
+	r.Server.Restart(t)
+	eventuallyGuarded(t, r, l, h)
+}
+
+// testQuotaStoreFails runs a Quota of one request a minute on Redis, stops
+// Redis, and checks that requests are let through unmetered (FailOpen) or
+// turned away with 503 (FailClosed), with the RateLimit-Policy field alone
+// either way; and that Redis decides again once it is back.
+func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
+	r := StartRedis(t)
+	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "search", Mode: throttle.Quota, Limit: 1,
+		Window: time.Minute, WhenStoreFails: mode})
+	c := &counter{}
+	h := a.Wrap(l, UserKey(), c)
+	policy := WindowPolicy("search", 1, 60)
+
+	rec := Serve(h, Submit("before"))
+	Status(t, rec, http.StatusCreated)
+	CheckPolicy(t, rec.Header(), policy)
+	CheckLimit(t, rec.Header(), "search", 0, 1, 60)
+	rec = Serve(h, Submit("before"))
+	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
+	CheckRejectedLimit(t, rec.Header(), "search", 0)
+	if !r.Held(t, StoredKey(l, "before")) {
+		t.Fatal("the quota is not in Redis")
+	}
+
+	r.Server.Stop(t)
+	calls, failedOpen := c.calls.Load(), l.Stats().FailedOpen
+	for i := 0; i < 3; i++ {
+		rec := timed(t, h, Submit("during"))
+		if mode == throttle.FailOpen {
+			Status(t, rec, http.StatusCreated)
+			noRetryAfter(t, rec.Header())
+		} else {
+			CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank", "during", "redis", "refused")
+			RetryAfter(t, rec.Header())
+		}
+		CheckPolicy(t, rec.Header(), policy)
+		NoLimit(t, rec.Header())
+	}
+	want := int32(0)
+	if mode == throttle.FailOpen {
+		want = 3
+	}
+	if n := c.calls.Load() - calls; n != want {
+		t.Fatalf("handler ran %d times while Redis was down, want %d", n, want)
+	}
+	if n := l.Stats().FailedOpen - failedOpen; n != uint64(want) {
+		t.Fatalf("Stats.FailedOpen grew by %d, want %d", n, want)
 	}
 	logged(t, logs)
 

@@ -40,6 +40,8 @@ var miniAdapter = adaptertest.Adapter{
 		}
 		return miniServer(throttleMini(l, key, reject), miniHTTP(h))
 	},
+	// No WrapCost: throttleMini has no cost option (it calls Begin, cost
+	// 1), so the suite skips its cost tests; its Quota tests run.
 	Bare: func(h http.Handler) http.Handler { return miniServer(miniHTTP(h)) },
 }
 

@@ -33,6 +33,11 @@ import (
 // asks; a Quota request has r=Remaining for t=the time until one more
 // request refills. t is omitted where nothing refills at a known time (an
 // Exclusive holder, a full quota).
+//
+// The fields are set before the handler runs, from what is known then: a
+// Dedupe request whose handler fails still says r=0 although its key is
+// released when it returns, and a success under CountOnlyFailures says r
+// before its refund. Both only understate what the client may send.
 
 // policyField returns the RateLimit-Policy value of p.
 func policyField(p *throttle.Policy) string {

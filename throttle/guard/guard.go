@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Guard is one Limiter's request handling, minus the framework. Make one
@@ -24,6 +26,9 @@ type Guard struct {
 	// (Dedupe, Cooldown, Exclusive): nothing more is available to it while
 	// it does.
 	heldField []string
+	// interval is a Quota's emission interval: one request refills every
+	// interval.
+	interval time.Duration
 }
 
 // New returns the Guard of l. It panics when l is nil: a wiring mistake to
@@ -39,6 +44,7 @@ func New(l *throttle.Limiter) *Guard {
 		t = seconds(g.p.Window)
 	}
 	g.heldField = []string{limitField(g.p.Name, 0, t)}
+	g.interval = store.Rate{Limit: g.p.Limit, Window: g.p.Window}.Interval()
 	return g
 }
 
@@ -59,9 +65,10 @@ func (g *Guard) Begin(ctx context.Context, id string) (context.Context, Ticket, 
 // cancelled, with cause throttle.ErrLost, if the lease is lost) and the
 // ticket to Run it with. Otherwise it returns ctx and the rejection to
 // answer with: a negative cost is a bad request (400), a cost above the
-// policy's Burst a request too large to ever be allowed (413). A request
-// let through because the store failed open gets a ticket that holds
-// nothing.
+// policy's Burst a request too large to ever be allowed (413). A cost of 0
+// charges nothing but goes ahead only while a request of cost 1 would. A
+// request let through because the store failed open gets a ticket that
+// holds nothing.
 func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
 	if g.p.Mode == throttle.Quota {
 		return g.beginQuota(ctx, id, cost)
@@ -92,6 +99,11 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 		return ctx, Ticket{}, g.newRejection(http.StatusRequestEntityTooLarge, ReasonBadCost, throttle.ErrInvalid)
 	}
 	d, err := g.l.AdmitN(ctx, id, cost)
+	if err == nil && cost == 0 && d != nil && d.Remaining == 0 {
+		// A free request goes ahead only while a paid one would: it
+		// must not slip past a spent quota (a login form's, say).
+		err = &throttle.ContendedError{RetryAfter: refill(d, g.interval)}
+	}
 	if err != nil {
 		rej := g.rejection(err)
 		rej.Decision = d
@@ -104,20 +116,32 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 	return ctx, t, nil
 }
 
-// BadKey answers a request whose key (or cost) could not be built: 400, or
-// the 4xx status the key function's error carries through an HTTPStatus
-// method (a *keyfuncs.Error says 413 for a body too long to hash); any
-// other status is ignored, since the request, not the server, is at fault.
-// Adapters call it when their key function fails, so that such a request
-// is answered alike everywhere and never put under one key shared with
-// others. It does not touch the store.
+// BadKey answers a request whose key could not be built: 400, or the 4xx
+// status the key function's error carries through an HTTPStatus method (a
+// *keyfuncs.Error says 413 for a body too long to hash); any other status
+// is ignored, since the request, not the server, is at fault. Adapters call
+// it when their key function fails, so that such a request is answered
+// alike everywhere and never put under one key shared with others. It does
+// not touch the store.
 func (g *Guard) BadKey(err error) *Rejection {
-	status := http.StatusBadRequest
+	return g.newRejection(clientStatus(err), ReasonBadKey, err)
+}
+
+// BadCost answers a request whose cost could not be worked out (the
+// adapter's cost function failed), as BadKey does a key: 400, or the 4xx
+// status the error carries.
+func (g *Guard) BadCost(err error) *Rejection {
+	return g.newRejection(clientStatus(err), ReasonBadCost, err)
+}
+
+// clientStatus returns the status of a request that is at fault: 400, or
+// the 4xx status err carries through an HTTPStatus method.
+func clientStatus(err error) int {
 	var hs interface{ HTTPStatus() int }
 	if errors.As(err, &hs) {
 		if s := hs.HTTPStatus(); s >= 400 && s < 500 {
-			status = s
+			return s
 		}
 	}
-	return g.newRejection(status, ReasonBadKey, err)
+	return http.StatusBadRequest
 }

@@ -28,9 +28,10 @@ const (
 	// ReasonCanceled means the request's context ended before a decision:
 	// the client is gone, so the answer (503) is for logs, not for it.
 	ReasonCanceled
-	// ReasonBadCost means a Quota request's cost is out of range: 413 when
-	// it is above the policy's Burst (however long the client waited, it
-	// would never be allowed), 400 when it is negative.
+	// ReasonBadCost means a Quota request's cost is out of range or could
+	// not be worked out: 413 when it is above the policy's Burst (however
+	// long the client waited, it would never be allowed), 400 when it is
+	// negative, the cost function's 4xx status (or 400) when it failed.
 	ReasonBadCost
 )
 

@@ -43,7 +43,7 @@ func Detail(rej *Rejection) string {
 		return "The request lacks what is needed to identify its sender."
 	case ReasonBadCost:
 		if rej.Status == http.StatusRequestEntityTooLarge {
-			return "The request costs more than the rate limit allows at once."
+			return "The request is too large: it costs more than the rate limit allows at once."
 		}
 		return "The request's cost could not be worked out."
 	case ReasonStoreUnavailable:

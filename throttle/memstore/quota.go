@@ -43,11 +43,15 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := r.Check(cost); err != nil {
 		return store.Decision{}, fmt.Errorf("memstore: %w", err)
 	}
-	now, _ := s.now()
-	nowUS := int64(now / time.Microsecond)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// The clock is read under the lock, so that decisions on a key are
+	// made in the order of their times, as the Redis script's are: a
+	// decision that read an earlier time than the one before it would
+	// see less of the quota refilled.
+	now, _ := s.now()
+	nowUS := int64(now / time.Microsecond)
 
 	// An expired entry (its quota full again) still holds a place in the
 	// map: a returning user's charge reuses it, which spares the sampling
