@@ -163,7 +163,16 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 		return g.Fence, tok
 	}
 	last, tok := hold(time.Hour)
+	// Each round's check happens a minute further back than the one before
+	// (so a counter restarted from the clock would go below the last
+	// fence), while the rounds' other keys come and go ever later: the fake
+	// clock drives expiry too, and a real store measures expiry on the
+	// monotonic clock, which never steps back. Were the keys of one round
+	// put in the future by a step back, the next round could find the shard
+	// full of them, depending on which expired entries insertions sampled.
+	checkAt, loopAt := clk.Now(), clk.Now()
 	for round := range 5 {
+		clk.Advance(loopAt.Sub(clk.Now()))
 		// The fence TTL runs out many times over while hot is held and
 		// extended, as a lease kept alive is.
 		for i := range 3 * bound {
@@ -175,7 +184,9 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 				t.Fatalf("round %d, key %d: %+v, %v", round, i, g, err)
 			}
 		}
-		clk.Advance(-time.Minute) // a wall clock step back
+		loopAt = clk.Now().Add(2 * time.Second) // past every key of this round
+		checkAt = checkAt.Add(-time.Minute)
+		clk.Advance(checkAt.Sub(clk.Now())) // a wall clock step back
 		outcome(t, store.OK)(s.Release(bg, hot, tok))
 		var f int64
 		f, tok = hold(time.Hour)
