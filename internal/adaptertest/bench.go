@@ -31,12 +31,15 @@ var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request)
 })
 
 // Bench measures the middleware's cost per request against the bare
-// engine. All run on one goroutine with a memory store and a Dedupe policy;
-// the key is the X-User-ID header:
+// engine. All run on one goroutine with a memory store; the key is the
+// X-User-ID header:
 //
 //   - bare: the engine and handler without the middleware;
 //   - dedupe-distinct-keys: b.N distinct users, so every request is
 //     admitted and b.N keys are held at the end;
+//   - quota-65536-users: a Quota of 10000 an hour over 65536 users taken
+//     in turn, so every request is admitted and charged, and answered
+//     with its RateLimit fields;
 //   - dedupe-hot-key-rejected: one user whose key is held, so every request
 //     is rejected with 429 and a problem body.
 func Bench(b *testing.B, a Adapter) {
@@ -46,6 +49,14 @@ func Bench(b *testing.B, a Adapter) {
 	b.Run("dedupe-distinct-keys", func(b *testing.B) {
 		l := benchLimiter(b, b.N)
 		run(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, distinctIDs(b.N))
+	})
+	b.Run("quota-65536-users", func(b *testing.B) {
+		l, err := throttle.New(memstore.New(), throttle.Policy{Name: "search", Mode: throttle.Quota,
+			Limit: 10_000, Window: time.Hour, Timeout: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, distinctIDs(1<<16))
 	})
 	b.Run("dedupe-hot-key-rejected", func(b *testing.B) {
 		l := benchLimiter(b, 1)
