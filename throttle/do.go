@@ -27,6 +27,7 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		if !finished {
 			stop()
 			_ = lease.Release(ctx)
+			l.observeRelease(ctx, lease, ReleasePanic)
 		}
 	}()
 	err = fn(work)
@@ -37,6 +38,11 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		lost = nil
 	}
 	rerr := lease.Release(ctx)
+	reason := ReleaseDone
+	if err != nil {
+		reason = ReleaseFailed
+	}
+	l.observeRelease(ctx, lease, reason)
 	if lost == nil && errors.Is(rerr, ErrNotHeld) {
 		lost = fmt.Errorf("%w: the key had expired or changed hands when the work returned", ErrLost)
 	}
@@ -47,4 +53,11 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		return rerr
 	}
 	return err
+}
+
+// observeRelease tells the Observer that lease was released for reason.
+func (l *Limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
+	if l.p.Observer != nil {
+		l.Observe(ctx, Event{Kind: Released, Hold: lease.held(), Reason: reason})
+	}
 }

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -35,7 +36,9 @@ type health struct {
 func (h *health) failed(l *Limiter, err error) {
 	h.failing.Store(true)
 	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
-		h.downUntil.Store(monoNow() + int64(probeInterval))
+		if h.downUntil.Swap(monoNow()+int64(probeInterval)) == 0 {
+			l.Observe(context.Background(), Event{Kind: FallbackOn})
+		}
 	}
 	l.logStoreError("acquire", err)
 }
@@ -45,8 +48,8 @@ func (h *health) answered(l *Limiter) {
 	if h.fails.Load() != 0 {
 		h.fails.Store(0)
 	}
-	if h.downUntil.Load() != 0 {
-		h.downUntil.Store(0)
+	if h.downUntil.Load() != 0 && h.downUntil.Swap(0) != 0 {
+		l.Observe(context.Background(), Event{Kind: FallbackOff})
 	}
 	if h.failing.Load() && h.failing.Swap(false) {
 		l.p.logger().Info("throttle: store answers again", "policy", l.p.Name)

@@ -64,6 +64,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 		ecancel()
 		switch {
 		case err == nil:
+			ls.l.Observe(ctx, Event{Kind: Extended})
 			timer.Reset(interval)
 		case errors.Is(err, ErrNotHeld):
 			ls.lose(cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
@@ -83,6 +84,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 
 func (ls *Lease) lose(cancel context.CancelCauseFunc, cause error) {
 	ls.l.stats.lost.Add(1)
+	ls.l.Observe(context.Background(), Event{Kind: Lost})
 	ls.l.p.logger().Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
 	cancel(cause)
 }

@@ -28,6 +28,9 @@ type Lease struct {
 	// plus the TTL, less the clock drift allowance.
 	validUntil atomic.Int64
 	released   atomic.Bool
+	// since is the monotonic time (see monoNow) the acquisition was sent,
+	// for the hold time an Observer is told.
+	since int64
 }
 
 func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.Time) *Lease {
@@ -41,8 +44,12 @@ func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.
 		ttl = req.TTL
 	}
 	ls.setValid(sent, ttl)
+	ls.since = int64(sent.Sub(monoStart))
 	return ls
 }
+
+// held returns how long ago the lease's acquisition was sent.
+func (ls *Lease) held() time.Duration { return time.Duration(monoNow() - ls.since) }
 
 // setValid records that the key, as of sent, lives for ttl.
 func (ls *Lease) setValid(sent time.Time, ttl time.Duration) {
@@ -76,7 +83,9 @@ func (ls *Lease) Release(ctx context.Context) error {
 			ls.l.logStoreError("release-fallback", err)
 		}
 	}
+	start := ls.l.startCall()
 	out, err := ls.store.Release(ctx, ls.key, ls.token)
+	ls.l.storeCall(ctx, "release", start, err)
 	if err != nil {
 		return &storeError{op: "release", err: err}
 	}
@@ -99,6 +108,9 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	defer cancel()
 	sent := time.Now()
 	out, err := ls.store.Extend(ctx, ls.key, ls.token, ttl)
+	if ls.l.p.Observer != nil {
+		ls.l.storeCall(ctx, "extend", sent, err)
+	}
 	if err != nil {
 		return &storeError{op: "extend", err: err}
 	}

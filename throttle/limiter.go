@@ -250,6 +250,14 @@ var errLate = errors.New("the grant arrived after its validity ran out")
 // timer and a context per call, so it is skipped where it cannot matter: for
 // an in-memory store, and when ctx already ends sooner.
 func (l *Limiter) call(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
+	start := l.startCall()
+	g, err := l.bounded(ctx, st, req)
+	l.storeCall(ctx, "acquire", start, err)
+	return g, err
+}
+
+// bounded is call without the Observer's report.
+func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
 	if _, local := st.(store.InMemory); local {
 		return st.Acquire(ctx, req)
 	}
@@ -280,15 +288,39 @@ func (l *Limiter) logStoreError(op string, err error) {
 // must be answered now; package guard builds the middleware on it. A lease
 // admits the request; an error (ErrContended, ErrStore when failing closed,
 // or the context's) turns it away; nil and no error mean that the store
-// failed open: the request goes ahead unguarded, logged and counted.
+// failed open: the request goes ahead unguarded, logged and counted. Under
+// Policy.DryRun, ErrContended still says what would have happened; the
+// caller lets the request through. The Observer is told the outcome.
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := l.acquireKey(ctx, l.key(id), l.p.TTL())
 	if err == nil || !errors.Is(err, ErrStore) {
+		if l.p.Observer != nil {
+			l.observeAdmission(ctx, lease != nil && lease.store == l.p.Fallback, 0, err)
+		}
 		return lease, err
 	}
 	if l.p.WhenStoreFails == FailOpen {
 		l.stats.failedOpen.Add(1)
+		l.Observe(ctx, Event{Kind: FailedOpen})
 		return nil, nil
 	}
+	l.Observe(ctx, Event{Kind: FailedClosed})
 	return nil, err
+}
+
+// observeAdmission tells the Observer the outcome of an admission that the
+// store decided (or the caller's context ended): admitted (by the store or
+// its fallback), with cost for a quota, or rejected.
+func (l *Limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
+	var ce *ContendedError
+	switch {
+	case err == nil && fallback:
+		l.Observe(ctx, Event{Kind: Fallback, Cost: cost})
+	case err == nil:
+		l.Observe(ctx, Event{Kind: Admitted, Cost: cost})
+	case errors.As(err, &ce) && l.p.DryRun:
+		l.Observe(ctx, Event{Kind: DryRunRejected, RetryAfter: ce.RetryAfter})
+	case errors.As(err, &ce):
+		l.Observe(ctx, Event{Kind: Rejected, RetryAfter: ce.RetryAfter})
+	}
 }

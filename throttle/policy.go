@@ -169,6 +169,15 @@ type Policy struct {
 	// Logger receives store errors and lost leases. Default: the
 	// slog.Default() of the moment.
 	Logger *slog.Logger
+	// Observer, when set, is told of every decision, store call and lease
+	// event (see Event), for metrics and traces: packages promthrottle and
+	// otelthrottle. Nil costs nothing.
+	Observer Observer
+	// DryRun decides, counts, logs and sends the RateLimit headers, but
+	// lets every request through: a request that would have been turned
+	// away is observed as DryRunRejected instead. For rolling a policy out
+	// safely: watch what it would reject before it rejects anything.
+	DryRun bool
 }
 
 // TTL returns the time to live of the keys the policy takes: the Window for

@@ -35,44 +35,50 @@ func (l *Limiter) Allow(ctx context.Context, id string) (Decision, error) {
 // when the store failed (under FailOver, the Fallback decides instead), or
 // with ctx.Err().
 func (l *Limiter) AllowN(ctx context.Context, id string, cost int) (Decision, error) {
+	d, _, err := l.allowN(ctx, id, cost)
+	return d, err
+}
+
+// allowN is AllowN that also says whether the Fallback decided.
+func (l *Limiter) allowN(ctx context.Context, id string, cost int) (Decision, bool, error) {
 	if l.p.Mode != Quota {
-		return Decision{}, invalid("policy %q is %v, not Quota: use Acquire", l.p.Name, l.p.Mode)
+		return Decision{}, false, invalid("policy %q is %v, not Quota: use Acquire", l.p.Name, l.p.Mode)
 	}
 	r := l.p.rate()
 	if err := r.Check(cost); err != nil {
-		return Decision{}, fmt.Errorf("policy %q: %w", l.p.Name, err)
+		return Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
 	key := l.key(id)
-	d, err := l.allowOnce(ctx, key, r, cost)
+	d, fb, err := l.allowOnce(ctx, key, r, cost)
 	if err != nil || d.Allowed || l.p.Wait <= 0 {
-		return d, err
+		return d, fb, err
 	}
 	deadline := time.Now().Add(l.p.Wait)
 	for {
 		// Sleep only when the quota will have refilled within the wait:
 		// otherwise the caller learns now what it would learn later.
 		if time.Until(deadline) < d.RetryAfter {
-			return d, nil
+			return d, fb, nil
 		}
 		timer := time.NewTimer(d.RetryAfter)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return Decision{}, ctx.Err()
+			return Decision{}, false, ctx.Err()
 		case <-timer.C:
 		}
-		if d, err = l.allowOnce(ctx, key, r, cost); err != nil || d.Allowed {
-			return d, err
+		if d, fb, err = l.allowOnce(ctx, key, r, cost); err != nil || d.Allowed {
+			return d, fb, err
 		}
 	}
 }
 
 // allowOnce makes one quota decision: in the store, bounded by
 // Policy.Timeout, or in the Fallback under FailOver while the store is
-// down or when it fails.
-func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, error) {
+// down or when it fails. It says whether the Fallback decided.
+func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	failOver := l.p.WhenStoreFails == FailOver
 	if failOver && l.health.skip() {
@@ -82,38 +88,46 @@ func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 	if err == nil {
 		l.health.answered(l)
 		l.count(d, cost)
-		return d, nil
+		return d, false, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return Decision{}, ctxErr
+		return Decision{}, false, ctxErr
 	}
 	l.countFailure(l.store, err)
 	if failOver {
 		return l.allowFallback(ctx, key, r, cost)
 	}
-	return Decision{}, &storeError{op: "quota", err: err}
+	return Decision{}, false, &storeError{op: "quota", err: err}
 }
 
 // allowFallback decides in the Fallback store under FailOver.
-func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, error) {
+func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
 	d, err := l.allowIn(ctx, l.p.Fallback.(store.Quota), key, r, cost)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Decision{}, ctxErr
+			return Decision{}, true, ctxErr
 		}
 		l.logStoreError("quota-fallback", err)
-		return Decision{}, &storeError{op: "quota", err: err}
+		return Decision{}, true, &storeError{op: "quota", err: err}
 	}
 	if d.Allowed && cost > 0 {
 		l.stats.fallback.Add(1)
 	}
 	l.count(d, cost)
-	return d, nil
+	return d, true, nil
 }
 
 // allowIn calls q.AllowN bounded by Policy.Timeout, as call does for
 // acquisitions.
 func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
+	start := l.startCall()
+	d, err := l.allowBounded(ctx, q, key, r, cost)
+	l.storeCall(ctx, "quota", start, err)
+	return d, err
+}
+
+// allowBounded is allowIn without the Observer's report.
+func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
 	if _, local := q.(store.InMemory); local {
 		return q.AllowN(ctx, key, r, cost)
 	}
@@ -146,15 +160,25 @@ func (l *Limiter) count(d Decision, cost int) {
 // and no error mean that the store failed open: the request goes ahead
 // unmetered, logged and counted.
 func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
-	d, err := l.AllowN(ctx, id, cost)
+	d, fallback, err := l.allowN(ctx, id, cost)
 	switch {
 	case err == nil && d.Allowed:
+		if l.p.Observer != nil {
+			l.observeAdmission(ctx, fallback, cost, nil)
+		}
 		return &d, nil
 	case err == nil:
-		return &d, &ContendedError{RetryAfter: d.RetryAfter}
+		err = &ContendedError{RetryAfter: d.RetryAfter}
+		if l.p.Observer != nil {
+			l.observeAdmission(ctx, false, cost, err)
+		}
+		return &d, err
 	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
+		l.Observe(ctx, Event{Kind: FailedOpen})
 		return nil, nil
+	case errors.Is(err, ErrStore):
+		l.Observe(ctx, Event{Kind: FailedClosed})
 	}
 	return nil, err
 }

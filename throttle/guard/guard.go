@@ -75,11 +75,14 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 	}
 	lease, err := g.l.Admit(ctx, id)
 	if err != nil {
-		return ctx, Ticket{}, g.rejection(err)
+		return g.reject(ctx, g.rejection(err))
 	}
 	t := Ticket{g: g, lease: lease}
 	if lease == nil {
 		return ctx, t, nil
+	}
+	if g.p.Observer != nil {
+		t.since = time.Now()
 	}
 	switch {
 	case g.p.Mode == throttle.Exclusive:
@@ -107,7 +110,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 	if err != nil {
 		rej := g.rejection(err)
 		rej.Decision = d
-		return ctx, Ticket{}, rej
+		return g.reject(ctx, rej)
 	}
 	t := Ticket{g: g, quota: d}
 	if d != nil && g.p.CountOnlyFailures {
@@ -124,6 +127,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 // alike everywhere and never put under one key shared with others. It does
 // not touch the store.
 func (g *Guard) BadKey(err error) *Rejection {
+	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
 	return g.newRejection(clientStatus(err), ReasonBadKey, err)
 }
 
@@ -131,7 +135,19 @@ func (g *Guard) BadKey(err error) *Rejection {
 // adapter's cost function failed), as BadKey does a key: 400, or the 4xx
 // status the error carries.
 func (g *Guard) BadCost(err error) *Rejection {
+	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
 	return g.newRejection(clientStatus(err), ReasonBadCost, err)
+}
+
+// reject returns rej as BeginN's answer, except under Policy.DryRun, where
+// a request turned away for its key or quota goes ahead with a ticket that
+// holds nothing but the rejection's RateLimit fields (the Limiter has
+// observed it as DryRunRejected).
+func (g *Guard) reject(ctx context.Context, rej *Rejection) (context.Context, Ticket, *Rejection) {
+	if g.p.DryRun && rej.Reason == ReasonContended {
+		return ctx, Ticket{g: g, dryRun: rej}, nil
+	}
+	return ctx, Ticket{}, rej
 }
 
 // clientStatus returns the status of a request that is at fault: 400, or

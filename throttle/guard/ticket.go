@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -22,6 +23,12 @@ type Ticket struct {
 	// back to id's quota when the request succeeds.
 	id     string
 	refund int
+	// dryRun is the rejection a request let through under Policy.DryRun
+	// would have had, for its RateLimit fields.
+	dryRun *Rejection
+	// since is when the key was taken, for the hold time an Observer is
+	// told; set only when the policy has one.
+	since time.Time
 }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
@@ -38,6 +45,8 @@ func (t Ticket) SetHeaders(h http.Header) {
 	}
 	h["Ratelimit-Policy"] = t.g.policyField
 	switch {
+	case t.dryRun != nil:
+		h["Ratelimit"] = []string{rejectedLimitField(t.dryRun)}
 	case t.quota != nil:
 		h["Ratelimit"] = []string{quotaLimitField(&t.g.p, t.quota)}
 	case t.lease != nil:
@@ -83,6 +92,16 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
 	_ = t.lease.Release(ctx)
+	if !t.since.IsZero() {
+		reason := throttle.ReleaseDone
+		switch {
+		case panicked:
+			reason = throttle.ReleasePanic
+		case failed:
+			reason = throttle.ReleaseFailed
+		}
+		t.g.l.Observe(ctx, throttle.Event{Kind: throttle.Released, Hold: time.Since(t.since), Reason: reason})
+	}
 }
 
 // Run runs the rest of the request (the handler, or the framework's chain)

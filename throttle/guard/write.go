@@ -113,13 +113,18 @@ func SetHeaders(h http.Header, rej *Rejection) {
 		return
 	}
 	h["Ratelimit-Policy"] = []string{policyField(p)}
-	switch {
-	case rej.Reason != ReasonContended:
-	case rej.Decision != nil:
-		h["Ratelimit"] = []string{quotaLimitField(p, rej.Decision)}
-	default:
-		h["Ratelimit"] = []string{limitField(p.Name, 0, retryAfter(rej))}
+	if rej.Reason == ReasonContended {
+		h["Ratelimit"] = []string{rejectedLimitField(rej)}
 	}
+}
+
+// rejectedLimitField returns the RateLimit value of a request turned away
+// for its key or quota.
+func rejectedLimitField(rej *Rejection) string {
+	if rej.Decision != nil {
+		return quotaLimitField(&rej.Policy, rej.Decision)
+	}
+	return limitField(rej.Policy.Name, 0, retryAfter(rej))
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection, for

@@ -224,14 +224,16 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	return change(sh, l, now), nil
 }
 
-// Len returns the number of locks the store keeps, counting expired ones that
-// were not removed yet. It is meant for metrics and tests.
+// Len returns how many keys the store holds now (locks, fencing counters
+// and quotas), expired ones not yet removed included: what its memory
+// grows with, for a gauge such as promthrottle's throttle_memstore_keys.
+// It locks each shard in turn: call it at scrape time, not per request.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.locks)
+		n += len(sh.locks) + len(sh.fences) + len(sh.quotas)
 		sh.mu.Unlock()
 	}
 	return n
