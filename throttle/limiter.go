@@ -312,15 +312,25 @@ func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 // store decided (or the caller's context ended): admitted (by the store or
 // its fallback), with cost for a quota, or rejected.
 func (l *Limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
-	var ce *ContendedError
 	switch {
 	case err == nil && fallback:
 		l.Observe(ctx, Event{Kind: Fallback, Cost: cost})
 	case err == nil:
 		l.Observe(ctx, Event{Kind: Admitted, Cost: cost})
-	case errors.As(err, &ce) && l.p.DryRun:
+	default:
+		l.observeRejection(ctx, err)
+	}
+}
+
+// observeRejection tells the Observer of a rejection (or, under DryRun, a
+// would-be rejection); other errors (the caller's context) are no outcome.
+func (l *Limiter) observeRejection(ctx context.Context, err error) {
+	var ce *ContendedError
+	switch {
+	case !errors.As(err, &ce):
+	case l.p.DryRun:
 		l.Observe(ctx, Event{Kind: DryRunRejected, RetryAfter: ce.RetryAfter})
-	case errors.As(err, &ce):
+	default:
 		l.Observe(ctx, Event{Kind: Rejected, RetryAfter: ce.RetryAfter})
 	}
 }
