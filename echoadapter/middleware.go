@@ -50,13 +50,13 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 			}
 			id, err := key(c)
 			if err != nil {
-				return reject(c, g.BadKey(err))
+				return orNext(c, next, reject, g.BadKey(err))
 			}
 			r := c.Request()
 			cost := 1
 			if costOf != nil {
 				if cost, err = costOf(r); err != nil {
-					return reject(c, g.BadCost(err))
+					return orNext(c, next, reject, g.BadCost(err))
 				}
 			}
 			parent := r.Context()
@@ -100,4 +100,13 @@ func status(c echo.Context, err error) int {
 		return http.StatusInternalServerError
 	}
 	return he.Code
+}
+
+// orNext answers with rej a request whose key or cost could not be built,
+// or, under a dry run (rej nil), lets it through unguarded.
+func orNext(c echo.Context, next echo.HandlerFunc, reject RejectHandler, rej *guard.Rejection) error {
+	if rej != nil {
+		return reject(c, rej)
+	}
+	return next(c)
 }

@@ -46,18 +46,22 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 	}
 	return func(c *gin.Context) {
 		id, err := key(c)
-		if err != nil {
-			reject(c, g.BadKey(err))
-			c.Abort()
-			return
-		}
+		var rej *guard.Rejection
 		cost := 1
-		if costOf != nil {
+		switch {
+		case err != nil:
+			rej = g.BadKey(err)
+		case costOf != nil:
 			if cost, err = costOf(c.Request); err != nil {
-				reject(c, g.BadCost(err))
-				c.Abort()
-				return
+				rej = g.BadCost(err)
 			}
+		}
+		if err != nil {
+			if rej != nil { // nil: a dry run lets the request through
+				reject(c, rej)
+				c.Abort()
+			}
+			return
 		}
 		parent := c.Request.Context()
 		ctx, ticket, rej := g.BeginN(parent, id, cost)

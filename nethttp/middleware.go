@@ -54,13 +54,13 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
 	if err != nil {
-		h.reject(w, r, h.g.BadKey(err))
+		h.unguarded(w, r, h.g.BadKey(err))
 		return
 	}
 	cost := 1
 	if h.cost != nil {
 		if cost, err = h.cost(r); err != nil {
-			h.reject(w, r, h.g.BadCost(err))
+			h.unguarded(w, r, h.g.BadCost(err))
 			return
 		}
 	}
@@ -79,4 +79,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(rec, r)
 		return rec.result()
 	})
+}
+
+// unguarded answers a request whose key or cost could not be built with
+// rej, or, under a dry run (rej nil), lets it through unguarded.
+func (h *handler) unguarded(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
+	if rej != nil {
+		h.reject(w, r, rej)
+		return
+	}
+	h.next.ServeHTTP(w, r)
 }

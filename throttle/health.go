@@ -30,6 +30,8 @@ type health struct {
 	// lastLog is the monotonic time of the last store-error log line; it
 	// keeps an outage from flooding the log.
 	lastLog atomic.Int64
+	// lastDryRunLog is the same for the dry run's log line.
+	lastDryRunLog atomic.Int64
 }
 
 // failed records a store error of an acquisition.

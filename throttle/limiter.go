@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -269,15 +270,33 @@ func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (sto
 	return st.Acquire(ctx, req)
 }
 
+// logDryRun logs, at most once a second, that a request went ahead under
+// Policy.DryRun although err (an ErrContended) would have turned it away;
+// the Observer counts every one.
+func (l *Limiter) logDryRun(err error) {
+	var ce *ContendedError
+	if !errors.As(err, &ce) || !onceASecond(&l.health.lastDryRunLog) {
+		return
+	}
+	l.p.logger().Info("throttle: dry run: a request that would have been turned away went ahead",
+		"policy", l.p.Name, "mode", l.p.Mode.String(), "retry_after", ce.RetryAfter)
+}
+
+// onceASecond reports whether a log line stamped in last may be written now
+// (at most one a second), and stamps it.
+func onceASecond(last *atomic.Int64) bool {
+	now := monoNow()
+	prev := last.Load()
+	if prev != 0 && now-prev < int64(time.Second) {
+		return false
+	}
+	return last.CompareAndSwap(prev, now)
+}
+
 // logStoreError logs a store error at most once a second, so that an outage
 // does not flood the log; Stats counts every one.
 func (l *Limiter) logStoreError(op string, err error) {
-	now := monoNow()
-	last := l.health.lastLog.Load()
-	if last != 0 && now-last < int64(time.Second) {
-		return
-	}
-	if !l.health.lastLog.CompareAndSwap(last, now) {
+	if !onceASecond(&l.health.lastLog) {
 		return
 	}
 	l.p.logger().Warn("throttle: store error", "policy", l.p.Name, "op", op,
@@ -294,6 +313,9 @@ func (l *Limiter) logStoreError(op string, err error) {
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := l.acquireKey(ctx, l.key(id), l.p.TTL())
 	if err == nil || !errors.Is(err, ErrStore) {
+		if l.p.DryRun && err != nil {
+			l.logDryRun(err)
+		}
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, lease != nil && lease.store == l.p.Fallback, 0, err)
 		}

@@ -169,6 +169,9 @@ func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, e
 		return &d, nil
 	case err == nil:
 		err = &ContendedError{RetryAfter: d.RetryAfter}
+		if l.p.DryRun {
+			l.logDryRun(err)
+		}
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, false, cost, err)
 		}

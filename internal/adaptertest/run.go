@@ -47,6 +47,7 @@ func Run(t *testing.T, a Adapter) {
 		{"CostInvalid", testCostInvalid},
 		{"CostIgnoredByOtherModes", testCostOtherModes},
 		{"CostZero", testCostZero},
+		{"DryRun", testDryRun},
 		{"CountOnlyFailuresConcurrent", testOnlyFailuresConcurrent},
 		{"CountOnlyFailuresSuccessesFree", testOnlyFailuresSuccesses},
 		{"CountOnlyFailuresPanic", testOnlyFailuresPanic},

@@ -8,15 +8,18 @@
 //
 //  1. Build the identity with a keyfuncs.Func (or the framework's own
 //     source, such as a peer address). When that fails, answer
-//     BadKey(l, err): 400, or 413 for a body too long to hash. Never fall
-//     back to a shared key.
-//  2. Call Begin with the request's context. A non-nil *Rejection means
+//     g.BadKey(err) (g is the Guard that New made when the middleware was
+//     built): 400, or 413 for a body too long to hash; nil under a dry run,
+//     where the request goes on unguarded. Never fall back to a shared key.
+//  2. Call g.Begin (g.BeginN with a cost for Quota policies) with the
+//     request's context. A non-nil *Rejection means
 //     the request does not go ahead: answer it with Write (through a small
 //     http.ResponseWriter over the framework's context if it has none, as
 //     in the example) or in the framework's own idiom with SetHeaders and
 //     Body or Detail, and abort the chain.
-//  3. Otherwise hand the handler the context Begin returned (it carries the
-//     lease for Exclusive, Fence and Reentrant policies) and call Ticket.Run
+//  3. Otherwise set the RateLimit headers with Ticket.SetHeaders, hand the
+//     handler the context Begin returned (it carries the lease for
+//     Exclusive, Fence and Reentrant policies) and call Ticket.Run
 //     around the rest of the chain (Ticket.Finish where the framework only
 //     has separate before and after hooks). Its func reports the status the
 //     client got, 200 when the handler wrote nothing; for Dedupe that

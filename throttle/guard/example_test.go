@@ -57,11 +57,14 @@ func (c *miniCtx) String(status int, s string) {
 func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	g := guard.New(l) // once, when the middleware is built
 	return func(c *miniCtx) {
-		// 1. The identity; without one, BadKey says 400 or 413.
+		// 1. The identity; without one, BadKey says 400 or 413 (nil in
+		// a dry run: the request goes on unguarded).
 		id, err := key(c.Request)
 		if err != nil {
-			reject(c, g.BadKey(err))
-			c.Abort()
+			if rej := g.BadKey(err); rej != nil {
+				reject(c, rej)
+				c.Abort()
+			}
 			return
 		}
 		// 2. The decision.

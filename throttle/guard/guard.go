@@ -125,27 +125,39 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 // is ignored, since the request, not the server, is at fault. Adapters call
 // it when their key function fails, so that such a request is answered
 // alike everywhere and never put under one key shared with others. It does
-// not touch the store.
+// not touch the store. Under Policy.DryRun it returns nil: the request
+// goes ahead, unguarded, and is only counted.
 func (g *Guard) BadKey(err error) *Rejection {
 	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
+	if g.p.DryRun {
+		return nil
+	}
 	return g.newRejection(clientStatus(err), ReasonBadKey, err)
 }
 
 // BadCost answers a request whose cost could not be worked out (the
 // adapter's cost function failed), as BadKey does a key: 400, or the 4xx
-// status the error carries.
+// status the error carries; nil under Policy.DryRun, as BadKey.
 func (g *Guard) BadCost(err error) *Rejection {
 	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
+	if g.p.DryRun {
+		return nil
+	}
 	return g.newRejection(clientStatus(err), ReasonBadCost, err)
 }
 
 // reject returns rej as BeginN's answer, except under Policy.DryRun, where
-// a request turned away for its key or quota goes ahead with a ticket that
-// holds nothing but the rejection's RateLimit fields (the Limiter has
-// observed it as DryRunRejected).
+// the request goes ahead with a ticket that holds nothing but, when it was
+// turned away for its key or quota (which the Limiter observed as
+// DryRunRejected), the rejection's RateLimit fields. A request whose client
+// left is answered as ever: nobody is waiting for it.
 func (g *Guard) reject(ctx context.Context, rej *Rejection) (context.Context, Ticket, *Rejection) {
-	if g.p.DryRun && rej.Reason == ReasonContended {
-		return ctx, Ticket{g: g, dryRun: rej}, nil
+	if g.p.DryRun && rej.Reason != ReasonCanceled {
+		t := Ticket{g: g}
+		if rej.Reason == ReasonContended {
+			t.dryRun = rej
+		}
+		return ctx, t, nil
 	}
 	return ctx, Ticket{}, rej
 }
