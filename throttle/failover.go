@@ -19,7 +19,7 @@ import (
 func (l *Limiter) tryFailOver(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
 	sent := time.Now()
-	gf, err := l.call(ctx, fb, req)
+	gf, err := l.bounded(ctx, fb, req) // in memory: not a store call to time
 	if err != nil {
 		// Without its mirror the store alone decides; the fallback's own
 		// failure is counted and logged like the store's.

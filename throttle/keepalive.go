@@ -52,7 +52,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 		case <-quit:
 			return
 		case <-capped:
-			ls.lose(cancel, fmt.Errorf("%w: hold limit %v reached", ErrLost, ls.l.p.MaxHold))
+			ls.lose(ctx, cancel, fmt.Errorf("%w: hold limit %v reached", ErrLost, ls.l.p.MaxHold))
 			return
 		case <-timer.C:
 		}
@@ -67,14 +67,14 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 			ls.l.Observe(ctx, Event{Kind: Extended})
 			timer.Reset(interval)
 		case errors.Is(err, ErrNotHeld):
-			ls.lose(cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
+			ls.lose(ctx, cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
 			return
 		default:
 			// The store failed: the key may still be ours. Retry soon,
 			// and give up once the lease's validity has run out.
 			left := ls.ValidFor()
 			if left <= 0 {
-				ls.lose(cancel, fmt.Errorf("%w: could not extend before the lease ran out: %v", ErrLost, err))
+				ls.lose(ctx, cancel, fmt.Errorf("%w: could not extend before the lease ran out: %v", ErrLost, err))
 				return
 			}
 			timer.Reset(min(interval/3+time.Millisecond, left))
@@ -82,9 +82,9 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 	}
 }
 
-func (ls *Lease) lose(cancel context.CancelCauseFunc, cause error) {
+func (ls *Lease) lose(ctx context.Context, cancel context.CancelCauseFunc, cause error) {
 	ls.l.stats.lost.Add(1)
-	ls.l.Observe(context.Background(), Event{Kind: Lost})
+	ls.l.Observe(ctx, Event{Kind: Lost})
 	ls.l.p.logger().Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
 	cancel(cause)
 }

@@ -102,7 +102,7 @@ func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 
 // allowFallback decides in the Fallback store under FailOver.
 func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
-	d, err := l.allowIn(ctx, l.p.Fallback.(store.Quota), key, r, cost)
+	d, err := l.allowBounded(ctx, l.p.Fallback.(store.Quota), key, r, cost) // not timed, as in tryFailOver
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Decision{}, true, ctxErr
@@ -151,9 +151,24 @@ func (l *Limiter) count(d Decision, cost int) {
 	}
 }
 
+// nextRefill returns how long until the quota of d allows one more request
+// of cost 1, given the emission interval t: the quota is full again in
+// ResetAfter and refills one request every t counting back from then, so
+// the next comes in ResetAfter mod t, or a whole t when that is 0.
+func nextRefill(d Decision, t time.Duration) time.Duration {
+	if d.ResetAfter <= 0 || t <= 0 {
+		return 0
+	}
+	if r := d.ResetAfter % t; r != 0 {
+		return r
+	}
+	return t
+}
+
 // AdmitN is AllowN with Policy.WhenStoreFails applied, for a request that
 // must be answered now: the Quota counterpart of Admit, on which package
-// guard builds the middleware. An allowed request gets its Decision and no
+// guard builds the middleware. A request of cost 0 is allowed only while
+// one of cost 1 would be. An allowed request gets its Decision and no
 // error; a refused one gets its Decision too (for the RateLimit headers)
 // and a *ContendedError that says when to retry; ErrStore when failing
 // closed, ErrInvalid or the context's error come with a nil Decision; nil
@@ -161,6 +176,11 @@ func (l *Limiter) count(d Decision, cost int) {
 // unmetered, logged and counted.
 func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
 	d, fallback, err := l.allowN(ctx, id, cost)
+	if err == nil && cost == 0 && d.Remaining == 0 {
+		// A free request goes ahead only while a paid one would: it must
+		// not slip past a spent quota (a login form's, say).
+		d.Allowed, d.RetryAfter = false, nextRefill(d, l.p.rate().Interval())
+	}
 	switch {
 	case err == nil && d.Allowed:
 		if l.p.Observer != nil {

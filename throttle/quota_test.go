@@ -380,6 +380,14 @@ func TestQuotaAdmitN(t *testing.T) {
 		t.Fatalf("third request: %+v, %v; want refused with a ContendedError", d, err)
 	}
 	isOnly(t, err, throttle.ErrContended)
+	// A free request is no way past a spent quota.
+	d, err = l.AdmitN(ctx, "u1", 0)
+	if !errors.As(err, &ce) || d.Allowed || ce.RetryAfter <= 0 || ce.RetryAfter > time.Hour/2 {
+		t.Fatalf("cost 0 on a spent quota: %+v, %v; want refused until the next refill", d, err)
+	}
+	if d, err := l.AdmitN(ctx, "u2", 0); err != nil || !d.Allowed || d.Remaining != 2 {
+		t.Fatalf("cost 0 on a full quota: %+v, %v", d, err)
+	}
 }
 
 // TestQuotaServerClock: what a Limiter sends Redis for a decision holds no

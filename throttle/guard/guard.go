@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Guard is one Limiter's request handling, minus the framework. Make one
@@ -26,9 +25,6 @@ type Guard struct {
 	// (Dedupe, Cooldown, Exclusive): nothing more is available to it while
 	// it does.
 	heldField []string
-	// interval is a Quota's emission interval: one request refills every
-	// interval.
-	interval time.Duration
 }
 
 // New returns the Guard of l. It panics when l is nil: a wiring mistake to
@@ -44,7 +40,6 @@ func New(l *throttle.Limiter) *Guard {
 		t = seconds(g.p.Window)
 	}
 	g.heldField = []string{limitField(g.p.Name, 0, t)}
-	g.interval = store.Rate{Limit: g.p.Limit, Window: g.p.Window}.Interval()
 	return g
 }
 
@@ -73,16 +68,17 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 	if g.p.Mode == throttle.Quota {
 		return g.beginQuota(ctx, id, cost)
 	}
+	var since time.Time
+	if g.p.Observer != nil {
+		since = time.Now() // as Do counts a hold: from the acquisition
+	}
 	lease, err := g.l.Admit(ctx, id)
 	if err != nil {
 		return g.reject(ctx, g.rejection(err))
 	}
-	t := Ticket{g: g, lease: lease}
+	t := Ticket{g: g, lease: lease, since: since}
 	if lease == nil {
 		return ctx, t, nil
-	}
-	if g.p.Observer != nil {
-		t.since = time.Now()
 	}
 	switch {
 	case g.p.Mode == throttle.Exclusive:
@@ -95,18 +91,15 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 
 // beginQuota is BeginN for a Quota policy.
 func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
-	switch {
-	case cost < 0:
-		return ctx, Ticket{}, g.newRejection(http.StatusBadRequest, ReasonBadCost, throttle.ErrInvalid)
-	case cost > g.p.Burst:
-		return ctx, Ticket{}, g.newRejection(http.StatusRequestEntityTooLarge, ReasonBadCost, throttle.ErrInvalid)
+	if cost < 0 || cost > g.p.Burst {
+		g.l.Observe(ctx, throttle.Event{Kind: throttle.KeyError})
+		status := http.StatusBadRequest
+		if cost > 0 {
+			status = http.StatusRequestEntityTooLarge
+		}
+		return ctx, Ticket{}, g.newRejection(status, ReasonBadCost, throttle.ErrInvalid)
 	}
 	d, err := g.l.AdmitN(ctx, id, cost)
-	if err == nil && cost == 0 && d != nil && d.Remaining == 0 {
-		// A free request goes ahead only while a paid one would: it
-		// must not slip past a spent quota (a login form's, say).
-		err = &throttle.ContendedError{RetryAfter: refill(d, g.interval)}
-	}
 	if err != nil {
 		rej := g.rejection(err)
 		rej.Decision = d

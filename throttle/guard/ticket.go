@@ -91,8 +91,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	}
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
-	_ = t.lease.Release(ctx)
-	if !t.since.IsZero() {
+	if err := t.lease.Release(ctx); err == nil && !t.since.IsZero() {
 		reason := throttle.ReleaseDone
 		switch {
 		case panicked:

@@ -1,0 +1,791 @@
+package otelthrottle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/otelthrottle"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// userHeader carries the user id, the requests' key; spanHeader names the
+// request's span, so that span names need not contain the user id.
+const (
+	userHeader = "X-User-Id"
+	spanHeader = "X-Test-Span"
+)
+
+// quiet drops the store-error logs of the failing-store tests.
+var quiet = slog.New(slog.DiscardHandler)
+
+// env is an Observer over an SDK MeterProvider with a ManualReader, and a
+// TracerProvider whose ended spans a SpanRecorder keeps.
+type env struct {
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.SpanRecorder
+	tracer trace.Tracer
+	obs    *otelthrottle.Observer
+}
+
+func newEnv(t *testing.T, opts ...otelthrottle.Option) *env {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	obs, err := otelthrottle.New(append([]otelthrottle.Option{otelthrottle.WithMeterProvider(mp)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{reader: reader, spans: spans, tracer: tp.Tracer("test"), obs: obs}
+}
+
+// handler returns next behind a nethttp.Middleware of a Limiter of p over
+// st (keyed by userHeader), behind an outer handler that runs each request
+// in a span of its own, named by spanHeader, as tracing middleware would.
+func (e *env) handler(t *testing.T, st throttle.Store, p throttle.Policy, next http.Handler) http.Handler {
+	t.Helper()
+	p.Observer = e.obs
+	l, err := throttle.New(st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := nethttp.Middleware(l, keyfuncs.Header(userHeader))(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := e.tracer.Start(r.Context(), r.Header.Get(spanHeader))
+		defer span.End()
+		guarded.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// serve sends a request from user (none when empty) in a span named span,
+// and returns its status.
+func serve(h http.Handler, user, span string) int {
+	r := httptest.NewRequest(http.MethodPost, "/submit", nil)
+	if user != "" {
+		r.Header.Set(userHeader, user)
+	}
+	r.Header.Set(spanHeader, span)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code
+}
+
+// wantStatus fails the test unless got is want.
+func wantStatus(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: status %d, want %d", what, got, want)
+	}
+}
+
+// ok answers 201.
+var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+
+// collect reads every metric recorded so far.
+func (e *env) collect(t *testing.T) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := e.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	return rm
+}
+
+// find returns the metric called name, or nil when nothing recorded it.
+func find(t *testing.T, rm metricdata.ResourceMetrics, name string) *metricdata.Metrics {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != otelthrottle.ScopeName {
+			t.Fatalf("metrics in scope %q", sm.Scope.Name)
+		}
+		for i := range sm.Metrics {
+			if sm.Metrics[i].Name == name {
+				return &sm.Metrics[i]
+			}
+		}
+	}
+	return nil
+}
+
+// key writes an attribute set as "k=v,k=v", sorted by key.
+func key(s attribute.Set) string { return s.Encoded(attribute.DefaultEncoder()) }
+
+// counts returns a counter's sums by attribute set.
+func counts(t *testing.T, rm metricdata.ResourceMetrics, name string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	m := find(t, rm, name)
+	if m == nil {
+		return out
+	}
+	sum, isSum := m.Data.(metricdata.Sum[int64])
+	if !isSum || !sum.IsMonotonic || sum.Temporality != metricdata.CumulativeTemporality {
+		t.Fatalf("%s is %T, want a cumulative monotonic int64 sum", name, m.Data)
+	}
+	for _, dp := range sum.DataPoints {
+		out[key(dp.Attributes)] = dp.Value
+	}
+	return out
+}
+
+// histogram returns a histogram's points by attribute set, after checking
+// its unit and that its boundaries run from first to last.
+func histogram(t *testing.T, rm metricdata.ResourceMetrics, name string, first, last float64) map[string]metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	out := map[string]metricdata.HistogramDataPoint[float64]{}
+	m := find(t, rm, name)
+	if m == nil {
+		return out
+	}
+	if m.Unit != "s" {
+		t.Fatalf("%s has unit %q, want s", name, m.Unit)
+	}
+	h, isHist := m.Data.(metricdata.Histogram[float64])
+	if !isHist {
+		t.Fatalf("%s is %T, want a float64 histogram", name, m.Data)
+	}
+	for _, dp := range h.DataPoints {
+		if b := dp.Bounds; len(b) == 0 || b[0] != first || b[len(b)-1] != last {
+			t.Fatalf("%s: bounds %v, want %v to %v", name, b, first, last)
+		}
+		out[key(dp.Attributes)] = dp
+	}
+	return out
+}
+
+// histCounts returns how many values each of a histogram's series holds.
+func histCounts(points map[string]metricdata.HistogramDataPoint[float64]) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, dp := range points {
+		out[k] = dp.Count
+	}
+	return out
+}
+
+// equal fails the test unless got and want hold the same series and values.
+func equal[V comparable](t *testing.T, what string, got, want map[string]V) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+	for k, v := range want {
+		if g, found := got[k]; !found || g != v {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+}
+
+// Attribute sets in the form key writes them.
+func outcome(policy, mode, outcome string) string {
+	return "throttle.mode=" + mode + ",throttle.outcome=" + outcome + ",throttle.policy=" + policy
+}
+
+func storeOp(policy, op string, failed bool) string {
+	s := "throttle.policy=" + policy + ",throttle.store.operation=" + op
+	if failed {
+		s = "error.type=_OTHER," + s
+	}
+	return s
+}
+
+func hold(policy, mode, reason string) string {
+	return "throttle.mode=" + mode + ",throttle.policy=" + policy + ",throttle.release.reason=" + reason
+}
+
+func leaseEvent(policy, event string) string {
+	return "throttle.lease.event=" + event + ",throttle.policy=" + policy
+}
+
+// span returns the ended span called name.
+func (e *env) span(t *testing.T, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	for _, s := range e.spans.Ended() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q", name)
+	return nil
+}
+
+// eventNames returns the names of a span's events, in order.
+func eventNames(s sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, ev := range s.Events() {
+		out = append(out, ev.Name)
+	}
+	return out
+}
+
+// wantEvents fails the test unless the span called name has events of
+// exactly the names want, in order.
+func (e *env) wantEvents(t *testing.T, name string, want ...string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	s := e.span(t, name)
+	if got := eventNames(s); !slices.Equal(got, want) {
+		t.Fatalf("span %q: events %v, want %v", name, got, want)
+	}
+	return s
+}
+
+// attrs returns an event's attributes by key.
+func attrs(ev sdktrace.Event) map[attribute.Key]attribute.Value {
+	out := map[attribute.Key]attribute.Value{}
+	for _, kv := range ev.Attributes {
+		out[kv.Key] = kv.Value
+	}
+	return out
+}
+
+// checkStoreEvent checks a store call's span event: its policy, operation,
+// a positive duration of at most limit seconds, and error=true exactly
+// when failed.
+func checkStoreEvent(t *testing.T, ev sdktrace.Event, policy, op string, failed bool) {
+	t.Helper()
+	a := attrs(ev)
+	if ev.Name != "throttle.store."+op || a[otelthrottle.PolicyKey].AsString() != policy ||
+		a[otelthrottle.OperationKey].AsString() != op {
+		t.Fatalf("store event %s %v, want op %s of policy %s", ev.Name, ev.Attributes, op, policy)
+	}
+	if d := a[otelthrottle.DurationKey]; d.Type() != attribute.FLOAT64 || d.AsFloat64() <= 0 {
+		t.Fatalf("store event %s: duration %v", ev.Name, d.Emit())
+	}
+	e, hasErr := a[otelthrottle.ErrorKey]
+	if hasErr != failed || (failed && !e.AsBool()) {
+		t.Fatalf("store event %s: error attribute %v, want it %v", ev.Name, ev.Attributes, failed)
+	}
+	if want := map[bool]int{false: 3, true: 4}[failed]; len(ev.Attributes) != want {
+		t.Fatalf("store event %s has attributes %v", ev.Name, ev.Attributes)
+	}
+}
+
+// checkRejectionEvent checks a rejection's span event: its name, policy,
+// mode, and a retry_after in (0, max].
+func checkRejectionEvent(t *testing.T, ev sdktrace.Event, name, policy, mode string, max time.Duration) {
+	t.Helper()
+	a := attrs(ev)
+	if ev.Name != name || len(a) != 3 || a[otelthrottle.PolicyKey].AsString() != policy ||
+		a[otelthrottle.ModeKey].AsString() != mode {
+		t.Fatalf("rejection event %s %v, want %s of policy %s (%s)", ev.Name, ev.Attributes, name, policy, mode)
+	}
+	if r := a[otelthrottle.RetryAfterKey]; r.Type() != attribute.FLOAT64 || r.AsFloat64() <= 0 || r.AsFloat64() > max.Seconds() {
+		t.Fatalf("rejection event: retry_after %v, want (0, %v]", r.Emit(), max.Seconds())
+	}
+}
+
+// noUser fails the test when any attribute of a metric series, span or
+// span event contains one of users.
+func (e *env) noUser(t *testing.T, users ...string) {
+	t.Helper()
+	check := func(where string, kvs []attribute.KeyValue) {
+		for _, kv := range kvs {
+			for _, u := range users {
+				if strings.Contains(kv.Value.Emit(), u) || strings.Contains(string(kv.Key), u) {
+					t.Fatalf("%s: attribute %s=%s contains user %q", where, kv.Key, kv.Value.Emit(), u)
+				}
+			}
+		}
+	}
+	rm := e.collect(t)
+	n := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					check(m.Name, dp.Attributes.ToSlice())
+					n++
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					check(m.Name, dp.Attributes.ToSlice())
+					n++
+				}
+			default:
+				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	for _, s := range e.spans.Ended() {
+		check("span "+s.Name(), s.Attributes())
+		for _, ev := range s.Events() {
+			check("span event "+ev.Name, ev.Attributes)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("nothing recorded to check")
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	e := newEnv(t)
+	failing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(userHeader) == "carol-7" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute}, failing)
+	wantStatus(t, "first", serve(h, "alice-42", "first"), http.StatusCreated)
+	wantStatus(t, "duplicate", serve(h, "alice-42", "duplicate"), http.StatusTooManyRequests)
+	wantStatus(t, "other user", serve(h, "bob-13", "other"), http.StatusCreated)
+	wantStatus(t, "failing", serve(h, "carol-7", "failing"), http.StatusInternalServerError)
+
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "admitted"): 3,
+		outcome("submit", "dedupe", "rejected"): 1,
+	})
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+		storeOp("submit", "acquire", false): 4,
+		storeOp("submit", "release", false): 1, // carol's failure gives the key back
+	})
+	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+		hold("submit", "dedupe", "failed"): 1,
+	})
+	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{})
+
+	s := e.wantEvents(t, "first", "throttle.store.acquire")
+	checkStoreEvent(t, s.Events()[0], "submit", "acquire", false)
+	s = e.wantEvents(t, "duplicate", "throttle.store.acquire", "throttle.rejected")
+	checkStoreEvent(t, s.Events()[0], "submit", "acquire", false)
+	checkRejectionEvent(t, s.Events()[1], "throttle.rejected", "submit", "dedupe", time.Minute)
+	e.wantEvents(t, "other", "throttle.store.acquire")
+	s = e.wantEvents(t, "failing", "throttle.store.acquire", "throttle.store.release")
+	checkStoreEvent(t, s.Events()[1], "submit", "release", false)
+	e.noUser(t, "alice", "bob", "carol")
+}
+
+func TestQuota(t *testing.T) {
+	e := newEnv(t)
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "search", Mode: throttle.Quota,
+		Limit: 2, Window: time.Hour}, ok)
+	for i, want := range []int{http.StatusCreated, http.StatusCreated, http.StatusTooManyRequests} {
+		wantStatus(t, fmt.Sprint("request ", i), serve(h, "dave-99", fmt.Sprint("q", i)), want)
+	}
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("search", "quota", "admitted"): 2,
+		outcome("search", "quota", "rejected"): 1,
+	})
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+		storeOp("search", "quota", false): 3,
+	})
+	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{})
+	s := e.wantEvents(t, "q0", "throttle.store.quota")
+	checkStoreEvent(t, s.Events()[0], "search", "quota", false)
+	s = e.wantEvents(t, "q2", "throttle.store.quota", "throttle.rejected")
+	// The quota refills one request every half hour.
+	checkRejectionEvent(t, s.Events()[1], "throttle.rejected", "search", "quota", 30*time.Minute)
+	e.noUser(t, "dave")
+}
+
+func TestKeyError(t *testing.T) {
+	e := newEnv(t)
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, ok)
+	wantStatus(t, "no user", serve(h, "", "nokey"), http.StatusBadRequest)
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "key_error"): 1,
+	})
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{})
+	e.wantEvents(t, "nokey") // no store call, and a key error is no rejection event
+}
+
+func TestExclusiveRelease(t *testing.T) {
+	e := newEnv(t)
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "export", Mode: throttle.Exclusive}, ok)
+	wantStatus(t, "first", serve(h, "erin-5", "x1"), http.StatusCreated)
+	wantStatus(t, "after release", serve(h, "erin-5", "x2"), http.StatusCreated)
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("export", "exclusive", "admitted"): 2,
+	})
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+		storeOp("export", "acquire", false): 2,
+		storeOp("export", "release", false): 2,
+	})
+	holds := histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)
+	equal(t, "holds", histCounts(holds), map[string]uint64{hold("export", "exclusive", "done"): 2})
+	if dp := holds[hold("export", "exclusive", "done")]; dp.Sum <= 0 {
+		t.Fatalf("hold time sum %v", dp.Sum)
+	}
+	s := e.wantEvents(t, "x1", "throttle.store.acquire", "throttle.store.release")
+	checkStoreEvent(t, s.Events()[0], "export", "acquire", false)
+	checkStoreEvent(t, s.Events()[1], "export", "release", false)
+	e.noUser(t, "erin")
+}
+
+func TestPanicRelease(t *testing.T) {
+	e := newEnv(t)
+	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
+	inner := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, panicking)
+	var recovered atomic.Value
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				recovered.Store(p)
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		}()
+		inner.ServeHTTP(w, r)
+	})
+	wantStatus(t, "panic", serve(h, "frank-3", "panic"), http.StatusInternalServerError)
+	if p := recovered.Load(); p != "boom" {
+		t.Fatalf("recovered %v, want the handler's panic", p)
+	}
+	// The panic released the key: the user may try again at once.
+	wantStatus(t, "retry", serve(h, "frank-3", "retry"), http.StatusInternalServerError)
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "admitted"): 2,
+	})
+	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+		hold("submit", "dedupe", "panic"): 2,
+	})
+	// The SDK's span.End records the panic going past it as "exception".
+	e.wantEvents(t, "panic", "throttle.store.acquire", "throttle.store.release", "exception")
+	e.noUser(t, "frank")
+}
+
+func TestDryRun(t *testing.T) {
+	e := newEnv(t)
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute, DryRun: true, Logger: quiet}, ok)
+	wantStatus(t, "first", serve(h, "gina-8", "d1"), http.StatusCreated)
+	wantStatus(t, "duplicate goes ahead", serve(h, "gina-8", "d2"), http.StatusCreated)
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "admitted"):         1,
+		outcome("submit", "dedupe", "dry_run_rejected"): 1,
+	})
+	s := e.wantEvents(t, "d2", "throttle.store.acquire", "throttle.dry_run_rejected")
+	checkRejectionEvent(t, s.Events()[1], "throttle.dry_run_rejected", "submit", "dedupe", time.Minute)
+	e.noUser(t, "gina")
+}
+
+// downStore is a memstore whose acquisitions fail, as a store does whose
+// server cannot be reached. The error says that nothing was taken, so the
+// Limiter starts no background release.
+type downStore struct{ throttle.Store }
+
+var errDown = fmt.Errorf("%w: connection refused", store.ErrNotApplied)
+
+func (downStore) Acquire(context.Context, store.Request) (store.Grant, error) {
+	return store.Grant{}, errDown
+}
+
+func TestStoreFails(t *testing.T) {
+	e := newEnv(t)
+	st := downStore{memstore.New()}
+	open := e.handler(t, st, throttle.Policy{Name: "open", WhenStoreFails: throttle.FailOpen, Logger: quiet}, ok)
+	closed := e.handler(t, st, throttle.Policy{Name: "closed", WhenStoreFails: throttle.FailClosed, Logger: quiet}, ok)
+	wantStatus(t, "fail open", serve(open, "hank-1", "open"), http.StatusCreated)
+	wantStatus(t, "fail closed", serve(closed, "hank-1", "closed"), http.StatusServiceUnavailable)
+	rm := e.collect(t)
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+		outcome("open", "dedupe", "failed_open"):     1,
+		outcome("closed", "dedupe", "failed_closed"): 1,
+	})
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+		storeOp("open", "acquire", true):   1,
+		storeOp("closed", "acquire", true): 1,
+	})
+	for _, name := range []string{"open", "closed"} {
+		s := e.wantEvents(t, name, "throttle.store.acquire")
+		checkStoreEvent(t, s.Events()[0], name, "acquire", true)
+	}
+	e.noUser(t, "hank")
+}
+
+// tap passes events on to an Observer and tells the test of lease events.
+type tap struct {
+	next     throttle.Observer
+	extended atomic.Int64
+	lost     atomic.Int64
+	once     sync.Once
+	first    chan struct{} // closed at the first extension or loss
+}
+
+func newTap(next throttle.Observer) *tap { return &tap{next: next, first: make(chan struct{})} }
+
+func (t *tap) Observe(ctx context.Context, e throttle.Event) {
+	t.next.Observe(ctx, e)
+	switch e.Kind {
+	case throttle.Extended:
+		t.extended.Add(1)
+	case throttle.Lost:
+		t.lost.Add(1)
+	default:
+		return
+	}
+	t.once.Do(func() { close(t.first) })
+}
+
+// leaseHandler serves an Exclusive policy with a short lease whose handler
+// returns once tap saw its first lease event, or, when the event must
+// cancel the request's context, once that is done.
+func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool) http.Handler {
+	t.Helper()
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var wait <-chan struct{} = tp.first
+		if waitCtx {
+			wait = r.Context().Done()
+		}
+		select {
+		case <-wait:
+			w.WriteHeader(http.StatusOK)
+		case <-time.After(time.Minute):
+			t.Error("no lease event within a minute")
+			w.WriteHeader(http.StatusGatewayTimeout)
+		}
+	})
+	p := throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Millisecond,
+		Observer: tp, Logger: quiet}
+	l, err := throttle.New(st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := nethttp.Middleware(l, keyfuncs.Header(userHeader))(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := e.tracer.Start(r.Context(), r.Header.Get(spanHeader))
+		defer span.End()
+		guarded.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func TestLeaseExtended(t *testing.T) {
+	e := newEnv(t)
+	tp := newTap(e.obs)
+	h := leaseHandler(t, e, memstore.New(), tp, false)
+	wantStatus(t, "long request", serve(h, "ivy-2", "long"), http.StatusOK)
+	n := tp.extended.Load()
+	if n == 0 {
+		t.Fatal("the tap saw no extension")
+	}
+	rm := e.collect(t)
+	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{
+		leaseEvent("job", "extended"): n,
+	})
+	stores := histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1))
+	if got := stores[storeOp("job", "extend", false)]; got != uint64(n) {
+		t.Fatalf("extend calls %d, want %d (every extension succeeded)", got, n)
+	}
+	// The refresher's context derives from the request's, so the
+	// extensions are on the request's span.
+	s := e.span(t, "long")
+	var extends int64
+	for _, ev := range s.Events() {
+		if ev.Name == "throttle.store.extend" {
+			checkStoreEvent(t, ev, "job", "extend", false)
+			extends++
+		}
+	}
+	if extends != n {
+		t.Fatalf("%d extend events on the span, want %d", extends, n)
+	}
+	e.noUser(t, "ivy")
+}
+
+// losingStore is a memstore whose extensions find the key gone, as when
+// another process took it after the lease ran out.
+type losingStore struct{ *memstore.Store }
+
+func (losingStore) Extend(context.Context, string, string, time.Duration) (store.Outcome, error) {
+	return store.Gone, nil
+}
+
+func TestLeaseLost(t *testing.T) {
+	e := newEnv(t)
+	tp := newTap(e.obs)
+	h := leaseHandler(t, e, losingStore{memstore.New()}, tp, true)
+	wantStatus(t, "lost lease", serve(h, "jack-4", "lost"), http.StatusOK)
+	rm := e.collect(t)
+	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{
+		leaseEvent("job", "lost"): 1,
+	})
+	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+		hold("job", "exclusive", "done"): 1,
+	})
+	e.noUser(t, "jack")
+}
+
+func TestSpanEventsOff(t *testing.T) {
+	e := newEnv(t, otelthrottle.WithSpanEvents(false))
+	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, ok)
+	wantStatus(t, "first", serve(h, "kim-6", "s1"), http.StatusCreated)
+	wantStatus(t, "duplicate", serve(h, "kim-6", "s2"), http.StatusTooManyRequests)
+	e.wantEvents(t, "s1")
+	e.wantEvents(t, "s2")
+	equal(t, "requests", counts(t, e.collect(t), otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "admitted"): 1,
+		outcome("submit", "dedupe", "rejected"): 1,
+	})
+}
+
+// TestNoSpan serves requests whose context carries no span, and one whose
+// span is not sampled: metrics are recorded, and nothing fails.
+func TestNoSpan(t *testing.T) {
+	e := newEnv(t)
+	p := throttle.Policy{Name: "submit", Observer: e.obs}
+	l, err := throttle.New(memstore.New(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := nethttp.Middleware(l, keyfuncs.Header(userHeader))(ok)
+	wantStatus(t, "no span", serve(h, "lee-1", ""), http.StatusCreated)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(e.spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	unsampled := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := tp.Tracer("test").Start(r.Context(), "unsampled")
+		defer span.End()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+	wantStatus(t, "unsampled span", serve(unsampled, "lee-1", ""), http.StatusTooManyRequests)
+	if n := len(e.spans.Ended()); n != 0 {
+		t.Fatalf("%d spans recorded", n)
+	}
+	equal(t, "requests", counts(t, e.collect(t), otelthrottle.RequestsName), map[string]int64{
+		outcome("submit", "dedupe", "admitted"): 1,
+		outcome("submit", "dedupe", "rejected"): 1,
+	})
+}
+
+// TestConcurrent records from many goroutines and policies at once, so
+// that the race detector sees the attribute sets built and shared, and
+// checks that no count is lost.
+func TestConcurrent(t *testing.T) {
+	e := newEnv(t)
+	const goroutines, each = 8, 500
+	policies := []string{"a", "b", "c"}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				p := policies[(g+i)%len(policies)]
+				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.Admitted, Policy: p, Mode: throttle.Quota})
+				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.StoreCall, Policy: p,
+					Mode: throttle.Quota, Op: "quota", Err: i%2 == 0, Latency: time.Millisecond})
+			}
+		})
+	}
+	wg.Wait()
+	rm := e.collect(t)
+	reqs := counts(t, rm, otelthrottle.RequestsName)
+	stores := histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1))
+	var total int64
+	var calls, failed uint64
+	for _, p := range policies {
+		total += reqs[outcome(p, "quota", "admitted")]
+		calls += stores[storeOp(p, "quota", false)] + stores[storeOp(p, "quota", true)]
+		failed += stores[storeOp(p, "quota", true)]
+	}
+	if total != goroutines*each || calls != goroutines*each || failed != goroutines*each/2 {
+		t.Fatalf("requests %d, store calls %d (%d failed), want %d, %d (%d)", total, calls, failed,
+			goroutines*each, goroutines*each, goroutines*each/2)
+	}
+	if len(reqs) != len(policies) || len(stores) != 2*len(policies) {
+		t.Fatalf("series %v %v", reqs, stores)
+	}
+}
+
+// TestUnknownValues feeds the Observer values the core does not send (an
+// unknown store operation, release reason and mode): they are recorded
+// under their own names rather than dropped or mixed with known ones.
+func TestUnknownValues(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.obs.Observe(ctx, throttle.Event{Kind: throttle.StoreCall, Policy: "p", Op: "scan", Err: true, Latency: time.Millisecond})
+	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Mode: throttle.Mode(9), Reason: throttle.ReleaseReason(7)})
+	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Reason: throttle.ReleaseDone})
+	e.obs.Observe(ctx, throttle.Event{Kind: throttle.FallbackOn, Policy: "p"})
+	e.obs.Observe(ctx, throttle.Event{Kind: throttle.EventKind(200), Policy: "p"})
+	rm := e.collect(t)
+	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+		storeOp("p", "scan", true): 1,
+	})
+	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+		hold("p", "unknown", "unknown"): 1,
+		hold("p", "dedupe", "done"):     1,
+	})
+	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{})
+}
+
+// TestSteadyStateAllocs checks that, once a policy's attribute sets exist,
+// the Observer adds no allocation of its own to recording a metric: any
+// allocation here would be paid by every request.
+func TestSteadyStateAllocs(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters change allocations")
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	events := []throttle.Event{
+		{Kind: throttle.Admitted, Policy: "submit"},
+		{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: time.Millisecond},
+		{Kind: throttle.Released, Policy: "submit", Hold: time.Second, Reason: throttle.ReleaseFailed},
+	}
+	for _, ev := range events {
+		e.obs.Observe(ctx, ev) // builds the sets and the SDK's series
+		if n := testing.AllocsPerRun(100, func() { e.obs.Observe(ctx, ev) }); n != 0 {
+			t.Errorf("%v: %v allocations per event, want 0", ev.Kind, n)
+		}
+	}
+}
+
+// TestNew checks the options: the global provider by default and for a
+// nil provider, and an error from a provider that refuses an instrument.
+func TestNew(t *testing.T) {
+	if _, err := otelthrottle.New(); err != nil {
+		t.Fatalf("with the global provider: %v", err)
+	}
+	if _, err := otelthrottle.New(otelthrottle.WithMeterProvider(nil)); err != nil {
+		t.Fatalf("with a nil provider: %v", err)
+	}
+	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(refusingProvider{}))
+	if !errors.Is(err, errRefused) || obs != nil {
+		t.Fatalf("New with a refusing provider: %v, %v", obs, err)
+	}
+}
+
+var errRefused = errors.New("instrument refused")
+
+// refusingProvider is a MeterProvider whose meters refuse histograms.
+type refusingProvider struct{ noop.MeterProvider }
+
+func (refusingProvider) Meter(string, ...metric.MeterOption) metric.Meter { return refusingMeter{} }
+
+type refusingMeter struct{ noop.Meter }
+
+func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	return noop.Float64Histogram{}, errRefused
+}
