@@ -26,8 +26,9 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		// free the key before the panic goes on up the stack.
 		if !finished {
 			stop()
-			_ = lease.Release(ctx)
-			l.observeRelease(ctx, lease, ReleasePanic)
+			if lease.Release(ctx) == nil {
+				l.observeRelease(ctx, lease, ReleasePanic)
+			}
 		}
 	}()
 	err = fn(work)
@@ -38,11 +39,13 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		lost = nil
 	}
 	rerr := lease.Release(ctx)
-	reason := ReleaseDone
-	if err != nil {
-		reason = ReleaseFailed
+	if rerr == nil {
+		reason := ReleaseDone
+		if err != nil {
+			reason = ReleaseFailed
+		}
+		l.observeRelease(ctx, lease, reason)
 	}
-	l.observeRelease(ctx, lease, reason)
 	if lost == nil && errors.Is(rerr, ErrNotHeld) {
 		lost = fmt.Errorf("%w: the key had expired or changed hands when the work returned", ErrLost)
 	}
@@ -58,6 +61,6 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 // observeRelease tells the Observer that lease was released for reason.
 func (l *Limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
 	if l.p.Observer != nil {
-		l.Observe(ctx, Event{Kind: Released, Hold: lease.held(), Reason: reason})
+		l.Observe(ctx, Event{Kind: Released, Hold: lease.Held(), Reason: reason})
 	}
 }

@@ -41,7 +41,7 @@ func (l *Limiter) tryFailOver(ctx context.Context, req store.Request) (*Lease, t
 // fallback failed), and keeps the fallback's hold as the lease's mirror.
 func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent time.Time) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	g, err := l.call(ctx, l.store, req)
+	g, err := l.call(ctx, l.store, req, time.Now())
 	if err != nil {
 		if ctx.Err() != nil || gf == nil {
 			if gf != nil {

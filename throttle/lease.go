@@ -48,8 +48,9 @@ func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.
 	return ls
 }
 
-// held returns how long ago the lease's acquisition was sent.
-func (ls *Lease) held() time.Duration { return time.Duration(monoNow() - ls.since) }
+// Held returns how long ago the lease's acquisition was sent: how long the
+// key has been held, for logs and metrics.
+func (ls *Lease) Held() time.Duration { return time.Duration(monoNow() - ls.since) }
 
 // setValid records that the key, as of sent, lives for ttl.
 func (ls *Lease) setValid(sent time.Time, ttl time.Duration) {

@@ -189,7 +189,7 @@ func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Dura
 		return l.tryFailOver(ctx, req)
 	}
 	sent := time.Now()
-	g, err := l.call(ctx, l.store, req)
+	g, err := l.call(ctx, l.store, req, sent)
 	if err != nil {
 		return nil, 0, l.failed(ctx, l.store, req, sent, err)
 	}
@@ -250,10 +250,12 @@ var errLate = errors.New("the grant arrived after its validity ran out")
 // call makes one acquisition bounded by Policy.Timeout. The bound costs a
 // timer and a context per call, so it is skipped where it cannot matter: for
 // an in-memory store, and when ctx already ends sooner.
-func (l *Limiter) call(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
-	start := l.startCall()
+// sent is when the call starts, for the Observer.
+func (l *Limiter) call(ctx context.Context, st Store, req store.Request, sent time.Time) (store.Grant, error) {
 	g, err := l.bounded(ctx, st, req)
-	l.storeCall(ctx, "acquire", start, err)
+	if l.p.Observer != nil {
+		l.storeCall(ctx, "acquire", sent, callFailed(ctx, err))
+	}
 	return g, err
 }
 

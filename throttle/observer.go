@@ -134,12 +134,22 @@ func (l *Limiter) Observe(ctx context.Context, e Event) {
 }
 
 // storeCall reports a store call that started at start (zero when no
-// Observer is set, which skips the report).
+// Observer is set, which skips the report) and failed with err.
 func (l *Limiter) storeCall(ctx context.Context, op string, start time.Time, err error) {
 	if start.IsZero() {
 		return
 	}
 	l.Observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Since(start)})
+}
+
+// callFailed returns err, or nil when the caller's ctx ended: a client that
+// left is not a store failure (Stats.StoreErrors does not count it
+// either), and must not set off an alert on store errors.
+func callFailed(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // startCall returns the time a store call starts, or the zero time when no

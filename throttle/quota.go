@@ -122,7 +122,7 @@ func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, c
 func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
 	start := l.startCall()
 	d, err := l.allowBounded(ctx, q, key, r, cost)
-	l.storeCall(ctx, "quota", start, err)
+	l.storeCall(ctx, "quota", start, callFailed(ctx, err))
 	return d, err
 }
 

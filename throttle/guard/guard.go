@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -68,15 +67,11 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 	if g.p.Mode == throttle.Quota {
 		return g.beginQuota(ctx, id, cost)
 	}
-	var since time.Time
-	if g.p.Observer != nil {
-		since = time.Now() // as Do counts a hold: from the acquisition
-	}
 	lease, err := g.l.Admit(ctx, id)
 	if err != nil {
 		return g.reject(ctx, g.rejection(err))
 	}
-	t := Ticket{g: g, lease: lease, since: since}
+	t := Ticket{g: g, lease: lease}
 	if lease == nil {
 		return ctx, t, nil
 	}

@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -26,9 +25,6 @@ type Ticket struct {
 	// dryRun is the rejection a request let through under Policy.DryRun
 	// would have had, for its RateLimit fields.
 	dryRun *Rejection
-	// since is when the key was taken, for the hold time an Observer is
-	// told; set only when the policy has one.
-	since time.Time
 }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
@@ -91,7 +87,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	}
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
-	if err := t.lease.Release(ctx); err == nil && !t.since.IsZero() {
+	if err := t.lease.Release(ctx); err == nil && t.g.p.Observer != nil {
 		reason := throttle.ReleaseDone
 		switch {
 		case panicked:
@@ -99,7 +95,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		case failed:
 			reason = throttle.ReleaseFailed
 		}
-		t.g.l.Observe(ctx, throttle.Event{Kind: throttle.Released, Hold: time.Since(t.since), Reason: reason})
+		t.g.l.Observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: reason})
 	}
 }
 

@@ -1,0 +1,108 @@
+package promthrottle_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/promthrottle"
+)
+
+// discard is a ResponseWriter that keeps only the status, so that the
+// benchmark measures the middleware, not a recorder.
+type discard struct {
+	h      http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(s int)           { d.status = s }
+
+// BenchmarkMiddleware measures what the Observer adds to a request: the
+// nethttp middleware over a memstore with a Dedupe policy, side by side
+// without an Observer ("none"), with one that does nothing
+// ("noop-observer": what the core spends on reporting, such as timing the
+// store call) and with a promthrottle Observer ("promthrottle"), as internal/adaptertest.Bench measures the adapters.
+// One goroutine serves b.N requests from b.N distinct users, so every
+// request is admitted, reports a store call and an admission (two
+// Observes), and b.N keys are held at the end (the store has room for
+// them). The Observer's series exist from the first request on; the
+// difference between the two is its cost per request.
+func BenchmarkMiddleware(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchMiddleware(b, nil) })
+	b.Run("noop-observer", func(b *testing.B) { benchMiddleware(b, noop{}) })
+	b.Run("promthrottle", func(b *testing.B) { benchMiddleware(b, promthrottle.New()) })
+}
+
+// noop is an Observer that does nothing.
+type noop struct{}
+
+func (noop) Observe(context.Context, throttle.Event) {}
+
+func benchMiddleware(b *testing.B, obs throttle.Observer) {
+	// A Timeout of a second: a GC pause must not turn a measured request
+	// into a (cheaper) fail-open.
+	st := memstore.New(memstore.WithMaxKeys(2*b.N + 4096))
+	l := newLimiter(b, st, obs, throttle.Policy{Name: "submit", Timeout: time.Second})
+	h := guarded(l, app)
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = "user-" + strconv.Itoa(i)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/submit", nil)
+	val := []string{""}
+	r.Header["X-User-Id"] = val
+	w := &discard{h: make(http.Header)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		val[0] = ids[i]
+		clear(w.h)
+		w.status = 0
+		h.ServeHTTP(w, r)
+		if w.status != http.StatusCreated {
+			b.Fatalf("request %d: status %d", i, w.status)
+		}
+	}
+}
+
+// BenchmarkObserve measures one Observe of an admission, on one goroutine
+// and on GOMAXPROCS goroutines reporting for the same policy (so sharing
+// its counter's cache line, the worst case).
+func BenchmarkObserve(b *testing.B) {
+	ctx := context.Background()
+	e := throttle.Event{Kind: throttle.Admitted, Policy: "submit"}
+	b.Run("serial", func(b *testing.B) {
+		obs := promthrottle.New()
+		obs.Observe(ctx, e)
+		b.ReportAllocs()
+		for b.Loop() {
+			obs.Observe(ctx, e)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		obs := promthrottle.New()
+		obs.Observe(ctx, e)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				obs.Observe(ctx, e)
+			}
+		})
+	})
+	b.Run("store-call", func(b *testing.B) {
+		obs := promthrottle.New()
+		call := throttle.Event{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
+		obs.Observe(ctx, call)
+		b.ReportAllocs()
+		for b.Loop() {
+			obs.Observe(ctx, call)
+		}
+	})
+}

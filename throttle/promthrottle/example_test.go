@@ -1,0 +1,88 @@
+package promthrottle_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/promthrottle"
+)
+
+// One Observer, registered once, counts the decisions of every policy that
+// names it; /metrics serves them. A double submission shows as one
+// admitted and one rejected request of the submit policy.
+func Example() {
+	obs := promthrottle.New()
+	reg := prometheus.NewRegistry() // or prometheus.MustRegister(obs)
+	reg.MustRegister(obs)
+
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Observer: obs})
+	if err != nil {
+		panic(err)
+	}
+	submit := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /submit", nethttp.Middleware(limiter, keyfuncs.Header("X-User-ID"))(submit))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		mux.ServeHTTP(httptest.NewRecorder(), req)
+	}
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	lines := bufio.NewScanner(rec.Body)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "throttle_requests_total{") {
+			fmt.Println(lines.Text())
+		}
+	}
+	// Output:
+	// throttle_requests_total{mode="dedupe",outcome="admitted",policy="submit"} 1
+	// throttle_requests_total{mode="dedupe",outcome="rejected",policy="submit"} 1
+}
+
+// WithMemstore reports how many keys the process's memory stores hold, at
+// every scrape.
+func ExampleWithMemstore() {
+	mem := memstore.New()
+	obs := promthrottle.New(promthrottle.WithMemstore(mem))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(obs)
+
+	limiter, err := throttle.New(mem, throttle.Policy{Name: "submit", Observer: obs})
+	if err != nil {
+		panic(err)
+	}
+	for _, user := range []string{"ann", "bob", "cy"} {
+		if _, err := limiter.Admit(context.Background(), user); err != nil {
+			panic(err)
+		}
+	}
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "throttle_memstore_keys" {
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	// Output:
+	// throttle_memstore_keys 3
+}

@@ -1,0 +1,206 @@
+package promthrottle_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/promthrottle"
+)
+
+// TestMain checks that no test leaves a goroutine behind: lease refreshers,
+// HTTP servers and their connections.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// quiet keeps the limiters' store-error and dry-run log lines out of the
+// test output.
+var quiet = slog.New(slog.DiscardHandler)
+
+// userHeader carries the identity the test requests are keyed on.
+const userHeader = "X-User-ID"
+
+// newRegistry returns a fresh registry with obs registered in it.
+func newRegistry(t testing.TB, obs *promthrottle.Observer) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(obs); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// newLimiter returns a limiter on st under p, observed by obs, or fails the
+// test.
+func newLimiter(t testing.TB, st throttle.Store, obs throttle.Observer, p throttle.Policy) *throttle.Limiter {
+	t.Helper()
+	p.Observer = obs
+	p.Logger = quiet
+	l, err := throttle.New(st, p)
+	if err != nil {
+		t.Fatalf("throttle.New(%q): %v", p.Name, err)
+	}
+	return l
+}
+
+// guarded returns app behind the nethttp middleware of l, keyed on
+// userHeader.
+func guarded(l *throttle.Limiter, app http.Handler) http.Handler {
+	return nethttp.Middleware(l, keyfuncs.Header(userHeader))(app)
+}
+
+// families indexes gathered metric families by name.
+type families map[string]*dto.MetricFamily
+
+// gather gathers reg.
+func gather(t testing.TB, reg prometheus.Gatherer) families {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := families{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// labelString returns m's labels as "name=value,..." in name order: the
+// key of a series in the maps below.
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, lp := range m.GetLabel() {
+		parts = append(parts, lp.GetName()+"="+lp.GetValue())
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// values returns the value of each series of a counter or gauge family,
+// and, for a histogram, its sample count, by labelString. A family that is
+// absent has no series.
+func (fs families) values(t testing.TB, name string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	mf := fs[name]
+	if mf == nil {
+		return out
+	}
+	for _, m := range mf.GetMetric() {
+		var v float64
+		switch mf.GetType() {
+		case dto.MetricType_COUNTER:
+			v = m.GetCounter().GetValue()
+		case dto.MetricType_GAUGE:
+			v = m.GetGauge().GetValue()
+		case dto.MetricType_HISTOGRAM:
+			v = float64(m.GetHistogram().GetSampleCount())
+		default:
+			t.Fatalf("%s: unexpected type %v", name, mf.GetType())
+		}
+		out[labelString(m)] = v
+	}
+	return out
+}
+
+// value returns the value (or the sample count) of one series of name, and
+// 0 when it does not exist.
+func (fs families) value(t testing.TB, name, labels string) float64 {
+	t.Helper()
+	return fs.values(t, name)[labels]
+}
+
+// checkSeries fails the test unless name has exactly the series of want,
+// with their values (or sample counts).
+func checkSeries(t testing.TB, fs families, name string, want map[string]float64) {
+	t.Helper()
+	got := fs.values(t, name)
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s{%s} = %v (present: %v), want %v", name, k, g, ok, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected series %s{%s} = %v", name, k, g)
+		}
+	}
+}
+
+// observeAll tells obs of one event of every kind, under policy, so that
+// every family exists.
+func observeAll(obs throttle.Observer, policy string) {
+	ctx := context.Background()
+	for _, e := range allEvents(policy) {
+		obs.Observe(ctx, e)
+	}
+}
+
+// allEvents returns one event of every kind the core reports (and a failed
+// store call of every op), under policy.
+func allEvents(policy string) []throttle.Event {
+	var out []throttle.Event
+	for k := throttle.Admitted; k <= throttle.FallbackOff; k++ {
+		e := throttle.Event{Kind: k, Policy: policy, Mode: throttle.Exclusive}
+		switch k {
+		case throttle.StoreCall:
+			for _, op := range []string{"acquire", "release", "extend", "quota"} {
+				e.Op, e.Latency = op, 300*time.Microsecond
+				out = append(out, e)
+				e.Err = true
+				out = append(out, e)
+				e.Err = false
+			}
+			continue
+		case throttle.Released:
+			e.Hold, e.Reason = 2*time.Second, throttle.ReleaseDone
+		case throttle.Rejected, throttle.DryRunRejected:
+			e.RetryAfter = time.Second
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// labels builds a labelString from name=value pairs given in any order.
+func labels(pairs ...string) string {
+	s := slices.Clone(pairs)
+	slices.Sort(s)
+	return strings.Join(s, ",")
+}
+
+// req returns a labels string for throttle_requests_total.
+func req(policy, mode, outcome string) string {
+	return labels("policy="+policy, "mode="+mode, "outcome="+outcome)
+}
+
+// op returns a labels string for the store metrics.
+func op(policy, op string) string { return labels("policy="+policy, "op="+op) }
+
+// hold returns a labels string for throttle_hold_duration_seconds.
+func hold(policy, mode, reason string) string {
+	return labels("policy="+policy, "mode="+mode, "reason="+reason)
+}
+
+// event returns a labels string for throttle_lease_events_total.
+func event(policy, ev string) string { return labels("policy="+policy, "event="+ev) }
+
+// must fails the test on err.
+func must(t testing.TB, err error, what string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
