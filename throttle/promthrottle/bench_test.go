@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/otelthrottle"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
@@ -28,7 +31,10 @@ func (d *discard) WriteHeader(s int)           { d.status = s }
 // nethttp middleware over a memstore with a Dedupe policy, side by side
 // without an Observer ("none"), with one that does nothing
 // ("noop-observer": what the core spends on reporting, such as timing the
-// store call) and with a promthrottle Observer ("promthrottle"), as internal/adaptertest.Bench measures the adapters.
+// store call), with a promthrottle Observer ("promthrottle") and with an
+// otelthrottle Observer on the OpenTelemetry SDK ("otelthrottle": a meter
+// provider whose manual reader is never collected, and no span), as
+// internal/adaptertest.Bench measures the adapters.
 // One goroutine serves b.N requests from b.N distinct users, so every
 // request is admitted, reports a store call and an admission (two
 // Observes), and b.N keys are held at the end (the store has room for
@@ -38,6 +44,15 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchMiddleware(b, nil) })
 	b.Run("noop-observer", func(b *testing.B) { benchMiddleware(b, noop{}) })
 	b.Run("promthrottle", func(b *testing.B) { benchMiddleware(b, promthrottle.New()) })
+	b.Run("otelthrottle", func(b *testing.B) {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		defer func() { _ = mp.Shutdown(context.Background()) }()
+		obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchMiddleware(b, obs)
+	})
 }
 
 // noop is an Observer that does nothing.
