@@ -3,29 +3,17 @@ package promthrottle_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/otelthrottle"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
-
-// discard is a ResponseWriter that keeps only the status, so that the
-// benchmark measures the middleware, not a recorder.
-type discard struct {
-	h      http.Header
-	status int
-}
-
-func (d *discard) Header() http.Header         { return d.h }
-func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discard) WriteHeader(s int)           { d.status = s }
 
 // BenchmarkMiddleware measures what the Observer adds to a request: the
 // nethttp middleware over a memstore with a Dedupe policy, side by side
@@ -65,26 +53,7 @@ func benchMiddleware(b *testing.B, obs throttle.Observer) {
 	// into a (cheaper) fail-open.
 	st := memstore.New(memstore.WithMaxKeys(2*b.N + 4096))
 	l := newLimiter(b, st, obs, throttle.Policy{Name: "submit", Timeout: time.Second})
-	h := guarded(l, app)
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = "user-" + strconv.Itoa(i)
-	}
-	r := httptest.NewRequest(http.MethodPost, "/submit", nil)
-	val := []string{""}
-	r.Header["X-User-Id"] = val
-	w := &discard{h: make(http.Header)}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		val[0] = ids[i]
-		clear(w.h)
-		w.status = 0
-		h.ServeHTTP(w, r)
-		if w.status != http.StatusCreated {
-			b.Fatalf("request %d: status %d", i, w.status)
-		}
-	}
+	adaptertest.Drive(b, guarded(l, app), http.StatusCreated, adaptertest.DistinctIDs(b.N))
 }
 
 // BenchmarkObserve measures one Observe of an admission, on one goroutine
