@@ -32,8 +32,8 @@
 //
 // # Memory and time
 //
-// The store is split into shards (64 by default), each a mutex and two maps,
-// locks and fence counters, so that goroutines working on different keys
+// The store is split into shards (64 by default), each a mutex and its maps
+// (locks, fence counters, quotas, Replay records), so that goroutines working on different keys
 // rarely wait for each other. The number of locks is bounded (WithMaxKeys,
 // default 1<<20, shared evenly by the shards), and so, separately, is the
 // number of fence counters. The store keeps the key and token strings it is

@@ -4,7 +4,8 @@ import "github.com/go-throttle/throttle/throttle/store"
 
 // ErrFull is returned by Acquire (and AllowN) when the key needs a new entry
 // and its shard holds as many live locks (fence counters, quotas) as
-// WithMaxKeys allows. It is a
+// WithMaxKeys allows, and by Record when the shard's records would exceed
+// its share of WithMaxRecordBytes. It is a
 // store failure, not a contention: the Limiter reports it as one
 // (throttle.ErrStore) and the policy's WhenStoreFails (fail open, fail
 // closed, fail over) decides, instead of the store growing without bound

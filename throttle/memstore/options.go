@@ -6,9 +6,10 @@ import "time"
 type Option func(*config)
 
 type config struct {
-	maxKeys  int
-	clock    func() time.Time
-	fenceTTL time.Duration
+	maxKeys        int
+	maxRecordBytes int64
+	clock          func() time.Time
+	fenceTTL       time.Duration
 }
 
 // DefaultMaxKeys is the default bound on the number of locks (and, separately,
@@ -66,5 +67,29 @@ func WithFenceTTL(d time.Duration) Option {
 			d = DefaultFenceTTL
 		}
 		c.fenceTTL = max(d, minFenceTTL)
+	}
+}
+
+// DefaultMaxRecordBytes is the default bound on the bytes of all records a
+// Store keeps (see Store.Record): 64 MiB, split evenly over the shards, so
+// that with the default shards a single record may be up to 1 MiB.
+const DefaultMaxRecordBytes = 64 << 20
+
+// WithMaxRecordBytes bounds the bytes of the records (Store.Record) the
+// store keeps at once to about n, so that the responses it is given to
+// replay cannot grow it without bound. Only the records' own bytes count;
+// their keys are the locks'. n is split evenly over the shards, as
+// WithMaxKeys is (64 shards, fewer for a store of fewer than 1024 keys), so
+// a record larger than one shard's share can never be kept: Record refuses
+// it with an error matching store.ErrInvalid, and never truncates it. A
+// record that fits the share but not what is left of it fails with ErrFull
+// once the shard's expired records were removed, as a new lock does in a
+// full shard. n < 1 means DefaultMaxRecordBytes.
+func WithMaxRecordBytes(n int64) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = DefaultMaxRecordBytes
+		}
+		c.maxRecordBytes = n
 	}
 }

@@ -31,33 +31,48 @@ type shard struct {
 	locks    map[string]lock
 	fences   map[string]counter
 	quotas   map[string]quota
+	records  map[string]record
 	waiters  map[string][]chan struct{}
 	capacity int
+
+	// recordBytes is the sum of the lengths of records' data, which
+	// recordCap (the shard's share of WithMaxRecordBytes) bounds.
+	recordBytes int64
+	recordCap   int64
 
 	// lockFloor, fenceFloor and quotaFloor are lower bounds of the expiry
 	// of every entry in locks, fences and quotas. While now is below them
 	// nothing can have expired, so a full shard refuses at once instead of
 	// scanning.
-	lockFloor  time.Duration
-	fenceFloor time.Duration
-	quotaFloor time.Duration
+	lockFloor   time.Duration
+	fenceFloor  time.Duration
+	quotaFloor  time.Duration
+	recordFloor time.Duration
 
 	_ [64]byte // keeps neighbouring shards' mutexes off one cache line
 }
 
-func (sh *shard) init(capacity int) {
+func (sh *shard) init(capacity int, recordCap int64) {
 	sh.locks = make(map[string]lock)
 	sh.fences = make(map[string]counter)
 	sh.quotas = make(map[string]quota)
+	sh.records = make(map[string]record)
 	sh.capacity = capacity
+	sh.recordCap = recordCap
 	sh.lockFloor, sh.fenceFloor, sh.quotaFloor = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	sh.recordFloor = math.MaxInt64
 }
 
-// live returns the lock of key if it has not expired, removing it if it has.
+// live returns the lock of key if it has not expired, removing it if it has
+// (and its record, which has expired too unless an Extend shortened the
+// lock after the record was written).
 func (sh *shard) live(key string, now time.Duration) (lock, bool) {
 	l, ok := sh.locks[key]
 	if ok && l.expires <= now {
 		delete(sh.locks, key)
+		if r, ok := sh.records[key]; ok && r.expires <= now {
+			sh.dropRecord(key, r)
+		}
 		return lock{}, false
 	}
 	return l, ok

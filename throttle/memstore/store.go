@@ -37,7 +37,7 @@ var (
 // New returns an empty store. Without options it holds up to DefaultMaxKeys
 // locks, reads time.Now and keeps fence counters for DefaultFenceTTL.
 func New(opts ...Option) *Store {
-	c := config{maxKeys: DefaultMaxKeys, clock: time.Now, fenceTTL: DefaultFenceTTL}
+	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, clock: time.Now, fenceTTL: DefaultFenceTTL}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -54,8 +54,9 @@ func New(opts ...Option) *Store {
 	}
 	s.epoch = s.clock()
 	per := (c.maxKeys + n - 1) / n
+	perRecord := (c.maxRecordBytes + int64(n) - 1) / int64(n)
 	for i := range s.shards {
-		s.shards[i].init(per)
+		s.shards[i].init(per, perRecord)
 	}
 	return s
 }
@@ -167,8 +168,9 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 }
 
 // Release frees key if token holds it, or drops one hold of a reentrant lock
-// held more than once (store.StillHeld). Waiters from Watch are woken when
-// the key is freed. It returns ctx.Err() when ctx is done.
+// held more than once (store.StillHeld). Freeing the key also deletes its
+// record (see Record). Waiters from Watch are woken when the key is freed.
+// It returns ctx.Err() when ctx is done.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) store.Outcome {
 		if l.holds > 1 {
@@ -177,6 +179,9 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 			return store.StillHeld
 		}
 		delete(sh.locks, key)
+		if r, ok := sh.records[key]; ok {
+			sh.dropRecord(key, r)
+		}
 		sh.notify(key)
 		return store.OK
 	})
@@ -224,8 +229,8 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	return change(sh, l, now), nil
 }
 
-// Len returns how many keys the store holds now (locks, fencing counters
-// and quotas), expired ones not yet removed included: what its memory
+// Len returns how many keys the store holds now (locks, fencing counters,
+// quotas and records), expired ones not yet removed included: what its memory
 // grows with, for a gauge such as promthrottle's throttle_memstore_keys.
 // It locks each shard in turn: call it at scrape time, not per request.
 func (s *Store) Len() int {
@@ -233,7 +238,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.locks) + len(sh.fences) + len(sh.quotas)
+		n += len(sh.locks) + len(sh.fences) + len(sh.quotas) + len(sh.records)
 		sh.mu.Unlock()
 	}
 	return n

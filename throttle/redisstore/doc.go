@@ -79,7 +79,8 @@
 // Every admission, accepted or rejected, costs one round trip: a plain
 // acquisition pipelines SET key token NX PX ttl with PTTL key (the PTTL
 // answers Retry-After when the SET fails); fenced and reentrant ones run
-// the acquire script. Release and Extend are one script each. Scripts run
+// the acquire script. Release and Extend are one script each (Release on
+// the lock and its Replay record, Record on the same two keys). Scripts run
 // with EVALSHA and fall back to EVAL once when the server answers NOSCRIPT.
 // Benchmarks in this package compare the pipeline with the script and with
 // a bare SETNX.
@@ -120,8 +121,10 @@
 //
 // While a slot migrates to another master (resharding), a key lives on
 // exactly one of the two nodes and go-redis follows the ASK and MOVED
-// redirections, so plain acquisitions, Release and Extend (one key each)
-// keep working and a held lock stays held. (A plain acquisition is a
+// redirections, so plain acquisitions, Release and Extend keep working and
+// a held lock stays held. (Release runs on the lock and its record; while
+// their slot migrates it falls back to the lock alone when there is no
+// record: see Release.) (A plain acquisition is a
 // pipeline, and go-redis waits its retry backoff, 10 to 30 ms by default,
 // before it follows a pipeline's redirection: acquisitions in the migrating
 // slot are that much slower meanwhile.) Fenced and reentrant

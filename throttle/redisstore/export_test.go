@@ -16,6 +16,7 @@ func Scripts() map[string][2]string {
 		"release": {releaseSrc, releaseScript.Hash()},
 		"extend":  {extendSrc, extendScript.Hash()},
 		"gcra":    {gcraSrc, gcraScript.Hash()},
+		"record":  {recordSrc, recordScript.Hash()},
 	}
 }
 

@@ -1,11 +1,16 @@
--- release: free KEYS[1] if, and only if, ARGV[1] holds it.
+-- release: free KEYS[1] if, and only if, ARGV[1] holds it, and delete its
+-- record with it.
 --
 -- KEYS[1]  lock key
+-- KEYS[2]  the lock's record (store.RecordKey(KEYS[1]); same hash tag);
+--          may be left out when the caller knows there is no record (see
+--          releaser in record.go)
 -- ARGV[1]  token
 -- ARGV[2]  channel told when the key is freed (KEYS[1] .. ":released")
 --
 -- Returns 1 freed, 2 held by another token, 3 gone, 4 still held (a
--- reentrant key whose hold count went down but not to zero).
+-- reentrant key whose hold count went down but not to zero; its record
+-- stays).
 
 local key, token = KEYS[1], ARGV[1]
 local kind = redis.call("TYPE", key).ok
@@ -18,6 +23,10 @@ elseif kind == "hash" then
 else
   return 2
 end
-redis.call("DEL", key)
+if KEYS[2] then
+  redis.call("DEL", key, KEYS[2])
+else
+  redis.call("DEL", key)
+end
 redis.call("PUBLISH", ARGV[2], "1")
 return 1

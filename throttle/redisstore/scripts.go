@@ -17,6 +17,8 @@ var (
 	extendSrc string
 	//go:embed gcra.lua
 	gcraSrc string
+	//go:embed record.lua
+	recordSrc string
 )
 
 // The scripts run with EVALSHA, which sends the 40-byte SHA1 instead of the
@@ -26,12 +28,17 @@ var (
 // round trip once per server.
 var (
 	acquireScript = redis.NewScript(acquireSrc)
-	releaseScript = redis.NewScript(releaseSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	gcraScript    = redis.NewScript(gcraSrc)
+	recordScript  = redis.NewScript(recordSrc)
+
+	// releaseScript is not a bare script: its Run passes the lock's
+	// record as a second key, so that Release deletes the record with the
+	// lock (see releaser).
+	releaseScript = releaser{script: redis.NewScript(releaseSrc)}
 )
 
-// Replies of the release and extend scripts.
+// Replies of the release, extend and record scripts.
 const (
 	replyOK          = 1
 	replyHeldByOther = 2

@@ -230,9 +230,10 @@ func (s *Store) acquireScripted(ctx context.Context, req store.Request) (store.G
 	return store.Grant{Remaining: remaining(res[1])}, nil
 }
 
-// Release frees key if token holds it, and then publishes on the key's
-// release channel so that Watch wakes the waiters, all in one script and
-// one round trip. A reentrant key loses one hold and is freed at zero.
+// Release frees key if token holds it, deletes its record (see Record), and
+// then publishes on the key's release channel so that Watch wakes the
+// waiters, all in one script and one round trip. A reentrant key loses one
+// hold and is freed, with its record, at zero.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	if err := checkRequest(key, token, time.Millisecond); err != nil {
 		return 0, err

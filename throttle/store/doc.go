@@ -1,8 +1,9 @@
 // Package store is for the authors of throttle stores: the Store interface a
 // throttle.Limiter keeps its locks in, the request and answer types of its
 // three calls, the optional capabilities a store may add (Notifier,
-// InMemory), and the helpers every implementation shares: the key layout
-// (Key, FenceKey), unique tokens (NewToken) and the drift allowance (Drift).
+// InMemory, Quota, Recorder), and the helpers every implementation shares:
+// the key layout (Key, FenceKey, RecordKey), unique tokens (NewToken) and
+// the drift allowance (Drift).
 //
 // Users of the middleware or of throttle.Limiter.Do never need this package:
 // they pick memstore or redisstore and hand it to throttle.New. Write a store

@@ -21,8 +21,10 @@
 // ran out can neither free nor extend its successor's lock (the classic
 // mistake in the seed documents), exactly one winner under contention,
 // strictly increasing fencing tokens, reentrant holds, release notification
-// for stores that implement store.Notifier, cancelled contexts, and keys
-// with binary bytes, separators and 4 KiB of length.
+// for stores that implement store.Notifier, recorded responses for stores
+// that implement store.Recorder (token-checked, read back exactly, gone
+// with the lock's expiry or release, waking watchers), cancelled contexts,
+// and keys with binary bytes, separators and 4 KiB of length.
 //
 // The suite never asserts how fast a store is: waits for an expiry or a
 // notification are bounded by generous limits (3 s), because test

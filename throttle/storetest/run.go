@@ -21,6 +21,9 @@ import (
 // requests like req (matching store.ErrInvalid), and nil for those it
 // takes. Run then skips the checks that need what it refuses, runs those
 // that only use it in passing without it, and checks the refusal.
+//
+// The checks of an optional interface (store.Notifier, store.Recorder) are
+// skipped for a store that does not implement it.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases {
@@ -84,4 +87,9 @@ var cases = []testCase{
 	{"cancelled-context", testCancelledContext, nil},
 	{"odd-keys", testOddKeys, nil},
 	{"refusals", testRefusals, nil},
+	{"record", testRecord, nil},
+	{"record-others", testRecordOthers, nil},
+	{"record-expiry", testRecordExpiry, nil},
+	{"record-release", testRecordRelease, nil},
+	{"record-notifies", testRecordNotifies, nil},
 }
