@@ -1,21 +1,49 @@
 // Command echo is an echo service whose POST /submit accepts one submission
 // per user per window and answers the duplicates (double clicks, client and
-// proxy retries) with 429 Too Many Requests, and whose GET /search allows
-// each user 10 searches a minute.
+// proxy retries) with 429 Too Many Requests, whose GET /search allows each
+// user 10 searches a minute, and whose POST /jobs/:id/run runs one job per
+// id at a time.
 //
 //	go run ./examples/echo                          # in-memory store
 //	go run ./examples/echo -redis 127.0.0.1:6379    # locks shared through Redis
 //	curl -i -X POST -H 'X-User-ID: 42' localhost:8080/submit
+//	curl -i -X POST -H 'X-User-ID: 42' -d fail=1 localhost:8080/submit   # 422, and the key is freed
 //	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
+//	curl -i -X POST localhost:8080/jobs/report-7/run
+//	curl -s localhost:8080/metrics | grep throttle_requests_total
 //
-// Flags: -addr (default 127.0.0.1:8080), -redis (empty: in-memory store),
-// -window (default 5s). The net/http and gin examples build the same key for
-// the same user, so that all three share locks and quotas when pointed at
+// Routes:
+//
+//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID or the client IP:
+//	                      200 with a JSON body; a duplicate within -window gets 429.
+//	                      With fail=1 (query or form field) the handler fails with 422,
+//	                      which frees the key: the user may submit again at once.
+//	GET  /search?q=       Quota, policy "search": 10 per minute per user, then 429.
+//	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
+//	                      then 200 with a JSON body; the same id meanwhile gets 409.
+//	                      An empty id, or one over 64 bytes, gets 400.
+//	GET  /healthz         200, never throttled.
+//	GET  /metrics         Prometheus text format (package promthrottle), never throttled.
+//
+// Every route answers 405 to another method, and a path with an empty,
+// "." or ".." segment gets 400.
+//
+// Flags: -addr (default 127.0.0.1:8080); -redis (empty: in-memory store;
+// one host:port: one Redis; several, comma-separated: Redlock over
+// independent masters), -redis-cluster or -redis-sentinel master@host:port
+// (other Redis set-ups), -replica-ack N; -window (default 5s), -work
+// (default 2s), both positive (otherwise exit status 2); -fail open, closed
+// or over (what a request gets while Redis fails). SIGINT or SIGTERM shuts
+// it down cleanly (exit status 0).
+//
+// The net/http and gin examples build the same key for the same user and
+// the same job id, so that all three share locks and quotas when pointed at
 // one Redis.
 package main
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,6 +63,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		Window:         s.Window,
 		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
 		Fallback:       s.Fallback,
+		Observer:       s.Observer, // counted in GET /metrics
 	})
 	if err != nil {
 		return nil, err
@@ -45,25 +74,71 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// POST /jobs/:id/run: Exclusive, one run per job id at a time (see
+	// demo.JobsPolicy).
+	jobs, err := demo.NewJobsLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header, or the peer's
 	// IP without it. keyfuncs works on the *http.Request, so the key is the
 	// same as in the net/http and gin examples.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	// Which job: the :id route parameter, which keyfuncs cannot see, so the
+	// key is built from the echo.Context (echoadapter.ContextMiddleware),
+	// decoded as net/http's r.PathValue gives it (see jobID) and checked
+	// (not empty, at most 64 bytes) by demo.JobKey.
+	jobKey := demo.JobKey(jobID)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.POST("/submit", submit, echoadapter.Middleware(limiter, key))
 	e.GET("/search", searchHandler, echoadapter.Middleware(search, key))
-	e.GET("/healthz", healthz) // no throttle middleware: never throttled
+	e.POST("/jobs/:id/run", runJob(s), echoadapter.ContextMiddleware(jobs, jobKey))
+	e.GET("/healthz", healthz)                     // no throttle middleware: never throttled
+	e.GET("/metrics", echo.WrapHandler(s.Metrics)) // likewise
 	return e, nil
 }
 
 func submit(c echo.Context) error {
+	if demo.RejectSubmission(c.Response(), c.Request(), "echo") { // fail=1: 422, which frees the key
+		return nil
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "accepted", "server": "echo"})
 }
 
 func searchHandler(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, demo.SearchJSON(c.Request()))
+}
+
+// jobID returns the :id of a job's route, decoded. echo matches routes on
+// r.URL.RawPath when the client encoded the path in a way of its own (an
+// encoded '/' or '.' in the id, say) and then leaves the parameter encoded;
+// net/http and gin (UseRawPath) decode it, and so must this, for the three
+// to build the same key for the same job.
+func jobID(c echo.Context) (string, error) {
+	id := c.Param("id")
+	if c.Request().URL.RawPath == "" {
+		return id, nil // matched on the decoded path
+	}
+	id, err := url.PathUnescape(id)
+	if err != nil {
+		return "", demo.BadJobID()
+	}
+	return id, nil
+}
+
+// runJob works for -work under the job's lease; the request's context,
+// which the middleware cancels if the lease is lost, stops it early.
+func runJob(s demo.Settings) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := jobID(c)
+		if err != nil { // not reached: the key function refused it
+			return err
+		}
+		demo.RunJob(c.Response(), c.Request(), s, "echo", id)
+		return nil
+	}
 }
 
 func healthz(c echo.Context) error {

@@ -1,16 +1,43 @@
 // Command gin is a gin service whose POST /submit accepts one submission per
 // user per window and answers the duplicates (double clicks, client and
-// proxy retries) with 429 Too Many Requests, and whose GET /search allows
-// each user 10 searches a minute.
+// proxy retries) with 429 Too Many Requests, whose GET /search allows each
+// user 10 searches a minute, and whose POST /jobs/:id/run runs one job per
+// id at a time.
 //
 //	go run ./examples/gin                          # in-memory store
 //	go run ./examples/gin -redis 127.0.0.1:6379    # locks shared through Redis
 //	curl -i -X POST -H 'X-User-ID: 42' localhost:8080/submit
+//	curl -i -X POST -H 'X-User-ID: 42' -d fail=1 localhost:8080/submit   # 422, and the key is freed
 //	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
+//	curl -i -X POST localhost:8080/jobs/report-7/run
+//	curl -s localhost:8080/metrics | grep throttle_requests_total
 //
-// Flags: -addr (default 127.0.0.1:8080), -redis (empty: in-memory store),
-// -window (default 5s). The net/http and echo examples build the same key for
-// the same user, so that all three share locks and quotas when pointed at
+// Routes:
+//
+//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID or the client IP:
+//	                      200 with a JSON body; a duplicate within -window gets 429.
+//	                      With fail=1 (query or form field) the handler fails with 422,
+//	                      which frees the key: the user may submit again at once.
+//	GET  /search?q=       Quota, policy "search": 10 per minute per user, then 429.
+//	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
+//	                      then 200 with a JSON body; the same id meanwhile gets 409.
+//	                      An empty id, or one over 64 bytes, gets 400.
+//	GET  /healthz         200, never throttled.
+//	GET  /metrics         Prometheus text format (package promthrottle), never throttled.
+//
+// Every route answers 405 to another method, and a path with an empty,
+// "." or ".." segment gets 400.
+//
+// Flags: -addr (default 127.0.0.1:8080); -redis (empty: in-memory store;
+// one host:port: one Redis; several, comma-separated: Redlock over
+// independent masters), -redis-cluster or -redis-sentinel master@host:port
+// (other Redis set-ups), -replica-ack N; -window (default 5s), -work
+// (default 2s), both positive (otherwise exit status 2); -fail open, closed
+// or over (what a request gets while Redis fails). SIGINT or SIGTERM shuts
+// it down cleanly (exit status 0).
+//
+// The net/http and echo examples build the same key for the same user and
+// the same job id, so that all three share locks and quotas when pointed at
 // one Redis.
 package main
 
@@ -35,6 +62,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		Window:         s.Window,
 		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
 		Fallback:       s.Fallback,
+		Observer:       s.Observer, // counted in GET /metrics
 	})
 	if err != nil {
 		return nil, err
@@ -45,27 +73,56 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// POST /jobs/:id/run: Exclusive, one run per job id at a time (see
+	// demo.JobsPolicy).
+	jobs, err := demo.NewJobsLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header, or the peer's
 	// IP without it. keyfuncs works on the *http.Request, so the key is the
 	// same as in the net/http and echo examples.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	// Which job: the :id route parameter, which keyfuncs cannot see, so the
+	// key is built from the *gin.Context (ginadapter.ContextMiddleware) and
+	// checked (not empty, at most 64 bytes) by demo.JobKey. It is the
+	// decoded id, as net/http's r.PathValue gives it (see UseRawPath).
+	jobKey := demo.JobKey(func(c *gin.Context) (string, error) { return c.Param("id"), nil })
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true // 405, not 404, for GET /submit or POST /search, like the other examples
+	// Match routes on the path as sent and decode the parameters
+	// (UnescapePathValues is on by default), as net/http's ServeMux does,
+	// so that an id holding an encoded '/' (a%2Fb) is one id, "a/b", here
+	// too rather than no route at all.
+	r.UseRawPath = true
 	r.Use(gin.Recovery())
 	r.POST("/submit", ginadapter.Middleware(limiter, key), submit)
 	r.GET("/search", ginadapter.Middleware(search, key), searchHandler)
-	r.GET("/healthz", healthz) // no throttle middleware: never throttled
+	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(jobs, jobKey), runJob(s))
+	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
+	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise
 	return r, nil
 }
 
 func submit(c *gin.Context) {
+	if demo.RejectSubmission(c.Writer, c.Request, "gin") { // fail=1: 422, which frees the key
+		return
+	}
 	c.JSON(http.StatusOK, gin.H{"status": "accepted", "server": "gin"})
 }
 
 func searchHandler(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", demo.SearchJSON(c.Request))
+}
+
+// runJob works for -work under the job's lease; c.Request's context, which
+// the middleware cancels if the lease is lost, stops it early.
+func runJob(s demo.Settings) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		demo.RunJob(c.Writer, c.Request, s, "gin", c.Param("id"))
+	}
 }
 
 func healthz(c *gin.Context) {

@@ -1,16 +1,43 @@
 // Command nethttp is a net/http service whose POST /submit accepts one
 // submission per user per window and answers the duplicates (double clicks,
-// client and proxy retries) with 429 Too Many Requests, and whose GET
-// /search allows each user 10 searches a minute.
+// client and proxy retries) with 429 Too Many Requests, whose GET /search
+// allows each user 10 searches a minute, and whose POST /jobs/{id}/run runs
+// one job per id at a time.
 //
 //	go run ./examples/nethttp                          # in-memory store
 //	go run ./examples/nethttp -redis 127.0.0.1:6379    # locks shared through Redis
 //	curl -i -X POST -H 'X-User-ID: 42' localhost:8080/submit
+//	curl -i -X POST -H 'X-User-ID: 42' -d fail=1 localhost:8080/submit   # 422, and the key is freed
 //	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
+//	curl -i -X POST localhost:8080/jobs/report-7/run
+//	curl -s localhost:8080/metrics | grep throttle_requests_total
 //
-// Flags: -addr (default 127.0.0.1:8080), -redis (empty: in-memory store),
-// -window (default 5s). The gin and echo examples build the same key for the
-// same user, so that all three share locks and quotas when pointed at one
+// Routes:
+//
+//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID or the client IP:
+//	                      200 with a JSON body; a duplicate within -window gets 429.
+//	                      With fail=1 (query or form field) the handler fails with 422,
+//	                      which frees the key: the user may submit again at once.
+//	GET  /search?q=       Quota, policy "search": 10 per minute per user, then 429.
+//	POST /jobs/{id}/run   Exclusive, policy "jobs", keyed by the job id: works for -work,
+//	                      then 200 with a JSON body; the same id meanwhile gets 409.
+//	                      An empty id, or one over 64 bytes, gets 400.
+//	GET  /healthz         200, never throttled.
+//	GET  /metrics         Prometheus text format (package promthrottle), never throttled.
+//
+// Every route answers 405 to another method, and a path with an empty,
+// "." or ".." segment gets 400.
+//
+// Flags: -addr (default 127.0.0.1:8080); -redis (empty: in-memory store;
+// one host:port: one Redis; several, comma-separated: Redlock over
+// independent masters), -redis-cluster or -redis-sentinel master@host:port
+// (other Redis set-ups), -replica-ack N; -window (default 5s), -work
+// (default 2s), both positive (otherwise exit status 2); -fail open, closed
+// or over (what a request gets while Redis fails). SIGINT or SIGTERM shuts
+// it down cleanly (exit status 0).
+//
+// The gin and echo examples build the same key for the same user and the
+// same job id, so that all three share locks and quotas when pointed at one
 // Redis.
 package main
 
@@ -34,6 +61,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		Window:         s.Window,
 		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
 		Fallback:       s.Fallback,
+		Observer:       s.Observer, // counted in GET /metrics
 	})
 	if err != nil {
 		return nil, err
@@ -44,18 +72,32 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// POST /jobs/{id}/run: Exclusive, one run per job id at a time (see
+	// demo.JobsPolicy).
+	jobs, err := demo.NewJobsLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header, or the peer's
 	// IP without it.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	// Which job: the {id} of the route, checked (not empty, at most 64
+	// bytes) by demo.JobKey.
+	jobKey := demo.JobKey(keyfuncs.PathValue("id"))
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(http.HandlerFunc(submit)))
 	mux.Handle("GET /search", nethttp.Middleware(search, key)(http.HandlerFunc(searchHandler)))
+	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(jobs, jobKey)(runJob(s)))
 	mux.HandleFunc("GET /healthz", healthz) // outside the middleware: never throttled
+	mux.Handle("GET /metrics", s.Metrics)   // likewise
 	return mux, nil
 }
 
 func submit(w http.ResponseWriter, r *http.Request) {
+	if demo.RejectSubmission(w, r, "nethttp") { // fail=1: 422, which frees the key
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"status": "accepted", "server": "nethttp"})
 }
@@ -63,6 +105,14 @@ func submit(w http.ResponseWriter, r *http.Request) {
 func searchHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(demo.SearchJSON(r))
+}
+
+// runJob works for -work under the job's lease; r's context, which the
+// middleware cancels if the lease is lost, stops it early.
+func runJob(s demo.Settings) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		demo.RunJob(w, r, s, "nethttp", r.PathValue("id"))
+	})
 }
 
 func healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,7 +1,16 @@
 // Package demo is the plumbing the three HTTP examples share — flags, the
-// choice of store, serving until SIGINT or SIGTERM, and the policy and body
-// of GET /search (search.go) — so that each example's main.go shows only
-// what differs: how its framework takes the throttle middleware.
+// choice of store, serving until SIGINT or SIGTERM, GET /metrics
+// (metrics.go), the policy and body of GET /search (search.go) and of POST
+// /jobs/{id}/run (jobs.go), and the fail=1 rejection of POST /submit
+// (submit.go) — so that each example's main.go shows only what differs: how
+// its framework takes the throttle middleware.
+//
+// Every example's server refuses a path with an empty, "." or ".." segment
+// with 400 (see canonicalPaths), bounds how long a client may take to send
+// its request (ReadHeaderTimeout, ReadTimeout), and on SIGINT or SIGTERM
+// lets the requests in flight finish for ShutdownGrace, then cancels their
+// contexts (cause ErrShuttingDown) so that running jobs stop and release
+// their keys.
 package demo
 
 import (
@@ -41,6 +50,13 @@ type Settings struct {
 	// redlock): then a Redis store on the first master, so that the
 	// processes still share one quota per user. Nil means the store.
 	Quotas throttle.Store
+	// Work is how long a job of POST /jobs/{id}/run works (-work).
+	Work time.Duration
+	// Observer is the one promthrottle Observer that every policy of the
+	// example reports to (Policy.Observer), and Metrics the handler of
+	// GET /metrics that exports it. Nil in a Settings made by hand.
+	Observer throttle.Observer
+	Metrics  http.Handler
 }
 
 // Routes builds an example's HTTP handler on store, with the settings the
@@ -52,9 +68,10 @@ var failModes = map[string]throttle.FailMode{
 	"": throttle.FailDefault, "open": throttle.FailOpen, "closed": throttle.FailClosed, "over": throttle.FailOver,
 }
 
-// Main parses the flags every example takes (-addr, -redis, -window, -fail),
-// opens the store, serves the handler routes builds, and exits 0 after a
-// clean shutdown on SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
+// Main parses the flags every example takes (-addr, -redis, -redis-cluster,
+// -redis-sentinel, -replica-ack, -window, -work, -fail), opens the store,
+// serves the handler routes builds, and exits 0 after a clean shutdown on
+// SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
 func Main(name string, routes Routes) {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	redisAddr := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
@@ -62,6 +79,7 @@ func Main(name string, routes Routes) {
 	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
 	replicaAck := flag.Int("replica-ack", 0, "with -redis or -redis-sentinel: admit only once this many replicas have the lock (Redis WAIT); 0: do not wait")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
+	work := flag.Duration("work", 2*time.Second, "how long a job of POST /jobs/{id}/run works")
 	fail := flag.String("fail", "", "what a request gets while Redis fails: open, closed, or over (to a memory store in this process); empty: the policy's default")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
@@ -75,7 +93,11 @@ func Main(name string, routes Routes) {
 		fmt.Fprintf(os.Stderr, "%s: -window %v: want a positive duration\n", name, *window)
 		os.Exit(2)
 	}
-	s := Settings{Window: *window, WhenStoreFails: mode}
+	if *work <= 0 {
+		fmt.Fprintf(os.Stderr, "%s: -work %v: want a positive duration\n", name, *work)
+		os.Exit(2)
+	}
+	s := Settings{Window: *window, Work: *work, WhenStoreFails: mode}
 	if mode == throttle.FailOver {
 		s.Fallback = memstore.New()
 	}
@@ -106,6 +128,8 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 	}
 	defer closeStore()
 	s.Quotas = quotas
+	obs, metrics := newMetrics(store, s.Fallback)
+	s.Observer, s.Metrics = obs, metrics
 
 	h, err := routes(store, s)
 	if err != nil {
@@ -115,14 +139,51 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("listening", "addr", ln.Addr().String(), "window", s.Window, "when_store_fails", s.WhenStoreFails.String())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	slog.Info("listening", "addr", ln.Addr().String(), "window", s.Window, "work", s.Work,
+		"when_store_fails", s.WhenStoreFails.String())
+	srv := &http.Server{
+		Handler: canonicalPaths(h),
+		// A client gets a few seconds to send its request, header and
+		// body: one that stalls, or trickles, cannot hold a connection,
+		// nor a shutdown, for longer (a handler reading the body then
+		// gets an error). The deadlines end once the request is read, so
+		// a long job is not cut short.
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		// Without it the idle timeout would be ReadTimeout: keep
+		// keep-alive connections open longer than that.
+		IdleTimeout: 2 * time.Minute,
+	}
 	return serve(ctx, srv, ln)
 }
 
-// serve runs srv until ctx ends, then lets the requests in flight finish
-// within a bound.
+// The server's bounds: how long a client has to send its request header
+// and its whole request, and how long a shutdown lets the requests in
+// flight run before cancelling them, then waits for them to return. A
+// client that stalls mid-request is cut off by ReadTimeout, well within the
+// grace, so a shutdown with only idle or stalled clients left ends cleanly.
+const (
+	ReadHeaderTimeout = 3 * time.Second
+	ReadTimeout       = 5 * time.Second
+	ShutdownGrace     = 10 * time.Second
+	cancelledGrace    = 2 * time.Second
+)
+
+// ErrShuttingDown is the cause with which the contexts of the requests
+// still running ShutdownGrace after SIGINT or SIGTERM are cancelled.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
+// serve runs srv until ctx ends, then shuts it down: it stops accepting,
+// closes idle connections, and lets the requests in flight finish. Those
+// still running after ShutdownGrace have their contexts cancelled with
+// ErrShuttingDown, so that a long job stops and its key is released, and
+// get cancelledGrace more to return; only if one still has not is the
+// shutdown a failure.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	base, cancelRequests := context.WithCancelCause(context.Background())
+	defer cancelRequests(nil)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -130,11 +191,17 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	slog.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	slog.Info("shutting down", "grace", ShutdownGrace)
+	late := time.AfterFunc(ShutdownGrace, func() {
+		slog.Warn("requests still running after the grace period: cancelling them", "grace", ShutdownGrace)
+		cancelRequests(ErrShuttingDown)
+	})
+	defer late.Stop()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace+cancelledGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

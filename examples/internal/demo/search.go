@@ -29,6 +29,7 @@ func SearchPolicy(s Settings) throttle.Policy {
 		Window:         SearchWindow,
 		WhenStoreFails: s.WhenStoreFails,
 		Fallback:       s.Fallback,
+		Observer:       s.Observer,
 	}
 }
 
