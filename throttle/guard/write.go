@@ -40,7 +40,7 @@ func Detail(rej *Rejection) string {
 		if rej.Status == http.StatusRequestEntityTooLarge {
 			return "The request body is too large to identify the request."
 		}
-		return "The request lacks what is needed to identify its sender."
+		return "The request lacks what is needed to identify it."
 	case ReasonBadCost:
 		if rej.Status == http.StatusRequestEntityTooLarge {
 			return "The request is too large: it costs more than the rate limit allows at once."
