@@ -7,7 +7,8 @@
 // use: the key is built, the request admitted under the limiter's policy,
 // and the hold ended when the handler returns (Cooldown keeps the key,
 // Dedupe releases it when the handler failed or panicked, Exclusive
-// refreshes its lease while the handler runs and releases it afterwards).
+// refreshes its lease while the handler runs and releases it afterwards; a
+// Quota charges the request). Every response carries the RateLimit headers.
 // A rejected request never reaches the handler: it is answered with 429
 // (409 for Exclusive), Retry-After and RateLimit headers and an RFC 9457
 // application/problem+json body, identical to the other adapters, and they

@@ -6,8 +6,10 @@
 // use: the key is built, the request admitted under the limiter's policy,
 // and the hold ended when the rest of the chain returns (Cooldown keeps the
 // key, Dedupe releases it when the handler failed or panicked, Exclusive
-// refreshes its lease while the chain runs and releases it afterwards). A rejected request is answered with 429 (409 for
-// Exclusive), Retry-After and RateLimit headers and an RFC 9457
+// refreshes its lease while the chain runs and releases it afterwards; a
+// Quota charges the request). Every response carries the RateLimit headers.
+// A rejected request is answered with 429 (409 for Exclusive), Retry-After
+// and the RateLimit headers and an RFC 9457
 // application/problem+json body, and the chain is aborted (c.Abort), so no
 // later handler runs. Responses, headers and stored keys are identical to
 // the other adapters, so gin, echo and net/http services share locks on one

@@ -7,9 +7,12 @@
 // the request under the limiter's policy, and ends the hold when the handler
 // returns: Cooldown keeps the key for its window, Dedupe releases it when the
 // handler failed (status >= 400 by default) or panicked, Exclusive refreshes
-// its lease while the handler runs and releases it afterwards. A rejected
-// request never reaches the handler; it gets 429 (409 for Exclusive) with
-// Retry-After, RateLimit-Policy and RateLimit headers and an RFC 9457
+// its lease while the handler runs and releases it afterwards; a Quota
+// charges the request (WithCost for a cost other than 1). Every response of
+// a guarded route carries the RateLimit-Policy and RateLimit headers, so
+// that clients can pace themselves. A rejected request never reaches the
+// handler; it gets 429 (409 for Exclusive) with Retry-After, the RateLimit
+// headers and an RFC 9457
 // application/problem+json body that names no key, token, address or
 // internal error. A key that cannot be built gets 400 (413 for an over-long
 // body) in the same form, and a failing store is handled as the policy's
