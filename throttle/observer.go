@@ -48,9 +48,11 @@ const (
 	Extended
 	// Lost: a held lease expired or was taken before it was released.
 	Lost
-	// FallbackOn and FallbackOff: under FailOver, the Limiter stopped
-	// asking the failing store, and went back to it once it answered.
+	// FallbackOn: under FailOver, the Limiter stopped asking the failing
+	// store (after three failures in a row) and decides in the Fallback.
 	FallbackOn
+	// FallbackOff: the store answered again, and the Limiter went back to
+	// it.
 	FallbackOff
 )
 

@@ -79,6 +79,8 @@ func benchLimiter(b *testing.B, keys int) *throttle.Limiter {
 	return l
 }
 
+// DistinctIDs returns n user ids, "user-0" and on, built before a
+// benchmark's timer starts.
 func DistinctIDs(n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
