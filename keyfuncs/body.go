@@ -49,10 +49,12 @@ const (
 //     handles 417 sends the request again, body included, without the
 //     expectation; one that does not just fails), so BodyHash does not.
 //
-// To turn duplicates away without asking for their bodies, key on a header
-// first and on the body only when it is missing:
-// FirstOf(Header("Idempotency-Key"), BodyHash(n)) reads no body when the
-// header is present. In a Join, put BodyHash last: Join stops at the first
+// To turn duplicates away without asking for their bodies, key on the
+// client's Idempotency-Key first and on the body only when it is missing:
+// IdempotencyKey(IdempotencyFallback(BodyHash(n))) reads no body when the
+// header is present, and refuses a malformed one rather than hashing the
+// body instead (Idempotent adds the user and the route). In a Join, put
+// BodyHash last: Join stops at the first
 // function that fails, so a request lacking another part of its key, such
 // as a user header, is then refused with 400 before its body is asked for.
 func BodyHash(maxBytes int64) Func {
