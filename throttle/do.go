@@ -61,6 +61,6 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 // observeRelease tells the Observer that lease was released for reason.
 func (l *Limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
 	if l.p.Observer != nil {
-		l.Observe(ctx, Event{Kind: Released, Hold: lease.Held(), Reason: reason})
+		l.observe(ctx, Event{Kind: Released, Hold: lease.Held(), Reason: reason})
 	}
 }

@@ -39,7 +39,7 @@ func (h *health) failed(l *Limiter, err error) {
 	h.failing.Store(true)
 	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
 		if h.downUntil.Swap(monoNow()+int64(probeInterval)) == 0 {
-			l.Observe(context.Background(), Event{Kind: FallbackOn})
+			l.observe(context.Background(), Event{Kind: FallbackOn})
 		}
 	}
 	l.logStoreError("acquire", err)
@@ -51,7 +51,7 @@ func (h *health) answered(l *Limiter) {
 		h.fails.Store(0)
 	}
 	if h.downUntil.Load() != 0 && h.downUntil.Swap(0) != 0 {
-		l.Observe(context.Background(), Event{Kind: FallbackOff})
+		l.observe(context.Background(), Event{Kind: FallbackOff})
 	}
 	if h.failing.Load() && h.failing.Swap(false) {
 		l.p.logger().Info("throttle: store answers again", "policy", l.p.Name)

@@ -325,10 +325,10 @@ func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	}
 	if l.p.WhenStoreFails == FailOpen {
 		l.stats.failedOpen.Add(1)
-		l.Observe(ctx, Event{Kind: FailedOpen})
+		l.observe(ctx, Event{Kind: FailedOpen})
 		return nil, nil
 	}
-	l.Observe(ctx, Event{Kind: FailedClosed})
+	l.observe(ctx, Event{Kind: FailedClosed})
 	return nil, err
 }
 
@@ -338,9 +338,9 @@ func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 func (l *Limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
 	switch {
 	case err == nil && fallback:
-		l.Observe(ctx, Event{Kind: Fallback, Cost: cost})
+		l.observe(ctx, Event{Kind: Fallback, Cost: cost})
 	case err == nil:
-		l.Observe(ctx, Event{Kind: Admitted, Cost: cost})
+		l.observe(ctx, Event{Kind: Admitted, Cost: cost})
 	default:
 		l.observeRejection(ctx, err)
 	}
@@ -353,8 +353,8 @@ func (l *Limiter) observeRejection(ctx context.Context, err error) {
 	switch {
 	case !errors.As(err, &ce):
 	case l.p.DryRun:
-		l.Observe(ctx, Event{Kind: DryRunRejected, RetryAfter: ce.RetryAfter})
+		l.observe(ctx, Event{Kind: DryRunRejected, RetryAfter: ce.RetryAfter})
 	default:
-		l.Observe(ctx, Event{Kind: Rejected, RetryAfter: ce.RetryAfter})
+		l.observe(ctx, Event{Kind: Rejected, RetryAfter: ce.RetryAfter})
 	}
 }

@@ -17,42 +17,37 @@ type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
 
-// EventKind says what an Event reports.
+// EventKind says what an Event reports:
+//
+//	Admitted        a request went ahead (Admit, AdmitN): holding its key, or charged Cost
+//	Rejected        a request was turned away: key held or quota spent, for RetryAfter
+//	DryRunRejected  under Policy.DryRun, a request that would have been Rejected went ahead
+//	FailedOpen      the store failed; the request went ahead unguarded
+//	FailedClosed    the store failed; the request was turned away
+//	Fallback        under FailOver, the Fallback store admitted the request
+//	KeyError        the request's key or cost could not be built (4xx, store not asked)
+//	StoreCall       one store call ended, after Latency; Op names it, Err says it failed
+//	Released        a held key was given back after Hold, for Reason
+//	Extended        a lease's refresher extended it
+//	Lost            a held lease expired or was taken before it was released
+//	FallbackOn      under FailOver, the Limiter stopped asking the failing store
+//	FallbackOff     the store answered again, and the Limiter went back to it
 type EventKind uint8
 
+// The kinds of Event; see EventKind.
 const (
-	// Admitted: a request went ahead (Admit, AdmitN), holding its key or
-	// charged to its quota.
 	Admitted EventKind = iota + 1
-	// Rejected: a request was turned away because its key was held or its
-	// quota spent. RetryAfter says for how long.
 	Rejected
-	// DryRunRejected: under Policy.DryRun, a request that would have been
-	// Rejected went ahead.
 	DryRunRejected
-	// FailedOpen: the store failed and the request went ahead unguarded.
 	FailedOpen
-	// FailedClosed: the store failed and the request was turned away.
 	FailedClosed
-	// Fallback: under FailOver, the Fallback store admitted the request.
 	Fallback
-	// KeyError: the request's key (or cost) could not be built; it was
-	// answered 4xx without asking the store.
 	KeyError
-	// StoreCall: one call to the store ended, after Latency; Op names it
-	// and Err says whether it failed.
 	StoreCall
-	// Released: a held key was given back after Hold, for Reason.
 	Released
-	// Extended: a lease's refresher extended it.
 	Extended
-	// Lost: a held lease expired or was taken before it was released.
 	Lost
-	// FallbackOn: under FailOver, the Limiter stopped asking the failing
-	// store (after three failures in a row) and decides in the Fallback.
 	FallbackOn
-	// FallbackOff: the store answered again, and the Limiter went back to
-	// it.
 	FallbackOff
 )
 
@@ -72,17 +67,16 @@ var kindNames = [...]string{
 	Extended: "extended", Lost: "lost", FallbackOn: "fallback_on", FallbackOff: "fallback_off",
 }
 
-// ReleaseReason says why a key was released.
+// ReleaseReason says why a key was released: ReleaseDone when the work or
+// handler returned and the mode releases then (Exclusive, Do);
+// ReleaseFailed when it failed (Policy.Failed, or Do's work returned an
+// error) and Dedupe or Do gives the key back; ReleasePanic when it panicked.
 type ReleaseReason uint8
 
+// The reasons of a Released Event; see ReleaseReason.
 const (
-	// ReleaseDone: the work or the handler returned, and the mode releases
-	// then (Exclusive, Do).
 	ReleaseDone ReleaseReason = iota + 1
-	// ReleaseFailed: the handler failed (Policy.Failed) or the work
-	// returned an error, and Dedupe or Do gives the key back.
 	ReleaseFailed
-	// ReleasePanic: the handler or the work panicked.
 	ReleasePanic
 )
 
@@ -99,35 +93,27 @@ func (r ReleaseReason) String() string {
 	return "unknown"
 }
 
-// Event is one thing an Observer is told. Fields that do not apply to its
-// Kind are zero.
+// Event is one thing an Observer is told; see EventKind for which fields
+// each kind fills (the others are zero). Policy and Mode are the Limiter's,
+// so every label value is bounded. Op is "acquire", "release", "extend" or
+// "quota". Latency times a StoreCall, Hold a Released key, and RetryAfter is
+// what a Rejected (or DryRunRejected) request's client should wait.
 type Event struct {
-	Kind EventKind
-	// Policy and Mode are the Limiter's: bounded label values.
-	Policy string
-	Mode   Mode
-	// Op is the store call of a StoreCall: "acquire", "release",
-	// "extend" or "quota".
-	Op string
-	// Err is true for a StoreCall that failed.
-	Err bool
-	// Latency is how long a StoreCall took.
-	Latency time.Duration
-	// RetryAfter is how long a Rejected or DryRunRejected request's
-	// client should wait.
+	Kind       EventKind
+	Policy     string
+	Mode       Mode
+	Op         string
+	Err        bool
+	Latency    time.Duration
 	RetryAfter time.Duration
-	// Hold is how long a Released key was held, and Reason why it was
-	// released.
-	Hold   time.Duration
-	Reason ReleaseReason
-	// Cost is what an Admitted Quota request was charged.
-	Cost int
+	Hold       time.Duration
+	Reason     ReleaseReason
+	Cost       int
 }
 
-// Observe tells the policy's Observer of e, filling in the policy's name
-// and mode. It does nothing without an Observer. Package guard reports the
-// events only it sees (key errors, releases, dry runs) through it.
-func (l *Limiter) Observe(ctx context.Context, e Event) {
+// observe tells the policy's Observer of e, filling in the policy's name
+// and mode. It does nothing without an Observer.
+func (l *Limiter) observe(ctx context.Context, e Event) {
 	if l.p.Observer == nil {
 		return
 	}
@@ -141,7 +127,7 @@ func (l *Limiter) storeCall(ctx context.Context, op string, start time.Time, err
 	if start.IsZero() {
 		return
 	}
-	l.Observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Since(start)})
+	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Since(start)})
 }
 
 // callFailed returns err, or nil when the caller's ctx ended: a client that

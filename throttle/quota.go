@@ -198,10 +198,10 @@ func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, e
 		return &d, err
 	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
-		l.Observe(ctx, Event{Kind: FailedOpen})
+		l.observe(ctx, Event{Kind: FailedOpen})
 		return nil, nil
 	case errors.Is(err, ErrStore):
-		l.Observe(ctx, Event{Kind: FailedClosed})
+		l.observe(ctx, Event{Kind: FailedClosed})
 	}
 	return nil, err
 }

@@ -87,7 +87,7 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 // beginQuota is BeginN for a Quota policy.
 func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
 	if cost < 0 || cost > g.p.Burst {
-		g.l.Observe(ctx, throttle.Event{Kind: throttle.KeyError})
+		g.observe(ctx, throttle.Event{Kind: throttle.KeyError})
 		status := http.StatusBadRequest
 		if cost > 0 {
 			status = http.StatusRequestEntityTooLarge
@@ -116,7 +116,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 // not touch the store. Under Policy.DryRun it returns nil: the request
 // goes ahead, unguarded, and is only counted.
 func (g *Guard) BadKey(err error) *Rejection {
-	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
+	g.observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
 	if g.p.DryRun {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (g *Guard) BadKey(err error) *Rejection {
 // adapter's cost function failed), as BadKey does a key: 400, or the 4xx
 // status the error carries; nil under Policy.DryRun, as BadKey.
 func (g *Guard) BadCost(err error) *Rejection {
-	g.l.Observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
+	g.observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
 	if g.p.DryRun {
 		return nil
 	}
@@ -160,4 +160,13 @@ func clientStatus(err error) int {
 		}
 	}
 	return http.StatusBadRequest
+}
+
+// observe tells the policy's Observer, if any, of e: the events only the
+// guard sees (key errors, releases with their reason).
+func (g *Guard) observe(ctx context.Context, e throttle.Event) {
+	if g.p.Observer != nil {
+		e.Policy, e.Mode = g.p.Name, g.p.Mode
+		g.p.Observer.Observe(ctx, e)
+	}
 }

@@ -95,7 +95,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		case failed:
 			reason = throttle.ReleaseFailed
 		}
-		t.g.l.Observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: reason})
+		t.g.observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: reason})
 	}
 }
 
