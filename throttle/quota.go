@@ -151,20 +151,6 @@ func (l *Limiter) count(d Decision, cost int) {
 	}
 }
 
-// nextRefill returns how long until the quota of d allows one more request
-// of cost 1, given the emission interval t: the quota is full again in
-// ResetAfter and refills one request every t counting back from then, so
-// the next comes in ResetAfter mod t, or a whole t when that is 0.
-func nextRefill(d Decision, t time.Duration) time.Duration {
-	if d.ResetAfter <= 0 || t <= 0 {
-		return 0
-	}
-	if r := d.ResetAfter % t; r != 0 {
-		return r
-	}
-	return t
-}
-
 // AdmitN is AllowN with Policy.WhenStoreFails applied, for a request that
 // must be answered now: the Quota counterpart of Admit, on which package
 // guard builds the middleware. A request of cost 0 is allowed only while
@@ -179,7 +165,7 @@ func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, e
 	if err == nil && cost == 0 && d.Remaining == 0 {
 		// A free request goes ahead only while a paid one would: it must
 		// not slip past a spent quota (a login form's, say).
-		d.Allowed, d.RetryAfter = false, nextRefill(d, l.p.rate().Interval())
+		d.Allowed, d.RetryAfter = false, l.p.rate().NextRefill(d)
 	}
 	switch {
 	case err == nil && d.Allowed:

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -78,23 +77,8 @@ func limitField(name string, r int, t int64) string {
 // quotaLimitField returns the RateLimit value for a Quota decision.
 func quotaLimitField(p *throttle.Policy, d *throttle.Decision) string {
 	t := int64(-1)
-	if r := refill(d, store.Rate{Limit: p.Limit, Window: p.Window}.Interval()); r > 0 {
+	if r := (store.Rate{Limit: p.Limit, Window: p.Window}).NextRefill(*d); r > 0 {
 		t = seconds(r)
 	}
 	return limitField(p.Name, d.Remaining, t)
-}
-
-// refill returns how long until the quota of d allows one more request of
-// cost 1 than d.Remaining, given the emission interval T (Rate.Interval), or
-// 0 when it is full. The quota's theoretical arrival time is ResetAfter
-// ahead, and it refills one request every T counting back from there, so
-// the next one comes in ResetAfter mod T, or a whole T when that is 0.
-func refill(d *throttle.Decision, T time.Duration) time.Duration {
-	if d.ResetAfter <= 0 || T <= 0 {
-		return 0
-	}
-	if r := d.ResetAfter % T; r != 0 {
-		return r
-	}
-	return T
 }

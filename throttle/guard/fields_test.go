@@ -13,7 +13,7 @@ import (
 )
 
 // TestRefillKeepsTheEffectiveWindow checks the promise the RateLimit "t"
-// makes under draft -11: for refill(d) after a decision d, the client can
+// makes under draft -11: for Rate.NextRefill(d) after a decision d, the client can
 // use no more than d.Remaining, and no less either: a peek just before
 // the refill still sees d.Remaining, a peek at it sees one more. A random
 // walk of charges and idle times over a fake clock covers full, partial
@@ -40,7 +40,7 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wait := refill(&d, T)
+			wait := r.NextRefill(d)
 			if d.Remaining == r.Burst {
 				if wait != 0 {
 					t.Fatalf("full quota: refill %v, want 0", wait)

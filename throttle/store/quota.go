@@ -94,6 +94,23 @@ func (r Rate) Check(cost int) error {
 	return nil
 }
 
+// NextRefill returns how long until the quota of d, decided under r, allows
+// one more request of cost 1 than d.Remaining, or 0 when it is full. The
+// quota is full again ResetAfter from now and refills one request every
+// Interval counting back from then, so the next one comes in ResetAfter
+// mod Interval, or a whole Interval when that is 0. It is the RateLimit
+// field's "t" for a quota: until then, Remaining is all there is.
+func (r Rate) NextRefill(d Decision) time.Duration {
+	t := r.Interval()
+	if d.ResetAfter <= 0 || t <= 0 {
+		return 0
+	}
+	if rest := d.ResetAfter % t; rest != 0 {
+		return rest
+	}
+	return t
+}
+
 // Decision is a quota store's answer to one request. Its durations are whole
 // microseconds; none is ever negative (unlike go-redis/redis_rate's Result,
 // no field uses -1).
