@@ -1,6 +1,7 @@
 package echoadapter
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -39,9 +40,16 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, skip, reject, costOf := guard.New(l), cfg.skip, cfg.reject, cfg.cost
-	if l.Policy().Mode != throttle.Quota {
+	g, skip, reject, costOf, fingerprint := guard.New(l, cfg.guard...), cfg.skip, cfg.reject, cfg.cost, cfg.fingerprint
+	mode := l.Policy().Mode
+	if mode != throttle.Quota {
 		costOf = nil // only a quota counts costs
+	}
+	switch {
+	case mode != throttle.Replay:
+		fingerprint = nil // only a replay compares bodies
+	case fingerprint == nil:
+		fingerprint = keyfuncs.IdempotencyFingerprint
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -60,17 +68,42 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 				}
 			}
 			parent := r.Context()
-			ctx, ticket, rej := g.BeginN(parent, id, cost)
-			if rej != nil {
+			var ctx context.Context
+			var ticket guard.Ticket
+			var rej *guard.Rejection
+			if fingerprint != nil {
+				fp, err := fingerprint(r)
+				if err != nil {
+					return orNext(c, next, reject, g.BadKey(err))
+				}
+				ctx, ticket, rej = g.BeginReplay(parent, id, fp)
+			} else {
+				ctx, ticket, rej = g.BeginN(parent, id, cost)
+			}
+			switch {
+			case rej == nil:
+			case rej.Replay != nil:
+				rej.Replay.Write(c.Response())
+				return nil
+			default:
 				return reject(c, rej)
 			}
 			if ctx != parent {
 				c.SetRequest(r.WithContext(ctx))
 			}
-			ticket.SetHeaders(c.Response().Header())
+			res := c.Response()
+			ticket.SetHeaders(res.Header())
+			capture := ticket.Capture()
+			if capture != nil {
+				w := res.Writer
+				res.Writer = &captureWriter{ResponseWriter: w, capture: capture}
+				defer func() { res.Writer = w }()
+			}
 			ticket.Run(ctx, func() int {
 				err = next(c)
-				return status(c, err)
+				s := status(c, err)
+				capture.WriteHeader(res.Header(), s) // no body: the header goes out now
+				return s
 			})
 			return err
 		}

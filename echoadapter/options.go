@@ -12,9 +12,24 @@ import (
 type Option func(*config)
 
 type config struct {
-	skip   func(c echo.Context) bool
-	reject RejectHandler
-	cost   func(*http.Request) (int, error)
+	skip        func(c echo.Context) bool
+	reject      RejectHandler
+	cost        func(*http.Request) (int, error)
+	fingerprint func(*http.Request) (string, error)
+	guard       []guard.Option
+}
+
+// WithFingerprint makes f compute the body fingerprint a Replay policy
+// stores with a key's first response, exactly as nethttp.WithFingerprint
+// (default keyfuncs.IdempotencyFingerprint). Other modes ignore it.
+func WithFingerprint(f func(r *http.Request) (string, error)) Option {
+	return func(c *config) { c.fingerprint = f }
+}
+
+// WithRecording sets what a Replay policy records of a key's first
+// response, as nethttp.WithRecording. Other modes ignore it.
+func WithRecording(r guard.Recording) Option {
+	return func(c *config) { c.guard = append(c.guard, guard.WithRecording(r)) }
 }
 
 // WithCost makes each request of a Quota policy cost what f says of it
@@ -30,7 +45,9 @@ func WithCost(f func(r *http.Request) (int, error)) Option {
 // request whose key could not be built, or one the store could not decide
 // under a fail-closed policy. It either writes the response and returns nil,
 // or returns an error for the application's HTTPErrorHandler to render
-// (see HTTPError). rej.Err is for logs only, never for the client.
+// (see HTTPError). rej.Err is for logs only, never for the client. A
+// replayed response (rej.Replay) never reaches it: the middleware sends it
+// as recorded.
 type RejectHandler func(c echo.Context, rej *guard.Rejection) error
 
 // WithRejectHandler replaces the default rejection response (problem+json

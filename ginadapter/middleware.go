@@ -1,6 +1,7 @@
 package ginadapter
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -40,20 +41,31 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, reject, costOf := guard.New(l), cfg.reject, cfg.cost
-	if l.Policy().Mode != throttle.Quota {
+	g, reject, costOf, fingerprint := guard.New(l, cfg.guard...), cfg.reject, cfg.cost, cfg.fingerprint
+	mode := l.Policy().Mode
+	if mode != throttle.Quota {
 		costOf = nil // only a quota counts costs
+	}
+	switch {
+	case mode != throttle.Replay:
+		fingerprint = nil // only a replay compares bodies
+	case fingerprint == nil:
+		fingerprint = keyfuncs.IdempotencyFingerprint
 	}
 	return func(c *gin.Context) {
 		id, err := key(c)
 		var rej *guard.Rejection
-		cost := 1
+		cost, fp := 1, ""
 		switch {
 		case err != nil:
 			rej = g.BadKey(err)
 		case costOf != nil:
 			if cost, err = costOf(c.Request); err != nil {
 				rej = g.BadCost(err)
+			}
+		case fingerprint != nil:
+			if fp, err = fingerprint(c.Request); err != nil {
+				rej = g.BadKey(err)
 			}
 		}
 		if err != nil {
@@ -64,8 +76,20 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 			return
 		}
 		parent := c.Request.Context()
-		ctx, ticket, rej := g.BeginN(parent, id, cost)
-		if rej != nil {
+		var ctx context.Context
+		var ticket guard.Ticket
+		if fingerprint != nil {
+			ctx, ticket, rej = g.BeginReplay(parent, id, fp)
+		} else {
+			ctx, ticket, rej = g.BeginN(parent, id, cost)
+		}
+		switch {
+		case rej == nil:
+		case rej.Replay != nil:
+			rej.Replay.Write(c.Writer)
+			c.Abort()
+			return
+		default:
 			reject(c, rej)
 			c.Abort()
 			return
@@ -74,9 +98,17 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 			c.Request = c.Request.WithContext(ctx)
 		}
 		ticket.SetHeaders(c.Writer.Header())
+		capture := ticket.Capture()
+		if capture != nil {
+			w := c.Writer
+			c.Writer = &captureWriter{ResponseWriter: w, capture: capture}
+			defer func() { c.Writer = w }()
+		}
 		ticket.Run(ctx, func() int {
 			c.Next()
-			return status(c)
+			s := status(c)
+			capture.WriteHeader(c.Writer.Header(), s) // no body: the header goes out now
+			return s
 		})
 	}
 }

@@ -12,8 +12,23 @@ import (
 type Option func(*config)
 
 type config struct {
-	reject RejectHandler
-	cost   func(*http.Request) (int, error)
+	reject      RejectHandler
+	cost        func(*http.Request) (int, error)
+	fingerprint func(*http.Request) (string, error)
+	guard       []guard.Option
+}
+
+// WithFingerprint makes f compute the body fingerprint a Replay policy
+// stores with a key's first response, exactly as nethttp.WithFingerprint
+// (default keyfuncs.IdempotencyFingerprint). Other modes ignore it.
+func WithFingerprint(f func(r *http.Request) (string, error)) Option {
+	return func(c *config) { c.fingerprint = f }
+}
+
+// WithRecording sets what a Replay policy records of a key's first
+// response, as nethttp.WithRecording. Other modes ignore it.
+func WithRecording(r guard.Recording) Option {
+	return func(c *config) { c.guard = append(c.guard, guard.WithRecording(r)) }
 }
 
 // WithCost makes each request of a Quota policy cost what f says of it
@@ -28,7 +43,9 @@ func WithCost(f func(r *http.Request) (int, error)) Option {
 // RejectHandler answers a request that does not go ahead: a duplicate, a
 // request whose key could not be built, or one the store could not decide
 // under a fail-closed policy. rej.Status is the status the default answer
-// would use; rej.Err is for logs only, never for the client.
+// would use; rej.Err is for logs only, never for the client. A replayed
+// response (rej.Replay) never reaches it: the middleware sends it as
+// recorded.
 type RejectHandler func(c *gin.Context, rej *guard.Rejection)
 
 // WithRejectHandler replaces the default rejection response by h, for

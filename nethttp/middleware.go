@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
@@ -31,24 +32,32 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g := guard.New(l)
-	if l.Policy().Mode != throttle.Quota {
+	g := guard.New(l, cfg.guard...)
+	mode := l.Policy().Mode
+	if mode != throttle.Quota {
 		cfg.cost = nil // only a quota counts costs
+	}
+	switch {
+	case mode != throttle.Replay:
+		cfg.fingerprint = nil // only a replay compares bodies
+	case cfg.fingerprint == nil:
+		cfg.fingerprint = keyfuncs.IdempotencyFingerprint
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
 		}
-		return &handler{g: g, key: key, cost: cfg.cost, next: next, reject: cfg.reject}
+		return &handler{g: g, key: key, cost: cfg.cost, fingerprint: cfg.fingerprint, next: next, reject: cfg.reject}
 	}
 }
 
 type handler struct {
-	g      *guard.Guard
-	key    keyfuncs.Func
-	cost   func(*http.Request) (int, error)
-	next   http.Handler
-	reject RejectHandler
+	g           *guard.Guard
+	key         keyfuncs.Func
+	cost        func(*http.Request) (int, error)
+	fingerprint func(*http.Request) (string, error)
+	next        http.Handler
+	reject      RejectHandler
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,8 +74,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	parent := r.Context()
-	ctx, ticket, rej := h.g.BeginN(parent, id, cost)
-	if rej != nil {
+	var (
+		ctx    context.Context
+		ticket guard.Ticket
+		rej    *guard.Rejection
+	)
+	if h.fingerprint != nil {
+		fp, err := h.fingerprint(r)
+		if err != nil {
+			h.unguarded(w, r, h.g.BadKey(err))
+			return
+		}
+		ctx, ticket, rej = h.g.BeginReplay(parent, id, fp)
+	} else {
+		ctx, ticket, rej = h.g.BeginN(parent, id, cost)
+	}
+	switch {
+	case rej == nil:
+	case rej.Replay != nil:
+		rej.Replay.Write(w)
+		return
+	default:
 		h.reject(w, r, rej)
 		return
 	}
@@ -74,10 +102,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	ticket.SetHeaders(w.Header())
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, capture: ticket.Capture()}
 	ticket.Run(ctx, func() int {
 		h.next.ServeHTTP(rec, r)
-		return rec.result()
+		status := rec.result()
+		// A handler that wrote nothing: its header goes out now.
+		rec.capture.WriteHeader(w.Header(), status)
+		return status
 	})
 }
 

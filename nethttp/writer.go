@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // recorder is the ResponseWriter the guarded handler gets. It notes the
@@ -12,10 +14,13 @@ import (
 // body or a flush starts the response) and otherwise passes everything
 // through: it implements http.Flusher, http.Hijacker and io.ReaderFrom by
 // delegating to the server's writer, and Unwrap lets
-// http.ResponseController reach that writer for the rest.
+// http.ResponseController reach that writer for the rest. For the first
+// request of a Replay key it also feeds the response to capture, which a
+// flush or a hijack abandons.
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	capture *guard.Capture
 }
 
 // result returns the status the client got: what the handler sent, or 200
@@ -30,6 +35,7 @@ func (w *recorder) result() int {
 func (w *recorder) started() {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.capture.WriteHeader(w.Header(), http.StatusOK)
 	}
 }
 
@@ -38,12 +44,14 @@ func (w *recorder) started() {
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
+		w.capture.WriteHeader(w.Header(), code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *recorder) Write(b []byte) (int, error) {
 	w.started()
+	w.capture.Write(b)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -51,6 +59,10 @@ func (w *recorder) Write(b []byte) (int, error) {
 // path when it has one.
 func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
 	w.started()
+	if w.capture != nil {
+		// Through Write, so that the body is captured.
+		return io.Copy(writerOnly{w}, src)
+	}
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
 		return rf.ReadFrom(src)
 	}
@@ -68,6 +80,7 @@ func (w *recorder) Flush() { _ = w.FlushError() }
 // prefers it, so that "not supported" reaches the caller.
 func (w *recorder) FlushError() error {
 	w.started()
+	w.capture.Abandon()
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
@@ -77,8 +90,11 @@ func (w *recorder) FlushError() error {
 // Protocols, a success.
 func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err == nil && w.status == 0 {
-		w.status = http.StatusSwitchingProtocols
+	if err == nil {
+		w.capture.Abandon()
+		if w.status == 0 {
+			w.status = http.StatusSwitchingProtocols
+		}
 	}
 	return conn, rw, err
 }

@@ -20,7 +20,8 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 type Limiter struct {
 	store    Store
 	notifier store.Notifier
-	quota    store.Quota // the store, for a Quota policy
+	quota    store.Quota    // the store, for a Quota policy
+	recorder store.Recorder // the store, for a Replay policy
 	p        Policy
 
 	health  health
@@ -54,9 +55,15 @@ func New(st Store, p Policy) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	if p.Mode == Replay {
+		if err := recordStores(st, p); err != nil {
+			return nil, err
+		}
+	}
 	l := &Limiter{store: st, p: p}
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
+	l.recorder, _ = st.(store.Recorder)
 	return l, nil
 }
 
@@ -117,7 +124,8 @@ func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration)
 	if l.p.Wait <= 0 {
 		return nil, &ContendedError{RetryAfter: remaining}
 	}
-	return l.wait(ctx, req, remaining, start.Add(l.p.Wait))
+	lease, _, err = l.wait(ctx, req, remaining, start.Add(l.p.Wait), nil)
+	return lease, err
 }
 
 // earliest returns the earlier of a and b.
@@ -130,8 +138,10 @@ func earliest(a, b time.Time) time.Time {
 
 // wait retries a held key with backoff until it is acquired, deadline (the
 // start of the acquisition plus Policy.Wait) passes or ctx ends. When the
-// store is a Notifier, a release wakes it at once.
-func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time) (*Lease, error) {
+// store is a Notifier, a release wakes it at once. When look is not nil, it
+// is called after every attempt that finds the key held, and the wait ends
+// with the record it returns, if any (Claim).
+func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look lookFunc) (*Lease, []byte, error) {
 	var wake <-chan struct{}
 	if l.notifier != nil {
 		// Setting up the watch is a store call: it ends with the wait,
@@ -142,11 +152,11 @@ func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		if err == nil {
 			defer stop()
 			wake = w
-			// The holder may have released between the first try and
-			// the watch: try again before sleeping.
-			lease, rem, err := l.try(ctx, req)
-			if lease != nil || err != nil {
-				return lease, err
+			// The holder may have released (or recorded) between the
+			// first try and the watch: look again before sleeping.
+			lease, rec, rem, err := l.attempt(ctx, req, look)
+			if lease != nil || rec != nil || err != nil {
+				return lease, rec, err
 			}
 			remaining = rem
 		}
@@ -157,7 +167,7 @@ func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 	for attempt := 1; ; attempt++ {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, &ContendedError{RetryAfter: remaining}
+			return nil, nil, &ContendedError{RetryAfter: remaining}
 		}
 		pause := l.p.Backoff(attempt)
 		if pause > left {
@@ -166,17 +176,31 @@ func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		timer.Reset(pause)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-wake:
 			timer.Stop()
 		case <-timer.C:
 		}
-		lease, rem, err := l.try(ctx, req)
-		if lease != nil || err != nil {
-			return lease, err
+		lease, rec, rem, err := l.attempt(ctx, req, look)
+		if lease != nil || rec != nil || err != nil {
+			return lease, rec, err
 		}
 		remaining = rem
 	}
+}
+
+// lookFunc reads the record of a held key for Claim: nil when there is none.
+type lookFunc func(ctx context.Context) ([]byte, error)
+
+// attempt is one try of a waiting acquisition and, when the key is held and
+// look is not nil, one look for its record.
+func (l *Limiter) attempt(ctx context.Context, req store.Request, look lookFunc) (*Lease, []byte, time.Duration, error) {
+	lease, rem, err := l.try(ctx, req)
+	if lease != nil || err != nil || look == nil {
+		return lease, nil, rem, err
+	}
+	rec, err := look(ctx)
+	return nil, rec, rem, err
 }
 
 // try makes one acquisition (see tryFailOver for FailOver). It returns a

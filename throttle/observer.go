@@ -32,6 +32,7 @@ type Observer interface {
 //	Lost            a held lease expired or was taken before it was released
 //	FallbackOn      under FailOver, the Limiter stopped asking the failing store
 //	FallbackOff     the store answered again, and the Limiter went back to it
+//	Replayed        a Replay duplicate got the first request's recorded answer (Claim)
 type EventKind uint8
 
 // The kinds of Event; see EventKind.
@@ -49,6 +50,7 @@ const (
 	Lost
 	FallbackOn
 	FallbackOff
+	Replayed
 )
 
 // String returns the kind's name in snake case, such as "dry_run_rejected":
@@ -65,6 +67,7 @@ var kindNames = [...]string{
 	FailedOpen: "failed_open", FailedClosed: "failed_closed", Fallback: "fallback",
 	KeyError: "key_error", StoreCall: "store_call", Released: "released",
 	Extended: "extended", Lost: "lost", FallbackOn: "fallback_on", FallbackOff: "fallback_off",
+	Replayed: "replayed",
 }
 
 // ReleaseReason says why a key was released: ReleaseDone when the work or
@@ -95,8 +98,8 @@ func (r ReleaseReason) String() string {
 
 // Event is one thing an Observer is told; see EventKind for which fields
 // each kind fills (the others are zero). Policy and Mode are the Limiter's,
-// so every label value is bounded. Op is "acquire", "release", "extend" or
-// "quota". Latency times a StoreCall, Hold a Released key, and RetryAfter is
+// so every label value is bounded. Op is "acquire", "release", "extend",
+// "quota", "record" (Lease.Record) or "recorded" (a Replay duplicate's read). Latency times a StoreCall, Hold a Released key, and RetryAfter is
 // what a Rejected (or DryRunRejected) request's client should wait.
 type Event struct {
 	Kind       EventKind

@@ -33,7 +33,28 @@ const (
 	// again; decide requests with Limiter.AllowN. For per-user rate
 	// limiting of an API, and, with CountOnlyFailures, of login attempts.
 	Quota
+	// Replay is Dedupe that answers a duplicate with the first request's
+	// response instead of turning it away: the first request runs under
+	// the key and, when it succeeds, its response is recorded next to the
+	// key for the Window (Lease.Record); a duplicate gets that record
+	// (Limiter.Claim), and one that arrives while the first is still in
+	// flight waits up to Wait for it. A double-clicked "Place order" then
+	// lands on the order page, and a retried POST gets the order id of the
+	// attempt that went through. It needs a store that keeps records
+	// (store.Recorder: memstore and redisstore, not redlock) and fails
+	// closed by default: an order must not be placed twice because the
+	// store is down.
+	//
+	// It is a mode of its own rather than an option of Dedupe because what
+	// a duplicate gets, how long it waits, the failure default and the
+	// store it needs all differ; the hold itself is Dedupe's.
+	Replay
 )
+
+// DefaultReplayWait is how long a Replay duplicate waits for an original
+// still in flight when Policy.Wait is zero: long enough for a handler that
+// places an order, short enough for a client that is waiting.
+const DefaultReplayWait = 5 * time.Second
 
 // String returns the mode's name.
 func (m Mode) String() string {
@@ -46,6 +67,8 @@ func (m Mode) String() string {
 		return "exclusive"
 	case Quota:
 		return "quota"
+	case Replay:
+		return "replay"
 	}
 	return "unknown"
 }
@@ -58,7 +81,7 @@ const (
 	// FailDefault is FailOpen for Dedupe, Cooldown and Quota (a duplicate
 	// or an extra request that slips through beats an outage of the
 	// endpoint) and FailClosed for Exclusive (the caller relies on mutual
-	// exclusion).
+	// exclusion) and Replay (a retried order must not be placed twice).
 	FailDefault FailMode = iota
 	// FailOpen lets the request through unguarded; the error is logged
 	// (at most once a second) and counted in Stats.FailedOpen.
@@ -105,10 +128,12 @@ type Policy struct {
 	// Name names the policy in stored keys and in the RateLimit headers:
 	// 1 to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// Mode is Dedupe (the zero value), Cooldown, Exclusive or Quota.
+	// Mode is Dedupe (the zero value), Cooldown, Exclusive, Quota or
+	// Replay.
 	Mode Mode
-	// Window is how long a Dedupe or Cooldown key stays held, and the
-	// period of a Quota's Limit. Default 5 s.
+	// Window is how long a Dedupe, Cooldown or Replay key stays held (for
+	// Replay: how long the first response is replayed), and the period of a
+	// Quota's Limit. Default 5 s.
 	Window time.Duration
 	// Limit is how many requests a Quota allows per Window. Required for
 	// Quota (at least 1), and must be 0 in the other modes, which allow one
@@ -148,7 +173,9 @@ type Policy struct {
 	// Wait is how long an acquisition waits for a held key, retrying with
 	// Backoff and woken early by a release, before it gives up with
 	// ErrContended, and how long AllowN may sleep for the quota to refill.
-	// Zero means try once.
+	// Zero means try once. For Replay it is how long a duplicate waits for
+	// an original still in flight to record its response (Limiter.Claim):
+	// zero means DefaultReplayWait, and a negative Wait not to wait at all.
 	Wait time.Duration
 	// Backoff paces the retries of a waiting acquisition. Default
 	// ExponentialJitter(10*time.Millisecond, time.Second).
@@ -160,11 +187,13 @@ type Policy struct {
 	// it already holds; the key is freed when every hold is released.
 	Reentrant bool
 	// RejectStatus is the HTTP status of a turned-away request. Default
-	// 429 Too Many Requests, or 409 Conflict for Exclusive.
+	// 429 Too Many Requests, or 409 Conflict for Exclusive. (A Replay
+	// duplicate whose original is still in flight when its Wait ends gets
+	// 409 whatever this says; see package guard.)
 	RejectStatus int
 	// Failed tells from the handler's status whether the request failed:
-	// Dedupe then releases its key, and CountOnlyFailures keeps its
-	// charge. Default: status >= 400.
+	// Dedupe and Replay then release its key (Replay records nothing), and
+	// CountOnlyFailures keeps its charge. Default: status >= 400.
 	Failed func(status int) bool
 	// Logger receives store errors and lost leases. Default: the
 	// slog.Default() of the moment.
@@ -181,7 +210,7 @@ type Policy struct {
 }
 
 // TTL returns the time to live of the keys the policy takes: the Window for
-// Dedupe and Cooldown, the LeaseTTL for Exclusive. (A Quota key lives until
+// Dedupe, Cooldown and Replay, the LeaseTTL for Exclusive. (A Quota key lives until
 // its quota is full again, at most the Window's share of Burst.)
 func (p Policy) TTL() time.Duration {
 	if p.Mode == Exclusive {
@@ -200,7 +229,7 @@ func (p Policy) withDefaults() (Policy, error) {
 			return p, invalid("policy name %q: only printable ASCII without quotes or backslashes", p.Name)
 		}
 	}
-	if p.Mode > Quota {
+	if p.Mode > Replay {
 		return p, invalid("unknown mode %d", p.Mode)
 	}
 	if p.Window == 0 {
@@ -215,11 +244,17 @@ func (p Policy) withDefaults() (Policy, error) {
 	if p.LeaseTTL < 3*time.Millisecond {
 		return p, invalid("lease TTL %v is shorter than 3ms", p.LeaseTTL)
 	}
-	if p.MaxHold < 0 || p.Wait < 0 || p.Timeout < 0 {
+	if p.Mode == Replay && p.Wait == 0 {
+		p.Wait = DefaultReplayWait
+	}
+	if p.MaxHold < 0 || (p.Wait < 0 && p.Mode != Replay) || p.Timeout < 0 {
 		return p, invalid("durations must not be negative")
 	}
 	if err := p.checkQuota(); err != nil {
 		return p, err
+	}
+	if p.Mode == Replay && p.Reentrant {
+		return p, invalid("a Replay policy cannot be Reentrant: a re-entered key has no answer to replay yet")
 	}
 	if p.Mode == Quota && p.Burst == 0 {
 		p.Burst = p.Limit
@@ -238,7 +273,7 @@ func (p Policy) withDefaults() (Policy, error) {
 	}
 	if p.WhenStoreFails == FailDefault {
 		p.WhenStoreFails = FailOpen
-		if p.Mode == Exclusive {
+		if p.Mode == Exclusive || p.Mode == Replay {
 			p.WhenStoreFails = FailClosed
 		}
 	}

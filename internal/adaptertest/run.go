@@ -51,6 +51,15 @@ func Run(t *testing.T, a Adapter) {
 		{"CountOnlyFailuresConcurrent", testOnlyFailuresConcurrent},
 		{"CountOnlyFailuresSuccessesFree", testOnlyFailuresSuccesses},
 		{"CountOnlyFailuresPanic", testOnlyFailuresPanic},
+		{"Replay", testReplay},
+		{"ReplayConcurrent", testReplayConcurrent},
+		{"ReplayAfterFailure", testReplayAfterFailure},
+		{"ReplayInFlight", testReplayInFlight},
+		{"ReplayKeyReused", testReplayKeyReused},
+		{"ReplayFailureReleases", testReplayFailureReleases},
+		{"ReplayNoBody", testReplayNoBody},
+		{"ReplayUnrecordable", testReplayUnrecordable},
+		{"ReplayCustomReject", testReplayCustomReject},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, a) })

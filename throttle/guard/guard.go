@@ -21,18 +21,23 @@ type Guard struct {
 	// response.
 	policyField []string
 	// heldField is the RateLimit value of a request that holds its key
-	// (Dedupe, Cooldown, Exclusive): nothing more is available to it while
-	// it does.
+	// (Dedupe, Cooldown, Exclusive, Replay): nothing more is available to
+	// it while it does.
 	heldField []string
+	// rc is what a Replay policy records (WithRecording).
+	rc recording
 }
 
-// New returns the Guard of l. It panics when l is nil: a wiring mistake to
-// catch at start-up.
-func New(l *throttle.Limiter) *Guard {
+// New returns the Guard of l, configured by opts. It panics when l is nil:
+// a wiring mistake to catch at start-up.
+func New(l *throttle.Limiter, opts ...Option) *Guard {
 	if l == nil {
 		panic("guard: New needs a non-nil Limiter")
 	}
-	g := &Guard{l: l, p: l.Policy()}
+	g := &Guard{l: l, p: l.Policy(), rc: newRecording(Recording{})}
+	for _, o := range opts {
+		o(g)
+	}
 	g.policyField = []string{policyField(&g.p)}
 	t := int64(-1) // no "t" for Exclusive: the hold lasts as long as the work
 	if g.p.Mode != throttle.Exclusive {
@@ -62,10 +67,14 @@ func (g *Guard) Begin(ctx context.Context, id string) (context.Context, Ticket, 
 // policy's Burst a request too large to ever be allowed (413). A cost of 0
 // charges nothing but goes ahead only while a request of cost 1 would. A
 // request let through because the store failed open gets a ticket that
-// holds nothing.
+// holds nothing. On a Replay policy, BeginN is BeginReplay without a body
+// fingerprint.
 func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
-	if g.p.Mode == throttle.Quota {
+	switch g.p.Mode {
+	case throttle.Quota:
 		return g.beginQuota(ctx, id, cost)
+	case throttle.Replay:
+		return g.BeginReplay(ctx, id, "")
 	}
 	lease, err := g.l.Admit(ctx, id)
 	if err != nil {

@@ -33,6 +33,18 @@ const (
 	// long the client waited, it would never be allowed), 400 when it is
 	// negative, the cost function's 4xx status (or 400) when it failed.
 	ReasonBadCost
+	// ReasonReplayed means the request is a duplicate of a Replay key's
+	// first request, which succeeded: it is answered with that recorded
+	// response (Rejection.Replay), whose status it has.
+	ReasonReplayed
+	// ReasonInFlight means the request is a duplicate of a Replay key's
+	// first request, which was still running when the policy's Wait ended:
+	// 409 Conflict, Retry-After 1 s.
+	ReasonInFlight
+	// ReasonKeyReused means the request has a Replay key already used by a
+	// request with another body (an Idempotency-Key reused for a
+	// different payload): 422 Unprocessable Content.
+	ReasonKeyReused
 )
 
 // String returns the reason's name, such as "bad-key": a stable label for
@@ -49,6 +61,12 @@ func (r Reason) String() string {
 		return "canceled"
 	case ReasonBadCost:
 		return "bad-cost"
+	case ReasonReplayed:
+		return "replayed"
+	case ReasonInFlight:
+		return "in-flight"
+	case ReasonKeyReused:
+		return "key-reused"
 	}
 	return "unknown"
 }
@@ -80,6 +98,11 @@ type Rejection struct {
 	// Err is the underlying error, for logs only: it may name keys and
 	// internals, so it is never sent to the client.
 	Err error
+	// Replay is the recorded response to answer with, for ReasonReplayed;
+	// nil otherwise. Write sends it as it is, and adapters send it even
+	// when the application has its own rejection handler: it is the
+	// answer the client asked for, not an error.
+	Replay *Response
 }
 
 // newRejection returns a rejection under g's policy.

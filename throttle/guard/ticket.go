@@ -25,7 +25,16 @@ type Ticket struct {
 	// dryRun is the rejection a request let through under Policy.DryRun
 	// would have had, for its RateLimit fields.
 	dryRun *Rejection
+	// capture and fingerprint are set for the first request of a Replay
+	// key: what it answers, and its body's fingerprint, to record.
+	capture     *Capture
+	fingerprint string
 }
+
+// Capture returns the Capture to feed the request's response to, so that
+// Finish can record it: non-nil only for the first request of a Replay
+// policy's key. Its methods do nothing on nil.
+func (t Ticket) Capture() *Capture { return t.capture }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-11 on an admitted request's
@@ -52,7 +61,9 @@ func (t Ticket) SetHeaders(h http.Header) {
 
 // Finish ends the request's hold once the handler has returned with status
 // (or panicked): Cooldown keeps the key for its window; Dedupe releases it
-// when the handler failed (Policy.Failed) or panicked; Exclusive stops
+// when the handler failed (Policy.Failed) or panicked; Replay does the same
+// and, when the handler succeeded, records its response (what Capture
+// captured) for the key's duplicates; Exclusive stops
 // refreshing and releases; a Quota under CountOnlyFailures gives the cost
 // back when the handler succeeded. It is Run for frameworks whose hooks
 // before and after the handler are separate, so that nothing can be
@@ -82,6 +93,11 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		return
 	case throttle.Dedupe:
 		if !failed {
+			return
+		}
+	case throttle.Replay:
+		if !failed {
+			t.record(ctx, status)
 			return
 		}
 	}

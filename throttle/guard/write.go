@@ -12,9 +12,22 @@ import (
 // request that exceeds a quota; 429 rejections use it.
 const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
+// The problem types of a Replay policy's 409 and 422 answers. The
+// idempotency-key draft asks for a link to documentation in these answers;
+// the type URI is that link, to the reason's documentation.
+const (
+	inFlightType  = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonInFlight"
+	keyReusedType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonKeyReused"
+)
+
 // problemType returns the problem "type" member for a rejection.
 func problemType(rej *Rejection) string {
-	if rej.Status == http.StatusTooManyRequests {
+	switch {
+	case rej.Reason == ReasonInFlight:
+		return inFlightType
+	case rej.Reason == ReasonKeyReused:
+		return keyReusedType
+	case rej.Status == http.StatusTooManyRequests:
 		return quotaExceeded
 	}
 	return "about:blank"
@@ -35,6 +48,9 @@ func Detail(rej *Rejection) string {
 		case rej.Policy.Mode == throttle.Quota:
 			return "Too many requests. Retry after the time Retry-After gives."
 		}
+		if rej.Policy.Mode == throttle.Replay {
+			return "The same request was received moments ago and its response cannot be repeated. Retry after the window ends."
+		}
 		return "The same request was received moments ago. Retry after the window ends."
 	case ReasonBadKey:
 		if rej.Status == http.StatusRequestEntityTooLarge {
@@ -48,6 +64,10 @@ func Detail(rej *Rejection) string {
 		return "The request's cost could not be worked out."
 	case ReasonStoreUnavailable:
 		return "Rate limiting is temporarily unavailable. Retry shortly."
+	case ReasonInFlight:
+		return "A request with the same idempotency key is still being processed. Retry shortly to get its response."
+	case ReasonKeyReused:
+		return "The idempotency key was already used for a request with a different body. Use a new key for a new request."
 	}
 	return "The request was not processed."
 }
@@ -148,6 +168,12 @@ func Body(rej *Rejection) []byte {
 		b = strconv.AppendQuote(b, rej.Policy.Name)
 		b = append(b, ']')
 	}
+	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused {
+		// How long a key's first response is kept: the client may
+		// retry with the same key within it and get that response.
+		b = append(b, `,"retention-seconds":`...)
+		b = strconv.AppendInt(b, seconds(rej.Policy.Window), 10)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -162,9 +188,15 @@ func title(status int) string {
 // Write answers a rejected request the way every adapter does by default:
 // the SetHeaders fields, Content-Type application/problem+json,
 // Cache-Control no-store and X-Content-Type-Options nosniff, Status, and
-// Body. An adapter whose framework has no http.ResponseWriter can usually
-// give it one over its own context in a few lines (see the package example).
+// Body. A rejection carrying a Replay is answered with that response
+// instead (Response.Write). An adapter whose framework has no
+// http.ResponseWriter can usually give it one over its own context in a
+// few lines (see the package example).
 func Write(w http.ResponseWriter, rej *Rejection) {
+	if rej.Replay != nil {
+		rej.Replay.Write(w)
+		return
+	}
 	h := w.Header()
 	SetHeaders(h, rej)
 	h["Content-Type"] = problemJSON

@@ -35,9 +35,10 @@
 //
 // throttle.outcome is admitted, rejected, dry_run_rejected (Policy.DryRun
 // let through a request it would have turned away), failed_open,
-// failed_closed, fallback (FailOver's fallback store admitted it) or
-// key_error (the key or cost could not be built). throttle.store.operation
-// is acquire, release, extend or quota; error.type is set, to "_OTHER",
+// failed_closed, fallback (FailOver's fallback store admitted it),
+// key_error (the key or cost could not be built) or replayed (a Replay
+// duplicate got the first response). throttle.store.operation is acquire,
+// release, extend, quota, record or recorded; error.type is set, to "_OTHER",
 // only on calls that failed, so the failed calls are the histogram's count
 // for the series with error.type. The store duration's buckets resolve
 // 50 µs to 1 s; the hold duration's 1 ms to an hour. throttle.release.reason

@@ -166,7 +166,7 @@ func (o *Observer) Observe(ctx context.Context, e throttle.Event) {
 	s := o.limiter(e.Policy, e.Mode)
 	switch e.Kind {
 	case throttle.Admitted, throttle.Rejected, throttle.DryRunRejected, throttle.FailedOpen,
-		throttle.FailedClosed, throttle.Fallback, throttle.KeyError:
+		throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed:
 		o.requests.Add(ctx, 1, s.outcome[e.Kind]...)
 		if o.spans && (e.Kind == throttle.Rejected || e.Kind == throttle.DryRunRejected) {
 			o.rejectionEvent(ctx, s, e)
@@ -246,7 +246,7 @@ type limiterID struct {
 type limiterSets struct {
 	policy   attribute.KeyValue
 	mode     attribute.KeyValue
-	outcome  [throttle.FallbackOff + 1][]metric.AddOption
+	outcome  [throttle.Replayed + 1][]metric.AddOption
 	store    [len(ops)][2][]metric.RecordOption
 	hold     [throttle.ReleasePanic + 1][]metric.RecordOption
 	extended []metric.AddOption
@@ -255,14 +255,14 @@ type limiterSets struct {
 
 // outcomes are the EventKinds counted by throttle.requests.
 var outcomes = [...]throttle.EventKind{throttle.Admitted, throttle.Rejected, throttle.DryRunRejected,
-	throttle.FailedOpen, throttle.FailedClosed, throttle.Fallback, throttle.KeyError}
+	throttle.FailedOpen, throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed}
 
 // ops are the store operations an Event names, in opIndex order.
-var ops = [...]string{"acquire", "release", "extend", "quota"}
+var ops = [...]string{"acquire", "release", "extend", "quota", "record", "recorded"}
 
 // storeEventNames are the span event names of ops.
 var storeEventNames = [len(ops)]string{"throttle.store.acquire", "throttle.store.release",
-	"throttle.store.extend", "throttle.store.quota"}
+	"throttle.store.extend", "throttle.store.quota", "throttle.store.record", "throttle.store.recorded"}
 
 // opIndex returns op's index in ops, or -1 for an operation it does not
 // know (which the core does not send, but which is still recorded).
@@ -276,6 +276,10 @@ func opIndex(op string) int {
 		return 2
 	case "quota":
 		return 3
+	case "record":
+		return 4
+	case "recorded":
+		return 5
 	}
 	return -1
 }

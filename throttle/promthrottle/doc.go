@@ -26,8 +26,8 @@
 //	throttle_lease_events_total      counter    policy, event          lease extensions and losses, FailOver switches
 //	throttle_memstore_keys           gauge      (none)                 keys in the WithMemstore stores, at scrape time
 //
-// The mode label is the policy's mode: dedupe, cooldown, exclusive or
-// quota. The outcome of a request is one of:
+// The mode label is the policy's mode: dedupe, cooldown, exclusive, quota
+// or replay. The outcome of a request is one of:
 //
 //	admitted          it went ahead, holding its key or charged to its quota
 //	rejected          its key was held or its quota spent (429, or 409 for Exclusive)
@@ -37,6 +37,7 @@
 //	fallback          under FailOver, the Fallback store admitted it
 //	key_error         its key or cost could not be built, or its cost is out of range:
 //	                  4xx without asking the store
+//	replayed          under Replay, it was answered with the first request's recorded response
 //
 // A request whose client went away before the store answered has no
 // outcome. Under Policy.DryRun, failed_closed and key_error count requests

@@ -54,12 +54,12 @@ type Observer struct {
 
 // modes holds a policy's series by throttle.Mode, the last slot serving
 // every mode the core does not define (labelled "unknown").
-type modes [throttle.Quota + 2]atomic.Pointer[series]
+type modes [throttle.Replay + 2]atomic.Pointer[series]
 
 // The label values of the fixed enums, by slot.
 var (
 	outcomeNames = [...]string{"admitted", "rejected", "dry_run_rejected", "failed_open",
-		"failed_closed", "fallback", "key_error"}
+		"failed_closed", "fallback", "key_error", "replayed"}
 	opNames     = [...]string{"acquire", "release", "extend", "quota"}
 	reasonNames = [...]string{"done", "failed", "panic", "unknown"}
 	leaseNames  = [...]string{"extended", "lost", "fallback_on", "fallback_off"}
@@ -94,7 +94,7 @@ func New(opts ...Option) *Observer {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: requestsName,
 			Help: "Requests decided by a throttle policy, by outcome: admitted, rejected, dry_run_rejected, " +
-				"failed_open, failed_closed, fallback or key_error.",
+				"failed_open, failed_closed, fallback, key_error or replayed.",
 		}, []string{"policy", "mode", "outcome"}),
 		storeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    storeDurationName,
@@ -143,6 +143,8 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 		s.outcome(5).Inc()
 	case throttle.KeyError:
 		s.outcome(6).Inc()
+	case throttle.Replayed:
+		s.outcome(7).Inc()
 	case throttle.StoreCall:
 		s.storeCall(e.Op, e.Err, e.Latency.Seconds())
 	case throttle.Released:

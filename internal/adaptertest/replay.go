@@ -1,0 +1,369 @@
+package adaptertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// ReplayedHeader marks a replayed response.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// InFlightType is the problem type of a Replay duplicate whose original is
+// still running (409), KeyReusedType that of an idempotency key reused for
+// another body (422).
+const (
+	InFlightType  = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonInFlight"
+	KeyReusedType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonKeyReused"
+)
+
+// ReplayPolicy is the suite's Replay policy: "orders", a minute's window.
+func ReplayPolicy() throttle.Policy {
+	return throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute}
+}
+
+// ReplayKey keys a request as the example services key POST /orders: the
+// user, then its Idempotency-Key, or its body's hash without one.
+func ReplayKey() keyfuncs.Func {
+	return keyfuncs.Join(UserKey(), keyfuncs.IdempotencyKey(
+		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
+}
+
+// Order posts body for user with an Idempotency-Key (none when key is "").
+func Order(user, key, body string) *http.Request {
+	r := SubmitBody(user, body)
+	if key != "" {
+		r.Header.Set("Idempotency-Key", `"`+key+`"`)
+	}
+	return r
+}
+
+// Orders is a handler that creates an order per run: 201 Created with
+// Location /orders/{n}, a JSON body {"id":n}, and two headers a replay must
+// not repeat (Set-Cookie and X-Run). Before it answers, it waits for Gate,
+// when set.
+type Orders struct {
+	Runs atomic.Int32
+	Gate chan struct{}
+	// Entered, when set, gets a value when a run starts.
+	Entered chan struct{}
+}
+
+func (o *Orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := o.Runs.Add(1)
+	if o.Entered != nil {
+		o.Entered <- struct{}{}
+	}
+	if o.Gate != nil {
+		<-o.Gate
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Location", fmt.Sprintf("/orders/%d", n))
+	h.Set("Set-Cookie", "session=secret")
+	h.Set("X-Run", fmt.Sprint(n))
+	w.WriteHeader(http.StatusCreated)
+	_, _ = fmt.Fprintf(w, `{"id":%d}`+"\n", n)
+}
+
+// orderID returns the id of an order answer, checking its form.
+func orderID(t testing.TB, rec *httptest.ResponseRecorder) int {
+	t.Helper()
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("status %d, want 201 (body %q)", rec.Code, rec.Body.String())
+	}
+	var body struct{ ID int }
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("body %q: %v", rec.Body.String(), err)
+	}
+	if loc := rec.Header().Get("Location"); loc != fmt.Sprintf("/orders/%d", body.ID) {
+		t.Fatalf("Location %q for order %d", loc, body.ID)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	return body.ID
+}
+
+// checkReplayed checks that rec is a replay of order id.
+func checkReplayed(t testing.TB, rec *httptest.ResponseRecorder, id int) {
+	t.Helper()
+	if got := orderID(t, rec); got != id {
+		t.Fatalf("replayed order %d, want %d", got, id)
+	}
+	h := rec.Header()
+	if h.Get(ReplayedHeader) != "true" {
+		t.Fatalf("%s = %q, want true", ReplayedHeader, h.Get(ReplayedHeader))
+	}
+	if h.Get("Set-Cookie") != "" || h.Get("X-Run") != "" {
+		t.Fatalf("replay repeats headers it must not: Set-Cookie %q, X-Run %q", h.Get("Set-Cookie"), h.Get("X-Run"))
+	}
+	if h.Get("Ratelimit-Policy") == "" {
+		t.Fatal("replay lacks the recorded RateLimit-Policy")
+	}
+}
+
+// testReplay: a duplicate after the first answer gets it again, marked, with
+// only the recorded headers; another user, or another key, runs afresh.
+func testReplay(t *testing.T, a Adapter) {
+	o := &Orders{}
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	first := Serve(h, Order("alice", "k1", `{"item":"book"}`))
+	id := orderID(t, first)
+	if first.Header().Get(ReplayedHeader) != "" || first.Header().Get("Set-Cookie") == "" {
+		t.Fatalf("the first answer is changed: %v", first.Header())
+	}
+	for range 3 {
+		checkReplayed(t, Serve(h, Order("alice", "k1", `{"item":"book"}`)), id)
+	}
+	if n := o.Runs.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+	if got := orderID(t, Serve(h, Order("bob", "k1", `{"item":"book"}`))); got == id {
+		t.Fatal("another user's request with the same key got alice's order")
+	}
+	if got := orderID(t, Serve(h, Order("alice", "k2", `{"item":"book"}`))); got == id {
+		t.Fatal("a new key got the old key's order")
+	}
+	// Without a key, the body is the key: the same body replays.
+	id2 := orderID(t, Serve(h, Order("alice", "", `{"item":"pen"}`)))
+	checkReplayed(t, Serve(h, Order("alice", "", `{"item":"pen"}`)), id2)
+	if n := o.Runs.Load(); n != 4 {
+		t.Fatalf("handler ran %d times, want 4", n)
+	}
+}
+
+// testReplayConcurrent: 50 identical requests at once, the handler held
+// until all have arrived: one run, 50 answers with its id, 49 replays.
+func testReplayConcurrent(t *testing.T, a Adapter) {
+	const n = 50
+	o := &Orders{Gate: make(chan struct{}), Entered: make(chan struct{}, n)}
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	answers := concurrently(n, func() *httptest.ResponseRecorder {
+		return Serve(h, Order("alice", "k1", `{"item":"book"}`))
+	}, func() {
+		<-o.Entered
+		// The others are now either waiting for the first or about to:
+		// their wait (5 s by default) starts when they find the key held.
+		time.Sleep(50 * time.Millisecond)
+		close(o.Gate)
+	})
+	ids := map[int]int{}
+	replayed := 0
+	for _, rec := range answers {
+		ids[orderID(t, rec)]++
+		if rec.Header().Get(ReplayedHeader) == "true" {
+			replayed++
+		}
+	}
+	if len(ids) != 1 || replayed != n-1 || o.Runs.Load() != 1 {
+		t.Fatalf("ids %v, %d replayed, %d runs; want one id, %d replayed, 1 run", ids, replayed, o.Runs.Load(), n-1)
+	}
+}
+
+// concurrently runs fn n times at once, calls during once they started,
+// and returns the answers.
+func concurrently(n int, fn func() *httptest.ResponseRecorder, during func()) []*httptest.ResponseRecorder {
+	answers := make([]*httptest.ResponseRecorder, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = fn()
+		}()
+	}
+	during()
+	wg.Wait()
+	return answers
+}
+
+// testReplayAfterFailure: the first request fails while duplicates wait;
+// exactly one of them runs the handler again and the others get its answer.
+func testReplayAfterFailure(t *testing.T, a Adapter) {
+	const dups = 10
+	var runs atomic.Int32
+	entered := make(chan struct{}, dups+1)
+	gate := make(chan struct{})
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		entered <- struct{}{}
+		if n == 1 {
+			<-gate
+			http.Error(w, "payment declined", http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", fmt.Sprintf("/orders/%d", n))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":%d}`, n)
+	}))
+	firstDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() { firstDone <- Serve(h, Order("alice", "k1", "{}")) }()
+	<-entered
+	answers := concurrently(dups, func() *httptest.ResponseRecorder {
+		return Serve(h, Order("alice", "k1", "{}"))
+	}, func() {
+		time.Sleep(50 * time.Millisecond) // let the duplicates find the key held
+		close(gate)
+	})
+	if rec := <-firstDone; rec.Code != http.StatusBadGateway {
+		t.Fatalf("first request: status %d, want 502", rec.Code)
+	}
+	ids := map[int]int{}
+	replayed := 0
+	for _, rec := range answers {
+		ids[orderID(t, rec)]++
+		if rec.Header().Get(ReplayedHeader) == "true" {
+			replayed++
+		}
+	}
+	if runs.Load() != 2 || len(ids) != 1 || replayed != dups-1 {
+		t.Fatalf("%d runs, ids %v, %d replayed; want 2 runs, one id, %d replayed", runs.Load(), ids, replayed, dups-1)
+	}
+}
+
+// testReplayInFlight: with no wait, a duplicate of a request still running
+// gets 409 with Retry-After 1 and the retention in its problem body; once
+// the first answered, it is replayed.
+func testReplayInFlight(t *testing.T, a Adapter) {
+	p := ReplayPolicy()
+	p.Wait = -1
+	o := &Orders{Gate: make(chan struct{}), Entered: make(chan struct{}, 1)}
+	h := a.Wrap(NewLimiter(t, p), ReplayKey(), o)
+	firstDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() { firstDone <- Serve(h, Order("alice", "k1", "{}")) }()
+	<-o.Entered
+	rec := Serve(h, Order("alice", "k1", "{}"))
+	close(o.Gate)
+	prob := CheckProblem(t, rec, http.StatusConflict, InFlightType)
+	if ra := rec.Header().Get("Retry-After"); ra != "1" {
+		t.Fatalf("Retry-After %q, want 1", ra)
+	}
+	if prob.Retention != 60 {
+		t.Fatalf("retention-seconds %d, want 60", prob.Retention)
+	}
+	id := orderID(t, <-firstDone)
+	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
+}
+
+// testReplayKeyReused: the same Idempotency-Key with another body gets 422;
+// the same body is replayed.
+func testReplayKeyReused(t *testing.T, a Adapter) {
+	o := &Orders{}
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	id := orderID(t, Serve(h, Order("alice", "k1", `{"amount":10}`)))
+	rec := Serve(h, Order("alice", "k1", `{"amount":1000}`))
+	prob := CheckProblem(t, rec, http.StatusUnprocessableEntity, KeyReusedType)
+	if prob.Retention != 60 {
+		t.Fatalf("retention-seconds %d, want 60", prob.Retention)
+	}
+	checkReplayed(t, Serve(h, Order("alice", "k1", `{"amount":10}`)), id)
+	if n := o.Runs.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+}
+
+// testReplayFailureReleases: a failed or panicking first request records
+// nothing and frees the key: the retry runs.
+func testReplayFailureReleases(t *testing.T, a Adapter) {
+	var runs atomic.Int32
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch runs.Add(1) {
+		case 1:
+			http.Error(w, "invalid", http.StatusUnprocessableEntity)
+		case 2:
+			panic("handler bug")
+		default:
+			OK(w, http.StatusCreated)
+		}
+	}))
+	if rec := Serve(h, Order("alice", "k1", "{}")); rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422", rec.Code)
+	}
+	if p := ServePanic(h, Order("alice", "k1", "{}")); p == nil {
+		t.Fatal("the handler's panic did not propagate")
+	}
+	rec := Serve(h, Order("alice", "k1", "{}"))
+	if rec.Code != http.StatusCreated || rec.Header().Get(ReplayedHeader) != "" || runs.Load() != 3 {
+		t.Fatalf("status %d, replayed %q after %d runs; want a third run answering 201", rec.Code,
+			rec.Header().Get(ReplayedHeader), runs.Load())
+	}
+}
+
+// testReplayNoBody: a handler that sets a status and headers but writes no
+// body is replayed with both (gin and echo send such a header late).
+func testReplayNoBody(t *testing.T, a Adapter) {
+	var runs atomic.Int32
+	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Location", "/orders/7")
+		w.WriteHeader(http.StatusSeeOther)
+	}))
+	for i := range 2 {
+		rec := Serve(h, Order("alice", "k1", "{}"))
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/7" {
+			t.Fatalf("answer %d: status %d, Location %q", i, rec.Code, rec.Header().Get("Location"))
+		}
+		if replayed := rec.Header().Get(ReplayedHeader) == "true"; replayed != (i == 1) {
+			t.Fatalf("answer %d: replayed %v", i, replayed)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("handler ran %d times, want 1", runs.Load())
+	}
+}
+
+// testReplayUnrecordable: a response too large to record, or flushed, is
+// not replayed: its duplicates get Dedupe's 429 until the window ends.
+func testReplayUnrecordable(t *testing.T, a Adapter) {
+	for _, c := range []struct {
+		name  string
+		write func(w http.ResponseWriter)
+	}{
+		{"TooLarge", func(w http.ResponseWriter) { _, _ = w.Write([]byte(strings.Repeat("x", 65<<10))) }},
+		{"Flushed", func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte("part"))
+			_ = http.NewResponseController(w).Flush()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var runs atomic.Int32
+			h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				c.write(w)
+			}))
+			if rec := Serve(h, Order("alice", "k1", "{}")); rec.Code != http.StatusOK {
+				t.Fatalf("first: status %d", rec.Code)
+			}
+			rec := Serve(h, Order("alice", "k1", "{}"))
+			CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
+			if ra := rec.Header().Get("Retry-After"); ra == "" || ra == "0" {
+				t.Fatalf("Retry-After %q", ra)
+			}
+			if runs.Load() != 1 {
+				t.Fatalf("handler ran %d times, want 1", runs.Load())
+			}
+		})
+	}
+}
+
+// testReplayCustomReject: a replay is the answer the client asked for, not
+// a rejection: it never goes through the application's rejection handler.
+func testReplayCustomReject(t *testing.T, a Adapter) {
+	o := &Orders{}
+	h := a.WrapCustom(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	id := orderID(t, Serve(h, Order("alice", "k1", "{}")))
+	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
+}

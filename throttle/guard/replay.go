@@ -1,0 +1,108 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+)
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// WithRecording sets what a Replay policy records of its first responses;
+// other modes ignore it. See Recording for the defaults.
+func WithRecording(r Recording) Option {
+	return func(g *Guard) { g.rc = newRecording(r) }
+}
+
+// inFlightRetry is the Retry-After of a duplicate whose original is still
+// running when its wait ends: the original's end is unknown, and usually
+// near.
+const inFlightRetry = time.Second
+
+// BeginReplay decides a request of a Replay policy whose identity is id and
+// whose body has the given fingerprint (keyfuncs.BodyFingerprint; "" to not
+// compare bodies), with Limiter.Claim:
+//
+//   - The first request of the key is admitted: run it with the ticket,
+//     feeding the response it writes to Ticket.Capture, and Finish records
+//     it when it succeeds (or releases the key when it fails).
+//   - A duplicate of a recorded success gets a rejection whose Replay is
+//     that response, to be written with Response.Write: the same status,
+//     recorded headers and body, plus Idempotent-Replayed: true. Reason
+//     ReasonReplayed.
+//   - A duplicate whose fingerprint differs from the recorded one reused the
+//     key for another request: 422 Unprocessable Content, ReasonKeyReused
+//     (draft-ietf-httpapi-idempotency-key-header-07 section 2.7).
+//   - A duplicate of a success that could not be recorded (see
+//     Recording.MaxBody) is turned away as in Dedupe: the policy's
+//     RejectStatus (429) until the window ends, ReasonContended.
+//   - A duplicate whose original is still in flight when Policy.Wait ends
+//     gets 409 Conflict with Retry-After: 1, ReasonInFlight (the draft's
+//     answer to a retry of a request still being processed).
+//
+// The store-error policy (Replay fails closed by default), Policy.DryRun
+// and a cancelled ctx are handled as in BeginN. On another mode's Guard,
+// BeginReplay is BeginN with a cost of 1.
+func (g *Guard) BeginReplay(ctx context.Context, id, fingerprint string) (context.Context, Ticket, *Rejection) {
+	if g.p.Mode != throttle.Replay {
+		return g.BeginN(ctx, id, 1)
+	}
+	lease, rec, err := g.l.Claim(ctx, id)
+	switch {
+	case err != nil:
+		rej := g.rejection(err)
+		if rej.Reason == ReasonContended && !g.p.DryRun {
+			rej.Status, rej.Reason, rej.RetryAfter = http.StatusConflict, ReasonInFlight, inFlightRetry
+		}
+		return g.reject(ctx, rej)
+	case rec != nil:
+		return ctx, Ticket{}, g.replay(rec, fingerprint)
+	case lease == nil: // the store failed open: unguarded
+		return ctx, Ticket{g: g}, nil
+	}
+	t := Ticket{g: g, lease: lease, capture: &Capture{rc: &g.rc}, fingerprint: fingerprint}
+	if g.p.Fence {
+		ctx = throttle.WithLease(ctx, lease)
+	}
+	return ctx, t, nil
+}
+
+// replay returns the answer to a duplicate that found rec.
+func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
+	rec, err := decodeRecord(b)
+	switch {
+	case err != nil:
+		// Not this version's, or damaged: turn the duplicate away for
+		// a moment rather than answer with what may not be the original.
+		rej := g.newRejection(g.p.RejectStatus, ReasonContended, err)
+		rej.RetryAfter = time.Second
+		return rej
+	case fingerprint != "" && rec.fingerprint != "" && fingerprint != rec.fingerprint:
+		return g.newRejection(http.StatusUnprocessableEntity, ReasonKeyReused, nil)
+	case rec.resp == nil:
+		rej := g.newRejection(g.p.RejectStatus, ReasonContended, nil)
+		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
+		return rej
+	}
+	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: g.p, Replay: rec.resp}
+}
+
+// record stores the response of a Replay request that succeeded with
+// status. A response the store refuses (larger than it keeps) is recorded
+// as unrecorded instead, so that its duplicates are turned away rather than
+// kept waiting for a record that never comes. Nothing is returned: the
+// client has its answer; a store that fails here leaves the key held with
+// no record, so duplicates get 409 until the window ends, never a second
+// run of the handler.
+func (t Ticket) record(ctx context.Context, status int) {
+	expires := time.Now().Add(t.lease.ValidFor())
+	resp := t.capture.response(status)
+	err := t.lease.Record(ctx, encodeRecord(resp, t.fingerprint, expires))
+	if resp != nil && errors.Is(err, throttle.ErrInvalid) {
+		_ = t.lease.Record(ctx, encodeRecord(nil, t.fingerprint, expires))
+	}
+}

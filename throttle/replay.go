@@ -1,0 +1,187 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Claim decides a request of a Replay policy. The first request of a key
+// gets a lease: it runs, then records its answer with Lease.Record when it
+// succeeded, or releases the lease when it failed, so that a retry runs
+// afresh. A duplicate gets the record of the request that holds the key,
+// to answer with instead of running again (nil lease, non-nil record; an
+// empty record is a record). A duplicate that finds the key held but no
+// record yet (the first request is still in flight) waits for one, up to
+// Policy.Wait and ctx, woken by the store's notification when the holder
+// records or releases, or at its next backoff poll otherwise; if the holder
+// releases (it failed), exactly one of the waiters gets the key and the
+// others wait for its record. When the wait runs out, Claim fails with a
+// *ContendedError.
+//
+// Like Admit, Claim applies Policy.WhenStoreFails: ErrStore when failing
+// closed (the Replay default: an order must not run twice because the
+// store is down), nil lease, nil record and no error when failing open (the
+// request runs unguarded), the Fallback's decision under FailOver. Under
+// Policy.DryRun a duplicate is neither replayed nor kept waiting: it gets
+// ErrContended at once, which the caller ignores. The Observer is told the
+// outcome: Admitted, Replayed or Rejected.
+//
+// Claim fails with ErrInvalid on a policy that is not Replay.
+func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
+	if l.p.Mode != Replay {
+		return nil, nil, invalid("policy %q is not a Replay policy: use Admit", l.p.Name)
+	}
+	req := store.Request{Key: l.key(id), TTL: l.p.Window, Token: store.NewToken(), Fence: l.p.Fence}
+	lease, record, err = l.claim(ctx, req)
+	if err == nil || !errors.Is(err, ErrStore) {
+		if l.p.DryRun && err != nil {
+			l.logDryRun(err)
+		}
+		if l.p.Observer != nil {
+			if record != nil {
+				l.observe(ctx, Event{Kind: Replayed})
+			} else {
+				l.observeAdmission(ctx, lease != nil && lease.store == l.p.Fallback, 0, err)
+			}
+		}
+		return lease, record, err
+	}
+	if l.p.WhenStoreFails == FailOpen {
+		l.stats.failedOpen.Add(1)
+		l.observe(ctx, Event{Kind: FailedOpen})
+		return nil, nil, nil
+	}
+	l.observe(ctx, Event{Kind: FailedClosed})
+	return nil, nil, err
+}
+
+// claim is Claim before the store-error policy and the Observer.
+func (l *Limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte, error) {
+	start := time.Now()
+	lease, remaining, err := l.try(ctx, req)
+	if lease != nil || err != nil {
+		return lease, nil, err
+	}
+	if l.p.DryRun {
+		return nil, nil, &ContendedError{RetryAfter: remaining}
+	}
+	look := func(ctx context.Context) ([]byte, error) { return l.recorded(ctx, req.Key) }
+	rec, err := look(ctx)
+	if rec != nil || err != nil {
+		return nil, rec, err
+	}
+	if l.p.Wait <= 0 {
+		return nil, nil, &ContendedError{RetryAfter: remaining}
+	}
+	return l.wait(ctx, req, remaining, start.Add(l.p.Wait), look)
+}
+
+// recorded reads key's record, nil when it has none: from the store, or
+// under FailOver from the Fallback while the store is skipped or when it
+// fails to answer (the Fallback holds a copy of this process's records).
+func (l *Limiter) recorded(ctx context.Context, key string) ([]byte, error) {
+	failOver := l.p.WhenStoreFails == FailOver
+	if failOver && l.health.skip() {
+		return l.readRecord(ctx, l.p.Fallback, key)
+	}
+	rec, err := l.readRecord(ctx, l.store, key)
+	if err != nil && failOver && ctx.Err() == nil {
+		if fbRec, fbErr := l.readRecord(ctx, l.p.Fallback, key); fbErr == nil {
+			return fbRec, nil
+		}
+	}
+	return rec, err
+}
+
+// readRecord is one Recorded call to st, bounded by Policy.Timeout. A store
+// failure is counted and returned as ErrStore, the caller's context error
+// as itself.
+func (l *Limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
+	r := st.(store.Recorder) // New checked it
+	cctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	defer cancel()
+	start := l.startCall()
+	rec, found, err := r.Recorded(cctx, key)
+	l.storeCall(ctx, "recorded", start, callFailed(ctx, err))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		l.countFailure(st, err)
+		return nil, &storeError{op: "recorded", err: err}
+	}
+	if !found {
+		return nil, nil
+	}
+	if rec == nil {
+		rec = []byte{}
+	}
+	return rec, nil
+}
+
+// Record stores rec as the answer the key's duplicates get from Claim, if
+// the lease still holds the key: the holder of a Replay policy's key calls
+// it once its request has succeeded. The record lives as long as the key:
+// until the end of the Window the key was taken for, or until Release,
+// which deletes it. It is written only while the lease holds the key,
+// atomically with that check, so a late holder whose key expired never
+// records over its successor's. It fails with ErrNotHeld when the lease no
+// longer holds the key, ErrInvalid when the store refuses rec (too large
+// for it, see memstore.WithMaxRecordBytes) or does not keep records, or
+// ErrStore. It runs even when ctx is cancelled (the client may have left;
+// its retry still wants the answer), bounded by Policy.Timeout.
+//
+// Under FailOver the Fallback's mirror of the hold gets a copy, so that
+// duplicates reaching this process are still answered while the store
+// fails.
+func (ls *Lease) Record(ctx context.Context, rec []byte) error {
+	if ls.released.Load() {
+		return ErrNotHeld
+	}
+	r, ok := ls.store.(store.Recorder)
+	if !ok {
+		return invalid("%T keeps no records", ls.store)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
+	defer cancel()
+	start := ls.l.startCall()
+	out, err := r.Record(ctx, ls.key, ls.token, rec)
+	ls.l.storeCall(ctx, "record", start, err)
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return err
+	case err != nil:
+		ls.l.stats.storeErrors.Add(1)
+		ls.l.logStoreError("record", err)
+		return &storeError{op: "record", err: err}
+	case out != store.OK:
+		return ErrNotHeld
+	}
+	if m, ok := ls.mirror.(store.Recorder); ok {
+		if _, err := m.Record(ctx, ls.key, ls.token, rec); err != nil {
+			ls.l.logStoreError("record-fallback", err)
+		}
+	}
+	return nil
+}
+
+// recordStores checks that the store (and the Fallback, under FailOver) of
+// a Replay policy keep records: without them every duplicate would wait for
+// a record that never comes.
+func recordStores(st Store, p Policy) error {
+	stores := []Store{st}
+	if p.WhenStoreFails == FailOver {
+		stores = append(stores, p.Fallback)
+	}
+	for _, s := range stores {
+		if _, ok := s.(store.Recorder); !ok {
+			return invalid("policy %q: a Replay policy needs stores that keep records: %s", p.Name,
+				fmt.Sprintf("%T does not implement store.Recorder", s))
+		}
+	}
+	return nil
+}
