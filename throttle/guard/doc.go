@@ -11,19 +11,26 @@
 //     g.BadKey(err) (g is the Guard that New made when the middleware was
 //     built): 400, or 413 for a body too long to hash; nil under a dry run,
 //     where the request goes on unguarded. Never fall back to a shared key.
-//  2. Call g.Begin (g.BeginN with a cost for Quota policies) with the
-//     request's context. A non-nil *Rejection means
-//     the request does not go ahead: answer it with Write (through a small
-//     http.ResponseWriter over the framework's context if it has none, as
-//     in the example) or in the framework's own idiom with SetHeaders and
-//     Body or Detail, and abort the chain.
+//  2. Call g.Begin (g.BeginN with a cost for Quota policies,
+//     g.BeginReplay with the body's fingerprint for Replay policies) with
+//     the request's context. A non-nil *Rejection means the request does
+//     not go ahead: when its Replay is set, send that recorded response
+//     (Response.Write) whatever the application's rejection handler;
+//     otherwise answer it with Write (through a small http.ResponseWriter
+//     over the framework's context if it has none, as in the example) or
+//     in the framework's own idiom with SetHeaders and Body or Detail; and
+//     abort the chain.
 //  3. Otherwise set the RateLimit headers with Ticket.SetHeaders, hand the
 //     handler the context Begin returned (it carries the lease for
 //     Exclusive, Fence and Reentrant policies) and call Ticket.Run
 //     around the rest of the chain (Ticket.Finish where the framework only
 //     has separate before and after hooks). Its func reports the status the
-//     client got, 200 when the handler wrote nothing; for Dedupe that
-//     decides whether the key is released (see throttle.Policy.Failed).
+//     client got, 200 when the handler wrote nothing; for Dedupe and Replay
+//     that decides whether the key is released (see throttle.Policy.Failed).
+//     When Ticket.Capture is not nil (the first request of a Replay key),
+//     feed it the response as it is sent: the header and status when they
+//     go out, every body write, Abandon on a flush or a hijack; Finish
+//     records what it captured for the key's duplicates.
 //  4. Recover nothing. When the handler panics, Run releases the key (Dedupe,
 //     Exclusive) and lets the panic unwind with its own value to the
 //     framework's recovery.
