@@ -1,7 +1,15 @@
-// Package echoadapter guards echo routes with a throttle.Limiter in one
-// line:
+// Package echoadapter guards echo routes with a throttle.Limiter, one line
+// of middleware per route:
 //
+//	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"}) // or redisstore.New(client)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
 //	e.POST("/submit", submit, echoadapter.Middleware(limiter, key))
+//
+// A second POST /submit from the same user within five seconds gets 429 Too
+// Many Requests and submit does not run.
 //
 // It is the echo face of the same admission the nethttp and gin adapters
 // use: the key is built, the request admitted under the limiter's policy,

@@ -6,13 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/echoadapter"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 

@@ -1,6 +1,15 @@
-// Package ginadapter guards gin routes with a throttle.Limiter in one line:
+// Package ginadapter guards gin routes with a throttle.Limiter, one line of
+// middleware per route:
 //
+//	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"}) // or redisstore.New(client)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
 //	r.POST("/submit", ginadapter.Middleware(limiter, key), submit)
+//
+// A second POST /submit from the same user within five seconds gets 429 Too
+// Many Requests and the chain is aborted before submit.
 //
 // It is the gin face of the same admission the nethttp and echo adapters
 // use: the key is built, the request admitted under the limiter's policy,

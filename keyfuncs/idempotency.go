@@ -151,9 +151,7 @@ func IdempotencyKey(opts ...IdempotencyOption) Func {
 		fallback = nil
 	}
 	if fallback == nil {
-		return func(r *http.Request) (string, error) {
-			return idempotencyKey(r)
-		}
+		return idempotencyKey
 	}
 	return func(r *http.Request) (string, error) {
 		k, err := idempotencyKey(r)

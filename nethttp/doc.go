@@ -1,7 +1,15 @@
-// Package nethttp guards net/http handlers with a throttle.Limiter in one
-// line:
+// Package nethttp guards net/http handlers with a throttle.Limiter, one
+// line of middleware per route:
 //
+//	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"}) // or redisstore.New(client)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
 //	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(submit))
+//
+// A second POST /submit from the same user within five seconds gets 429 Too
+// Many Requests and never reaches submit.
 //
 // The middleware builds the request's identity with a keyfuncs.Func, admits
 // the request under the limiter's policy, and ends the hold when the handler

@@ -2,14 +2,24 @@
 // and per resource, across every process of a service, with short-lived locks
 // in a shared store: Redis in production, memory on one machine.
 //
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	limiter, err := throttle.New(redisstore.New(client), throttle.Policy{Name: "submit"})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+//	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(submit))
+//
+// The first POST /submit of a user runs; its copies within the next five
+// seconds get 429 Too Many Requests with Retry-After, whichever process they
+// reach. memstore.New() instead of the Redis store does the same within one
+// process, and ginadapter and echoadapter add the same middleware to gin and
+// echo.
+//
 // A user double-clicks "submit", a phone retries a POST, a proxy resends it,
 // and the copies land on different instances. A Limiter takes a lock named
 // after who and what ("user 42" + "submit") with one atomic store command,
-// SET key token NX PX ttl, and the copies find it held until it ends. One line
-// adds it to a service (packages nethttp, ginadapter, echoadapter):
-//
-//	l, err := throttle.New(redisstore.New(client), throttle.Policy{Name: "submit"})
-//	mux.Handle("POST /submit", nethttp.Middleware(l, keyfuncs.Header("X-User-ID"))(submit))
+// SET key token NX PX ttl, and the copies find it held until it ends.
 //
 // # Modes
 //
@@ -18,6 +28,7 @@
 //	Cooldown   Window              never                       429 until the window ends
 //	Exclusive  LeaseTTL, refreshed when the handler returns    409 while the first runs
 //	Quota      no lock: a GCRA timestamp, refilled smoothly    429 once Limit per Window are spent
+//	Replay     Window              when the handler fails      the first response again, once it is ready
 //
 // Quota is rate limiting proper: Limit requests per Window per key, Burst at
 // once, one store call per decision (Limiter.AllowN), timed by the Redis

@@ -4,11 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
+
+// The main use: a Dedupe policy in front of a form handler. The same user
+// posting twice within the window is turned away with 429 and told when to
+// retry. With redisstore.New(client) instead of memstore.New(), every
+// process that shares the Redis turns the copy away.
+func Example() {
+	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	if err != nil {
+		panic(err)
+	}
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	submit := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "order placed")
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(submit))
+
+	for range 2 { // a double click
+		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
+		req.Header.Set("X-User-ID", "42")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if retry := rec.Header().Get("Retry-After"); retry != "" {
+			fmt.Println(rec.Code, "retry after", retry, "s")
+		} else {
+			fmt.Print(rec.Code, " ", rec.Body.String())
+		}
+	}
+	// Output:
+	// 200 order placed
+	// 429 retry after 5 s
+}
 
 // A Limiter takes a key per identity; the copy of a request finds it held
 // and learns for how long.

@@ -204,14 +204,20 @@ func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 		if !m.Running() {
 			continue
 		}
-		ranges, err := c.clients[i].ClusterSlots(ctx).Result()
+		shards, err := c.clients[i].ClusterShards(ctx).Result()
 		if err != nil {
-			t.Fatalf("redistest: CLUSTER SLOTS on %s: %v", m.Addr, err)
+			t.Fatalf("redistest: CLUSTER SHARDS on %s: %v", m.Addr, err)
 		}
-		for _, r := range ranges {
-			if r.Start <= slot && slot <= r.End && len(r.Nodes) > 0 {
+		for _, sh := range shards {
+			if !shardHasSlot(sh, slot) {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role != "master" {
+					continue
+				}
 				for j, id := range c.ids {
-					if id == r.Nodes[0].ID {
+					if id == n.ID {
 						return c.Masters[j]
 					}
 				}
@@ -221,6 +227,16 @@ func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 	}
 	t.Fatal("redistest: no master is running")
 	return nil
+}
+
+// shardHasSlot reports whether slot is in one of sh's slot ranges.
+func shardHasSlot(sh redis.ClusterShard, slot int) bool {
+	for _, r := range sh.Slots {
+		if r.Start <= int64(slot) && int64(slot) <= r.End {
+			return true
+		}
+	}
+	return false
 }
 
 // KeySlot returns the Redis Cluster hash slot of key, as CLUSTER KEYSLOT

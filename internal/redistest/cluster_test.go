@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/internal/redistest"
 )
 
 // TestKeySlot checks KeySlot against values from the Redis documentation

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/internal/redistest"
 )
 
 // TestSentinel drives one deployment through its whole life: it starts with

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/go-throttle/throttle/internal/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

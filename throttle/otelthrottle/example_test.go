@@ -3,7 +3,6 @@ package otelthrottle_test
 import (
 	"context"
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -30,11 +29,11 @@ func Example() {
 
 	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Observer: obs})
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	submit := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
 	h := nethttp.Middleware(limiter, keyfuncs.Header("X-User-Id"))(submit)
@@ -49,7 +48,7 @@ func Example() {
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	var lines []string
 	for _, sm := range rm.ScopeMetrics {

@@ -276,7 +276,7 @@ func checkStoreEvent(t *testing.T, ev sdktrace.Event, policy, op string, failed 
 		t.Fatalf("store event %s %v, want op %s of policy %s", ev.Name, ev.Attributes, op, policy)
 	}
 	if d := a[otelthrottle.DurationKey]; d.Type() != attribute.FLOAT64 || d.AsFloat64() <= 0 {
-		t.Fatalf("store event %s: duration %v", ev.Name, d.Emit())
+		t.Fatalf("store event %s: duration %v", ev.Name, d.String())
 	}
 	e, hasErr := a[otelthrottle.ErrorKey]
 	if hasErr != failed || (failed && !e.AsBool()) {
@@ -297,7 +297,7 @@ func checkRejectionEvent(t *testing.T, ev sdktrace.Event, name, policy, mode str
 		t.Fatalf("rejection event %s %v, want %s of policy %s (%s)", ev.Name, ev.Attributes, name, policy, mode)
 	}
 	if r := a[otelthrottle.RetryAfterKey]; r.Type() != attribute.FLOAT64 || r.AsFloat64() <= 0 || r.AsFloat64() > max.Seconds() {
-		t.Fatalf("rejection event: retry_after %v, want (0, %v]", r.Emit(), max.Seconds())
+		t.Fatalf("rejection event: retry_after %v, want (0, %v]", r.String(), max.Seconds())
 	}
 }
 
@@ -308,8 +308,8 @@ func (e *env) noUser(t *testing.T, users ...string) {
 	check := func(where string, kvs []attribute.KeyValue) {
 		for _, kv := range kvs {
 			for _, u := range users {
-				if strings.Contains(kv.Value.Emit(), u) || strings.Contains(string(kv.Key), u) {
-					t.Fatalf("%s: attribute %s=%s contains user %q", where, kv.Key, kv.Value.Emit(), u)
+				if strings.Contains(kv.Value.String(), u) || strings.Contains(string(kv.Key), u) {
+					t.Fatalf("%s: attribute %s=%s contains user %q", where, kv.Key, kv.Value.String(), u)
 				}
 			}
 		}

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
-	"github.com/redis/go-redis/v9"
 )
 
 // hangDetector is how long a test lets Close or New run before it calls

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
-	"github.com/redis/go-redis/v9"
 )
 
 // exampleAddr is the Redis the examples use; set REDIS_ADDR to run them

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // quotaClock is a fake clock shared by both stores of the model test. It

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 var _ store.Recorder = (*Store)(nil)

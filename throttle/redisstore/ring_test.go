@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // mustPanic runs f and returns what it panicked with, failing the test when

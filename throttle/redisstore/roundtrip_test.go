@@ -5,9 +5,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
-	"github.com/redis/go-redis/v9"
 )
 
 // tripCounter is a go-redis hook that counts round trips: one per command

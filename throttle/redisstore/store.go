@@ -8,8 +8,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Store is a throttle.Store and store.Notifier on one Redis deployment.
@@ -295,13 +296,13 @@ func checkRequest(key, token string, ttl time.Duration) error {
 // roundUp rounds a positive duration up to a whole millisecond, the
 // resolution of PX and PEXPIRE. It saturates instead of overflowing: a
 // duration within a millisecond of the largest time.Duration (about 292
-// years) becomes the largest whole millisecond below it, maxMillis.
+// years) becomes the largest whole millisecond below it, ttlCeiling.
 func roundUp(d time.Duration) time.Duration {
 	ms := d / time.Millisecond
 	if d%time.Millisecond > 0 {
 		ms++
 	}
-	return min(ms, maxMillis/time.Millisecond) * time.Millisecond
+	return min(ms, ttlCeiling/time.Millisecond) * time.Millisecond
 }
 
 func millis(d time.Duration) int64 { return int64(roundUp(d) / time.Millisecond) }
@@ -310,15 +311,15 @@ func millis(d time.Duration) int64 { return int64(roundUp(d) / time.Millisecond)
 // and at least 1ms otherwise (a key that expired between the SET and the
 // PTTL, PTTL -2, is reported as free in 1ms). A PTTL beyond what a
 // time.Duration holds (a key written by something else with a longer PX)
-// saturates at maxMillis.
+// saturates at ttlCeiling.
 func remaining(pttlMillis int64) time.Duration {
 	switch {
 	case pttlMillis == -1:
 		return -1
 	case pttlMillis < 1:
 		return time.Millisecond
-	case pttlMillis > int64(maxMillis/time.Millisecond):
-		return maxMillis
+	case pttlMillis > int64(ttlCeiling/time.Millisecond):
+		return ttlCeiling
 	}
 	return time.Duration(pttlMillis) * time.Millisecond
 }

@@ -28,8 +28,8 @@ func warnIfDeadlinesIgnored(log *slog.Logger, client redis.UniversalClient) {
 	}
 }
 
-// maxMillis is the largest time.Duration of whole milliseconds (about 292
+// ttlCeiling is the largest time.Duration of whole milliseconds (about 292
 // years), where roundUp and remaining saturate. Redis takes far longer PX
 // and PEXPIRE values (up to about 292 million years), so every TTL a
 // time.Duration can express is one Redis accepts once rounded.
-const maxMillis = math.MaxInt64 / time.Millisecond * time.Millisecond
+const ttlCeiling = math.MaxInt64 / time.Millisecond * time.Millisecond

@@ -34,7 +34,7 @@ func TestMillisSaturates(t *testing.T) {
 		if got := millis(tc.d); got != tc.want {
 			t.Errorf("millis(%d) = %d, want %d", int64(tc.d), got, tc.want)
 		}
-		if got := roundUp(tc.d); got <= 0 || got < min(tc.d, maxMillis) || int64(got)%int64(time.Millisecond) != 0 {
+		if got := roundUp(tc.d); got <= 0 || got < min(tc.d, ttlCeiling) || int64(got)%int64(time.Millisecond) != 0 {
 			t.Errorf("roundUp(%d) = %d: not a positive whole millisecond at least the input", int64(tc.d), int64(got))
 		}
 	}
@@ -47,9 +47,9 @@ func TestMillisSaturates(t *testing.T) {
 		{0, time.Millisecond},
 		{1, time.Millisecond},
 		{maxMs, time.Duration(maxMs) * time.Millisecond},
-		{maxMs + 1, maxMillis},
-		{1e15, maxMillis},
-		{math.MaxInt64, maxMillis},
+		{maxMs + 1, ttlCeiling},
+		{1e15, ttlCeiling},
+		{math.MaxInt64, ttlCeiling},
 	} {
 		if got := remaining(tc.pttl); got != tc.want {
 			t.Errorf("remaining(%d) = %d, want %d", tc.pttl, int64(got), int64(tc.want))

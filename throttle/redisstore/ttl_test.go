@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // maxMs is the longest TTL in milliseconds that a time.Duration holds

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // replicated is a master and one replica whose replication link runs

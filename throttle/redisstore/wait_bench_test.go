@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkReplicaAck measures what WithReplicaAck costs. A master and one

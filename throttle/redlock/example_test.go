@@ -16,17 +16,20 @@ import (
 func ExampleNew() {
 	var nodes []redis.UniversalClient
 	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
-		c := redis.NewClient(&redis.Options{
+		nodes = append(nodes, redis.NewClient(&redis.Options{
 			Addr:                  addr,
 			ContextTimeoutEnabled: true, // let the node timeout end a call
 			DialerRetries:         1,    // report a node that is down at once
-		})
-		defer c.Close()
-		nodes = append(nodes, c)
+		}))
 	}
+	defer func() { // after the store, which does not own the clients
+		for _, c := range nodes {
+			_ = c.Close()
+		}
+	}()
 	st, err := redlock.New(nodes)
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	defer st.Close()
 
@@ -34,7 +37,7 @@ func ExampleNew() {
 	// no Reentrant: a Redlock store refuses both.
 	jobs, err := throttle.New(st, throttle.Policy{Name: "invoices", Mode: throttle.Exclusive})
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	err = jobs.Do(context.Background(), "customer-42", func(ctx context.Context) error {
 		// ... the work; ctx is cancelled if the lease is lost ...
