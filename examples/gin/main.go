@@ -10,15 +10,35 @@
 //	curl -i -X POST -H 'X-User-ID: 42' -d fail=1 localhost:8080/submit   # 422, and the key is freed
 //	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
 //	curl -i -X POST localhost:8080/jobs/report-7/run
+//	curl -i -X POST -H 'X-User-ID: 42' -H 'Idempotency-Key: "k1"' -d item=book localhost:8080/orders   # twice: replayed
 //	curl -s localhost:8080/metrics | grep throttle_requests_total
+//
+// In a browser, http://127.0.0.1:8080/ is an order form: double-click
+// "Place order", or submit it from two tabs, and the second submission
+// gets an "already submitted" page.
 //
 // Routes:
 //
-//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID or the client IP:
-//	                      200 with a JSON body; a duplicate within -window gets 429.
-//	                      With fail=1 (query or form field) the handler fails with 422,
-//	                      which frees the key: the user may submit again at once.
-//	GET  /search?q=       Quota, policy "search": 10 per minute per user, then 429.
+//	GET  /                An HTML order form posting to /submit; sets the demo_user
+//	                      cookie (a random id: the user of this browser, in every tab).
+//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID, else the demo_user
+//	                      cookie, else the client IP: 200 with a JSON body; a duplicate
+//	                      within -window gets 429. With fail=1 (query or form field) the
+//	                      handler fails with 422, which frees the key: the user may
+//	                      submit again at once. A browser (Accept naming text/html) gets
+//	                      each answer as an HTML page, the 429 as "already submitted,
+//	                      try again in N s"; other clients get JSON or problem+json.
+//	GET  /search?q=       Quota, policy "search": 10 per minute per user (keyed as
+//	                      /submit), then 429.
+//	POST /orders          Replay, policy "orders", keyed as /submit plus the Idempotency-Key
+//	                      header (else the body's hash): works about 1 s, then 201 with
+//	                      Location /orders/:id and the order as JSON (a browser: 303 to it);
+//	                      a repeat gets the same answer with Idempotent-Replayed: true, the
+//	                      same Idempotency-Key with another body 422.
+//	GET  /orders/:id      The order (JSON, or a page for a browser); 404 if this process
+//	                      did not place it.
+//	GET  /checkout        An order form posting to /orders, with a hidden field unique to
+//	                      each page load: a double click places one order.
 //	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
@@ -50,6 +70,7 @@ import (
 	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 func main() { demo.Main("gin", routes) }
@@ -79,10 +100,18 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Who is submitting or searching: the X-User-ID header, or the peer's
-	// IP without it. keyfuncs works on the *http.Request, so the key is the
-	// same as in the net/http and echo examples.
-	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	// POST /orders: Replay, the repeats of an order get its first answer
+	// (see demo.OrdersPolicy).
+	orders, err := demo.NewOrdersLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
+	book := demo.NewOrderBook("gin")
+	// Who is submitting or searching: the X-User-ID header; else the
+	// demo_user cookie that GET / sets, since a browser's form cannot send
+	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
+	// the key is the same as in the net/http and echo examples.
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.Cookie(demo.UserCookie), keyfuncs.RemoteIP())
 	// Which job: the :id route parameter, which keyfuncs cannot see, so the
 	// key is built from the *gin.Context (ginadapter.ContextMiddleware) and
 	// checked (not empty, at most 64 bytes) by demo.JobKey. It is the
@@ -98,8 +127,16 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// too rather than no route at all.
 	r.UseRawPath = true
 	r.Use(gin.Recovery())
-	r.POST("/submit", ginadapter.Middleware(limiter, key), submit)
+	r.GET("/", gin.WrapH(demo.FormPage(s, "gin"))) // the order form
+	// A browser gets a rejection as a page, other clients as problem+json.
+	r.POST("/submit", ginadapter.Middleware(limiter, key, ginadapter.WithRejectHandler(rejectPage)), submit)
 	r.GET("/search", ginadapter.Middleware(search, key), searchHandler)
+	// An order is keyed by its user, then its Idempotency-Key or else the
+	// hash of its body (demo.OrderKey).
+	r.POST("/orders", ginadapter.Middleware(orders, demo.OrderKey(key), ginadapter.WithRejectHandler(rejectPage)),
+		gin.WrapF(book.Place))
+	r.GET("/orders/:id", func(c *gin.Context) { book.Show(c.Writer, c.Request, c.Param("id")) })
+	r.GET("/checkout", gin.WrapF(demo.Checkout)) // an order form to double-click
 	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(jobs, jobKey), runJob(s))
 	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
 	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise
@@ -110,7 +147,16 @@ func submit(c *gin.Context) {
 	if demo.RejectSubmission(c.Writer, c.Request, "gin") { // fail=1: 422, which frees the key
 		return
 	}
+	if demo.AcceptedPage(c.Writer, c.Request, "gin") { // a browser: an HTML page
+		return
+	}
 	c.JSON(http.StatusOK, gin.H{"status": "accepted", "server": "gin"})
+}
+
+// rejectPage answers a rejected submission as demo.RejectPage does (the
+// middleware aborts the chain after it).
+func rejectPage(c *gin.Context, rej *guard.Rejection) {
+	demo.RejectPage(c.Writer, c.Request, rej)
 }
 
 func searchHandler(c *gin.Context) {

@@ -10,15 +10,35 @@
 //	curl -i -X POST -H 'X-User-ID: 42' -d fail=1 localhost:8080/submit   # 422, and the key is freed
 //	curl -i -H 'X-User-ID: 42' 'localhost:8080/search?q=gcra'
 //	curl -i -X POST localhost:8080/jobs/report-7/run
+//	curl -i -X POST -H 'X-User-ID: 42' -H 'Idempotency-Key: "k1"' -d item=book localhost:8080/orders   # twice: replayed
 //	curl -s localhost:8080/metrics | grep throttle_requests_total
+//
+// In a browser, http://127.0.0.1:8080/ is an order form: double-click
+// "Place order", or submit it from two tabs, and the second submission
+// gets an "already submitted" page.
 //
 // Routes:
 //
-//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID or the client IP:
-//	                      200 with a JSON body; a duplicate within -window gets 429.
-//	                      With fail=1 (query or form field) the handler fails with 422,
-//	                      which frees the key: the user may submit again at once.
-//	GET  /search?q=       Quota, policy "search": 10 per minute per user, then 429.
+//	GET  /                An HTML order form posting to /submit; sets the demo_user
+//	                      cookie (a random id: the user of this browser, in every tab).
+//	POST /submit          Dedupe, policy "submit", keyed by X-User-ID, else the demo_user
+//	                      cookie, else the client IP: 200 with a JSON body; a duplicate
+//	                      within -window gets 429. With fail=1 (query or form field) the
+//	                      handler fails with 422, which frees the key: the user may
+//	                      submit again at once. A browser (Accept naming text/html) gets
+//	                      each answer as an HTML page, the 429 as "already submitted,
+//	                      try again in N s"; other clients get JSON or problem+json.
+//	GET  /search?q=       Quota, policy "search": 10 per minute per user (keyed as
+//	                      /submit), then 429.
+//	POST /orders          Replay, policy "orders", keyed as /submit plus the Idempotency-Key
+//	                      header (else the body's hash): works about 1 s, then 201 with
+//	                      Location /orders/{id} and the order as JSON (a browser: 303 to it);
+//	                      a repeat gets the same answer with Idempotent-Replayed: true, the
+//	                      same Idempotency-Key with another body 422.
+//	GET  /orders/{id}     The order (JSON, or a page for a browser); 404 if this process
+//	                      did not place it.
+//	GET  /checkout        An order form posting to /orders, with a hidden field unique to
+//	                      each page load: a double click places one order.
 //	POST /jobs/{id}/run   Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
@@ -78,16 +98,32 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Who is submitting or searching: the X-User-ID header, or the peer's
-	// IP without it.
-	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
+	// POST /orders: Replay, the repeats of an order get its first answer
+	// (see demo.OrdersPolicy).
+	orders, err := demo.NewOrdersLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
+	book := demo.NewOrderBook("nethttp")
+	// Who is submitting or searching: the X-User-ID header; else the
+	// demo_user cookie that GET / sets, since a browser's form cannot send
+	// a header; else the peer's IP.
+	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.Cookie(demo.UserCookie), keyfuncs.RemoteIP())
 	// Which job: the {id} of the route, checked (not empty, at most 64
 	// bytes) by demo.JobKey.
 	jobKey := demo.JobKey(keyfuncs.PathValue("id"))
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(http.HandlerFunc(submit)))
+	mux.Handle("GET /{$}", demo.FormPage(s, "nethttp")) // the order form
+	// A browser gets a rejection as a page, other clients as problem+json.
+	mux.Handle("POST /submit", nethttp.Middleware(limiter, key, nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(submit)))
 	mux.Handle("GET /search", nethttp.Middleware(search, key)(http.HandlerFunc(searchHandler)))
+	// An order is keyed by its user, then its Idempotency-Key or else the
+	// hash of its body (demo.OrderKey).
+	mux.Handle("POST /orders", nethttp.Middleware(orders, demo.OrderKey(key),
+		nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(book.Place)))
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { book.Show(w, r, r.PathValue("id")) })
+	mux.HandleFunc("GET /checkout", demo.Checkout) // an order form to double-click
 	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(jobs, jobKey)(runJob(s)))
 	mux.HandleFunc("GET /healthz", healthz) // outside the middleware: never throttled
 	mux.Handle("GET /metrics", s.Metrics)   // likewise
@@ -96,6 +132,9 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 
 func submit(w http.ResponseWriter, r *http.Request) {
 	if demo.RejectSubmission(w, r, "nethttp") { // fail=1: 422, which frees the key
+		return
+	}
+	if demo.AcceptedPage(w, r, "nethttp") { // a browser: an HTML page
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,9 +1,10 @@
 // Package demo is the plumbing the three HTTP examples share — flags, the
 // choice of store, serving until SIGINT or SIGTERM, GET /metrics
 // (metrics.go), the policy and body of GET /search (search.go) and of POST
-// /jobs/{id}/run (jobs.go), and the fail=1 rejection of POST /submit
-// (submit.go) — so that each example's main.go shows only what differs: how
-// its framework takes the throttle middleware.
+// /jobs/{id}/run (jobs.go), the fail=1 rejection of POST /submit
+// (submit.go), and the order form of GET / with the pages a browser gets
+// from POST /submit (form.go, pages.go) — so that each example's main.go
+// shows only what differs: how its framework takes the throttle middleware.
 //
 // Every example's server refuses a path with an empty, "." or ".." segment
 // with 400 (see canonicalPaths), bounds how long a client may take to send
@@ -45,10 +46,11 @@ type Settings struct {
 	// memory store in this process.
 	WhenStoreFails throttle.FailMode
 	Fallback       throttle.Store
-	// Quotas is the store of Quota policies (GET /search): the store
-	// itself, except over Redlock, which keeps no quotas (see package
-	// redlock): then a Redis store on the first master, so that the
-	// processes still share one quota per user. Nil means the store.
+	// Quotas is the store of Quota and Replay policies (GET /search,
+	// POST /orders): the store itself, except over Redlock, which keeps
+	// neither quotas nor records (see package redlock): then a Redis store
+	// on the first master, so that the processes still share one quota
+	// per user and replay each other's orders. Nil means the store.
 	Quotas throttle.Store
 	// Work is how long a job of POST /jobs/{id}/run works (-work).
 	Work time.Duration

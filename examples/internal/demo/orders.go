@@ -237,15 +237,23 @@ func newOrderID() string {
 }
 
 // WantsHTML reports whether r comes from a browser: its Accept field names
-// text/html. Everything else (curl's */*, application/json, no Accept)
-// gets JSON.
+// text/html (with a q above 0). Everything else (curl's */*,
+// application/json, no Accept) gets JSON.
 func WantsHTML(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
-				return true
+			mt, params, _ := strings.Cut(part, ";")
+			if !strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+				continue
 			}
+			for p := range strings.SplitSeq(params, ";") {
+				if k, q, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(q), 64); err == nil && f <= 0 {
+						return false
+					}
+				}
+			}
+			return true
 		}
 	}
 	return false

@@ -35,19 +35,31 @@ const maxForm = 64 << 10
 // pairs. Only a form body that cannot be read at all gets a problem, and
 // true: 413 over 64 KiB, 400 when the client stalls past the server's
 // ReadTimeout or breaks off.
+//
+// A browser (WantsHTML) gets each of these answers as an HTML page with the
+// same status instead of JSON or problem+json. The form it read is left in
+// r.PostForm, for the handler to show.
 func RejectSubmission(w http.ResponseWriter, r *http.Request, server string) bool {
 	fail, err := failRequested(w, r)
 	if err != nil {
+		status, detail := http.StatusBadRequest, "The form could not be read."
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			WriteProblem(w, http.StatusRequestEntityTooLarge, "The form is too large.")
+			status, detail = http.StatusRequestEntityTooLarge, "The form is too large."
+		}
+		if WantsHTML(r) {
+			errorPage(w, status, detail, server)
 		} else {
-			WriteProblem(w, http.StatusBadRequest, "The form could not be read.")
+			WriteProblem(w, status, detail)
 		}
 		return true
 	}
 	if !fail {
 		return false
+	}
+	if WantsHTML(r) {
+		writePage(w, http.StatusUnprocessableEntity, "failed", pageData{Server: server})
+		return true
 	}
 	b, err := json.Marshal(SubmitRejection{
 		Status: "rejected",
@@ -77,6 +89,7 @@ func failRequested(w http.ResponseWriter, r *http.Request) (bool, error) {
 		return false, err
 	}
 	form, _ := url.ParseQuery(string(body))
+	r.PostForm = form // the body is read: keep the form for the handler
 	return slices.Contains(form["fail"], "1"), nil
 }
 
