@@ -196,7 +196,7 @@ func saveScreenshot(t *testing.T, tab context.Context, dir, file string) {
 		t.Errorf("screenshot: %v", err)
 		return
 	}
-	t.Logf("screenshot of the \"already submitted\" page: %s", path)
+	t.Logf("screenshot: %s", path)
 }
 
 // submitCounts returns how many requests the submit policy of a admitted

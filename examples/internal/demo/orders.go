@@ -119,23 +119,18 @@ func (b *OrderBook) get(id string) (Order, bool) {
 // Created with Location /orders/{id} and the Order as JSON; a browser
 // (Accept naming text/html) gets 303 See Other to the order's page instead.
 // A quantity that is not a number from 1 to 99 gets 422, and the key is
-// released: the user may correct it and send again.
+// released: the user may correct it and send again. An order is placed even
+// if its client goes away meanwhile (see the comment inside).
 func (b *OrderBook) Place(w http.ResponseWriter, r *http.Request) {
 	item, qty, err := readOrder(w, r)
 	if err != nil {
 		WriteProblem(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	timer := time.NewTimer(OrderWork)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-r.Context().Done():
-		// A failure: the key is released, and a retry places the order.
-		w.Header().Set("Retry-After", "1")
-		WriteProblem(w, http.StatusServiceUnavailable, "The order was not placed: the request was cancelled.")
-		return
-	}
+	// The work goes on when the client leaves: the browser abandons the
+	// first request of a double click, and its order must still be placed,
+	// once, for the second click to be answered with it.
+	time.Sleep(OrderWork)
 	o := Order{ID: newOrderID(), Item: item, Quantity: qty, Server: b.server, Created: time.Now().UTC()}
 	b.add(o)
 	loc := "/orders/" + o.ID
