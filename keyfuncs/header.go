@@ -31,7 +31,15 @@ func Header(name string) Func {
 // Cookie keys on the value of the cookie name, such as a session ID. A
 // missing or empty cookie gives a 400 *Error with source `cookie "<name>"`.
 // The value is taken as sent; Go's cookie parser drops malformed cookies,
-// which then count as missing.
+// which then count as missing. (A long value is hashed into the stored key,
+// see store.MaxComponent, so it costs no more than a short one.)
+//
+// It is the key of a browser form, which cannot send a header of its own:
+// a cookie set by the page identifies the browser in every tab. A cookie is
+// chosen by the client, though: it identifies a browser, not an
+// authenticated user, and a client that drops it or sends a new one each
+// time gets a new key. Key on a session's authenticated user (ContextValue)
+// where there is one, and put Cookie after it in FirstOf.
 func Cookie(name string) Func {
 	errMissing := missing("cookie " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {

@@ -39,6 +39,8 @@
 //	                      did not place it.
 //	GET  /checkout        An order form posting to /orders, with a hidden field unique to
 //	                      each page load: a double click places one order.
+//	POST /password-reset Cooldown, policy "reset", keyed as /submit: 202 with a JSON body;
+//	                      another within a minute gets 429, whatever the first answered.
 //	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
@@ -108,6 +110,12 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		return nil, err
 	}
 	book := demo.NewOrderBook("echo")
+	// POST /password-reset: Cooldown, one reset email per user per minute
+	// whatever happens (see demo.ResetPolicy).
+	reset, err := demo.NewResetLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
@@ -134,6 +142,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		return nil
 	})
 	e.GET("/checkout", echo.WrapHandler(http.HandlerFunc(demo.Checkout))) // an order form to double-click
+	e.POST("/password-reset", echo.WrapHandler(http.HandlerFunc(demo.Reset)), echoadapter.Middleware(reset, key))
 	e.POST("/jobs/:id/run", runJob(s), echoadapter.ContextMiddleware(jobs, jobKey))
 	e.GET("/healthz", healthz)                     // no throttle middleware: never throttled
 	e.GET("/metrics", echo.WrapHandler(s.Metrics)) // likewise

@@ -39,6 +39,8 @@
 //	                      did not place it.
 //	GET  /checkout        An order form posting to /orders, with a hidden field unique to
 //	                      each page load: a double click places one order.
+//	POST /password-reset Cooldown, policy "reset", keyed as /submit: 202 with a JSON body;
+//	                      another within a minute gets 429, whatever the first answered.
 //	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
@@ -107,6 +109,12 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		return nil, err
 	}
 	book := demo.NewOrderBook("gin")
+	// POST /password-reset: Cooldown, one reset email per user per minute
+	// whatever happens (see demo.ResetPolicy).
+	reset, err := demo.NewResetLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
@@ -137,6 +145,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		gin.WrapF(book.Place))
 	r.GET("/orders/:id", func(c *gin.Context) { book.Show(c.Writer, c.Request, c.Param("id")) })
 	r.GET("/checkout", gin.WrapF(demo.Checkout)) // an order form to double-click
+	r.POST("/password-reset", ginadapter.Middleware(reset, key), gin.WrapF(demo.Reset))
 	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(jobs, jobKey), runJob(s))
 	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
 	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise

@@ -39,6 +39,8 @@
 //	                      did not place it.
 //	GET  /checkout        An order form posting to /orders, with a hidden field unique to
 //	                      each page load: a double click places one order.
+//	POST /password-reset Cooldown, policy "reset", keyed as /submit: 202 with a JSON body;
+//	                      another within a minute gets 429, whatever the first answered.
 //	POST /jobs/{id}/run   Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
@@ -105,6 +107,12 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		return nil, err
 	}
 	book := demo.NewOrderBook("nethttp")
+	// POST /password-reset: Cooldown, one reset email per user per minute
+	// whatever happens (see demo.ResetPolicy).
+	reset, err := demo.NewResetLimiter(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP.
@@ -124,6 +132,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 		nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(book.Place)))
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { book.Show(w, r, r.PathValue("id")) })
 	mux.HandleFunc("GET /checkout", demo.Checkout) // an order form to double-click
+	mux.Handle("POST /password-reset", nethttp.Middleware(reset, key)(http.HandlerFunc(demo.Reset)))
 	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(jobs, jobKey)(runJob(s)))
 	mux.HandleFunc("GET /healthz", healthz) // outside the middleware: never throttled
 	mux.Handle("GET /metrics", s.Metrics)   // likewise
