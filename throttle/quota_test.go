@@ -227,7 +227,7 @@ func TestQuotaPolicyChecks(t *testing.T) {
 		"limit in dedupe":      {Name: "d", Limit: 5},
 		"burst in cooldown":    {Name: "c", Mode: throttle.Cooldown, Burst: 5},
 		"failures in dedupe":   {Name: "d", CountOnlyFailures: true},
-		"unknown mode":         {Name: "u", Mode: throttle.Quota + 1},
+		"unknown mode":         {Name: "u", Mode: throttle.Replay + 1},
 		"fallback sans quotas": {Name: "q", Mode: throttle.Quota, Limit: 1, WhenStoreFails: throttle.FailOver, Fallback: lockOnly{memstore.New()}},
 	} {
 		t.Run(name, func(t *testing.T) {

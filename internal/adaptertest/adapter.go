@@ -30,6 +30,11 @@ type Adapter struct {
 	// Bare serves h on the same engine without the middleware, the
 	// baseline of the benchmarks.
 	Bare func(h http.Handler) http.Handler
+
+	// Buffered says that the framework buffers every response whole, so
+	// that a handler's flush streams nothing and its response is recorded
+	// for Replay like any other: the suite skips its flushed-response case.
+	Buffered bool
 }
 
 // The answer the WrapCustom rejection handlers give.

@@ -339,6 +339,9 @@ func testReplayUnrecordable(t *testing.T, a Adapter) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "Flushed" && a.Buffered {
+				t.Skip("the framework buffers responses: nothing is streamed")
+			}
 			var runs atomic.Int32
 			h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs.Add(1)

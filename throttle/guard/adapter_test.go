@@ -42,7 +42,8 @@ var miniAdapter = adaptertest.Adapter{
 	},
 	// No WrapCost: throttleMini has no cost option (it calls Begin, cost
 	// 1), so the suite skips its cost tests; its Quota tests run.
-	Bare: func(h http.Handler) http.Handler { return miniServer(miniHTTP(h)) },
+	Bare:     func(h http.Handler) http.Handler { return miniServer(miniHTTP(h)) },
+	Buffered: true, // mini collects the whole response in its context
 }
 
 // miniHTTP runs h as a mini handler.

@@ -103,8 +103,10 @@ func newRecording(r Recording) recording {
 
 // Capture copies a Replay request's response as the handler writes it, for
 // Finish to record. Adapters feed it from their response writer: the
-// header when the status is sent, every body write, and Abandon when the
-// handler flushes or hijacks. Ticket.Capture returns nil for requests that
+// header when the status is sent (also when the handler wrote nothing and
+// the status goes out after it returns), every body write, and Abandon when
+// the handler flushes or hijacks. A capture that never got a status is not
+// recorded: the duplicates are then turned away as in Dedupe. Ticket.Capture returns nil for requests that
 // record nothing, and every method of a nil Capture does nothing, so an
 // adapter calls them unconditionally. It is not safe for concurrent use, as
 // a response writer is not.
@@ -162,14 +164,13 @@ func (c *Capture) Abandon() {
 	c.body = nil
 }
 
-// response returns what was captured for a handler that ended with
-// status, or nil when the capture was abandoned.
-func (c *Capture) response(status int) *Response {
-	if c == nil || c.abandoned {
+// response returns what was captured, or nil when the capture was
+// abandoned or never saw the response's status.
+func (c *Capture) response() *Response {
+	if c == nil || c.abandoned || c.status == 0 {
+		// status 0: the adapter never fed the capture, so what the
+		// client got is unknown; recording an empty answer would be a lie.
 		return nil
 	}
-	if c.status != 0 {
-		status = c.status
-	}
-	return &Response{Status: status, Header: c.header, Body: c.body}
+	return &Response{Status: c.status, Header: c.header, Body: c.body}
 }

@@ -56,6 +56,7 @@ func (c *miniCtx) String(status int, s string) {
 // answers the requests turned away; writeProblem is the standard answer.
 func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	g := guard.New(l) // once, when the middleware is built
+	replay := l.Policy().Mode == throttle.Replay
 	return func(c *miniCtx) {
 		// 1. The identity; without one, BadKey says 400 or 413 (nil in
 		// a dry run: the request goes on unguarded).
@@ -67,16 +68,35 @@ func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, 
 			}
 			return
 		}
-		// 2. The decision.
+		// 2. The decision. BeginReplay is Begin for every mode but
+		// Replay, which also compares request bodies.
+		var fingerprint string
+		if replay {
+			if fingerprint, err = keyfuncs.IdempotencyFingerprint(c.Request); err != nil {
+				if rej := g.BadKey(err); rej != nil {
+					reject(c, rej)
+					c.Abort()
+				}
+				return
+			}
+		}
 		parent := c.Request.Context()
-		ctx, ticket, rej := g.Begin(parent, id)
-		if rej != nil {
+		ctx, ticket, rej := g.BeginReplay(parent, id, fingerprint)
+		switch {
+		case rej == nil:
+		case rej.Replay != nil: // the first request's answer, as it was
+			rej.Replay.Write(miniWriter{c})
+			c.Abort()
+			return
+		default:
 			reject(c, rej)
 			c.Abort()
 			return
 		}
 		// 3. The RateLimit headers, then the rest of the chain, under the
-		// context Begin returned, reporting the status the client gets.
+		// context Begin returned, reporting the status the client gets;
+		// the first request of a Replay key hands its response to the
+		// capture, which mini has whole once the chain returned.
 		// 4. No recover.
 		ticket.SetHeaders(c.Header)
 		if ctx != parent {
@@ -85,8 +105,11 @@ func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, 
 		ticket.Run(ctx, func() int {
 			c.Next()
 			if c.Status == 0 {
-				return http.StatusOK
+				c.Status = http.StatusOK
 			}
+			capture := ticket.Capture()
+			capture.WriteHeader(c.Header, c.Status)
+			capture.Write(c.Body.Bytes())
 			return c.Status
 		})
 	}

@@ -91,16 +91,16 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: g.p, Replay: rec.resp}
 }
 
-// record stores the response of a Replay request that succeeded with
-// status. A response the store refuses (larger than it keeps) is recorded
+// record stores the response of a Replay request that succeeded, as its
+// Capture saw it. A response the store refuses (larger than it keeps) is recorded
 // as unrecorded instead, so that its duplicates are turned away rather than
 // kept waiting for a record that never comes. Nothing is returned: the
 // client has its answer; a store that fails here leaves the key held with
 // no record, so duplicates get 409 until the window ends, never a second
 // run of the handler.
-func (t Ticket) record(ctx context.Context, status int) {
+func (t Ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
-	resp := t.capture.response(status)
+	resp := t.capture.response()
 	err := t.lease.Record(ctx, encodeRecord(resp, t.fingerprint, expires))
 	if resp != nil && errors.Is(err, throttle.ErrInvalid) {
 		_ = t.lease.Record(ctx, encodeRecord(nil, t.fingerprint, expires))

@@ -97,7 +97,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		}
 	case throttle.Replay:
 		if !failed {
-			t.record(ctx, status)
+			t.record(ctx)
 			return
 		}
 	}
