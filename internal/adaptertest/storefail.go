@@ -74,6 +74,7 @@ func RunStoreFailures(t *testing.T, a Adapter) {
 	t.Run("FailOver", func(t *testing.T) { testFailOver(t, a) })
 	t.Run("QuotaFailOpen", func(t *testing.T) { testQuotaStoreFails(t, a, throttle.FailOpen) })
 	t.Run("QuotaFailClosed", func(t *testing.T) { testQuotaStoreFails(t, a, throttle.FailClosed) })
+	t.Run("ReplayFailClosed", func(t *testing.T) { testReplayStoreFails(t, a) })
 }
 
 // timed serves r and fails the test when it took longer than MaxOutage.
@@ -282,4 +283,50 @@ func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 
 	r.Server.Restart(t)
 	eventuallyGuarded(t, r, l, h)
+}
+
+// testReplayStoreFails: a Replay policy fails closed by default. With Redis
+// stopped, an order gets 503 and the handler never runs; a recorded answer
+// lost with a Redis that restarts empty is lost, not replayed wrongly: the
+// next request with the same key runs afresh, and another user's request
+// is never answered with it.
+func testReplayStoreFails(t *testing.T, a Adapter) {
+	r := StartRedis(t)
+	p := ReplayPolicy()
+	l, logs := newRedisLimiter(t, r, p)
+	if l.Policy().WhenStoreFails != throttle.FailClosed {
+		t.Fatalf("Replay fails %v by default, want closed", l.Policy().WhenStoreFails)
+	}
+	o := &Orders{}
+	h := a.Wrap(l, ReplayKey(), o)
+	id := orderID(t, Serve(h, Order("alice", "k1", "{}")))
+	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
+
+	r.Server.Stop(t)
+	for range 2 {
+		rec := timed(t, h, Order("alice", "k2", "{}"))
+		CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank", "alice", "redis", "127.0.0.1")
+		RetryAfter(t, rec.Header())
+	}
+	if n := o.Runs.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want once (none while Redis was down)", n)
+	}
+	logged(t, logs)
+
+	r.Server.Restart(t) // empty: the record went with the lock
+	var rec *httptest.ResponseRecorder
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec = Serve(h, Order("alice", "k1", "{}"))
+		if rec.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := orderID(t, rec); got == id || rec.Header().Get(ReplayedHeader) != "" {
+		t.Fatalf("after the restart: order %d replayed %q; want a new run", got, rec.Header().Get(ReplayedHeader))
+	}
+	if got := orderID(t, Serve(h, Order("bob", "k1", "{}"))); got == id {
+		t.Fatal("bob got alice's order")
+	}
 }
