@@ -28,19 +28,7 @@ func orderCounts(t *testing.T, c *http.Client, a *app) (admitted, replayed float
 // "Place order" button.
 func openCheckout(t *testing.T, tab context.Context, a *app) (x, y float64) {
 	t.Helper()
-	if err := chromedp.Do(tab, chromedp.Navigate(a.url+"/checkout"), chromedp.WaitVisible(chromedp.CSS("#place"))); err != nil {
-		t.Fatalf("%s: loading the checkout: %v", a.name, err)
-	}
-	xy, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`(() => {
-		const b = document.querySelector("#place");
-		b.scrollIntoView({block: "center"});
-		const r = b.getBoundingClientRect();
-		return [r.left + r.width / 2, r.top + r.height / 2];
-	})()`))
-	if err != nil || len(xy) != 2 {
-		t.Fatalf("%s: locating the button: %v %v", a.name, xy, err)
-	}
-	return xy[0], xy[1]
+	return openPage(t, tab, a, "/checkout", "#place")
 }
 
 // orderPageID waits for tab to show an order page and returns its id.

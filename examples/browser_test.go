@@ -109,17 +109,24 @@ func newTab(t *testing.T, browser context.Context, newProfile bool) context.Cont
 // submit button, in the viewport's coordinates.
 func openForm(t *testing.T, tab context.Context, a *app) (x, y float64) {
 	t.Helper()
-	if err := chromedp.Do(tab, chromedp.Navigate(a.url+"/"), chromedp.WaitVisible(chromedp.CSS("#submit"))); err != nil {
-		t.Fatalf("%s: loading the form: %v", a.name, err)
+	return openPage(t, tab, a, "/", "#submit")
+}
+
+// openPage loads path of a in tab, waits for the button selected by
+// button, and returns its centre, in the viewport's coordinates.
+func openPage(t *testing.T, tab context.Context, a *app, path, button string) (x, y float64) {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.Navigate(a.url+path), chromedp.WaitVisible(chromedp.CSS(button))); err != nil {
+		t.Fatalf("%s: loading %s: %v", a.name, path, err)
 	}
-	xy, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`(() => {
-		const b = document.querySelector("#submit");
+	xy, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`((sel) => {
+		const b = document.querySelector(sel);
 		b.scrollIntoView({block: "center"});
 		const r = b.getBoundingClientRect();
 		return [r.left + r.width / 2, r.top + r.height / 2];
-	})()`))
+	})(`+strconv.Quote(button)+`)`))
 	if err != nil || len(xy) != 2 {
-		t.Fatalf("%s: locating the submit button: %v %v", a.name, xy, err)
+		t.Fatalf("%s: locating %s on %s: %v %v", a.name, button, path, xy, err)
 	}
 	return xy[0], xy[1]
 }
