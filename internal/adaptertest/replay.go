@@ -59,6 +59,8 @@ type Orders struct {
 	Entered chan struct{}
 }
 
+// ServeHTTP places order number Runs (after the gate, if any) and answers
+// 201 with it.
 func (o *Orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := o.Runs.Add(1)
 	if o.Entered != nil {
