@@ -41,7 +41,12 @@ var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request)
 //     in turn, so every request is admitted and charged, and answered
 //     with its RateLimit fields;
 //   - dedupe-hot-key-rejected: one user whose key is held, so every request
-//     is rejected with 429 and a problem body.
+//     is rejected with 429 and a problem body;
+//   - replay-distinct-keys: a Replay policy and b.N distinct users, so
+//     every request runs, is captured and recorded (two store calls);
+//   - replay-hot-key-replayed: one user whose first answer is recorded, so
+//     every request is answered with it (two store calls: the refused
+//     acquisition and the read).
 func Bench(b *testing.B, a Adapter) {
 	b.Run("bare", func(b *testing.B) {
 		Drive(b, a.Bare(benchHandler), http.StatusCreated, DistinctIDs(b.N))
@@ -64,6 +69,26 @@ func Bench(b *testing.B, a Adapter) {
 		Status(b, Serve(h, Submit("hot")), http.StatusCreated)
 		Drive(b, h, http.StatusTooManyRequests, []string{"hot"})
 	})
+	b.Run("replay-distinct-keys", func(b *testing.B) {
+		l := replayLimiter(b, b.N)
+		Drive(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, DistinctIDs(b.N))
+	})
+	b.Run("replay-hot-key-replayed", func(b *testing.B) {
+		l := replayLimiter(b, 1)
+		h := a.Wrap(l, UserKey(), benchHandler)
+		Status(b, Serve(h, Submit("hot")), http.StatusCreated)
+		Drive(b, h, http.StatusCreated, []string{"hot"})
+	})
+}
+
+// replayLimiter is benchLimiter with a Replay policy.
+func replayLimiter(b *testing.B, keys int) *throttle.Limiter {
+	l, err := throttle.New(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
+		throttle.Policy{Name: "orders", Mode: throttle.Replay, Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
 }
 
 // benchLimiter returns a Dedupe limiter on a memory store with room for
