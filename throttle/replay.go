@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -179,8 +178,8 @@ func recordStores(st Store, p Policy) error {
 	}
 	for _, s := range stores {
 		if _, ok := s.(store.Recorder); !ok {
-			return invalid("policy %q: a Replay policy needs stores that keep records: %s", p.Name,
-				fmt.Sprintf("%T does not implement store.Recorder", s))
+			return invalid("policy %q: a Replay policy needs stores that keep records: %T does not implement store.Recorder",
+				p.Name, s)
 		}
 	}
 	return nil
