@@ -1,24 +1,18 @@
 package redisstore
 
 import (
-	_ "embed"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/internal/redislua"
 )
 
-// The Lua sources are kept in .lua files so that they can be read, linted
-// and tested as Lua; go:embed compiles them into the binary.
+// The Lua sources live in internal/redislua, shared with rueidisstore.
 var (
-	//go:embed acquire.lua
-	acquireSrc string
-	//go:embed release.lua
-	releaseSrc string
-	//go:embed extend.lua
-	extendSrc string
-	//go:embed gcra.lua
-	gcraSrc string
-	//go:embed record.lua
-	recordSrc string
+	acquireSrc = redislua.Acquire
+	releaseSrc = redislua.Release
+	extendSrc  = redislua.Extend
+	gcraSrc    = redislua.GCRA
+	recordSrc  = redislua.Record
 )
 
 // The scripts run with EVALSHA, which sends the 40-byte SHA1 instead of the
@@ -40,8 +34,8 @@ var (
 
 // Replies of the release, extend and record scripts.
 const (
-	replyOK          = 1
-	replyHeldByOther = 2
-	replyGone        = 3
-	replyStillHeld   = 4
+	replyOK          = redislua.OK
+	replyHeldByOther = redislua.HeldByOther
+	replyGone        = redislua.Gone
+	replyStillHeld   = redislua.StillHeld
 )
