@@ -14,7 +14,7 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.IgnoreResolver()...) }
 
 func TestStartStopRestart(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "8mb")
