@@ -1,0 +1,51 @@
+package rueidisstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/throttle/rueidisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// newClient returns a rueidis client on srv, closed at the test's end.
+func newClient(t testing.TB, srv *redistest.Server) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("rueidis client on %s: %v", srv.Addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newStore starts a Redis server and returns a store on it (closed at the
+// test's end) and the server.
+func newStore(t testing.TB, opts ...rueidisstore.Option) (*rueidisstore.Store, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	s := rueidisstore.New(newClient(t, srv), opts...)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, srv
+}
+
+// key returns a key unique to the test, in the shape throttle.Key builds.
+func key(t testing.TB) string {
+	t.Helper()
+	return store.Key("test", t.Name(), store.NewToken())
+}
+
+func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
+	t.Helper()
+	g, err := s.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", req.Key, err)
+	}
+	if !g.Acquired {
+		t.Fatalf("acquire %q: held, %v remaining", req.Key, g.Remaining)
+	}
+	return g
+}

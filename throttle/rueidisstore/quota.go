@@ -1,0 +1,56 @@
+package rueidisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// AllowN decides a request of cost against the GCRA quota r of key (see
+// store.Quota and store.Rate) with one script and one round trip, on the
+// Redis server's clock, exactly as redisstore.Store.AllowN does (the same
+// script, the same stored value): the two stores can share quota keys.
+//
+// AllowN fails with an error matching store.ErrInvalid when key is empty or
+// r.Check(cost) fails, with a script error, changing nothing, when key holds
+// anything but a quota, and with the client's error when Redis does not
+// answer.
+func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
+	if key == "" {
+		return store.Decision{}, fmt.Errorf("%w: rueidisstore: empty key", store.ErrInvalid)
+	}
+	if err := r.Check(cost); err != nil {
+		return store.Decision{}, fmt.Errorf("rueidisstore: %w", err)
+	}
+	t := int64(r.Interval() / time.Microsecond)
+	args := []string{strconv.FormatInt(t, 10), strconv.Itoa(r.Burst), strconv.Itoa(cost)}
+	if s.quotaNow != nil {
+		args = append(args, strconv.FormatInt(s.quotaNow().UnixMicro(), 10))
+	}
+	v, err := gcraScript.Exec(ctx, s.client, []string{key}, args).AsInt64()
+	if err != nil {
+		return store.Decision{}, callError("quota", err)
+	}
+	return decision(v, t, int64(r.Burst), int64(cost)), nil
+}
+
+// decision decodes the GCRA script's reply v (see gcra.lua): the reset R
+// when allowed, -(R+1) when refused; t is the emission interval, in
+// microseconds like R.
+func decision(v, t, burst, cost int64) store.Decision {
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	tau := t * burst
+	allowed := v >= 0
+	reset := v
+	if !allowed {
+		reset = -v - 1
+	}
+	d := store.Decision{Allowed: allowed, Remaining: int(max(tau-reset, 0) / t), ResetAfter: us(reset)}
+	if !allowed {
+		d.RetryAfter = us(reset + cost*t - tau)
+	}
+	return d
+}
