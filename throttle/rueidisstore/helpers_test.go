@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -48,4 +49,14 @@ func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
 		t.Fatalf("acquire %q: held, %v remaining", req.Key, g.Remaining)
 	}
 	return g
+}
+
+// numsub returns how many subscribers Redis counts on channel ch.
+func numsub(t testing.TB, c *redis.Client, ch string) int64 {
+	t.Helper()
+	m, err := c.PubSubNumSub(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[ch]
 }

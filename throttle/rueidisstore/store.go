@@ -287,11 +287,12 @@ func callError(op string, err error) error {
 	return fmt.Errorf("rueidisstore: %s: %w", op, err)
 }
 
-// isSyntaxError reports whether err is Redis refusing a command's syntax,
-// as Redis before 7.0 refuses SET with both NX and GET.
+// isSyntaxError reports whether err is Redis refusing a command's syntax
+// ("ERR syntax error", which rueidis reports without its "ERR"), as Redis
+// before 7.0 refuses SET with both NX and GET.
 func isSyntaxError(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(re.Error(), "ERR") && strings.Contains(re.Error(), "syntax error")
+	return ok && strings.Contains(re.Error(), "syntax error")
 }
 
 // isWrongType reports whether err is Redis's WRONGTYPE reply.
