@@ -20,7 +20,7 @@ import (
 // -ops requests per cell: GET /healthz (a bare handler, unguarded, on the
 // same server: the floor) and POST /submit (the Dedupe policy) with a new
 // X-User-ID per request, so that every submission is admitted.
-func runHTTP(concs []int, ops, passes int) error {
+func runHTTP(concs []int, ops, passes int, addr string) error {
 	dir, err := os.MkdirTemp("", "loadbench")
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func runHTTP(concs []int, ops, passes int) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the nethttp example (run loadbench from the module root): %w", err)
 	}
-	srv, err := startRedis()
+	srv, err := redisFor(addr)
 	if err != nil {
 		return err
 	}

@@ -33,15 +33,16 @@ func main() {
 		passes = flag.Int("passes", 2, "passes over the whole table")
 		only   = flag.String("only", "", "run only the rows whose name contains this")
 		http   = flag.Bool("http", false, "measure the nethttp example server end to end instead")
+		addr   = flag.String("redis", "", "use the Redis at this address instead of starting a private redis-server (its keys expire 10 s after the run)")
 	)
 	flag.Parse()
 	conc, err := parseConcs(*concs)
 	if err == nil {
 		printMachine()
 		if *http {
-			err = runHTTP(conc, *ops, *passes)
+			err = runHTTP(conc, *ops, *passes, *addr)
 		} else {
-			err = runStores(conc, *ops, *passes, *only)
+			err = runStores(conc, *ops, *passes, *only, *addr)
 		}
 	}
 	if err != nil {
@@ -86,8 +87,8 @@ func printMachine() {
 
 // runStores measures every row at every concurrency, -passes times, and
 // prints one table per concurrency.
-func runStores(concs []int, ops, passes int, only string) error {
-	srv, err := startRedis()
+func runStores(concs []int, ops, passes int, only, addr string) error {
+	srv, err := redisFor(addr)
 	if err != nil {
 		return err
 	}

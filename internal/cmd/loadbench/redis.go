@@ -53,8 +53,19 @@ func startRedis() (*server, error) {
 	}
 }
 
-// stop ends the server started by startRedis.
+// redisFor returns the Redis at addr, or a private one when addr is empty.
+func redisFor(addr string) (*server, error) {
+	if addr != "" {
+		return &server{addr: addr}, nil
+	}
+	return startRedis()
+}
+
+// stop ends the server started by startRedis; one given by -redis stays.
 func (s *server) stop() {
+	if s.cmd == nil {
+		return
+	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 }
