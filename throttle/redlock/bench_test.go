@@ -8,19 +8,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // BenchmarkAdmission measures one admission decision (Store.Acquire) on
-// local redis-servers started for the run, for three stores side by side:
+// local redis-servers started for the run, for six stores side by side:
 //
 //   - single:   redisstore on one node (one round trip);
 //   - redlock3: Redlock over three nodes (three round trips in parallel,
 //     decided at the second answer);
-//   - redlock5: Redlock over five nodes (decided at the third answer).
+//   - redlock5: Redlock over five nodes (decided at the third answer);
+//   - single-rueidis, redlock3-rueidis, redlock5-rueidis: the same on
+//     rueidisstore stores (redlock.NewOnStores), whose rueidis clients
+//     pipeline the concurrent calls to each node.
 //
 // Node 0 is shared, so the single store and both Redlocks talk to the same
 // first server; each store has clients of its own (go-redis's default pool
@@ -54,12 +60,13 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmissionPaired runs the same three stores interleaved, in
+// BenchmarkAdmissionPaired runs the same six stores interleaved, in
 // rounds of 200 operations per store in rotating order, so that load from
 // other processes on a shared machine hits all three alike; b.N is the
 // number of operations per store. It reports each store's p50 and p99
 // latency (single-p50-ns, redlock3-p50-ns, ...) and the ratio of each
-// Redlock's p50 to the single node's (redlock3/single-p50). Key cardinality
+// Redlock's p50 to the single node's on the same client library
+// (redlock3/single-p50, redlock3-rueidis/single-rueidis-p50). Key cardinality
 // and concurrency as in BenchmarkAdmission.
 func BenchmarkAdmissionPaired(b *testing.B) {
 	impls, keyFor := admissionSetup(b)
@@ -83,8 +90,12 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 				for i, impl := range impls {
 					p50[i] = benchload.Report(b, impl.name+"-", lat[i])
 				}
-				for i := 1; i < len(impls); i++ {
-					b.ReportMetric(p50[i]/p50[0], impls[i].name+"/"+impls[0].name+"-p50")
+				// Each Redlock against the single node on the same
+				// client library.
+				for i, impl := range impls {
+					if base := impl.base; base >= 0 {
+						b.ReportMetric(p50[i]/p50[base], impl.name+"/"+impls[base].name+"-p50")
+					}
 				}
 			})
 		}
@@ -95,6 +106,7 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 type admissionImpl struct {
 	name string
 	s    store.Store
+	base int // index of the single-node store it is compared with; -1 for none
 }
 
 // check acquires key and fails unless the outcome is the one the key
@@ -122,7 +134,28 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		b.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	impls := []admissionImpl{{"single", single}, {"redlock3", over(3)}, {"redlock5", over(5)}}
+	rueidisNodes := make([]redlock.Node, 5)
+	for i, srv := range ns.srvs {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st := rueidisstore.New(c)
+		b.Cleanup(func() { _ = st.Close(); c.Close() })
+		rueidisNodes[i] = st
+	}
+	overStores := func(n int) *redlock.Store {
+		s, err := redlock.NewOnStores(rueidisNodes[:n])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	impls := []admissionImpl{
+		{"single", single, -1}, {"redlock3", over(3), 0}, {"redlock5", over(5), 0},
+		{"single-rueidis", rueidisNodes[0], -1}, {"redlock3-rueidis", overStores(3), 3}, {"redlock5-rueidis", overStores(5), 3},
+	}
 	hot := store.Key("bench", "hot", "key")
 	for _, c := range ns.direct {
 		if err := c.Set(context.Background(), hot, "holder", time.Hour).Err(); err != nil {

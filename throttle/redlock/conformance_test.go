@@ -21,3 +21,10 @@ func TestConformance(t *testing.T) {
 	s := startNodes(t, 3, false).store(t, redlock.WithNodeTimeout(time.Second))
 	storetest.Run(t, func(t *testing.T) store.Store { return s })
 }
+
+// TestConformanceOnStores runs the suite on a Redlock store over three
+// rueidisstore stores (NewOnStores), whose nodes pipeline concurrent calls.
+func TestConformanceOnStores(t *testing.T) {
+	s := startNodes(t, 3, false).rueidisStore(t, redlock.WithNodeTimeout(time.Second))
+	storetest.Run(t, func(t *testing.T) store.Store { return s })
+}

@@ -17,6 +17,11 @@
 //	defer st.Close()
 //	limiter, err := throttle.New(st, throttle.Policy{Name: "submit"})
 //
+// NewOnStores takes a store per master instead of a client, for example
+// rueidisstore stores, whose rueidis clients let the concurrent
+// acquisitions sent to each node share round trips; a Redlock admission is a
+// command on every node, so that is where it saves most.
+//
 // New needs at least three nodes; use an odd number (3 survive one failed
 // node, 5 survive two; 4 survive no more than 3). Each node gets a
 // redisstore.Store of its own, so the scripts, the own-token retry rule and

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -73,6 +75,37 @@ func (ns *nodes) store(t testing.TB, opts ...redlock.Option) *redlock.Store {
 	s, err := redlock.New(ns.clients(t), opts...)
 	if err != nil {
 		t.Fatalf("redlock.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// rueidisStore returns a Redlock store over a rueidisstore store per node
+// (NewOnStores), on rueidis clients of their own (through the proxies when
+// the nodes are proxied), all closed at the test's end.
+func (ns *nodes) rueidisStore(t testing.TB, opts ...redlock.Option) *redlock.Store {
+	t.Helper()
+	stores := make([]redlock.Node, len(ns.srvs))
+	for i, srv := range ns.srvs {
+		addr := srv.Addr
+		if ns.proxies != nil {
+			addr = ns.proxies[i].Addr()
+		}
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			t.Fatalf("rueidis client on %s: %v", addr, err)
+		}
+		st := rueidisstore.New(c)
+		t.Cleanup(func() { _ = st.Close(); c.Close() })
+		stores[i] = st
+	}
+	s, err := redlock.NewOnStores(stores, opts...)
+	if err != nil {
+		t.Fatalf("redlock.NewOnStores: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {

@@ -19,9 +19,12 @@ import (
 // quorum of independent Redis masters. It is safe for concurrent use; make
 // one per set of nodes and share it.
 type Store struct {
-	nodes  []*redisstore.Store
+	nodes  []Node
 	names  []string // the nodes' addresses, for errors
 	quorum int
+	// owned is set when New made the per-node stores, which Close then
+	// closes; stores given to NewOnStores stay their owner's.
+	owned bool
 	// nodeTimeout is WithNodeTimeout's value, 0 for the automatic rule.
 	nodeTimeout time.Duration
 
@@ -79,15 +82,65 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Store, error) {
 		seen[names[i]] = i
 	}
 	s := &Store{
-		nodes:       make([]*redisstore.Store, len(nodes)),
+		nodes:       make([]Node, len(nodes)),
 		names:       names,
 		quorum:      quorumOf(len(nodes)),
 		nodeTimeout: c.nodeTimeout,
+		owned:       true,
 	}
 	for i, n := range nodes {
 		s.nodes[i] = redisstore.New(n, c.nodeOpts...)
 	}
 	return s, nil
+}
+
+// Node is a store on one independent master, as NewOnStores takes it:
+// redisstore.New or rueidisstore.New on a client of that master. Redlock
+// asks it to acquire, release, extend and watch; Close is called only by
+// its owner.
+type Node interface {
+	store.Store
+	store.Notifier
+	Close() error
+}
+
+// NewOnStores returns a Store over per-master stores, one per independent
+// master, instead of clients: pass rueidisstore stores to have the
+// concurrent acquisitions of every node share round trips (rueidis's
+// automatic pipelining), which is where Redlock spends its time under load:
+// each admission is a command on every node. The rules of New apply (at
+// least MinNodes, an odd number recommended, the same node never twice; a
+// store cannot tell its address, so two stores on one server are not
+// detected, and the caller must not pass them). WithStoreOptions does not
+// apply. The stores stay the caller's: Close leaves them open.
+func NewOnStores(nodes []Node, opts ...Option) (*Store, error) {
+	if len(nodes) < MinNodes {
+		return nil, invalid("%d nodes: Redlock needs at least %d independent masters (an odd number: "+
+			"2f+1 survive f failures); for one Redis use redisstore or rueidisstore", len(nodes), MinNodes)
+	}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, invalid("node %d is nil", i)
+		}
+		for j := range i {
+			if nodes[j] == n {
+				return nil, invalid("nodes %d and %d are the same store: a lock held on one server twice "+
+					"counts twice towards the quorum", j, i)
+			}
+		}
+		names[i] = fmt.Sprintf("%T %d", n, i)
+	}
+	return &Store{
+		nodes:       slices.Clone(nodes),
+		names:       names,
+		quorum:      quorumOf(len(nodes)),
+		nodeTimeout: c.nodeTimeout,
+	}, nil
 }
 
 // nodeName identifies a client for duplicate checks and error messages: its
@@ -107,7 +160,8 @@ func (s *Store) Quorum() int { return s.quorum }
 
 // Close waits for the calls still running in the background (nodes that
 // answer after a decision, releases of partial locks; each bounded by its
-// node timeout) and closes the per-node stores (see redisstore.Store.Close).
+// node timeout) and closes the per-node stores that New made (see
+// redisstore.Store.Close); stores given to NewOnStores stay open.
 // The clients stay open. Close is idempotent, and the Store keeps serving
 // Acquire, Release and Extend after it, as redisstore does.
 func (s *Store) Close() error {
@@ -115,6 +169,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.bg.Wait()
+	if !s.owned {
+		return nil
+	}
 	errs := make([]error, len(s.nodes))
 	for i, n := range s.nodes {
 		if err := n.Close(); err != nil {
@@ -368,7 +425,7 @@ func (s *Store) startAcquire(ctx context.Context, req store.Request) *acquisitio
 // acquireNode asks one node, reports the answer, and once the acquisition
 // is decided releases the node's possible lock if the acquisition was not
 // won and the decision did not take care of it.
-func (s *Store) acquireNode(ctx context.Context, a *acquisition, i int, node *redisstore.Store, req store.Request) {
+func (s *Store) acquireNode(ctx context.Context, a *acquisition, i int, node Node, req store.Request) {
 	nctx, cancel := context.WithTimeout(ctx, a.timeout)
 	g, err := node.Acquire(nctx, req)
 	cancel()
@@ -569,7 +626,7 @@ type nodeOutcome struct {
 // count as failed, and their calls go on in the background. Node calls end
 // with ctx unless detach is set; then only the timeout bounds them.
 func (s *Store) fanOut(ctx context.Context, timeout time.Duration, detach bool,
-	op func(ctx context.Context, node *redisstore.Store) (store.Outcome, error)) (outcomes, []error, error) {
+	op func(ctx context.Context, node Node) (store.Outcome, error)) (outcomes, []error, error) {
 	n := len(s.nodes)
 	results := make(chan nodeOutcome, n)
 	parent := ctx
@@ -653,7 +710,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 		return 0, notApplied("release", err)
 	}
 	o, errs, cause := s.fanOut(ctx, s.releaseTimeout(), true,
-		func(ctx context.Context, node *redisstore.Store) (store.Outcome, error) {
+		func(ctx context.Context, node Node) (store.Outcome, error) {
 			return node.Release(ctx, key, token)
 		})
 	return s.settle("release", o, errs, cause)
@@ -674,7 +731,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	}
 	start := time.Now()
 	o, errs, cause := s.fanOut(ctx, s.acquireTimeout(ttl), false,
-		func(ctx context.Context, node *redisstore.Store) (store.Outcome, error) {
+		func(ctx context.Context, node Node) (store.Outcome, error) {
 			return node.Extend(ctx, key, token, ttl)
 		})
 	out, err := s.settle("extend", o, errs, cause)
