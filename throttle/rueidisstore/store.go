@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -257,17 +256,8 @@ func (s *Store) pxFor(ttl time.Duration) (int64, string) {
 }
 
 func outcome(op string, n int64) (store.Outcome, error) {
-	switch n {
-	case redislua.OK:
-		return store.OK, nil
-	case redislua.HeldByOther:
-		return store.HeldByOther, nil
-	case redislua.Gone:
-		return store.Gone, nil
-	case redislua.StillHeld:
-		if op == "release" {
-			return store.StillHeld, nil
-		}
+	if out, ok := redislua.Outcome(n, op == "release"); ok {
+		return out, nil
 	}
 	return 0, fmt.Errorf("rueidisstore: %s: unexpected script reply %d", op, n)
 }
@@ -328,34 +318,11 @@ func checkRequest(key, token string, ttl time.Duration) error {
 	return nil
 }
 
-// ttlCeiling is the largest time.Duration of whole milliseconds, where
-// millis and remaining saturate.
-const ttlCeiling = math.MaxInt64 / time.Millisecond * time.Millisecond
-
-// millis rounds a positive duration up to whole milliseconds, the
-// resolution of PX and PEXPIRE, saturating at ttlCeiling.
-func millis(d time.Duration) int64 {
-	ms := d / time.Millisecond
-	if d%time.Millisecond > 0 {
-		ms++
-	}
-	return int64(min(ms, ttlCeiling/time.Millisecond))
-}
-
-// remaining turns a PTTL into Grant.Remaining: -1 for a key without expiry,
-// at least 1ms otherwise (a key that expired between the SET and the PTTL
-// is reported free in 1ms), saturating at ttlCeiling.
-func remaining(pttlMillis int64) time.Duration {
-	switch {
-	case pttlMillis == -1:
-		return -1
-	case pttlMillis < 1:
-		return time.Millisecond
-	case pttlMillis > int64(ttlCeiling/time.Millisecond):
-		return ttlCeiling
-	}
-	return time.Duration(pttlMillis) * time.Millisecond
-}
+// millis and remaining are redisstore's rules for TTLs and PTTLs.
+var (
+	millis    = redislua.Millis
+	remaining = redislua.Remaining
+)
 
 func flag(b bool) string {
 	if b {

@@ -1,0 +1,74 @@
+package redislua
+
+import (
+	"math"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// TTLCeiling is the largest time.Duration of whole milliseconds (about 292
+// years), where Millis and Remaining saturate. Redis takes far longer PX
+// and PEXPIRE values, so every TTL a time.Duration can express is one Redis
+// accepts once rounded.
+const TTLCeiling = math.MaxInt64 / time.Millisecond * time.Millisecond
+
+// Millis rounds a positive duration up to whole milliseconds, the
+// resolution of PX and PEXPIRE, saturating at TTLCeiling.
+func Millis(d time.Duration) int64 {
+	ms := d / time.Millisecond
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return int64(min(ms, TTLCeiling/time.Millisecond))
+}
+
+// Remaining turns a PTTL reply into store.Grant.Remaining: -1 for a key
+// without expiry, and at least 1ms otherwise (a key that expired between
+// the SET and the PTTL, PTTL -2, is reported free in 1ms), saturating at
+// TTLCeiling.
+func Remaining(pttlMillis int64) time.Duration {
+	switch {
+	case pttlMillis == -1:
+		return -1
+	case pttlMillis < 1:
+		return time.Millisecond
+	case pttlMillis > int64(TTLCeiling/time.Millisecond):
+		return TTLCeiling
+	}
+	return time.Duration(pttlMillis) * time.Millisecond
+}
+
+// Outcome decodes a reply of the release (release true), extend or record
+// script; ok is false for a reply the script never gives.
+func Outcome(n int64, release bool) (out store.Outcome, ok bool) {
+	switch n {
+	case OK:
+		return store.OK, true
+	case HeldByOther:
+		return store.HeldByOther, true
+	case Gone:
+		return store.Gone, true
+	case StillHeld:
+		return store.StillHeld, release
+	}
+	return 0, false
+}
+
+// Decision decodes the GCRA script's reply v (see gcra.lua): the reset R
+// when allowed, -(R+1) when refused; t is the emission interval, in
+// microseconds like R.
+func Decision(v, t, burst, cost int64) store.Decision {
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	tau := t * burst
+	allowed := v >= 0
+	reset := v
+	if !allowed {
+		reset = -v - 1
+	}
+	d := store.Decision{Allowed: allowed, Remaining: int(max(tau-reset, 0) / t), ResetAfter: us(reset)}
+	if !allowed {
+		d.RetryAfter = us(reset + cost*t - tau)
+	}
+	return d
+}
