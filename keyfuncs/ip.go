@@ -58,6 +58,9 @@ var remoteSource = "remote address"
 func RemoteIP(opts ...IPOption) Func {
 	c := newIPConfig(opts)
 	return func(r *http.Request) (string, error) {
+		if host, ok := canonicalIPv4Host(r.RemoteAddr); ok {
+			return host, nil // what the general path below returns for it
+		}
 		host, addr, err := parseRemote(r.RemoteAddr)
 		if err != nil {
 			return "", err
@@ -145,6 +148,44 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 		return string(p.AppendTo(buf[:0]))
 	}
 	return string(a.AppendTo(buf[:0]))
+}
+
+// canonicalIPv4Host returns the host of s, "ip:port" or a bare "ip", when
+// the ip is IPv4 written canonically (four decimal numbers from 0 to 255,
+// without leading zeros) and the port is one parseHostPort accepts: the
+// common peer address, whose identity is its host as it stands. It is
+// RemoteIP's fast path, sparing it netip's parsing; anything else (IPv6, a
+// zone, leading zeros, a bad port) reports false and takes the general
+// path.
+func canonicalIPv4Host(s string) (string, bool) {
+	host := s
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		if !isPort(s, i) {
+			return "", false
+		}
+		host = s[:i]
+	}
+	fields, n, digits := 0, 0, 0
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case c == '.':
+			if digits == 0 || fields == 3 {
+				return "", false
+			}
+			fields, n, digits = fields+1, 0, 0
+		case '0' <= c && c <= '9':
+			if digits > 0 && n == 0 { // a leading zero
+				return "", false
+			}
+			n, digits = n*10+int(c-'0'), digits+1
+			if n > 255 {
+				return "", false
+			}
+		default:
+			return "", false
+		}
+	}
+	return host, fields == 3 && digits > 0
 }
 
 // isPlainIPv4 reports whether s holds only digits and dots, that is, is

@@ -2,6 +2,7 @@ package keyfuncs
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,26 @@ func TestGroupIPv6Panics(t *testing.T) {
 			}()
 			GroupIPv6(bits)
 		}()
+	}
+}
+
+// TestCanonicalIPv4Host checks RemoteIP's fast path against the general
+// one: wherever it answers, the general path gives the same identity.
+func TestCanonicalIPv4Host(t *testing.T) {
+	for _, s := range []string{
+		"192.0.2.1:1234", "192.0.2.1", "0.0.0.0:0", "255.255.255.255:65535", "10.0.0.1:_obf",
+		"256.0.0.1:1", "01.2.3.4:1", "1.2.3:1", "1.2.3.4.5:1", "1..3.4:1", ".1.2.3:1", "1.2.3.4.:1",
+		"1.2.3.4:", "1.2.3.4:a:b", "1.2.3.4:12/", "[::1]:1", "::ffff:1.2.3.4", "1.2.3.4%eth0:1", "", ":1", "1.2.3.04:1",
+	} {
+		host, ok := canonicalIPv4Host(s)
+		gh, addr, err := parseRemote(s)
+		switch {
+		case ok && err != nil:
+			t.Errorf("%q: fast path %q, general path %v", s, host, err)
+		case ok && newIPConfig(nil).format(gh, addr) != host:
+			t.Errorf("%q: fast path %q, general path %q", s, host, newIPConfig(nil).format(gh, addr))
+		case !ok && err == nil && addr.Is4() && isPlainIPv4(gh) && strings.Count(s, ":") <= 1:
+			t.Errorf("%q: canonical IPv4 %q missed by the fast path", s, gh)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // Do returns the acquisition's error when fn did not run; otherwise fn's
 // error, joined with ErrLost when the lease was lost meanwhile.
 func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
-	lease, err := l.acquireKey(ctx, l.key(id), l.p.LeaseTTL)
+	lease, err := l.acquire(ctx, id, l.p.LeaseTTL)
 	if err != nil {
 		return err
 	}

@@ -8,5 +8,5 @@ import "time"
 func (l *Limiter) StoredKey(id string) string { return l.key(id) }
 func (ls *Lease) Key() string                 { return ls.key }
 func (ls *Lease) Token() string               { return ls.token }
-func (ls *Lease) Holds() int                  { return ls.holds }
+func (ls *Lease) Holds() int                  { return int(ls.holds) }
 func (ls *Lease) TTL() time.Duration          { return ls.ttl }

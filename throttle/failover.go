@@ -16,10 +16,9 @@ import (
 // refused there, before the store is asked, when the store is back. Across
 // processes the guarantee during an outage is only as wide as the fallback:
 // per process for a memstore.
-func (l *Limiter) tryFailOver(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
+func (l *Limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	sent := time.Now()
-	gf, err := l.bounded(ctx, fb, req) // in memory: not a store call to time
+	gf, err := l.bounded(ctx, fb, l.fallbackLocal, req) // in memory: not a store call to time
 	if err != nil {
 		// Without its mirror the store alone decides; the fallback's own
 		// failure is counted and logged like the store's.
@@ -32,16 +31,16 @@ func (l *Limiter) tryFailOver(ctx context.Context, req store.Request) (*Lease, t
 	}
 	if l.health.skip() {
 		l.stats.fallback.Add(1)
-		return l.granted(ctx, fb, nil, req, gf, sent)
+		return l.granted(ctx, true, nil, req, gf, sent)
 	}
 	return l.tryPrimary(ctx, req, &gf, sent)
 }
 
 // tryPrimary asks the store after the fallback granted gf (nil when the
 // fallback failed), and keeps the fallback's hold as the lease's mirror.
-func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent time.Time) (*Lease, time.Duration, error) {
+func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	g, err := l.call(ctx, l.store, req, time.Now())
+	g, err := l.call(ctx, req, monoNow())
 	if err != nil {
 		if ctx.Err() != nil || gf == nil {
 			if gf != nil {
@@ -54,7 +53,7 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 		l.releaseLater(ctx, l.store, req, sent, err)
 		l.countFailure(l.store, err)
 		l.stats.fallback.Add(1)
-		return l.granted(ctx, fb, nil, req, *gf, sent)
+		return l.granted(ctx, true, nil, req, *gf, sent)
 	}
 	l.health.answered(l)
 	if !g.Acquired && gf != nil {
@@ -64,7 +63,7 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 	if gf != nil {
 		mirror = fb
 	}
-	return l.granted(ctx, l.store, mirror, req, g, sent)
+	return l.granted(ctx, false, mirror, req, g, sent)
 }
 
 // releaseLocal gives back the fallback's hold of a request that did not get

@@ -10,32 +10,43 @@ import (
 
 // Lease is a held key, returned only by a successful acquisition. It expires
 // by itself after its TTL unless extended. It is safe for concurrent use.
+//
+// A lease is made for every admitted request, so it is kept small (88
+// bytes on 64-bit platforms): the stores it talks to are the Limiter's,
+// named by two flags rather than held as interface values.
 type Lease struct {
 	l     *Limiter
-	store Store
-	// mirror is the fallback's hold of the same key under FailOver (see
-	// tryFailOver), released and extended with the store's; nil otherwise.
-	mirror    Store
-	key       string
-	token     string
-	ttl       time.Duration
-	fence     int64
-	holds     int
-	reentrant bool
+	key   string
+	token string
+	ttl   time.Duration
+	fence int64
 
 	// validUntil is the monotonic time (see monoNow) until which the lease
 	// is surely still held: the time the last acquire or extend was sent,
 	// plus the TTL, less the clock drift allowance.
 	validUntil atomic.Int64
-	released   atomic.Bool
 	// since is the monotonic time (see monoNow) the acquisition was sent,
 	// for the hold time an Observer is told.
 	since int64
+
+	holds    int32
+	released atomic.Bool
+	// onFallback says that the Fallback granted the lease (FailOver while
+	// the store is down), not the store: see holder.
+	onFallback bool
+	// mirrored says that the Fallback mirrors the store's hold of the key
+	// under FailOver (see tryFailOver): it is released and extended with
+	// the store's. See mirror.
+	mirrored  bool
+	reentrant bool
 }
 
-func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.Time) *Lease {
-	ls := &Lease{l: l, store: st, key: req.Key, token: req.Token, ttl: req.TTL,
-		fence: g.Fence, holds: g.Holds, reentrant: req.Reentrant}
+// newLease returns the lease of an acquisition of req sent at sent (see
+// monoNow) that the Limiter's store, or its Fallback when fallback is set,
+// granted with g.
+func newLease(l *Limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
+	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL,
+		fence: g.Fence, holds: int32(g.Holds), reentrant: req.Reentrant, onFallback: fallback}
 	// The key's real TTL may differ from the one asked: a re-entry of a
 	// longer hold keeps it, a retried acquisition has what is left of it
 	// (see store.Grant.TTL). Stores that do not say get req.TTL.
@@ -44,8 +55,26 @@ func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.
 		ttl = req.TTL
 	}
 	ls.setValid(sent, ttl)
-	ls.since = int64(sent.Sub(monoStart))
+	ls.since = sent
 	return ls
+}
+
+// holder returns the store that holds the lease's key: the Limiter's store,
+// or its Fallback.
+func (ls *Lease) holder() Store {
+	if ls.onFallback {
+		return ls.l.p.Fallback
+	}
+	return ls.l.store
+}
+
+// mirror returns the Fallback when it mirrors the hold (see mirrored), and
+// nil otherwise.
+func (ls *Lease) mirror() Store {
+	if ls.mirrored {
+		return ls.l.p.Fallback
+	}
+	return nil
 }
 
 // Held returns how long ago the lease's acquisition was sent: how long the
@@ -53,8 +82,8 @@ func newLease(l *Limiter, st Store, req store.Request, g store.Grant, sent time.
 func (ls *Lease) Held() time.Duration { return time.Duration(monoNow() - ls.since) }
 
 // setValid records that the key, as of sent, lives for ttl.
-func (ls *Lease) setValid(sent time.Time, ttl time.Duration) {
-	ls.validUntil.Store(int64(sent.Sub(monoStart) + ttl - store.Drift(ttl)))
+func (ls *Lease) setValid(sent int64, ttl time.Duration) {
+	ls.validUntil.Store(sent + int64(ttl-store.Drift(ttl)))
 }
 
 // Fence returns the acquisition's fencing token under Policy.Fence, else 0.
@@ -79,13 +108,13 @@ func (ls *Lease) Release(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
 	defer cancel()
-	if ls.mirror != nil {
-		if _, err := ls.mirror.Release(ctx, ls.key, ls.token); err != nil {
+	if m := ls.mirror(); m != nil {
+		if _, err := m.Release(ctx, ls.key, ls.token); err != nil {
 			ls.l.logStoreError("release-fallback", err)
 		}
 	}
 	start := ls.l.startCall()
-	out, err := ls.store.Release(ctx, ls.key, ls.token)
+	out, err := ls.holder().Release(ctx, ls.key, ls.token)
 	ls.l.storeCall(ctx, "release", start, err)
 	if err != nil {
 		return &storeError{op: "release", err: err}
@@ -107,16 +136,16 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ls.l.p.Timeout)
 	defer cancel()
-	sent := time.Now()
-	out, err := ls.store.Extend(ctx, ls.key, ls.token, ttl)
+	sent := monoNow()
+	out, err := ls.holder().Extend(ctx, ls.key, ls.token, ttl)
 	if ls.l.p.Observer != nil {
-		ls.l.storeCall(ctx, "extend", sent, err)
+		ls.l.storeCallSince(ctx, "extend", sent, err)
 	}
 	if err != nil {
 		return &storeError{op: "extend", err: err}
 	}
-	if ls.mirror != nil && out == store.OK {
-		if _, err := ls.mirror.Extend(ctx, ls.key, ls.token, ttl); err != nil {
+	if m := ls.mirror(); m != nil && out == store.OK {
+		if _, err := m.Extend(ctx, ls.key, ls.token, ttl); err != nil {
 			ls.l.logStoreError("extend-fallback", err)
 		}
 	}

@@ -10,10 +10,17 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// monoStart anchors monotonic time stamps kept in atomics.
+// monoStart anchors monotonic time stamps: nanoseconds since monoStart, as
+// monoNow returns them. The acquisition path stamps with them rather than
+// with time.Now, which also reads the wall clock and costs about twice as
+// much; they fit in atomics too.
 var monoStart = time.Now()
 
 func monoNow() int64 { return int64(time.Since(monoStart)) }
+
+// monoTime returns the time.Time of the monotonic stamp t, for the few
+// places that need one (deadlines); it keeps its monotonic reading.
+func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 
 // Limiter takes keys in a Store under one Policy. It is safe for concurrent
 // use; make one per policy at start-up and share it.
@@ -23,6 +30,11 @@ type Limiter struct {
 	quota    store.Quota    // the store, for a Quota policy
 	recorder store.Recorder // the store, for a Replay policy
 	p        Policy
+
+	// storeLocal and fallbackLocal say whether the store and the Fallback
+	// are store.InMemory (asked once in New, not with a type assertion per
+	// call): calls to them need no Policy.Timeout bound.
+	storeLocal, fallbackLocal bool
 
 	health  health
 	orphans orphans
@@ -64,6 +76,8 @@ func New(st Store, p Policy) (*Limiter, error) {
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
 	l.recorder, _ = st.(store.Recorder)
+	_, l.storeLocal = st.(store.InMemory)
+	_, l.fallbackLocal = p.Fallback.(store.InMemory)
 	return l, nil
 }
 
@@ -97,34 +111,63 @@ func (l *Limiter) Policy() Policy { return l.p }
 // key returns the stored key for id under this limiter's policy.
 func (l *Limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
 
+// keyTokenBuf is the size of the stack buffer request builds a key and a
+// token in: a default prefix, a policy name and an identity of up to about
+// 60 bytes fit. Longer ones are built on the heap, as append grows it.
+const keyTokenBuf = 160
+
+// request returns the store request that acquires the key for id for ttl:
+// the key, and a new token (or, under Policy.Reentrant, the owner ctx
+// carries, if any). The key and the token are built into one buffer and
+// become one string, which they share: one allocation instead of two for
+// every acquisition. The lease and the store's lock keep both, so they
+// mostly live and die together; what keeps the key longer keeps the
+// token's 31 bytes too (a memstore fence counter keeps its key for the
+// fence TTL).
+func (l *Limiter) request(ctx context.Context, id string, ttl time.Duration) store.Request {
+	req := store.Request{TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
+	if req.Reentrant {
+		req.Token = ownerFrom(ctx)
+	}
+	var buf [keyTokenBuf]byte
+	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
+	n := len(b)
+	if req.Token == "" {
+		b = store.AppendToken(b)
+	}
+	kt := string(b)
+	req.Key = kt[:n]
+	if req.Token == "" {
+		req.Token = kt[n:]
+	}
+	return req
+}
+
 // Acquire takes the key for id for Policy.TTL() and returns the lease only
 // on success. It fails with a *ContendedError when somebody holds the key
 // (after waiting up to Policy.Wait), with ErrStore when the store failed, or
 // with ctx.Err().
 func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
-	return l.acquireKey(ctx, l.key(id), l.p.TTL())
+	return l.acquire(ctx, id, l.p.TTL())
 }
 
-func (l *Limiter) acquireKey(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+// acquire is Acquire for ttl.
+func (l *Limiter) acquire(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
 	if l.p.Mode == Quota {
 		return nil, invalid("policy %q is a Quota: use AllowN", l.p.Name)
 	}
-	req := store.Request{Key: key, TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
-	if req.Reentrant {
-		req.Token = ownerFrom(ctx)
-	}
-	if req.Token == "" {
-		req.Token = store.NewToken()
-	}
-	start := time.Now()
-	lease, remaining, err := l.try(ctx, req)
+	req := l.request(ctx, id, ttl)
+	// The first try is sent now, which is also when the wait (if any)
+	// starts: one clock reading for both.
+	sent := monoNow()
+	lease, remaining, err := l.tryAt(ctx, req, sent)
 	if lease != nil || err != nil {
 		return lease, err
 	}
 	if l.p.Wait <= 0 {
 		return nil, &ContendedError{RetryAfter: remaining}
 	}
-	lease, _, err = l.wait(ctx, req, remaining, start.Add(l.p.Wait), nil)
+	lease, _, err = l.wait(ctx, req, remaining, monoTime(sent).Add(l.p.Wait), nil)
 	return lease, err
 }
 
@@ -206,19 +249,23 @@ func (l *Limiter) attempt(ctx context.Context, req store.Request, look lookFunc)
 // try makes one acquisition (see tryFailOver for FailOver). It returns a
 // lease, or the holder's remaining time, or an error.
 func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
+	return l.tryAt(ctx, req, monoNow())
+}
+
+// tryAt is try sent at the monotonic time sent (see monoNow).
+func (l *Limiter) tryAt(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
 	if l.p.WhenStoreFails == FailOver {
-		return l.tryFailOver(ctx, req)
+		return l.tryFailOver(ctx, req, sent)
 	}
-	sent := time.Now()
-	g, err := l.call(ctx, l.store, req, sent)
+	g, err := l.call(ctx, req, sent)
 	if err != nil {
 		return nil, 0, l.failed(ctx, l.store, req, sent, err)
 	}
 	l.health.answered(l)
-	return l.granted(ctx, l.store, nil, req, g, sent)
+	return l.granted(ctx, false, nil, req, g, sent)
 }
 
 // failed handles an acquisition the store did not answer. The command may
@@ -226,7 +273,7 @@ func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Dura
 // too late), so the key is released in the background once the store
 // answers. It returns the caller's context error when that ended first, and
 // a store error otherwise.
-func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent time.Time, err error) error {
+func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent int64, err error) error {
 	l.releaseLater(ctx, st, req, sent, err)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -248,15 +295,18 @@ func (l *Limiter) countFailure(st Store, err error) {
 // time. A grant whose validity is already spent (the reply came after the
 // TTL, less the drift allowance) is no use: work started on it could run
 // beside the next holder. It is released in the background and reported as
-// a store failure.
-func (l *Limiter) granted(ctx context.Context, st, mirror Store, req store.Request, g store.Grant, sent time.Time) (*Lease, time.Duration, error) {
+// a store failure. The answer is the Fallback's when fallback is set, and
+// the store's otherwise; mirror is the Fallback when it mirrors the store's
+// grant (tryPrimary), and nil otherwise.
+func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
 		return nil, g.Remaining, nil
 	}
-	lease := newLease(l, st, req, g, sent)
-	lease.mirror = mirror
+	lease := newLease(l, fallback, req, g, sent)
+	lease.mirrored = mirror != nil
 	if lease.ValidFor() <= 0 {
+		st := lease.holder()
 		l.releaseLater(ctx, st, req, sent, errLate)
 		if mirror != nil {
 			l.releaseLater(ctx, mirror, req, sent, errLate)
@@ -271,21 +321,27 @@ func (l *Limiter) granted(ctx context.Context, st, mirror Store, req store.Reque
 // errLate is the cause of a store error for a grant that came too late.
 var errLate = errors.New("the grant arrived after its validity ran out")
 
-// call makes one acquisition bounded by Policy.Timeout. The bound costs a
-// timer and a context per call, so it is skipped where it cannot matter: for
-// an in-memory store, and when ctx already ends sooner.
-// sent is when the call starts, for the Observer.
-func (l *Limiter) call(ctx context.Context, st Store, req store.Request, sent time.Time) (store.Grant, error) {
-	g, err := l.bounded(ctx, st, req)
+// call makes one acquisition in the store, bounded by Policy.Timeout (see
+// bounded). sent is when the call starts (see monoNow), for the Observer.
+func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
+	g, err := l.bounded(ctx, l.store, l.storeLocal, req)
 	if l.p.Observer != nil {
-		l.storeCall(ctx, "acquire", sent, callFailed(ctx, err))
+		l.storeCallSince(ctx, "acquire", sent, callFailed(ctx, err))
 	}
 	return g, err
 }
 
-// bounded is call without the Observer's report.
-func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
-	if _, local := st.(store.InMemory); local {
+// bounded is call in st, the store or the Fallback, without the Observer's
+// report. The bound costs a timer and a context per call
+// (context.WithTimeout: several allocations), so it is skipped where it
+// cannot matter: for an in-memory store (local: st is a store.InMemory, as
+// New found), and when ctx already ends sooner. No cheaper bound is sound: the store must see a
+// context whose Done channel closes at the bound, or when ctx ends,
+// whichever comes first (go-redis waits on it for a pooled connection, and
+// sets its socket deadlines from Deadline), and only a context of the
+// context package can join ctx's cancellation without a goroutine.
+func (l *Limiter) bounded(ctx context.Context, st Store, local bool, req store.Request) (store.Grant, error) {
+	if local {
 		return st.Acquire(ctx, req)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
@@ -337,13 +393,13 @@ func (l *Limiter) logStoreError(op string, err error) {
 // Policy.DryRun, ErrContended still says what would have happened; the
 // caller lets the request through. The Observer is told the outcome.
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
-	lease, err := l.acquireKey(ctx, l.key(id), l.p.TTL())
-	if err == nil || !errors.Is(err, ErrStore) {
+	lease, err := l.acquire(ctx, id, l.p.TTL())
+	if err == nil || !isStoreError(err) {
 		if l.p.DryRun && err != nil {
 			l.logDryRun(err)
 		}
 		if l.p.Observer != nil {
-			l.observeAdmission(ctx, lease != nil && lease.store == l.p.Fallback, 0, err)
+			l.observeAdmission(ctx, lease != nil && lease.onFallback, 0, err)
 		}
 		return lease, err
 	}
@@ -354,6 +410,19 @@ func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	}
 	l.observe(ctx, Event{Kind: FailedClosed})
 	return nil, err
+}
+
+// isStoreError is errors.Is(err, ErrStore), without its reflection for the
+// errors the acquisition path itself returns: a rejection is the common
+// case of a hot key, and should cost no more than it must.
+func isStoreError(err error) bool {
+	switch err.(type) {
+	case *ContendedError:
+		return false
+	case *storeError:
+		return true
+	}
+	return errors.Is(err, ErrStore)
 }
 
 // observeAdmission tells the Observer the outcome of an admission that the

@@ -133,6 +133,12 @@ func (l *Limiter) storeCall(ctx context.Context, op string, start time.Time, err
 	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Since(start)})
 }
 
+// storeCallSince is storeCall for a call sent at the monotonic time sent
+// (see monoNow).
+func (l *Limiter) storeCallSince(ctx context.Context, op string, sent int64, err error) {
+	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Duration(monoNow() - sent)})
+}
+
 // callFailed returns err, or nil when the caller's ctx ended: a client that
 // left is not a store failure (Stats.StoreErrors does not count it
 // either), and must not set off an alert on store errors.

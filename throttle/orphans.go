@@ -46,7 +46,7 @@ const orphanSettle = time.Second
 // request made with an owner from the context may be a re-entry, and
 // releasing it could drop the hold of an outer acquisition that is still
 // running (the key then expires by itself instead).
-func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent time.Time, cause error) {
+func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent int64, cause error) {
 	if errors.Is(cause, store.ErrNotApplied) || (req.Reentrant && ownerFrom(ctx) == req.Token) {
 		return
 	}
@@ -56,7 +56,7 @@ func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request,
 	if len(o.queue) >= maxOrphans {
 		return
 	}
-	o.queue = append(o.queue, orphan{st: st, key: req.Key, token: req.Token, until: sent.Add(req.TTL)})
+	o.queue = append(o.queue, orphan{st: st, key: req.Key, token: req.Token, until: monoTime(sent).Add(req.TTL)})
 	if !o.running {
 		o.running = true
 		go l.releaseOrphans()

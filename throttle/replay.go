@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -34,7 +33,7 @@ func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []
 	if l.p.Mode != Replay {
 		return nil, nil, invalid("policy %q is not a Replay policy: use Admit", l.p.Name)
 	}
-	req := store.Request{Key: l.key(id), TTL: l.p.Window, Token: store.NewToken(), Fence: l.p.Fence}
+	req := l.request(ctx, id, l.p.Window) // a Replay policy is never Reentrant
 	lease, record, err = l.claim(ctx, req)
 	if err == nil || !errors.Is(err, ErrStore) {
 		if l.p.DryRun && err != nil {
@@ -44,7 +43,7 @@ func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []
 			if record != nil {
 				l.observe(ctx, Event{Kind: Replayed})
 			} else {
-				l.observeAdmission(ctx, lease != nil && lease.store == l.p.Fallback, 0, err)
+				l.observeAdmission(ctx, lease != nil && lease.onFallback, 0, err)
 			}
 		}
 		return lease, record, err
@@ -60,8 +59,8 @@ func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []
 
 // claim is Claim before the store-error policy and the Observer.
 func (l *Limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte, error) {
-	start := time.Now()
-	lease, remaining, err := l.try(ctx, req)
+	sent := monoNow()
+	lease, remaining, err := l.tryAt(ctx, req, sent)
 	if lease != nil || err != nil {
 		return lease, nil, err
 	}
@@ -76,7 +75,7 @@ func (l *Limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte,
 	if l.p.Wait <= 0 {
 		return nil, nil, &ContendedError{RetryAfter: remaining}
 	}
-	return l.wait(ctx, req, remaining, start.Add(l.p.Wait), look)
+	return l.wait(ctx, req, remaining, monoTime(sent).Add(l.p.Wait), look)
 }
 
 // recorded reads key's record, nil when it has none: from the store, or
@@ -141,9 +140,9 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if ls.released.Load() {
 		return ErrNotHeld
 	}
-	r, ok := ls.store.(store.Recorder)
+	r, ok := ls.holder().(store.Recorder)
 	if !ok {
-		return invalid("%T keeps no records", ls.store)
+		return invalid("%T keeps no records", ls.holder())
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
 	defer cancel()
@@ -160,7 +159,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	case out != store.OK:
 		return ErrNotHeld
 	}
-	if m, ok := ls.mirror.(store.Recorder); ok {
+	if m, ok := ls.mirror().(store.Recorder); ok {
 		if _, err := m.Record(ctx, ls.key, ls.token, rec); err != nil {
 			ls.l.logStoreError("record-fallback", err)
 		}

@@ -31,6 +31,12 @@ type Adapter struct {
 	// baseline of the benchmarks.
 	Bare func(h http.Handler) http.Handler
 
+	// Noop serves h on the same engine behind a middleware of the
+	// framework's own kind that does nothing but call the next handler:
+	// the benchmarks' baseline for what any middleware costs. It is
+	// optional; the benchmarks skip it when nil.
+	Noop func(h http.Handler) http.Handler
+
 	// Buffered says that the framework buffers every response whole, so
 	// that a handler's flush streams nothing and its response is recorded
 	// for Replay like any other: the suite skips its flushed-response case.

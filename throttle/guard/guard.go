@@ -26,6 +26,12 @@ type Guard struct {
 	heldField []string
 	// rc is what a Replay policy records (WithRecording).
 	rc recording
+
+	// contendedBody is the problem body of a request turned away for its
+	// key or quota (RejectStatus, ReasonContended), and rejectedFields the
+	// RateLimit values of such rejections by their t: see cache.go.
+	contendedBody  []byte
+	rejectedFields *fieldCache
 }
 
 // New returns the Guard of l, configured by opts. It panics when l is nil:
@@ -44,6 +50,9 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 		t = seconds(g.p.Window)
 	}
 	g.heldField = []string{limitField(g.p.Name, 0, t)}
+	g.contendedBody = buildBody(&Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, Policy: g.p})
+	name := g.p.Name
+	g.rejectedFields = newFieldCache(cachedLimitSeconds+1, func(t int64) string { return limitField(name, 0, t) })
 	return g
 }
 

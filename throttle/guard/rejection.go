@@ -103,22 +103,30 @@ type Rejection struct {
 	// when the application has its own rejection handler: it is the
 	// answer the client asked for, not an error.
 	Replay *Response
+
+	// g is the Guard that made the rejection, whose cached answers
+	// Write may use (see Rejection.cached); nil for one made elsewhere.
+	g *Guard
 }
 
 // newRejection returns a rejection under g's policy.
 func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
-	return &Rejection{Status: status, Reason: reason, Policy: g.p, Err: err}
+	return &Rejection{Status: status, Reason: reason, Policy: g.p, Err: err, g: g}
 }
 
 // rejection turns an error of Limiter.Admit or AdmitN into the answer for
 // the client.
 func (g *Guard) rejection(err error) *Rejection {
+	// A duplicate's error is the Limiter's *ContendedError itself: a type
+	// assertion finds it without errors.As's reflection (and without
+	// moving a variable to the heap for it to write to).
+	if ce, ok := err.(*throttle.ContendedError); ok {
+		return g.contended(err, ce)
+	}
 	var ce *throttle.ContendedError
 	switch {
 	case errors.As(err, &ce):
-		r := g.newRejection(g.p.RejectStatus, ReasonContended, err)
-		r.RetryAfter = ce.RetryAfter
-		return r
+		return g.contended(err, ce)
 	case !errors.Is(err, throttle.ErrStore) &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		// The caller's context ended: nobody is listening any more. (A
@@ -129,5 +137,13 @@ func (g *Guard) rejection(err error) *Rejection {
 	// one day that is not the client's doing: unavailable, no internals.
 	r := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
 	r.RetryAfter = time.Second
+	return r
+}
+
+// contended returns the rejection of a request turned away because ce
+// (err, or wrapped in it) says its key is held or its quota spent.
+func (g *Guard) contended(err error, ce *throttle.ContendedError) *Rejection {
+	r := g.newRejection(g.p.RejectStatus, ReasonContended, err)
+	r.RetryAfter = ce.RetryAfter
 	return r
 }

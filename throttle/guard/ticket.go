@@ -51,7 +51,7 @@ func (t Ticket) SetHeaders(h http.Header) {
 	h["Ratelimit-Policy"] = t.g.policyField
 	switch {
 	case t.dryRun != nil:
-		h["Ratelimit"] = []string{rejectedLimitField(t.dryRun)}
+		h["Ratelimit"] = rejectedLimit(t.dryRun, t.dryRun.cached())
 	case t.quota != nil:
 		h["Ratelimit"] = []string{quotaLimitField(&t.g.p, t.quota)}
 	case t.lease != nil:

@@ -126,16 +126,30 @@ var (
 // nothing about the client's quota and gets RateLimit-Policy alone.
 func SetHeaders(h http.Header, rej *Rejection) {
 	if secs := retryAfter(rej); secs > 0 {
-		h["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
+		h["Retry-After"] = retryAfterFields.get(secs)
 	}
 	p := &rej.Policy
 	if p.Name == "" {
 		return
 	}
-	h["Ratelimit-Policy"] = []string{policyField(p)}
-	if rej.Reason == ReasonContended {
-		h["Ratelimit"] = []string{rejectedLimitField(rej)}
+	g := rej.cached()
+	if g != nil {
+		h["Ratelimit-Policy"] = g.policyField
+	} else {
+		h["Ratelimit-Policy"] = []string{policyField(p)}
 	}
+	if rej.Reason == ReasonContended {
+		h["Ratelimit"] = rejectedLimit(rej, g)
+	}
+}
+
+// rejectedLimit returns the RateLimit field of a request turned away for
+// its key or quota, from g's cache when g is rej.cached().
+func rejectedLimit(rej *Rejection, g *Guard) []string {
+	if g != nil && rej.Decision == nil {
+		return g.rejectedFields.get(retryAfter(rej))
+	}
+	return []string{rejectedLimitField(rej)}
 }
 
 // rejectedLimitField returns the RateLimit value of a request turned away
@@ -152,6 +166,11 @@ func rejectedLimitField(rej *Rejection) string {
 // Status, SetHeaders and the fixed headers Write sets, so that the answer is
 // the same as the other adapters'.
 func Body(rej *Rejection) []byte {
+	return buildBody(rej)
+}
+
+// buildBody is Body.
+func buildBody(rej *Rejection) []byte {
 	b := make([]byte, 0, 256)
 	typ := problemType(rej)
 	b = append(b, `{"type":`...)
@@ -203,5 +222,5 @@ func Write(w http.ResponseWriter, rej *Rejection) {
 	h["Cache-Control"] = noStore
 	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(rej.Status)
-	_, _ = w.Write(Body(rej))
+	_, _ = w.Write(body(rej)) // an io.Writer must not change or keep it
 }

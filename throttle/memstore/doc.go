@@ -42,24 +42,31 @@
 // store.NewToken (31 bytes), BenchmarkMemoryPerKey measures this live heap
 // per key (Go 1.26, amd64):
 //
-//	held key, no fence                about 195 bytes (64 of them the strings)
-//	held key with its fence counter   about 275 bytes
+//	held key, no fence                about 220 bytes (64 of them the strings)
+//	held key with its fence counter   about 300 bytes
 //	fence counter of a released key   about 115 bytes (32 of them the key)
 //
-// Longer keys add their extra length. A map's spare room varies as it grows,
-// and a full shard of the default store has about half of its slots spare,
-// which the figures include. At the default bound a store is at its largest
-// when a million keys are held and the fence counters of a million other
-// keys are kept: about 305 MiB of live heap (about 195 MiB without fences).
+// A held key's figures include the 24 bytes (and spare room) of its entry
+// in an expiry queue; a lock released before its TTL ran out leaves at most
+// that entry, without the key, until then. Longer keys add their extra
+// length. A map's spare room varies as it grows, and a full shard of the
+// default store has about half of its slots spare, which the figures
+// include. At the default bound a store is at its largest when a million
+// keys are held and the fence counters of a million other keys are kept:
+// about 330 MiB of live heap (about 220 MiB without fences).
 // The process needs more than that: between collections the garbage
 // collector lets the heap grow to about twice its live size (GOGC=100). Go
 // maps do not shrink either, so a store stays about as large as it was at
 // its busiest. WithMaxKeys lowers the bound and the cost in proportion.
 //
 // There are no goroutines and nothing to close: an expired entry is removed
-// when it is next touched, each insertion also samples a few entries and
-// removes those that expired (as Redis's active expiry does), and a full
-// shard is swept completely before it refuses a new key. Time comes from an
+// when it is next touched; an expired lock also when a new lock expiry is
+// set, which first removes the expired locks at the front of the shard's
+// expiry queues (one queue per TTL class, in which locks expire about in
+// the order they were taken, so that the expired ones are found without
+// looking for them); an insertion of another kind of entry samples a few
+// and removes those that expired (as Redis's active expiry does); and a
+// full shard is swept completely before it refuses a new key. Time comes from an
 // injectable clock (WithClock) and is compared as durations since the store
 // was made, so the default time.Now uses the monotonic clock and a wall clock
 // step does not expire or prolong locks.

@@ -50,7 +50,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	// made in the order of their times, as the Redis script's are: a
 	// decision that read an earlier time than the one before it would
 	// see less of the quota refilled.
-	now, _ := s.now()
+	now, _ := s.now(false)
 	nowUS := int64(now / time.Microsecond)
 
 	// An expired entry (its quota full again) still holds a place in the
@@ -76,7 +76,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		delete(sh.quotas, key)
 		return d, nil
 	}
-	if !present && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil) {
+	if !present && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil, sampleSize) {
 		return store.Decision{}, ErrFull
 	}
 	q = quota{tat: newTAT}

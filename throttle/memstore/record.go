@@ -81,7 +81,7 @@ func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) 
 	if key == "" {
 		return nil, false, fmt.Errorf("%w: memstore: empty key", store.ErrInvalid)
 	}
-	now, _ := s.now()
+	now, _ := s.now(false)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -12,6 +12,7 @@ type lock struct {
 	expires time.Duration // since Store.epoch
 	fence   int64         // fence of the first acquisition, 0 if none was asked
 	holds   int32         // hold count of a reentrant lock, 0 for a plain lock
+	queued  queuePos      // where the lock's expiry is queued (see expiry.go)
 }
 
 // counter is a key's fence counter.
@@ -20,9 +21,10 @@ type counter struct {
 	expires time.Duration // since Store.epoch
 }
 
-// sampleSize is how many entries an insertion looks at to remove expired
-// ones, as Redis's active expiry does: enough to keep up with a steady rate
-// of one-off keys, small enough to cost little.
+// sampleSize is how many entries an insertion of a fence counter, a quota
+// or a record looks at to remove expired ones, as Redis's active expiry
+// does: enough to keep up with a steady rate of one-off keys, small enough
+// to cost little. (Locks have expiry queues instead: see expiry.go.)
 const sampleSize = 3
 
 // shard is one part of the store: a mutex and the maps it guards.
@@ -34,6 +36,10 @@ type shard struct {
 	records  map[string]record
 	waiters  map[string][]chan struct{}
 	capacity int
+
+	// queues are the expiry queues of locks, one per TTL class (see
+	// expiry.go): usually one or two.
+	queues []expiryQueue
 
 	// recordBytes is the sum of the lengths of records' data, which
 	// recordCap (the shard's share of WithMaxRecordBytes) bounds.
@@ -78,15 +84,28 @@ func (sh *shard) live(key string, now time.Duration) (lock, bool) {
 	return l, ok
 }
 
-// put stores l under key and keeps lockFloor a lower bound.
+// put stores l under key and keeps lockFloor a lower bound. It does not
+// queue l's expiry: see setExpiry.
 func (sh *shard) put(key string, l lock) {
 	sh.locks[key] = l
 	sh.lockFloor = min(sh.lockFloor, l.expires)
 }
 
-// roomForLock makes room for one more lock (see makeRoom).
+// setExpiry stores l, whose expiry is new (a new lock, an extension, a
+// re-entry that raised it), under key, and queues the expiry (see
+// expiry.go), after removing the expired locks at the queues' fronts.
+func (sh *shard) setExpiry(key string, l lock, now time.Duration) {
+	sh.reclaim(now)
+	l.queued = sh.enqueue(key, l.expires, l.expires-now)
+	sh.put(key, l)
+}
+
+// roomForLock makes room for one more lock: it removes the expired locks
+// at the front of the expiry queues and, when the shard is full, sweeps
+// it (see makeRoom; locks are not sampled, the queues find them).
 func (sh *shard) roomForLock(now time.Duration) bool {
-	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now, nil)
+	sh.reclaim(now)
+	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now, nil, 0)
 }
 
 // nextFence returns key's next fence, max(last+1, wall), or false when the
@@ -114,7 +133,7 @@ func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.D
 // ran out (a lock TTL, or a lease kept alive, can outlast the fence TTL):
 // see heldCounter.
 func (sh *shard) roomForFence(now time.Duration) bool {
-	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now, sh.heldCounter)
+	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now, sh.heldCounter, sampleSize)
 }
 
 // heldCounter keeps the expired counter c of key while key's lock lives: it
@@ -137,22 +156,25 @@ type expiring interface{ expiry() time.Duration }
 func (l lock) expiry() time.Duration    { return l.expires }
 func (c counter) expiry() time.Duration { return c.expires }
 
-// makeRoom makes room for one more entry in m: it samples a few entries and
-// removes the expired ones among them (as Redis's active expiry does) and,
+// makeRoom makes room for one more entry in m: it samples a few (sample)
+// entries and removes the expired ones among them (as Redis's active
+// expiry does) and,
 // when m is full and *floor says something may have expired, removes every
 // expired entry and moves *floor, the lower bound of m's expiry times. It
 // reports whether a new entry fits. An expired entry for which keep (when
 // not nil) answers true stays, with the value keep returned, whose expiry
 // must be later than now.
 func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, now time.Duration,
-	keep func(key string, v V, now time.Duration) (V, bool)) bool {
-	n := 0
-	for k, v := range m {
-		if n++; n > sampleSize {
-			break
-		}
-		if v.expiry() <= now {
-			expire(m, k, v, now, keep)
+	keep func(key string, v V, now time.Duration) (V, bool), sample int) bool {
+	if sample > 0 { // not even one: starting an iteration costs
+		n := 0
+		for k, v := range m {
+			if n++; n > sample {
+				break
+			}
+			if v.expiry() <= now {
+				expire(m, k, v, now, keep)
+			}
 		}
 	}
 	if len(m) < capacity {

@@ -24,7 +24,7 @@ type Store struct {
 	shards   []shard
 	mask     uint64
 	seed     maphash.Seed
-	clock    func() time.Time
+	clock    func() time.Time // nil for time.Now (see now)
 	epoch    time.Time
 	fenceTTL time.Duration
 }
@@ -37,7 +37,7 @@ var (
 // New returns an empty store. Without options it holds up to DefaultMaxKeys
 // locks, reads time.Now and keeps fence counters for DefaultFenceTTL.
 func New(opts ...Option) *Store {
-	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, clock: time.Now, fenceTTL: DefaultFenceTTL}
+	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, fenceTTL: DefaultFenceTTL}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -49,10 +49,13 @@ func New(opts ...Option) *Store {
 		shards:   make([]shard, n),
 		mask:     uint64(n - 1),
 		seed:     maphash.MakeSeed(),
-		clock:    c.clock,
 		fenceTTL: c.fenceTTL,
 	}
-	s.epoch = s.clock()
+	s.epoch = time.Now()
+	if c.clock != nil {
+		s.clock = c.clock
+		s.epoch = s.clock()
+	}
 	per := (c.maxKeys + n - 1) / n
 	perRecord := (c.maxRecordBytes + int64(n) - 1) / int64(n)
 	for i := range s.shards {
@@ -65,10 +68,19 @@ func (s *Store) shard(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)&s.mask]
 }
 
-// now returns the time since the store was made, for expiries, and the wall
-// clock in microseconds, for fences, from one clock reading.
-func (s *Store) now() (time.Duration, int64) {
-	t := s.clock()
+// now returns the time since the store was made, for expiries, and, when
+// wall is set, the wall clock in microseconds, for fences, from one clock
+// reading (0 otherwise). With the default clock an expiry needs only the
+// monotonic clock, which time.Since reads without the wall clock (about
+// half the cost of time.Now); only fenced acquisitions read both.
+func (s *Store) now(wall bool) (time.Duration, int64) {
+	if s.clock == nil && !wall {
+		return time.Since(s.epoch), 0
+	}
+	t := time.Now()
+	if s.clock != nil {
+		t = s.clock()
+	}
 	return t.Sub(s.epoch), t.UnixMicro()
 }
 
@@ -106,7 +118,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, fmt.Errorf("%w: memstore: empty token", store.ErrInvalid)
 	}
 	ttl := ceilMillis(req.TTL)
-	now, wall := s.now()
+	now, wall := s.now(req.Fence)
 	sh := s.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -140,8 +152,12 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			l.fence = f
 		}
 		l.holds++
-		l.expires = max(l.expires, now+ttl) // a re-entry never shortens the hold
-		sh.put(req.Key, l)
+		if now+ttl > l.expires { // a re-entry never shortens the hold
+			l.expires = now + ttl
+			sh.setExpiry(req.Key, l, now)
+		} else {
+			sh.put(req.Key, l)
+		}
 		g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: int(l.holds)}
 		if req.Fence {
 			g.Fence = l.fence
@@ -163,6 +179,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		}
 		l.fence = f
 	}
+	l.queued = sh.enqueue(req.Key, l.expires, ttl) // roomForLock reclaimed
 	sh.put(req.Key, l)
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
@@ -179,6 +196,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 			return store.StillHeld
 		}
 		delete(sh.locks, key)
+		sh.unqueue(key, l.queued)
 		if r, ok := sh.records[key]; ok {
 			sh.dropRecord(key, r)
 		}
@@ -201,8 +219,10 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 			// One owner's holds share a reentrant key's TTL: never lower it.
 			expires = max(expires, l.expires)
 		}
-		l.expires = expires
-		sh.put(key, l)
+		if expires != l.expires {
+			l.expires = expires
+			sh.setExpiry(key, l, now)
+		}
 		return store.OK
 	})
 }
@@ -215,7 +235,7 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	now, _ := s.now()
+	now, _ := s.now(false)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -3,7 +3,6 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"strings"
 )
 
 // MaxComponent is the longest a key component may be once escaped. A longer
@@ -30,15 +29,33 @@ const MaxComponent = 64
 // To key on several values, join them first with keyfuncs.Join or JoinID,
 // which escape each part.
 func Key(prefix, policy, id string) string {
-	var b strings.Builder
-	b.Grow(len(prefix) + 4 + escapedLen(policy) + escapedLen(id))
-	b.WriteString(prefix)
-	b.WriteString(":{")
-	writeComponent(&b, policy)
-	b.WriteByte(':')
-	writeComponent(&b, id)
-	b.WriteByte('}')
-	return b.String()
+	// Built on the stack and copied once into the string: one allocation
+	// for a key of up to keyBuf bytes, as many as a strings.Builder of the
+	// exact size would cost.
+	var buf [keyBuf]byte
+	b := buf[:0]
+	if n := len(prefix) + 4 + escapedLen(policy) + escapedLen(id); n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	return string(AppendKey(b, prefix, policy, id))
+}
+
+// keyBuf is the size of the stack buffers keys and identities are built
+// in before they become strings: enough for a default prefix, a policy
+// name and an escaped identity of typical length.
+const keyBuf = 128
+
+// AppendKey appends Key(prefix, policy, id) to dst and returns the extended
+// slice. It lets a caller build the key into a buffer of its own, together
+// with other bytes (the throttle.Limiter builds the key and the token of an
+// acquisition into one string, one allocation for both).
+func AppendKey(dst []byte, prefix, policy, id string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, ":{"...)
+	dst = appendComponent(dst, policy)
+	dst = append(dst, ':')
+	dst = appendComponent(dst, id)
+	return append(dst, '}')
 }
 
 // FenceKey returns the key of the fencing counter that belongs to a lock key
@@ -54,20 +71,30 @@ func JoinID(parts ...string) string {
 	for _, p := range parts {
 		n += rawEscapedLen(p)
 	}
-	var b strings.Builder
-	b.Grow(n)
+	var buf [keyBuf]byte // see Key
+	b := buf[:0]
+	if n > len(buf) {
+		b = make([]byte, 0, n)
+	}
 	for i, p := range parts {
 		if i > 0 {
-			b.WriteByte(':')
+			b = append(b, ':')
 		}
-		writeEscaped(&b, p)
+		b = appendEscaped(b, p)
 	}
-	return b.String()
+	return string(b)
 }
 
-func needsEscape(c byte) bool {
-	return c <= 0x20 || c >= 0x7f || c == ':' || c == '{' || c == '}' || c == '%'
-}
+// escaped[c] is true for the bytes that Key escapes. A table lookup per
+// byte instead of six comparisons: keys are built on every request.
+var escaped = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c <= 0x20 || c >= 0x7f || c == ':' || c == '{' || c == '}' || c == '%'
+	}
+	return t
+}()
+
+func needsEscape(c byte) bool { return escaped[c] }
 
 func rawEscapedLen(s string) int {
 	n := len(s)
@@ -89,32 +116,27 @@ func escapedLen(s string) int {
 	return hashedLen
 }
 
-func writeComponent(b *strings.Builder, s string) {
+func appendComponent(b []byte, s string) []byte {
 	if rawEscapedLen(s) <= MaxComponent {
-		writeEscaped(b, s)
-		return
+		return appendEscaped(b, s)
 	}
 	sum := sha256.Sum256([]byte(s))
-	var enc [43]byte
-	base64.RawURLEncoding.Encode(enc[:], sum[:])
-	b.WriteString("%!")
-	b.Write(enc[:])
+	b = append(b, "%!"...)
+	return base64.RawURLEncoding.AppendEncode(b, sum[:])
 }
 
 const hexDigits = "0123456789ABCDEF"
 
-func writeEscaped(b *strings.Builder, s string) {
+func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !needsEscape(c) {
 			continue
 		}
-		b.WriteString(s[start:i])
-		b.WriteByte('%')
-		b.WriteByte(hexDigits[c>>4])
-		b.WriteByte(hexDigits[c&15])
+		b = append(b, s[start:i]...)
+		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
 		start = i + 1
 	}
-	b.WriteString(s[start:])
+	return append(b, s[start:]...)
 }

@@ -130,3 +130,23 @@ func BenchmarkKey(b *testing.B) {
 		_ = store.Key("throttle", "submit", "user-12345")
 	}
 }
+
+func BenchmarkAppendKeyToken(b *testing.B) {
+	b.ReportAllocs()
+	var buf [160]byte
+	for b.Loop() {
+		k := store.AppendKey(buf[:0], "throttle", "submit", "10.1.2.3")
+		_ = store.AppendToken(k)
+	}
+}
+
+// TestAppendKey checks that AppendKey appends what Key returns, for ids
+// that are escaped, hashed, or left as they are.
+func TestAppendKey(t *testing.T) {
+	for _, id := range []string{"", "user-42", "a:b{c}%d e\xff", strings.Repeat("x", 200), strings.Repeat(":", 40)} {
+		got := string(store.AppendKey([]byte("before|"), "throttle", "sub:mit", id))
+		if want := "before|" + store.Key("throttle", "sub:mit", id); got != want {
+			t.Errorf("AppendKey(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

@@ -11,15 +11,21 @@ import (
 // tokens made since. Together they make every token unique across processes
 // (two processes share a prefix with probability 2^-120) without a system
 // call per token.
+//
+// The prefix is kept encoded: 15 bytes are 20 base64 characters exactly,
+// with no group shared with the counter's bytes, so a token is the encoded
+// prefix followed by the 11 characters of the counter (see AppendToken).
 var (
-	tokenPrefix [15]byte
+	tokenPrefix string // encoded
 	tokenSeq    atomic.Uint64
 )
 
 func init() {
 	// crypto/rand.Read never returns an error since Go 1.24; it panics on
 	// a broken system source, which is the right answer for lock tokens.
-	_, _ = rand.Read(tokenPrefix[:])
+	var prefix [15]byte
+	_, _ = rand.Read(prefix[:])
+	tokenPrefix = base64.RawURLEncoding.EncodeToString(prefix[:])
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
 	tokenSeq.Store(binary.LittleEndian.Uint64(seed[:]))
@@ -34,8 +40,29 @@ func init() {
 // extend the lock that somebody else holds now. It costs one allocation and
 // no system call.
 func NewToken() string {
-	var raw [23]byte
-	copy(raw[:15], tokenPrefix[:])
-	binary.BigEndian.PutUint64(raw[15:], tokenSeq.Add(1))
-	return base64.RawURLEncoding.EncodeToString(raw[:])
+	var buf [tokenLen]byte
+	return string(AppendToken(buf[:0]))
 }
+
+// tokenLen is the length of a token.
+const tokenLen = 31
+
+// AppendToken appends a new token, as NewToken makes, to dst and returns
+// the extended slice: for a caller that builds the token into a buffer of
+// its own, with other bytes, to spare it an allocation of its own (the
+// throttle.Limiter builds a request's key and token into one string).
+func AppendToken(dst []byte) []byte {
+	dst = append(dst, tokenPrefix...)
+	// The counter's 8 bytes, big-endian, in unpadded base64url: 64 bits
+	// and two zero bits of padding make 11 characters of 6 bits. Written
+	// by hand, as base64.RawURLEncoding would write them, because every
+	// acquisition makes a token.
+	n := tokenSeq.Add(1)
+	for shift := 58; shift >= 4; shift -= 6 {
+		dst = append(dst, base64URL[n>>shift&63])
+	}
+	return append(dst, base64URL[n&15<<2])
+}
+
+// base64URL is the alphabet of base64.RawURLEncoding.
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

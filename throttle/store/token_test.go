@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"sync"
 	"testing"
 
@@ -43,4 +46,24 @@ func BenchmarkNewToken(b *testing.B) {
 			_ = store.NewToken()
 		}
 	})
+}
+
+// TestTokenEncoding checks that AppendToken writes what base64 does: the
+// prefix and the counter encoded as one 23-byte value.
+func TestTokenEncoding(t *testing.T) {
+	for range 1000 {
+		tok := store.NewToken()
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil || len(raw) != 23 {
+			t.Fatalf("token %q: %d bytes, %v", tok, len(raw), err)
+		}
+		if again := base64.RawURLEncoding.EncodeToString(raw); again != tok {
+			t.Fatalf("token %q encodes back as %q", tok, again)
+		}
+		next, _ := base64.RawURLEncoding.DecodeString(store.NewToken())
+		if !bytes.Equal(raw[:15], next[:15]) ||
+			binary.BigEndian.Uint64(next[15:]) != binary.BigEndian.Uint64(raw[15:])+1 {
+			t.Fatalf("tokens %x and %x: want one prefix and consecutive counters", raw, next)
+		}
+	}
 }

@@ -1,0 +1,69 @@
+//go:build !race
+
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// TestAllocs pins the allocations of an admission (the race detector
+// changes allocation counts, hence the build tag). On a memory store: the
+// key and token (one string) and the lease when admitted; the key and
+// token and the ContendedError when the key is held. On a remote store (the
+// fake of BenchmarkLimiterOverhead) the bound on Policy.Timeout adds what
+// context.WithTimeout allocates: its context, its timer and two closures,
+// and the Done channel, which a store that waits on it (go-redis does)
+// makes.
+func TestAllocs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := make([]string, 4000)
+	for i := range ids {
+		ids[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, c := range []struct {
+		name               string
+		st                 store.Store
+		admitted, rejected float64
+	}{
+		{"memstore", memstore.New(), 2, 2},
+		{"remote", remote{}, 7, 7},
+	} {
+		l, err := throttle.New(c.st, throttle.Policy{Name: "allocs", Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		admit := func() {
+			if _, err := l.Admit(ctx, ids[i]); err != nil {
+				t.Fatalf("%s: admission of %s: %v", c.name, ids[i], err)
+			}
+			i++
+		}
+		for i < 2000 { // the store's maps grow now, not while measured
+			admit()
+		}
+		if n := testing.AllocsPerRun(1000, admit); n > c.admitted {
+			t.Errorf("%s: %v allocations per admission, want at most %v", c.name, n, c.admitted)
+		}
+		if c.name == "remote" {
+			l, _ = throttle.New(remote{held: true}, throttle.Policy{Name: "allocs", Timeout: time.Second})
+		}
+		n := testing.AllocsPerRun(1000, func() {
+			if _, err := l.Admit(ctx, ids[0]); !errors.Is(err, throttle.ErrContended) {
+				t.Fatalf("%s: admission of a held key: %v", c.name, err)
+			}
+		})
+		if n > c.rejected {
+			t.Errorf("%s: %v allocations per rejection, want at most %v", c.name, n, c.rejected)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package guard
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// What the guard answers on the hot paths repeats: a Dedupe guard turns
+// away every duplicate with the same problem body, the same
+// RateLimit-Policy, and Retry-After and RateLimit values that take one of a
+// few dozen values (whole seconds up to the window). Building them per
+// request (strconv.AppendQuote of the detail text, a []string per header)
+// cost most of a rejection, so they are built once: the body when the
+// Guard is made, the per-value fields on first use (see fieldCache).
+//
+// A header map holds a []string per field, which the caches share between
+// responses, as Write already shared its fixed values. net/http only reads
+// them; Header.Set replaces the slice, and Header.Add's append copies it
+// (the shared slices are full), so middleware that changes a field leaves
+// the shared one alone. Only assigning to an element in place would not.
+
+// fieldCache holds the header values of the integers 0 to len(vals)-1, each
+// made by format on first use; larger or negative ones are made per call.
+// It is safe for concurrent use: two callers may both make a missing value,
+// and either one's is kept.
+type fieldCache struct {
+	vals   []atomic.Pointer[[]string]
+	format func(n int64) string
+}
+
+func newFieldCache(n int, format func(n int64) string) *fieldCache {
+	return &fieldCache{vals: make([]atomic.Pointer[[]string], n), format: format}
+}
+
+// get returns the header value of n.
+func (c *fieldCache) get(n int64) []string {
+	if n < 0 || n >= int64(len(c.vals)) {
+		return []string{c.format(n)}
+	}
+	if v := c.vals[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{c.format(n)}
+	c.vals[n].Store(&v)
+	return v
+}
+
+// retryAfterFields are the Retry-After values up to ten minutes, for every
+// guard (4.8 KB).
+var retryAfterFields = newFieldCache(600, func(n int64) string { return strconv.FormatInt(n, 10) })
+
+// cachedLimitSeconds bounds the RateLimit values of rejections a Guard
+// keeps: t up to five minutes, covering the windows of Dedupe and Cooldown
+// policies (2.4 KB per Guard).
+const cachedLimitSeconds = 300
+
+// cached returns the Guard that made rej when the fields of rej.Policy
+// that the response shows (see Body and SetHeaders) are still the
+// Guard's, so that its cached answers are rej's too; nil otherwise, for a
+// rejection made elsewhere or changed by the application's rejection
+// handler before it calls Write.
+func (rej *Rejection) cached() *Guard {
+	g := rej.g
+	if g == nil {
+		return nil
+	}
+	p, q := &rej.Policy, &g.p
+	if p.Name != q.Name || p.Mode != q.Mode || p.Window != q.Window || p.LeaseTTL != q.LeaseTTL ||
+		p.Limit != q.Limit || p.Burst != q.Burst || p.CountOnlyFailures != q.CountOnlyFailures {
+		return nil
+	}
+	return g
+}
+
+// body returns Body(rej), shared with other responses when it is the
+// Guard's cached answer to a duplicate: the caller must not change it.
+func body(rej *Rejection) []byte {
+	if g := rej.cached(); g != nil && rej.Reason == ReasonContended && rej.Status == g.p.RejectStatus {
+		return g.contendedBody
+	}
+	return buildBody(rej)
+}
