@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -15,15 +17,19 @@ import (
 )
 
 // BenchmarkAdmission measures one admission decision against a real
-// redis-server started for the run, for three implementations side by side
-// on the same server and client:
+// redis-server started for the run, for several implementations side by
+// side on the same server and client:
 //
 //   - raw:      client.SetNX(key, token, ttl), the floor (no PTTL, so a
 //     rejection does not even say how long to wait);
-//   - pipeline: Store.Acquire on the default path, SET NX PX + PTTL in one
-//     pipelined round trip (approach b);
+//   - store:    Store.Acquire as configured by default: SET NX PX alone
+//     while refusals are rare, the pipeline below while they are frequent;
+//   - set:      Store.Acquire held on SET NX PX alone, whose refusals cost
+//     a second round trip (GET and PTTL pipelined);
+//   - pipeline: Store.Acquire held on SET NX PX, GET and PTTL in one
+//     pipelined round trip;
 //   - script:   Store.Acquire running the acquire script with EVALSHA
-//     (approach a; always used for fenced or reentrant requests).
+//     (always used for fenced or reentrant requests).
 //
 // Key cardinality: "distinct" gives every operation a new key, so every
 // admission succeeds (keys expire after 10 s); "hot" uses one key held for
@@ -31,9 +37,10 @@ import (
 //
 // Concurrency: c1, c16 and c64 run exactly that many goroutines, which
 // share b.N operations and one go-redis client (default pool of 10 per
-// GOMAXPROCS). Every admission is one round trip. ns/op is wall time per
-// operation across all goroutines (the inverse of throughput); p50-ns and
-// p99-ns are the latency percentiles of single operations.
+// GOMAXPROCS). ns/op is wall time per operation across all goroutines (the
+// inverse of throughput); p50-ns and p99-ns are the latency percentiles of
+// single operations. B/op and allocs/op include the benchmark's own key
+// (store.Key and strconv, about one allocation) for every implementation.
 func BenchmarkAdmission(b *testing.B) {
 	impls, keyFor := admissionSetup(b)
 	for _, card := range []string{"distinct", "hot"} {
@@ -47,42 +54,101 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmissionPaired compares the same three implementations as
-// BenchmarkAdmission, but interleaved: rounds of 200 operations per
-// implementation, in turn and in rotating order, so that load from other
-// processes on a shared machine hits all three alike. b.N is the number of
+// BenchmarkAdmissionPaired compares the same implementations as
+// BenchmarkAdmission, but interleaved (see paired): b.N is the number of
 // operations per implementation. It reports each one's wall time per
-// operation (raw-ns, pipeline-ns, script-ns) and the throughput of the store
-// paths relative to raw (pipeline/raw, script/raw; 1.0 means as fast as a
-// bare SETNX). Key cardinality and concurrency as in BenchmarkAdmission.
+// operation (raw-ns, store-ns, ...), its latency percentiles (raw-p50-ns,
+// raw-p99-ns, ...) and the throughput of the store paths relative to raw
+// (store/raw, ...; 1.0 means as fast as a bare SETNX). Key cardinality and
+// concurrency as in BenchmarkAdmission.
 func BenchmarkAdmissionPaired(b *testing.B) {
 	impls, keyFor := admissionSetup(b)
 	for _, card := range []string{"distinct", "hot"} {
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
-				spent := make([]time.Duration, len(impls))
-				const round = 200
-				for done := 0; done < b.N; done += round {
-					n := min(round, b.N-done)
-					for j := range impls {
-						i := (j + done/round) % len(impls)
-						t0 := time.Now()
-						if _, err := benchload.Run(conc, n, func() error { return impls[i].check(card, keyFor(card)) }); err != nil {
-							b.Fatal(err)
-						}
-						spent[i] += time.Since(t0)
-					}
-				}
-				per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
+				ops := make([]pairedOp, len(impls))
 				for i, impl := range impls {
-					b.ReportMetric(per(i), impl.name+"-ns")
-					if i > 0 {
-						b.ReportMetric(per(0)/per(i), impl.name+"/"+impls[0].name)
-					}
+					ops[i] = pairedOp{impl.name, func() error { return impl.check(card, keyFor(card)) }}
 				}
+				paired(b, conc, ops)
 			})
 		}
 	}
+}
+
+// BenchmarkAcquireRelease measures a whole lock cycle on a distinct key
+// (every acquisition is granted): take the key, then give it back, two
+// round trips, for two implementations on the same server and client:
+//
+//   - raw:   the raw two-round-trip lock, as bsm/redislock takes and frees
+//     one: client.SetNX(key, token, ttl), then a token-checked release
+//     script (GET, compare, DEL) run with EVALSHA on the key alone;
+//   - store: Store.Acquire, then Store.Release, whose script also deletes
+//     the key's record and publishes on its release channel.
+//
+// Concurrency, ns/op, p50-ns and p99-ns as in BenchmarkAdmission; an
+// operation is the whole cycle.
+func BenchmarkAcquireRelease(b *testing.B) {
+	impls := lockCycleSetup(b)
+	for _, conc := range []int{1, 16, 64} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("%s/c%d", impl.name, conc), func(b *testing.B) {
+				benchload.Bench(b, conc, impl.op)
+			})
+		}
+	}
+}
+
+// BenchmarkAcquireReleasePaired compares the implementations of
+// BenchmarkAcquireRelease interleaved (see paired), reporting raw-ns,
+// store-ns, their latency percentiles and store/raw, the store's
+// throughput relative to the raw two-round-trip lock.
+func BenchmarkAcquireReleasePaired(b *testing.B) {
+	impls := lockCycleSetup(b)
+	for _, conc := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) { paired(b, conc, impls) })
+	}
+}
+
+// pairedOp is one implementation that paired compares.
+type pairedOp struct {
+	name string
+	op   func() error
+}
+
+// paired runs b.N calls of every op's function over conc goroutines,
+// interleaved: rounds of 200 calls per op, in turn and in rotating order, so
+// that load from other processes on a shared machine hits all of them alike.
+// It reports each op's wall time per call (<name>-ns), its latency
+// percentiles (<name>-p50-ns, <name>-p99-ns) and, for every op after the
+// first, its throughput relative to the first (<name>/<first>). ns/op is
+// left at 0: the figures above say it per op.
+func paired(b *testing.B, conc int, ops []pairedOp) {
+	spent := make([]time.Duration, len(ops))
+	lat := make([][]time.Duration, len(ops))
+	const round = 200
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		for j := range ops {
+			i := (j + done/round) % len(ops)
+			t0 := time.Now()
+			l, err := benchload.Run(conc, n, ops[i].op)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spent[i] += time.Since(t0)
+			lat[i] = append(lat[i], l...)
+		}
+	}
+	per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
+	for i, op := range ops {
+		b.ReportMetric(per(i), op.name+"-ns")
+		benchload.Report(b, op.name+"-", lat[i])
+		if i > 0 {
+			b.ReportMetric(per(0)/per(i), op.name+"/"+ops[0].name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
 
 // admissionImpl is one way of taking a key that the admission benchmarks
@@ -102,30 +168,36 @@ func (a admissionImpl) check(card, key string) error {
 	return err
 }
 
+// benchStore returns a store on c whose plain acquisitions take path (see
+// setPath), closed at the benchmark's end.
+func benchStore(b *testing.B, c *redis.Client, path string) *redisstore.Store {
+	s := redisstore.New(c)
+	b.Cleanup(func() { _ = s.Close() })
+	<-redisstore.ConfigChecked(s)
+	setPath(s, path)
+	return s
+}
+
 // admissionSetup starts a redis-server for the benchmark and returns the
-// three implementations on one client (raw SETNX, the SET+PTTL pipeline,
-// the acquire script) and the keys to use for a cardinality: a new key per
-// call for "distinct", one key held for the whole run for "hot".
+// implementations on one client (raw SETNX, then the store's plain paths)
+// and the keys to use for a cardinality: a new key per call for
+// "distinct", one key held for the whole run for "hot".
 func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	_, _, c := newStore(b)
 	ctx := context.Background()
-	pipe, script := redisstore.New(c), redisstore.New(c)
-	script.SetScriptedPlain(true)
-	b.Cleanup(func() { _, _ = pipe.Close(), script.Close() })
 	hot := store.Key("bench", "hot", "key")
 	if err := c.Set(ctx, hot, "holder", time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
-	acquire := func(s *redisstore.Store) func(string) (bool, error) {
-		return func(key string) (bool, error) {
-			g, err := s.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
-			return g.Acquired, err
-		}
-	}
 	impls := []admissionImpl{
 		{"raw", func(key string) (bool, error) { return c.SetNX(ctx, key, "token", 10*time.Second).Result() }},
-		{"pipeline", acquire(pipe)},
-		{"script", acquire(script)},
+	}
+	for _, path := range []string{"store", "set", "pipeline", "script"} {
+		s := benchStore(b, c, path)
+		impls = append(impls, admissionImpl{path, func(key string) (bool, error) {
+			g, err := s.Acquire(ctx, store.Request{Key: key, Token: "token", TTL: 10 * time.Second})
+			return g.Acquired, err
+		}})
 	}
 	var seq atomic.Int64
 	keyFor := func(card string) string {
@@ -135,6 +207,88 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
 	}
 	return impls, keyFor
+}
+
+// rawRelease is the token-checked release of the raw two-round-trip lock:
+// it deletes the key if, and only if, it still holds the token.
+var rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+// lockCycleSetup starts a redis-server for the benchmark and returns the
+// lock cycles that BenchmarkAcquireRelease compares, on one client: each
+// takes a new key and frees it, and fails unless both steps succeed.
+func lockCycleSetup(b *testing.B) []pairedOp {
+	_, _, c := newStore(b)
+	ctx := context.Background()
+	// Load the release scripts so that no EVAL fallback lands in a run.
+	if err := rawRelease.Load(ctx, c).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.ScriptLoad(ctx, redisstore.Scripts()["release"][0]).Err(); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	next := func() string { return store.Key("bench", "cycle", strconv.FormatInt(seq.Add(1), 10)) }
+	s := benchStore(b, c, "store")
+	return []pairedOp{
+		{"raw", func() error {
+			k := next()
+			ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result()
+			if err != nil || !ok {
+				return fmt.Errorf("raw: SETNX %s = %v, %v", k, ok, err)
+			}
+			if n, err := rawRelease.Run(ctx, c, []string{k}, "token").Int64(); err != nil || n != 1 {
+				return fmt.Errorf("raw: release %s = %v, %v", k, n, err)
+			}
+			return nil
+		}},
+		{"store", func() error {
+			k := next()
+			g, err := s.Acquire(ctx, store.Request{Key: k, Token: "token", TTL: 10 * time.Second})
+			if err != nil || !g.Acquired {
+				return fmt.Errorf("store: acquire %s = %+v, %v", k, g, err)
+			}
+			if out, err := s.Release(ctx, k, "token"); err != nil || out != store.OK {
+				return fmt.Errorf("store: release %s = %v, %v", k, out, err)
+			}
+			return nil
+		}},
+	}
+}
+
+// BenchmarkLimiterAcquire measures the whole throttle.Limiter.Acquire of a
+// distinct id (every one is granted; the leases are left to expire) on the
+// store's default path, beside raw SetNX of a distinct key ("raw", as in
+// BenchmarkAdmission), at 16 and 64 goroutines: alone for allocs/op and
+// latency, and paired (see paired) for limiter/raw, the throughput of the
+// whole Limiter relative to the bare command. Both build their key with
+// store.Key from a strconv-formatted number.
+func BenchmarkLimiterAcquire(b *testing.B) {
+	s, _, c := newStore(b)
+	l, err := throttle.New(s, throttle.Policy{Name: "bench", Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var seq atomic.Int64
+	impls := []pairedOp{
+		{"raw", func() error {
+			k := store.Key("bench", "raw", strconv.FormatInt(seq.Add(1), 10))
+			if ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result(); err != nil || !ok {
+				return fmt.Errorf("raw: SETNX %s = %v, %v", k, ok, err)
+			}
+			return nil
+		}},
+		{"limiter", func() error {
+			_, err := l.Acquire(ctx, strconv.FormatInt(seq.Add(1), 10))
+			return err
+		}},
+	}
+	for _, conc := range []int{16, 64} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("%s/c%d", impl.name, conc), func(b *testing.B) { benchload.Bench(b, conc, impl.op) })
+		}
+		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { paired(b, conc, impls) })
+	}
 }
 
 // BenchmarkAdmit measures a whole Limiter.Admit plus Lease.Release on

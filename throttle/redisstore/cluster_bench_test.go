@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkClusterAdmission compares Store.Acquire of distinct keys (every
-// admission succeeds, on the default SET+PTTL pipeline) on a real
+// admission succeeds, on the default path: SET NX alone) on a real
 // three-master Redis Cluster through a ClusterClient with the same on one
 // standalone redis-server through a Client, at 16 and 64 goroutines. Both
 // clients use go-redis's defaults (a pool of 10 connections per GOMAXPROCS,

@@ -95,19 +95,15 @@ func (env *clusterEnv) idOn(t testing.TB, m *redistest.Server, prefix, policy st
 }
 
 // testConformance runs the shared store suite over the ClusterClient, on
-// the SET+PTTL pipeline and on the acquire script. Its keys fall on every
+// every path of plain acquisitions (see plainPaths). Its keys fall on every
 // node; its fenced and reentrant checks run scripts on a key and its fence
 // counter, which a cluster refuses (CROSSSLOT) unless they share a slot.
 func (env *clusterEnv) testConformance(t *testing.T) {
-	for _, scripted := range []bool{false, true} {
-		name := "pipeline"
-		if scripted {
-			name = "script"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, path := range plainPaths {
+		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
 				s := env.store(t)
-				s.SetScriptedPlain(scripted)
+				setPath(s, path)
 				return s
 			})
 		})

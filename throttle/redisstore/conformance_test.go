@@ -9,20 +9,16 @@ import (
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
-// TestConformance runs the shared store suite on one Redis server, once with
-// plain acquisitions on the SET+PTTL pipeline (the default) and once on the
-// acquire script.
+// TestConformance runs the shared store suite on one Redis server, once for
+// every path of plain acquisitions: the default choice by refusals, SET NX
+// alone, the SET+GET+PTTL pipeline and the acquire script.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, scripted := range []bool{false, true} {
-		name := "pipeline"
-		if scripted {
-			name = "script"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, path := range plainPaths {
+		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
 				s := redisstore.New(srv.Client(t))
-				s.SetScriptedPlain(scripted)
+				setPath(s, path)
 				t.Cleanup(func() { _ = s.Close() })
 				return s
 			})

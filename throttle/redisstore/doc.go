@@ -76,14 +76,23 @@
 //
 // # Round trips
 //
-// Every admission, accepted or rejected, costs one round trip: a plain
-// acquisition pipelines SET key token NX PX ttl with PTTL key (the PTTL
-// answers Retry-After when the SET fails); fenced and reentrant ones run
-// the acquire script. Release and Extend are one script each (Release on
-// the lock and its Replay record, Record on the same two keys). Scripts run
-// with EVALSHA and fall back to EVAL once when the server answers NOSCRIPT.
-// Benchmarks in this package compare the pipeline with the script and with
-// a bare SETNX.
+// Every accepted admission costs one round trip. A plain acquisition sends
+// SET key token NX PX ttl alone, the very command of go-redis's SetNX, and
+// as fast (BenchmarkAdmissionPaired); when that SET is refused, a second
+// round trip asks GET key and PTTL key, pipelined: whether the holder is
+// the request's own token (go-redis retried a SET whose reply was lost) and
+// how long it keeps the key (Retry-After). So a rejection costs two round
+// trips, while rejections are rare. When they are frequent (more than
+// about one in eight of the store's recent plain acquisitions, a duplicate
+// storm on a hot key), plain acquisitions pipeline SET NX PX with GET and
+// PTTL in one round trip instead, accepted or rejected, for some client
+// work more per call. Fenced and reentrant acquisitions run the acquire
+// script, one round trip. Release and Extend are one script each (Release
+// on the lock and its Replay record, Record on the same two keys). Scripts
+// run with EVALSHA and fall back to EVAL once when the server answers
+// NOSCRIPT. Benchmarks in this package compare these paths with a bare
+// SETNX, and a lock cycle (Acquire and Release) with the raw two-round-trip
+// lock (SETNX, then a token-checked release script).
 //
 // # Data model
 //
@@ -124,10 +133,11 @@
 // redirections, so plain acquisitions, Release and Extend keep working and
 // a held lock stays held. (Release runs on the lock and its record; while
 // their slot migrates it falls back to the lock alone when there is no
-// record: see Release.) (A plain acquisition is a
-// pipeline, and go-redis waits its retry backoff, 10 to 30 ms by default,
-// before it follows a pipeline's redirection: acquisitions in the migrating
-// slot are that much slower meanwhile.) Fenced and reentrant
+// record: see release in record.go.) (go-redis waits its retry backoff, 10
+// to 30 ms by default, before it follows a pipeline's redirection, but not
+// a single command's: a plain acquisition's SET follows at once, and only
+// a refusal's GET and PTTL, or an acquisition made while refusals are
+// frequent, is that much slower in the migrating slot.) Fenced and reentrant
 // acquisitions run the acquire script on two keys, the lock and its
 // counter, and Redis runs no command on several keys of a migrating slot
 // on a node that holds only some of them: the source or the target

@@ -5,7 +5,8 @@ import "time"
 // Hooks for the tests in package redisstore_test.
 
 // SetScriptedPlain makes plain acquisitions use the acquire script instead
-// of the SET+PTTL pipeline, so that tests and benchmarks cover both.
+// of SET NX (alone or pipelined, see SetPlainPath), so that tests and
+// benchmarks cover every path.
 func (s *Store) SetScriptedPlain(on bool) { s.scriptedPlain = on }
 
 // Scripts returns the embedded scripts' sources and the SHA1s go-redis
@@ -24,3 +25,21 @@ func Scripts() map[string][2]string {
 // letting it read the server's TIME, so that a test can drive a quota with
 // a fake clock. Call it before the store is used.
 func (s *Store) SetQuotaClock(now func() time.Time) { s.quotaNow = now }
+
+// SetPlainPath holds plain acquisitions on one path: "set" (SET NX PX
+// alone, a refusal asking GET and PTTL in a second round trip),
+// "pipeline" (SET NX PX, GET and PTTL in one pipeline) or "store" (the
+// default: the choice by refusals). SetScriptedPlain takes precedence.
+// Call it before the store is used.
+func (s *Store) SetPlainPath(path string) {
+	switch path {
+	case "set":
+		s.plainPath = pathSet
+	case "pipeline":
+		s.plainPath = pathPipeline
+	case "store":
+		s.plainPath = pathAuto
+	default:
+		panic("redisstore: SetPlainPath: unknown path " + path)
+	}
+}

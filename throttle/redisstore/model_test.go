@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -66,19 +67,22 @@ func TestDataModel(t *testing.T) {
 }
 
 // TestRemainingWithoutExpiry: a key that something else stored without an
-// expiry is reported as held with Remaining -1, on both paths.
+// expiry is reported as held with Remaining -1, on every path.
 func TestRemainingWithoutExpiry(t *testing.T) {
-	s, _, c := newStore(t)
+	_, srv, _ := newStore(t)
 	ctx := context.Background()
-	for _, scripted := range []bool{false, true} {
-		s.SetScriptedPlain(scripted)
+	for _, path := range plainPaths {
+		c := srv.Client(t)
+		s := redisstore.New(c)
+		t.Cleanup(func() { _ = s.Close() })
+		setPath(s, path)
 		k := key(t)
 		if err := c.Set(ctx, k, "foreign", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
 		if err != nil || g.Acquired || g.Remaining != -1 {
-			t.Fatalf("scripted=%v: grant %+v, %v; want held with Remaining -1", scripted, g, err)
+			t.Fatalf("%s: grant %+v, %v; want held with Remaining -1", path, g, err)
 		}
 		g, err = s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Reentrant: true})
 		if err != nil || g.Acquired || g.Remaining != -1 {

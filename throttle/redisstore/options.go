@@ -109,9 +109,10 @@ var ErrNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 //
 // How: WAIT rides in the acquisition's own round trip, after the commands
 // that take the key, on the same connection (WAIT counts the replicas that
-// have everything the connection wrote so far): the plain pipeline becomes
-// SET NX PX, GET, PTTL, WAIT, and the acquire script is sent as a pipeline
-// of EVALSHA and WAIT.
+// have everything the connection wrote so far): a plain acquisition always
+// sends the pipeline SET NX PX, GET, PTTL, WAIT (never SET alone, see the
+// package documentation on round trips), and the acquire script is sent as
+// a pipeline of EVALSHA and WAIT.
 //
 // When fewer replicas answered within timeout, or WAIT failed, the grant
 // is not reported: the store releases the key (token-checked, one more
@@ -213,7 +214,7 @@ func (a replicaAck) eval(ctx context.Context, c redis.UniversalClient, script *r
 		}
 		wait = a.queue(ctx, p)
 		_, _ = p.Exec(ctx)
-		if load || !redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+		if load || !noScript(run.Err()) {
 			break
 		}
 	}
@@ -251,7 +252,7 @@ func (a replicaAck) confirm(wait *redis.IntCmd, written bool) error {
 // extend script), and WAITs after that write. Replication is one ordered
 // stream, so replicas that acknowledge this write have the earlier one.
 func (a replicaAck) vouch(ctx context.Context, c redis.UniversalClient, key, token string, ttl time.Duration) error {
-	run, wait := a.eval(ctx, c, extendScript, []string{key}, token, millis(ttl))
+	run, wait := a.eval(ctx, c, extendScript.Script, []string{key}, token, millis(ttl))
 	n, err := run.Int64()
 	switch {
 	case err != nil:

@@ -13,26 +13,28 @@ import (
 )
 
 // TestSentinelConformance runs the shared store suite through a Sentinel
-// failover client (master, replica, three sentinels): on the pipeline, on
-// the acquire script, and with WithReplicaAck(1, 1s), under which every
-// grant of the suite must also have reached the replica.
+// failover client (master, replica, three sentinels): on SET NX alone, on
+// the pipeline, on the acquire script, and with WithReplicaAck(1, 1s)
+// (which holds plain acquisitions on the pipeline), under which every grant
+// of the suite must also have reached the replica.
 func TestSentinelConformance(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	cases := []struct {
-		name     string
-		scripted bool
-		opts     []redisstore.Option
+		name string
+		path string // see setPath
+		opts []redisstore.Option
 	}{
-		{"pipeline", false, nil},
-		{"script", true, nil},
-		{"pipeline-ack", false, []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
-		{"script-ack", true, []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
+		{"set", "set", nil},
+		{"pipeline", "pipeline", nil},
+		{"script", "script", nil},
+		{"pipeline-ack", "store", []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
+		{"script-ack", "script", []redisstore.Option{redisstore.WithReplicaAck(1, time.Second)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
 				s, _ := sentinelStore(t, d, tc.opts...)
-				s.SetScriptedPlain(tc.scripted)
+				setPath(s, tc.path)
 				return s
 			})
 		})

@@ -36,8 +36,8 @@ func aboutMax(t *testing.T, what string, ms int64) {
 }
 
 // TestExtremeTTL: TTLs up to math.MaxInt64 nanoseconds are held for (about)
-// that long on every path: the SET+PTTL pipeline, the acquire script, a
-// reentrant hash, Extend, and the fencing counter's TTL. Before the fix the
+// that long on every path: SET NX alone, the SET+GET+PTTL pipeline, the
+// acquire script, a reentrant hash, Extend, and the fencing counter's TTL. Before the fix the
 // rounding to whole milliseconds overflowed: acquisitions failed with
 // "invalid expire time", and Extend and the fence counter got a negative
 // PEXPIRE, which deletes the key while reporting success.
@@ -49,22 +49,23 @@ func TestExtremeTTL(t *testing.T) {
 		time.Duration(maxMs) * time.Millisecond,
 	}
 	paths := []struct {
-		name     string
-		scripted bool
-		req      store.Request
+		name string
+		path string // see setPath
+		req  store.Request
 	}{
-		{"pipeline", false, store.Request{}},
-		{"script", true, store.Request{}},
-		{"fenced", false, store.Request{Fence: true}},
-		{"reentrant", false, store.Request{Reentrant: true}},
+		{"set", "set", store.Request{}},
+		{"pipeline", "pipeline", store.Request{}},
+		{"script", "script", store.Request{}},
+		{"fenced", "store", store.Request{Fence: true}},
+		{"reentrant", "store", store.Request{Reentrant: true}},
 	}
 	s, _, c := newStore(t, redisstore.WithFenceTTL(math.MaxInt64))
 	ctx := context.Background()
 	for _, p := range paths {
 		for i, ttl := range huge {
 			t.Run(fmt.Sprintf("%s/%d", p.name, i), func(t *testing.T) {
-				s.SetScriptedPlain(p.scripted)
-				defer s.SetScriptedPlain(false)
+				setPath(s, p.path)
+				defer func() { s.SetScriptedPlain(false); s.SetPlainPath("store") }()
 				req := p.req
 				req.Key, req.Token, req.TTL = key(t), store.NewToken(), ttl
 				g := mustAcquire(t, s, req)
