@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/redislua"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -47,20 +48,5 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	return decision(v, t, int64(r.Burst), int64(cost)), nil
 }
 
-// decision decodes the GCRA script's reply v (see gcra.lua): the reset R
-// when allowed, -(R+1) when refused; t is the emission interval, in
-// microseconds like R.
-func decision(v, t, burst, cost int64) store.Decision {
-	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
-	tau := t * burst
-	allowed := v >= 0
-	reset := v
-	if !allowed {
-		reset = -v - 1
-	}
-	d := store.Decision{Allowed: allowed, Remaining: int(max(tau-reset, 0) / t), ResetAfter: us(reset)}
-	if !allowed {
-		d.RetryAfter = us(reset + cost*t - tau)
-	}
-	return d
-}
+// decision decodes the GCRA script's reply (redislua.Decision).
+var decision = redislua.Decision

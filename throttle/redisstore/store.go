@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/redislua"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -475,17 +476,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 }
 
 func outcome(op string, n int64) (store.Outcome, error) {
-	switch n {
-	case replyOK:
-		return store.OK, nil
-	case replyHeldByOther:
-		return store.HeldByOther, nil
-	case replyGone:
-		return store.Gone, nil
-	case replyStillHeld:
-		if op == "release" {
-			return store.StillHeld, nil
-		}
+	if out, ok := redislua.Outcome(n, op == "release"); ok {
+		return out, nil
 	}
 	return 0, fmt.Errorf("redisstore: %s: unexpected script reply %d", op, n)
 }
@@ -509,35 +501,16 @@ func checkRequest(key, token string, ttl time.Duration) error {
 }
 
 // roundUp rounds a positive duration up to a whole millisecond, the
-// resolution of PX and PEXPIRE. It saturates instead of overflowing: a
-// duration within a millisecond of the largest time.Duration (about 292
-// years) becomes the largest whole millisecond below it, ttlCeiling.
-func roundUp(d time.Duration) time.Duration {
-	ms := d / time.Millisecond
-	if d%time.Millisecond > 0 {
-		ms++
-	}
-	return min(ms, ttlCeiling/time.Millisecond) * time.Millisecond
-}
+// resolution of PX and PEXPIRE, saturating at redislua.TTLCeiling instead
+// of overflowing.
+func roundUp(d time.Duration) time.Duration { return time.Duration(millis(d)) * time.Millisecond }
 
-func millis(d time.Duration) int64 { return int64(roundUp(d) / time.Millisecond) }
-
-// remaining turns a PTTL into Grant.Remaining: -1 for a key without expiry,
-// and at least 1ms otherwise (a key that expired between the SET and the
-// PTTL, PTTL -2, is reported as free in 1ms). A PTTL beyond what a
-// time.Duration holds (a key written by something else with a longer PX)
-// saturates at ttlCeiling.
-func remaining(pttlMillis int64) time.Duration {
-	switch {
-	case pttlMillis == -1:
-		return -1
-	case pttlMillis < 1:
-		return time.Millisecond
-	case pttlMillis > int64(ttlCeiling/time.Millisecond):
-		return ttlCeiling
-	}
-	return time.Duration(pttlMillis) * time.Millisecond
-}
+// millis and remaining are the TTL and PTTL rules every Redis store shares
+// (see redislua.Millis and redislua.Remaining).
+var (
+	millis    = redislua.Millis
+	remaining = redislua.Remaining
+)
 
 func flag(b bool) string {
 	if b {

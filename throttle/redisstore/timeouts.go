@@ -2,10 +2,10 @@ package redisstore
 
 import (
 	"log/slog"
-	"math"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/internal/redislua"
 )
 
 // warnIfDeadlinesIgnored logs once per New when client would ignore context
@@ -28,8 +28,6 @@ func warnIfDeadlinesIgnored(log *slog.Logger, client redis.UniversalClient) {
 	}
 }
 
-// ttlCeiling is the largest time.Duration of whole milliseconds (about 292
-// years), where roundUp and remaining saturate. Redis takes far longer PX
-// and PEXPIRE values (up to about 292 million years), so every TTL a
-// time.Duration can express is one Redis accepts once rounded.
-const ttlCeiling = math.MaxInt64 / time.Millisecond * time.Millisecond
+// ttlCeiling is the largest time.Duration of whole milliseconds, where
+// roundUp and remaining saturate (redislua.TTLCeiling).
+const ttlCeiling = redislua.TTLCeiling
