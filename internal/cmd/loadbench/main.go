@@ -24,15 +24,17 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
 	var (
 		concs  = flag.String("conc", "1,16,64", "comma-separated numbers of concurrent callers")
-		ops    = flag.Int("ops", 40000, "calls per cell (a quarter at concurrency 1)")
+		ops    = flag.Int("ops", 60000, "calls per cell (a quarter at concurrency 1)")
 		passes = flag.Int("passes", 2, "passes over the whole table")
 		only   = flag.String("only", "", "run only the rows whose name contains this")
 		http   = flag.Bool("http", false, "measure the nethttp example server end to end instead")
+		delay  = flag.Duration("flush-delay", 20*time.Microsecond, "also measure the rueidis rows on a client with this ClientOption.MaxFlushDelay (0: only rueidis's defaults)")
 		addr   = flag.String("redis", "", "use the Redis at this address instead of starting a private redis-server (its keys expire 10 s after the run)")
 	)
 	flag.Parse()
@@ -42,7 +44,7 @@ func main() {
 		if *http {
 			err = runHTTP(conc, *ops, *passes, *addr)
 		} else {
-			err = runStores(conc, *ops, *passes, *only, *addr)
+			err = runStores(conc, *ops, *passes, *only, *addr, *delay)
 		}
 	}
 	if err != nil {
@@ -87,13 +89,13 @@ func printMachine() {
 
 // runStores measures every row at every concurrency, -passes times, and
 // prints one table per concurrency.
-func runStores(concs []int, ops, passes int, only, addr string) error {
+func runStores(concs []int, ops, passes int, only, addr string, flushDelay time.Duration) error {
 	srv, err := redisFor(addr)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	c, err := newClients(srv.addr)
+	c, err := newClients(srv.addr, flushDelay)
 	if err != nil {
 		return err
 	}

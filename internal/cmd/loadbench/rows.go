@@ -31,36 +31,59 @@ type row struct {
 	op func(ids, keys []string) func() error
 }
 
+// rueidisVariant is a rueidis client and the store on it: rueidis's
+// defaults, or with a MaxFlushDelay.
+type rueidisVariant struct {
+	label  string // appended to the rows' names
+	client rueidis.Client
+	store  *rueidisstore.Store
+}
+
 // clients holds what the rows run on.
 type clients struct {
 	goredis  *redis.Client
 	autopipe *redis.AutoPipeliner
-	rueidis  rueidis.Client
 	rs       *redisstore.Store
-	rus      *rueidisstore.Store
+	rueidis  []rueidisVariant
 }
 
-func newClients(addr string) (*clients, error) {
+// newClients makes the clients on addr: go-redis (plain and
+// AutoPipeline), and rueidis with its defaults and, when flushDelay is
+// positive, with that MaxFlushDelay.
+func newClients(addr string, flushDelay time.Duration) (*clients, error) {
 	c := &clients{goredis: redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})}
 	ap, err := c.goredis.AutoPipeline()
 	if err != nil {
 		return nil, fmt.Errorf("go-redis AutoPipeline: %w", err)
 	}
 	c.autopipe = ap
-	c.rueidis, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-	if err != nil {
-		return nil, fmt.Errorf("rueidis client: %w", err)
-	}
 	c.rs = redisstore.New(c.goredis)
-	c.rus = rueidisstore.New(c.rueidis)
+	delays := []time.Duration{0}
+	if flushDelay > 0 {
+		delays = append(delays, flushDelay)
+	}
+	for _, d := range delays {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, MaxFlushDelay: d})
+		if err != nil {
+			c.close()
+			return nil, fmt.Errorf("rueidis client: %w", err)
+		}
+		label := ""
+		if d > 0 {
+			label = fmt.Sprintf(" (MaxFlushDelay %v)", d)
+		}
+		c.rueidis = append(c.rueidis, rueidisVariant{label, rc, rueidisstore.New(rc)})
+	}
 	return c, nil
 }
 
 func (c *clients) close() {
+	for _, v := range c.rueidis {
+		_ = v.store.Close()
+		v.client.Close()
+	}
 	_ = c.rs.Close()
-	_ = c.rus.Close()
 	_ = c.autopipe.Close()
-	c.rueidis.Close()
 	_ = c.goredis.Close()
 }
 
@@ -70,24 +93,15 @@ func counter() func() int {
 	return func() int { return int(n.Add(1) - 1) }
 }
 
+// named is a store of the table and the name its rows carry.
+type named struct {
+	name string
+	st   throttle.Store
+}
+
 // rows returns the table's rows; the first is the baseline of the ratios.
 func (c *clients) rows() ([]row, error) {
 	ctx := context.Background()
-	policy := throttle.Policy{Name: "loadbench", Window: ttl}
-	quota := throttle.Policy{Name: "loadbench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute}
-	limiters := map[string]throttle.Store{"redisstore": c.rs, "rueidisstore": c.rus, "memstore": memstore.New()}
-	lim := map[string]*throttle.Limiter{}
-	quo := map[string]*throttle.Limiter{}
-	for name, st := range limiters {
-		l, err := throttle.New(st, policy)
-		if err != nil {
-			return nil, err
-		}
-		lim[name] = l
-		if q, err := throttle.New(st, quota); err == nil {
-			quo[name] = q
-		}
-	}
 	release := redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 	rows := []row{
 		{"go-redis SetNX (raw, the baseline)", func(_, keys []string) func() error {
@@ -98,36 +112,52 @@ func (c *clients) rows() ([]row, error) {
 			next := counter()
 			return func() error { return okBool(c.autopipe.SetNX(ctx, keys[next()], "token", ttl).Result()) }
 		}},
-		{"rueidis SET NX PX (raw)", func(_, keys []string) func() error {
-			next := counter()
-			return func() error {
-				cmd := c.rueidis.B().Set().Key(keys[next()]).Value("token").Nx().PxMilliseconds(ttl.Milliseconds()).Build()
-				return c.rueidis.Do(ctx, cmd).Error()
-			}
-		}},
-		{"go-redis SetNX + EVALSHA release (raw lock)", func(_, keys []string) func() error {
-			next := counter()
-			return func() error {
-				k := keys[next()]
-				if err := okBool(c.goredis.SetNX(ctx, k, "token", ttl).Result()); err != nil {
-					return err
-				}
-				return release.Run(ctx, c.goredis, []string{k}, "token").Err()
-			}
-		}},
-		{"redisstore Store.Acquire", storeAcquire(c.rs)},
-		{"rueidisstore Store.Acquire", storeAcquire(c.rus)},
 	}
-	for _, name := range []string{"redisstore", "rueidisstore", "memstore"} {
-		l := lim[name]
-		rows = append(rows, row{"Limiter.Acquire · " + name, func(ids, _ []string) func() error {
+	for _, v := range c.rueidis {
+		rows = append(rows, row{"rueidis SET NX PX (raw)" + v.label, func(_, keys []string) func() error {
+			next := counter()
+			return func() error {
+				cmd := v.client.B().Set().Key(keys[next()]).Value("token").Nx().PxMilliseconds(ttl.Milliseconds()).Build()
+				return v.client.Do(ctx, cmd).Error()
+			}
+		}})
+	}
+	rows = append(rows, row{"go-redis SetNX + EVALSHA release (raw lock)", func(_, keys []string) func() error {
+		next := counter()
+		return func() error {
+			k := keys[next()]
+			if err := okBool(c.goredis.SetNX(ctx, k, "token", ttl).Result()); err != nil {
+				return err
+			}
+			return release.Run(ctx, c.goredis, []string{k}, "token").Err()
+		}
+	}})
+
+	stores := []named{{"redisstore", c.rs}}
+	for _, v := range c.rueidis {
+		stores = append(stores, named{"rueidisstore" + v.label, v.store})
+	}
+	for _, s := range stores {
+		rows = append(rows, row{s.name + " Store.Acquire", storeAcquire(s.st)})
+	}
+	stores = append(stores, named{"memstore", memstore.New()})
+	policy := throttle.Policy{Name: "loadbench", Window: ttl}
+	quota := throttle.Policy{Name: "loadbench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute}
+	var acquire, cycle, allow []row
+	for _, s := range stores {
+		l, err := throttle.New(s.st, policy)
+		if err != nil {
+			return nil, err
+		}
+		q, err := throttle.New(s.st, quota)
+		if err != nil {
+			return nil, err
+		}
+		acquire = append(acquire, row{"Limiter.Acquire · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error { _, err := l.Acquire(ctx, ids[next()]); return err }
 		}})
-	}
-	for _, name := range []string{"redisstore", "rueidisstore", "memstore"} {
-		l := lim[name]
-		rows = append(rows, row{"Limiter.Acquire + Release · " + name, func(ids, _ []string) func() error {
+		cycle = append(cycle, row{"Limiter.Acquire + Release · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error {
 				lease, err := l.Acquire(ctx, ids[next()])
@@ -137,10 +167,7 @@ func (c *clients) rows() ([]row, error) {
 				return lease.Release(ctx)
 			}
 		}})
-	}
-	for _, name := range []string{"redisstore", "rueidisstore", "memstore"} {
-		q := quo[name]
-		rows = append(rows, row{"Limiter.Allow (Quota) · " + name, func(ids, _ []string) func() error {
+		allow = append(allow, row{"Limiter.Allow (Quota) · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error {
 				d, err := q.Allow(ctx, ids[next()])
@@ -151,7 +178,9 @@ func (c *clients) rows() ([]row, error) {
 			}
 		}})
 	}
-	return rows, nil
+	rows = append(rows, acquire...)
+	rows = append(rows, cycle...)
+	return append(rows, allow...), nil
 }
 
 // storeAcquire is a row's operation on a store's own Acquire, without the
