@@ -1,6 +1,7 @@
 package redislua
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -71,4 +72,25 @@ func Decision(v, t, burst, cost int64) store.Decision {
 		d.RetryAfter = us(reset + cost*t - tau)
 	}
 	return d
+}
+
+// FenceField is the hash field of a reentrant lock that keeps its fence
+// (acquire.lua); tokens made by store.NewToken never contain ':', so it
+// cannot clash with one, and CheckRequest refuses it as a token.
+const FenceField = ":fence"
+
+// CheckRequest checks the arguments every Redis store call takes, and
+// names the store (pkg) in its error, which matches store.ErrInvalid.
+func CheckRequest(pkg, key, token string, ttl time.Duration) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: %s: empty key", store.ErrInvalid, pkg)
+	case token == "":
+		return fmt.Errorf("%w: %s: empty token", store.ErrInvalid, pkg)
+	case token == FenceField:
+		return fmt.Errorf("%w: %s: token %q is reserved", store.ErrInvalid, pkg, token)
+	case ttl <= 0:
+		return fmt.Errorf("%w: %s: ttl %v is not positive", store.ErrInvalid, pkg, ttl)
+	}
+	return nil
 }

@@ -113,7 +113,7 @@ var (
 
 // hashFenceField is the hash field of a reentrant lock that keeps its fence;
 // tokens made by store.NewToken never contain ':', so it cannot clash.
-const hashFenceField = ":fence"
+const hashFenceField = redislua.FenceField
 
 // Acquire takes req.Key in one round trip (see the package documentation
 // for the data model); a plain acquisition that finds the key held may take
@@ -487,17 +487,7 @@ func outcome(op string, n int64) (store.Outcome, error) {
 var errInvalid = store.ErrInvalid
 
 func checkRequest(key, token string, ttl time.Duration) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: redisstore: empty key", errInvalid)
-	case token == "":
-		return fmt.Errorf("%w: redisstore: empty token", errInvalid)
-	case token == hashFenceField:
-		return fmt.Errorf("%w: redisstore: token %q is reserved", errInvalid, token)
-	case ttl <= 0:
-		return fmt.Errorf("%w: redisstore: ttl %v is not positive", errInvalid, ttl)
-	}
-	return nil
+	return redislua.CheckRequest("redisstore", key, token, ttl)
 }
 
 // roundUp rounds a positive duration up to a whole millisecond, the

@@ -304,18 +304,7 @@ func slotMoving(err error) bool {
 }
 
 func checkRequest(key, token string, ttl time.Duration) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: rueidisstore: empty key", store.ErrInvalid)
-	case token == "":
-		return fmt.Errorf("%w: rueidisstore: empty token", store.ErrInvalid)
-	case token == ":fence":
-		// The hash field of a reentrant lock that keeps its fence.
-		return fmt.Errorf("%w: rueidisstore: token %q is reserved", store.ErrInvalid, token)
-	case ttl <= 0:
-		return fmt.Errorf("%w: rueidisstore: ttl %v is not positive", store.ErrInvalid, ttl)
-	}
-	return nil
+	return redislua.CheckRequest("rueidisstore", key, token, ttl)
 }
 
 // millis and remaining are redisstore's rules for TTLs and PTTLs.
