@@ -111,10 +111,6 @@ var (
 	_ store.Notifier = (*Store)(nil)
 )
 
-// hashFenceField is the hash field of a reentrant lock that keeps its fence;
-// tokens made by store.NewToken never contain ':', so it cannot clash.
-const hashFenceField = redislua.FenceField
-
 // Acquire takes req.Key in one round trip (see the package documentation
 // for the data model); a plain acquisition that finds the key held may take
 // a second one to learn how long (see the package documentation on round
