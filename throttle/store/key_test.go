@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -57,6 +59,21 @@ func TestKeyHashesLongComponents(t *testing.T) {
 	}
 	if k := store.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
 		t.Fatalf("a %d-byte id was kept: %q", store.MaxComponent+1, k)
+	}
+	// The bound is on the escaped component: 21 colons escape to 63
+	// bytes and are kept, 22 to 66 and are hashed, by Key and AppendKey
+	// alike.
+	kept, hashed := strings.Repeat(":", 21), strings.Repeat(":", 22)
+	if k := store.Key("p", "s", kept); k != "p:{s:"+strings.Repeat("%3A", 21)+"}" {
+		t.Fatalf("21 colons: %q", k)
+	}
+	sum := sha256.Sum256([]byte(hashed))
+	want := "p:{s:%!" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}"
+	if k := store.Key("p", "s", hashed); k != want {
+		t.Fatalf("22 colons: %q, want %q", k, want)
+	}
+	if k := string(store.AppendKey([]byte("x"), "p", "s", hashed)); k != "x"+want {
+		t.Fatalf("AppendKey, 22 colons: %q, want x%q", k, want)
 	}
 }
 
