@@ -83,3 +83,45 @@ func Bench(b *testing.B, conc int, op func() error) {
 	}
 	Report(b, "", lat)
 }
+
+// Op is one of the operations Paired compares.
+type Op struct {
+	Name string
+	Call func() error
+}
+
+// Paired runs b.N calls of every op over conc goroutines, interleaved:
+// rounds of 200 calls per op, in turn and in rotating order, so that load
+// from other processes on a shared machine hits all of them alike. It
+// reports each op's wall time per call (<name>-ns), its latency percentiles
+// (<name>-p50-ns, <name>-p99-ns) and, for every op after the first, its
+// throughput relative to the first (<name>/<first>). ns/op is reported as
+// 0: the figures above say it per op.
+func Paired(b *testing.B, conc int, ops []Op) {
+	b.Helper()
+	spent := make([]time.Duration, len(ops))
+	lat := make([][]time.Duration, len(ops))
+	const round = 200
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		for j := range ops {
+			i := (j + done/round) % len(ops)
+			t0 := time.Now()
+			l, err := Run(conc, n, ops[i].Call)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spent[i] += time.Since(t0)
+			lat[i] = append(lat[i], l...)
+		}
+	}
+	per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
+	for i, op := range ops {
+		b.ReportMetric(per(i), op.Name+"-ns")
+		Report(b, op.Name+"-", lat[i])
+		if i > 0 {
+			b.ReportMetric(per(0)/per(i), op.Name+"/"+ops[0].Name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -66,11 +66,11 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 	for _, card := range []string{"distinct", "hot"} {
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
-				ops := make([]pairedOp, len(impls))
+				ops := make([]benchload.Op, len(impls))
 				for i, impl := range impls {
-					ops[i] = pairedOp{impl.name, func() error { return impl.check(card, keyFor(card)) }}
+					ops[i] = benchload.Op{Name: impl.name, Call: func() error { return impl.check(card, keyFor(card)) }}
 				}
-				paired(b, conc, ops)
+				benchload.Paired(b, conc, ops)
 			})
 		}
 	}
@@ -92,8 +92,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	impls := lockCycleSetup(b)
 	for _, conc := range []int{1, 16, 64} {
 		for _, impl := range impls {
-			b.Run(fmt.Sprintf("%s/c%d", impl.name, conc), func(b *testing.B) {
-				benchload.Bench(b, conc, impl.op)
+			b.Run(fmt.Sprintf("%s/c%d", impl.Name, conc), func(b *testing.B) {
+				benchload.Bench(b, conc, impl.Call)
 			})
 		}
 	}
@@ -106,49 +106,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func BenchmarkAcquireReleasePaired(b *testing.B) {
 	impls := lockCycleSetup(b)
 	for _, conc := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) { paired(b, conc, impls) })
+		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, impls) })
 	}
-}
-
-// pairedOp is one implementation that paired compares.
-type pairedOp struct {
-	name string
-	op   func() error
-}
-
-// paired runs b.N calls of every op's function over conc goroutines,
-// interleaved: rounds of 200 calls per op, in turn and in rotating order, so
-// that load from other processes on a shared machine hits all of them alike.
-// It reports each op's wall time per call (<name>-ns), its latency
-// percentiles (<name>-p50-ns, <name>-p99-ns) and, for every op after the
-// first, its throughput relative to the first (<name>/<first>). ns/op is
-// left at 0: the figures above say it per op.
-func paired(b *testing.B, conc int, ops []pairedOp) {
-	spent := make([]time.Duration, len(ops))
-	lat := make([][]time.Duration, len(ops))
-	const round = 200
-	for done := 0; done < b.N; done += round {
-		n := min(round, b.N-done)
-		for j := range ops {
-			i := (j + done/round) % len(ops)
-			t0 := time.Now()
-			l, err := benchload.Run(conc, n, ops[i].op)
-			if err != nil {
-				b.Fatal(err)
-			}
-			spent[i] += time.Since(t0)
-			lat[i] = append(lat[i], l...)
-		}
-	}
-	per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
-	for i, op := range ops {
-		b.ReportMetric(per(i), op.name+"-ns")
-		benchload.Report(b, op.name+"-", lat[i])
-		if i > 0 {
-			b.ReportMetric(per(0)/per(i), op.name+"/"+ops[0].name)
-		}
-	}
-	b.ReportMetric(0, "ns/op")
 }
 
 // admissionImpl is one way of taking a key that the admission benchmarks
@@ -216,7 +175,7 @@ var rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then 
 // lockCycleSetup starts a redis-server for the benchmark and returns the
 // lock cycles that BenchmarkAcquireRelease compares, on one client: each
 // takes a new key and frees it, and fails unless both steps succeed.
-func lockCycleSetup(b *testing.B) []pairedOp {
+func lockCycleSetup(b *testing.B) []benchload.Op {
 	_, _, c := newStore(b)
 	ctx := context.Background()
 	// Load the release scripts so that no EVAL fallback lands in a run.
@@ -229,8 +188,8 @@ func lockCycleSetup(b *testing.B) []pairedOp {
 	var seq atomic.Int64
 	next := func() string { return store.Key("bench", "cycle", strconv.FormatInt(seq.Add(1), 10)) }
 	s := benchStore(b, c, "store")
-	return []pairedOp{
-		{"raw", func() error {
+	return []benchload.Op{
+		{Name: "raw", Call: func() error {
 			k := next()
 			ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result()
 			if err != nil || !ok {
@@ -241,7 +200,7 @@ func lockCycleSetup(b *testing.B) []pairedOp {
 			}
 			return nil
 		}},
-		{"store", func() error {
+		{Name: "store", Call: func() error {
 			k := next()
 			g, err := s.Acquire(ctx, store.Request{Key: k, Token: "token", TTL: 10 * time.Second})
 			if err != nil || !g.Acquired {
@@ -270,24 +229,24 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 	}
 	ctx := context.Background()
 	var seq atomic.Int64
-	impls := []pairedOp{
-		{"raw", func() error {
+	impls := []benchload.Op{
+		{Name: "raw", Call: func() error {
 			k := store.Key("bench", "raw", strconv.FormatInt(seq.Add(1), 10))
 			if ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result(); err != nil || !ok {
 				return fmt.Errorf("raw: SETNX %s = %v, %v", k, ok, err)
 			}
 			return nil
 		}},
-		{"limiter", func() error {
+		{Name: "limiter", Call: func() error {
 			_, err := l.Acquire(ctx, strconv.FormatInt(seq.Add(1), 10))
 			return err
 		}},
 	}
 	for _, conc := range []int{16, 64} {
 		for _, impl := range impls {
-			b.Run(fmt.Sprintf("%s/c%d", impl.name, conc), func(b *testing.B) { benchload.Bench(b, conc, impl.op) })
+			b.Run(fmt.Sprintf("%s/c%d", impl.Name, conc), func(b *testing.B) { benchload.Bench(b, conc, impl.Call) })
 		}
-		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { paired(b, conc, impls) })
+		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, impls) })
 	}
 }
 
