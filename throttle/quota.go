@@ -131,10 +131,7 @@ func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r
 	if _, local := q.(store.InMemory); local {
 		return q.AllowN(ctx, key, r, cost)
 	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
-		return q.AllowN(ctx, key, r, cost)
-	}
-	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	ctx, cancel := l.bounds.bind(ctx)
 	defer cancel()
 	return q.AllowN(ctx, key, r, cost)
 }

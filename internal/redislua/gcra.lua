@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  quota key; its value is the theoretical arrival time (TAT), in
 --          microseconds since 1970, and its PEXPIRE the time until the TAT
---          (the quota full again), rounded up to a millisecond
+--          (the quota full again), rounded up to a millisecond; an empty
+--          value is gcra_ms.lua's, whose TAT is the expiry itself
 -- ARGV[1]  emission interval T, in whole microseconds (at least 1)
 -- ARGV[2]  burst (at least 1); the tolerance is T * burst
 -- ARGV[3]  cost (-burst to burst); 0 peeks without charging, and a
@@ -40,7 +41,17 @@ end
 
 local tat = now
 local stored = redis.call("GET", key)
-if stored then
+if stored == "" then
+  -- gcra_ms.lua's key: the TAT is its expiry, to the millisecond.
+  if ARGV[4] then
+    tat = redis.call("PEXPIRETIME", key) * 1000
+  else
+    local pttl = redis.call("PTTL", key)
+    tat = pttl >= 0 and now + pttl * 1000 or -1
+  end
+  if tat < 0 then return redis.error_reply("ERR quota key holds no TAT") end
+  if tat < now then tat = now end
+elseif stored then
   -- Anything but a TAT (a lock's token, say) is somebody else's key.
   tat = tonumber(stored)
   if not tat then return redis.error_reply("ERR quota key holds no TAT") end

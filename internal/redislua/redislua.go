@@ -32,6 +32,12 @@ var (
 	//go:embed gcra.lua
 	GCRA string
 
+	// GCRAMillis decides a quota request whose emission interval is a
+	// whole number of milliseconds, keeping the TAT as the key's expiry
+	// (gcra_ms.lua): one read and one write, no TIME and no GET.
+	//go:embed gcra_ms.lua
+	GCRAMillis string
+
 	// Record stores the response of a lock's holder, expiring with the
 	// lock, and wakes its waiters (record.lua).
 	//go:embed record.lua

@@ -94,3 +94,38 @@ func CheckRequest(pkg, key, token string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// GCRACall is what a store needs to decide a quota request with the GCRA
+// scripts: which script, and the arguments in its unit.
+type GCRACall struct {
+	// T is the emission interval in microseconds, the unit of the
+	// scripts' replies: Decision's t.
+	T int64
+	// Millis is true when T is a whole number of milliseconds: then
+	// GCRAMillis decides, otherwise GCRA. memstore reads its clock at
+	// millisecond resolution for the same rates, so that it decides as
+	// the script does.
+	Millis bool
+	// Interval is T in the script's unit (ARGV[1]).
+	Interval int64
+	// Now is the test clock's time in the script's unit (ARGV[4]), or 0
+	// when the server's clock decides.
+	Now int64
+}
+
+// NewGCRACall returns the call for rate r; now is a test clock, or nil.
+func NewGCRACall(r store.Rate, now func() time.Time) GCRACall {
+	t := int64(r.Interval() / time.Microsecond)
+	c := GCRACall{T: t, Millis: t%1000 == 0, Interval: t}
+	if c.Millis {
+		c.Interval = t / 1000
+	}
+	if now != nil {
+		at := now()
+		c.Now = at.UnixMicro()
+		if c.Millis {
+			c.Now = at.UnixMilli()
+		}
+	}
+	return c
+}

@@ -83,3 +83,24 @@ func TestDecision(t *testing.T) {
 		t.Fatalf("refused cost 3: %+v", d)
 	}
 }
+
+// TestNewGCRACall: a whole-millisecond interval goes to GCRAMillis with
+// its arguments in milliseconds, any other to GCRA in microseconds; the
+// test clock follows the script's unit.
+func TestNewGCRACall(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6789000, time.UTC)
+	clock := func() time.Time { return at }
+	for _, c := range []struct {
+		r    store.Rate
+		now  func() time.Time
+		want redislua.GCRACall
+	}{
+		{store.Rate{Limit: 10, Window: time.Minute, Burst: 10}, nil, redislua.GCRACall{T: 6e6, Millis: true, Interval: 6000}},
+		{store.Rate{Limit: 10, Window: time.Minute, Burst: 10}, clock, redislua.GCRACall{T: 6e6, Millis: true, Interval: 6000, Now: at.UnixMilli()}},
+		{store.Rate{Limit: 3, Window: time.Second, Burst: 3}, clock, redislua.GCRACall{T: 333333, Interval: 333333, Now: at.UnixMicro()}},
+	} {
+		if got := redislua.NewGCRACall(c.r, c.now); got != c.want {
+			t.Errorf("%+v: %+v, want %+v", c.r, got, c.want)
+		}
+	}
+}

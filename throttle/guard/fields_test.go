@@ -17,10 +17,15 @@ import (
 // use no more than d.Remaining, and no less either: a peek just before
 // the refill still sees d.Remaining, a peek at it sees one more. A random
 // walk of charges and idle times over a fake clock covers full, partial
-// and spent quotas, with an interval that is not a whole millisecond.
+// and spent quotas, with intervals of whole milliseconds and one that is
+// not. For whole milliseconds the store reads its clock in milliseconds
+// (as Redis does): the decision's durations count from the last tick, so
+// the refill comes that fraction of a millisecond sooner than wait after
+// the decision, and the test looks there.
 func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	set := func(at time.Time) { mu.Lock(); defer mu.Unlock(); now = at }
 	s := memstore.New(memstore.WithClock(clock))
@@ -51,10 +56,14 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 				t.Fatalf("step %d: refill %v of %+v, want within (0, %v]", i, wait, d, T)
 			}
 			at := clock()
+			var tick time.Duration // since the clock's last millisecond
+			if T%time.Millisecond == 0 {
+				tick = at.Sub(start) % time.Millisecond
+			}
 			for _, c := range []struct {
 				after time.Duration
 				want  int
-			}{{wait - time.Microsecond, d.Remaining}, {wait, d.Remaining + 1}} {
+			}{{wait - tick - time.Microsecond, d.Remaining}, {wait - tick, d.Remaining + 1}} {
 				set(at.Add(c.after))
 				p, err := s.AllowN(ctx, key, r, 0)
 				if err != nil || p.Remaining != c.want {

@@ -21,7 +21,8 @@ func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Micro
 
 // AllowN decides a request of cost against the GCRA quota r of key (see
 // store.Quota and store.Rate), with the store's clock (WithClock) read once
-// and truncated to a whole microsecond. Quota keys live in their own map,
+// and truncated to a whole microsecond, or to a whole millisecond when the
+// emission interval (Window / Limit) is one, as the Redis stores decide. Quota keys live in their own map,
 // apart from locks: the same key may be a lock and a quota. An allowed
 // request of positive cost on a key whose quota is full (no live entry)
 // needs a new entry: in a full shard (WithMaxKeys, counted apart from
@@ -52,6 +53,13 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	// see less of the quota refilled.
 	now, _ := s.now(false)
 	nowUS := int64(now / time.Microsecond)
+	if t := int64(r.Interval() / time.Microsecond); t%1000 == 0 {
+		// An interval of whole milliseconds is decided on a clock of
+		// whole milliseconds, as the Redis stores' script does (it keeps
+		// the TAT as the key's expiry): both stores decide exactly alike.
+		// Nothing is lost: every TAT is then a whole millisecond too.
+		nowUS -= nowUS % 1000
+	}
 
 	// An expired entry (its quota full again) still holds a place in the
 	// map: a returning user's charge reuses it, which spares the sampling

@@ -17,6 +17,7 @@ func Scripts() map[string][2]string {
 		"release": {releaseSrc, releaseScript.Hash()},
 		"extend":  {extendSrc, extendScript.Hash()},
 		"gcra":    {gcraSrc, gcraScript.Hash()},
+		"gcra_ms": {gcraMsSrc, gcraMsScript.Hash()},
 		"record":  {recordSrc, recordScript.Hash()},
 	}
 }

@@ -16,8 +16,7 @@ import (
 
 // BenchmarkQuotaPaired measures a Quota decision against a real
 // redis-server started for the run, interleaved with the floor of one
-// round trip, in rounds of 200 operations in rotating order (as
-// BenchmarkAdmissionPaired), on one client:
+// round trip by benchload.Paired, on one client:
 //
 //   - raw:   client.SetNX(key, token, ttl), one plain command;
 //   - store: Store.AllowN, the GCRA script by EVALSHA (one round trip);
@@ -86,33 +85,17 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
 				b.ReportAllocs()
-				spent := make([]time.Duration, len(impls))
-				const round = 200
-				for done := 0; done < b.N; done += round {
-					n := min(round, b.N-done)
-					for j := range impls {
-						i := (j + done/round) % len(impls)
-						t0 := time.Now()
-						_, err := benchload.Run(conc, n, func() error {
-							ok, err := impls[i].op(card)
-							if want := card == "distinct"; err == nil && ok != want && impls[i].name != "raw" {
-								err = fmt.Errorf("%s: allowed = %v, want %v", impls[i].name, ok, want)
-							}
-							return err
-						})
-						if err != nil {
-							b.Fatal(err)
-						}
-						spent[i] += time.Since(t0)
-					}
-				}
-				per := func(i int) float64 { return float64(spent[i]) / float64(b.N) }
+				ops := make([]benchload.Op, len(impls))
 				for i, im := range impls {
-					b.ReportMetric(per(i), im.name+"-ns")
-					if i > 0 {
-						b.ReportMetric(per(0)/per(i), im.name+"/raw")
-					}
+					ops[i] = benchload.Op{Name: im.name, Call: func() error {
+						ok, err := im.op(card)
+						if want := card == "distinct"; err == nil && ok != want && im.name != "raw" {
+							err = fmt.Errorf("%s: allowed = %v, want %v", im.name, ok, want)
+						}
+						return err
+					}}
 				}
+				benchload.Paired(b, conc, ops)
 			})
 		}
 	}

@@ -48,8 +48,10 @@ type quotaStep struct {
 // cost above 1, peeks, costs above Burst, refunds, idling past the reset)
 // and a random part, with costs from -Burst (refunds) to Burst+1. After
 // each charge, and each refund that leaves the quota short of full, it also
-// checks that the Redis key's PEXPIRE is the reset time, rounded up to a
-// millisecond; after a refund that fills the quota, that the key is gone.
+// checks that the Redis key's expiry is the reset time (rounded up to a
+// millisecond, or, for rates whose interval is whole milliseconds, which
+// gcra_ms.lua decides, exactly at the test clock's now plus the reset);
+// after a refund that fills the quota, that the key is gone.
 // A last part refunds on a quota overspent under a smaller Rate.
 func TestQuotaModel(t *testing.T) {
 	rs, _, c := newStore(t)
@@ -59,10 +61,11 @@ func TestQuotaModel(t *testing.T) {
 	ctx := context.Background()
 
 	rates := []store.Rate{
-		{Limit: 4, Window: time.Second, Burst: 4},
-		{Limit: 3, Window: time.Second, Burst: 5},             // T = 333333µs, not a whole ms
-		{Limit: 10, Window: time.Minute, Burst: 1},            // no burst
-		{Limit: 1000, Window: 7 * time.Millisecond, Burst: 3}, // T = 7µs
+		{Limit: 4, Window: time.Second, Burst: 4},             // T = 250ms: gcra_ms.lua
+		{Limit: 3, Window: time.Second, Burst: 5},             // T = 333333µs, not a whole ms: gcra.lua
+		{Limit: 10, Window: time.Minute, Burst: 1},            // no burst; gcra_ms.lua
+		{Limit: 1000, Window: 7 * time.Millisecond, Burst: 3}, // T = 7µs: gcra.lua
+		{Limit: 1000, Window: time.Second, Burst: 2},          // T = 1ms, the shortest for gcra_ms.lua
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	// seen counts the kinds of step, so that the test fails when the
@@ -167,7 +170,14 @@ func TestQuotaModel(t *testing.T) {
 					}
 				}
 			}
-			if md.Allowed && (st.cost > 0 || st.cost < 0 && md.ResetAfter > 0) {
+			if md.Allowed && (st.cost > 0 || st.cost < 0 && md.ResetAfter > 0) && T%time.Millisecond == 0 {
+				// gcra_ms.lua, under the test clock, wrote the TAT as the
+				// key's expiry time: now, in whole ms, plus ResetAfter.
+				want := clk.Now().UnixMilli() + md.ResetAfter.Milliseconds()
+				if at, err := c.Do(ctx, "PEXPIRETIME", k).Int64(); err != nil || at != want {
+					t.Fatalf("step %d: PEXPIRETIME %d, %v; want %d (ResetAfter %v)", i, at, err, want, md.ResetAfter)
+				}
+			} else if md.Allowed && (st.cost > 0 || st.cost < 0 && md.ResetAfter > 0) {
 				// The key was just written with PX = ResetAfter rounded up.
 				want := (md.ResetAfter + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 				pttl, err := c.PTTL(ctx, k).Result()
@@ -348,4 +358,75 @@ func newClientStore(t *testing.T, c *redis.Client) *redisstore.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
 	return s
+}
+
+// TestQuotaScriptsShareKeys: a key charged by one GCRA script is read by
+// the other to the millisecond (two policies' rates on one key, or a key
+// from before an upgrade), on the server's real clock; and gcra_ms.lua, the
+// script of whole-millisecond intervals, refuses what is not a quota
+// without changing it, as gcra.lua does.
+func TestQuotaScriptsShareKeys(t *testing.T) {
+	s, _, c := newStore(t)
+	ctx := context.Background()
+	// Long intervals, so that a slow machine between two calls changes
+	// nothing the checks look at.
+	micro := store.Rate{Limit: 3, Window: 10 * time.Second, Burst: 3} // T 3333333µs: gcra.lua
+	milli := store.Rate{Limit: 4, Window: 10 * time.Second, Burst: 4} // T 2.5s: gcra_ms.lua
+
+	// gcra.lua writes a TAT 10s ahead; gcra_ms.lua sees it, rounded up.
+	k := key(t)
+	if d, err := s.AllowN(ctx, k, micro, 3); err != nil || !d.Allowed {
+		t.Fatalf("charge: %+v, %v", d, err)
+	}
+	d, err := s.AllowN(ctx, k, milli, 0)
+	if err != nil || d.ResetAfter > 10*time.Second+time.Millisecond || d.ResetAfter < 8*time.Second || d.Remaining != 0 {
+		t.Fatalf("gcra_ms.lua on gcra.lua's key: %+v, %v; want about 10s to reset, nothing left", d, err)
+	}
+	if d, err := s.AllowN(ctx, k, milli, 1); err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 2501*time.Millisecond {
+		t.Fatalf("gcra_ms.lua over gcra.lua's quota: %+v, %v; want refused for at most 2.5s", d, err)
+	}
+
+	// gcra_ms.lua writes an expiry 5s ahead and an empty value; gcra.lua
+	// reads the expiry, then writes its own TAT.
+	k = key(t)
+	if d, err := s.AllowN(ctx, k, milli, 2); err != nil || d != (store.Decision{Allowed: true, Remaining: 2, ResetAfter: 5 * time.Second}) {
+		t.Fatalf("charge: %+v, %v", d, err)
+	}
+	if v := c.Get(ctx, k).Val(); v != "" {
+		t.Fatalf("gcra_ms.lua stored %q, want an empty value", v)
+	}
+	d, err = s.AllowN(ctx, k, micro, 1)
+	if err != nil || !d.Allowed || d.ResetAfter > 8334*time.Millisecond || d.ResetAfter < 6*time.Second {
+		t.Fatalf("gcra.lua on gcra_ms.lua's key: %+v, %v; want allowed, about 8.33s to reset", d, err)
+	}
+	if _, err := c.Get(ctx, k).Int64(); err != nil {
+		t.Fatalf("gcra.lua left no TAT: %v", err)
+	}
+	if d, err := s.AllowN(ctx, k, milli, 0); err != nil || d.ResetAfter > 8334*time.Millisecond || d.ResetAfter < 6*time.Second {
+		t.Fatalf("gcra_ms.lua on the rewritten key: %+v, %v", d, err)
+	}
+
+	// Not quotas: a lock's token, a key without expiry, a hash.
+	for name, set := range map[string]func(k string) error{
+		"token":     func(k string) error { return c.Set(ctx, k, "token", time.Minute).Err() },
+		"no expiry": func(k string) error { return c.Set(ctx, k, "", 0).Err() },
+		"hash":      func(k string) error { return c.HSet(ctx, k, "f", "v").Err() },
+	} {
+		k := key(t) + name
+		if err := set(k); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := c.Dump(ctx, k).Result()
+		for _, r := range []store.Rate{milli, micro} {
+			if d, err := s.AllowN(ctx, k, r, 1); err == nil {
+				t.Errorf("%s, rate %v: %+v, want an error", name, r.Interval(), d)
+			}
+		}
+		if after, _ := c.Dump(ctx, k).Result(); after != before {
+			t.Errorf("%s: a refused quota call changed the key", name)
+		}
+		if ttl := c.PTTL(ctx, k).Val(); name != "token" && ttl != -1 {
+			t.Errorf("%s: a refused quota call set an expiry: %v", name, ttl)
+		}
+	}
 }

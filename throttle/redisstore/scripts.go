@@ -15,6 +15,7 @@ var (
 	releaseSrc = redislua.Release
 	extendSrc  = redislua.Extend
 	gcraSrc    = redislua.GCRA
+	gcraMsSrc  = redislua.GCRAMillis
 	recordSrc  = redislua.Record
 )
 
@@ -27,7 +28,8 @@ var (
 	acquireScript = newScript(acquireSrc)
 	releaseScript = newScript(releaseSrc)
 	extendScript  = newScript(extendSrc)
-	gcraScript    = redis.NewScript(gcraSrc)
+	gcraScript    = newScript(gcraSrc)
+	gcraMsScript  = newScript(gcraMsSrc)
 	recordScript  = redis.NewScript(recordSrc)
 )
 

@@ -207,21 +207,27 @@ func TestLimiterModes(t *testing.T) {
 
 // TestQuotaMatchesMemstore drives one sequence of requests, with costs,
 // refunds and a fake clock, against the store and memstore, and requires
-// the same decision at every step.
+// the same decision at every step, for a rate whose interval is not a
+// whole millisecond (gcra.lua) and one whose interval is (gcra_ms.lua).
 func TestQuotaMatchesMemstore(t *testing.T) {
+	for _, r := range []store.Rate{{Limit: 3, Window: time.Second, Burst: 5}, {Limit: 4, Window: time.Second, Burst: 5}} {
+		t.Run(r.Interval().String(), func(t *testing.T) { quotaMatchesMemstore(t, r) })
+	}
+}
+
+func quotaMatchesMemstore(t *testing.T, r store.Rate) {
 	s, _ := newStore(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
 	s.SetQuotaClock(clock)
 	ms := memstoreWithClock(clock)
 	ctx := context.Background()
-	r := store.Rate{Limit: 3, Window: time.Second, Burst: 5}
 	k := key(t)
 	steps := []struct {
 		advance time.Duration
 		cost    int
 	}{
-		{0, 0}, {0, 5}, {0, 1}, {200 * time.Millisecond, 1}, {150 * time.Millisecond, 1},
+		{0, 0}, {0, 5}, {0, 1}, {200 * time.Millisecond, 1}, {150*time.Millisecond + 300*time.Microsecond, 1},
 		{0, -2}, {0, 3}, {time.Second, 2}, {0, 6}, {0, -6}, {10 * time.Second, 0}, {0, 1},
 	}
 	for i, st := range steps {

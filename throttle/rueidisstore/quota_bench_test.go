@@ -20,8 +20,7 @@ import (
 // BenchmarkQuotaPaired measures a Quota decision (Limiter.Allow, one GCRA
 // script by EVALSHA) on the store against a real redis-server started for
 // the run, interleaved with raw go-redis SetNX (the floor of one command
-// per call) in rounds of 200 operations in rotating order, so that other
-// load on the machine hits all alike:
+// per call), by benchload.Paired:
 //
 //   - raw:     go-redis client.SetNX, one command per call;
 //   - limiter: Limiter.Allow on a store whose rueidis client has its
@@ -64,35 +63,15 @@ func BenchmarkQuotaPaired(b *testing.B) {
 			return err
 		}
 	}
-	impls := []struct {
-		name string
-		op   func() error
-	}{
-		{"raw", func() error { return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", time.Minute).Err() }},
-		{"limiter", allow(plain)},
-		{"flush", allow(flush)},
+	ops := []benchload.Op{
+		{Name: "raw", Call: func() error { return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", time.Minute).Err() }},
+		{Name: "limiter", Call: allow(plain)},
+		{Name: "flush", Call: allow(flush)},
 	}
 	for _, conc := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("distinct/c%d", conc), func(b *testing.B) {
-			spent := make([]time.Duration, len(impls))
-			const round = 200
-			for done := 0; done < b.N; done += round {
-				n := min(round, b.N-done)
-				for j := range impls {
-					i := (j + done/round) % len(impls)
-					t0 := time.Now()
-					if _, err := benchload.Run(conc, n, impls[i].op); err != nil {
-						b.Fatal(err)
-					}
-					spent[i] += time.Since(t0)
-				}
-			}
-			for i, impl := range impls {
-				b.ReportMetric(float64(spent[i])/float64(b.N), impl.name+"-ns")
-				if i > 0 {
-					b.ReportMetric(float64(spent[0])/float64(spent[i]), impl.name+"/raw")
-				}
-			}
+			b.ReportAllocs()
+			benchload.Paired(b, conc, ops)
 		})
 	}
 }

@@ -12,9 +12,10 @@ import (
 // script) when the server answers NOSCRIPT, after a restart, a failover or
 // SCRIPT FLUSH.
 var (
-	acquireScript = rueidis.NewLuaScript(redislua.Acquire)
-	releaseScript = rueidis.NewLuaScript(redislua.Release)
-	extendScript  = rueidis.NewLuaScript(redislua.Extend)
-	gcraScript    = rueidis.NewLuaScript(redislua.GCRA)
-	recordScript  = rueidis.NewLuaScript(redislua.Record)
+	acquireScript    = rueidis.NewLuaScript(redislua.Acquire)
+	releaseScript    = rueidis.NewLuaScript(redislua.Release)
+	extendScript     = rueidis.NewLuaScript(redislua.Extend)
+	gcraScript       = rueidis.NewLuaScript(redislua.GCRA)
+	gcraMillisScript = rueidis.NewLuaScript(redislua.GCRAMillis)
+	recordScript     = rueidis.NewLuaScript(redislua.Record)
 )

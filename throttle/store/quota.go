@@ -34,7 +34,12 @@ import (
 // T is Window/Limit rounded down to a microsecond, so a Rate whose Window is
 // not a multiple of Limit microseconds allows at most one part in T (in
 // microseconds) more than Limit per Window, and every Decision duration is a
-// whole number of microseconds.
+// whole number of microseconds. When T is a whole number of milliseconds (10
+// per minute, 100 per second: nearly every Rate), they read the clock in
+// whole milliseconds instead, so that Redis can keep the TAT as the key's
+// expiry, on its own millisecond clock, and decide with a cheaper script:
+// every TAT is then a whole millisecond, nothing is rounded, and refills
+// land on the clock's millisecond ticks.
 
 // maxTolerance bounds T·Burst so that a TAT (microseconds since 1970, about
 // 1.8e15 today) plus the tolerance stays an exact integer in a Lua (double)
@@ -112,8 +117,10 @@ func (r Rate) NextRefill(d Decision) time.Duration {
 }
 
 // Decision is a quota store's answer to one request. Its durations are whole
-// microseconds; none is ever negative (unlike go-redis/redis_rate's Result,
-// no field uses -1).
+// microseconds (whole milliseconds when the Rate's interval is, counted from
+// the store clock's last millisecond tick, so at most 1ms longer than from
+// the instant of the call); none is ever negative (unlike
+// go-redis/redis_rate's Result, no field uses -1).
 type Decision struct {
 	// Allowed is true when the request was allowed and its cost charged.
 	// A request of cost 0 (a peek) charges nothing and is allowed unless
