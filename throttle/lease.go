@@ -106,7 +106,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 	if ls.released.Swap(true) {
 		return ErrNotHeld
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
+	ctx, cancel := ls.l.bounds.detach(ctx)
 	defer cancel()
 	if m := ls.mirror(); m != nil {
 		if _, err := m.Release(ctx, ls.key, ls.token); err != nil {
@@ -134,7 +134,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ls.released.Load() {
 		return ErrNotHeld
 	}
-	ctx, cancel := context.WithTimeout(ctx, ls.l.p.Timeout)
+	ctx, cancel := ls.l.bounds.bind(ctx)
 	defer cancel()
 	sent := monoNow()
 	out, err := ls.holder().Extend(ctx, ls.key, ls.token, ttl)

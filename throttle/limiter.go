@@ -39,6 +39,7 @@ type Limiter struct {
 	health  health
 	orphans orphans
 	stats   counters
+	bounds  bounds // Policy.Timeout's contexts
 }
 
 // New returns a Limiter on st under policy p, whose zero fields take their
@@ -73,6 +74,7 @@ func New(st Store, p Policy) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{store: st, p: p}
+	l.bounds.timeout = p.Timeout
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
 	l.recorder, _ = st.(store.Recorder)
@@ -332,22 +334,13 @@ func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (stor
 }
 
 // bounded is call in st, the store or the Fallback, without the Observer's
-// report. The bound costs a timer and a context per call
-// (context.WithTimeout: several allocations), so it is skipped where it
-// cannot matter: for an in-memory store (local: st is a store.InMemory, as
-// New found), and when ctx already ends sooner. No cheaper bound is sound: the store must see a
-// context whose Done channel closes at the bound, or when ctx ends,
-// whichever comes first (go-redis waits on it for a pooled connection, and
-// sets its socket deadlines from Deadline), and only a context of the
-// context package can join ctx's cancellation without a goroutine.
+// report. The bound (see bounds) is skipped for an in-memory store (local:
+// st is a store.InMemory, as New found), which cannot hang.
 func (l *Limiter) bounded(ctx context.Context, st Store, local bool, req store.Request) (store.Grant, error) {
 	if local {
 		return st.Acquire(ctx, req)
 	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= l.p.Timeout {
-		return st.Acquire(ctx, req)
-	}
-	ctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	ctx, cancel := l.bounds.bind(ctx)
 	defer cancel()
 	return st.Acquire(ctx, req)
 }

@@ -163,7 +163,10 @@ type Policy struct {
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
 	// Timeout bounds every store call, on top of the caller's context.
-	// Default 100 ms.
+	// Default 100 ms. A call whose context cannot be cancelled (Done is
+	// nil, as for context.Background) shares its bound with the calls
+	// that start within the same Timeout/8, so it gets between Timeout and
+	// Timeout + Timeout/8 and costs no timer of its own.
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer. Default
 	// FailDefault.

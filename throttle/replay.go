@@ -100,7 +100,7 @@ func (l *Limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 // as itself.
 func (l *Limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
-	cctx, cancel := context.WithTimeout(ctx, l.p.Timeout)
+	cctx, cancel := l.bounds.bind(ctx)
 	defer cancel()
 	start := l.startCall()
 	rec, found, err := r.Recorded(cctx, key)
@@ -144,7 +144,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if !ok {
 		return invalid("%T keeps no records", ls.holder())
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.l.p.Timeout)
+	ctx, cancel := ls.l.bounds.detach(ctx)
 	defer cancel()
 	start := ls.l.startCall()
 	out, err := r.Record(ctx, ls.key, ls.token, rec)
