@@ -6,6 +6,7 @@
 package benchload
 
 import (
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -91,8 +92,12 @@ type Op struct {
 }
 
 // Paired runs b.N calls of every op over conc goroutines, interleaved:
-// rounds of 200 calls per op, in turn and in rotating order, so that load
-// from other processes on a shared machine hits all of them alike. It
+// rounds of 200 calls per op, in a new random order each round (from a
+// fixed seed), so that load from other processes on a shared machine hits
+// all of them alike, and no op always runs after the same one (with a
+// rotating order, two runs of one op measured 10–25% apart at one caller:
+// what runs just before a round sets how warm the CPU and the scheduler
+// find it). It
 // reports each op's wall time per call (<name>-ns), its latency percentiles
 // (<name>-p50-ns, <name>-p99-ns) and, for every op after the first, its
 // throughput relative to the first (<name>/<first>). ns/op is reported as
@@ -102,10 +107,16 @@ func Paired(b *testing.B, conc int, ops []Op) {
 	spent := make([]time.Duration, len(ops))
 	lat := make([][]time.Duration, len(ops))
 	const round = 200
+	// A fixed seed: every run shuffles alike.
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := make([]int, len(ops))
+	for i := range order {
+		order[i] = i
+	}
 	for done := 0; done < b.N; done += round {
 		n := min(round, b.N-done)
-		for j := range ops {
-			i := (j + done/round) % len(ops)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
 			t0 := time.Now()
 			l, err := Run(conc, n, ops[i].Call)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,4 +178,84 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
 	}
 	return impls, keyFor
+}
+
+// BenchmarkAdmissionPaced measures what asking the nodes in parallel costs
+// a single admission when the machine is not saturated: the same six
+// stores as BenchmarkAdmission, each in turn, under the same offered load
+// of 1000 admissions a second spread evenly over c16 or c64 callers (each
+// caller sleeps until its next slot, so the load does not depend on how
+// fast a store answers). BenchmarkAdmissionPaired, by contrast, keeps
+// every caller busy: there the latency is the queue behind a saturated
+// CPU, and a Redlock admission, three or five commands for one, waits
+// three to five times as long on two cores shared with five
+// redis-servers. Here p50 is one admission's own time: one round trip for
+// a single node, the quorum-th of three or five parallel ones for Redlock.
+//
+// Key cardinality: every admission takes a new key. b.N is the number of
+// admissions per store; at 1000 a second, -benchtime 4000x takes about 24
+// s per sub-benchmark. It reports each store's p50-ns and p99-ns and each
+// Redlock's p50 over the single node's on the same client library
+// (redlock3/single-p50, redlock3-rueidis/single-rueidis-p50, ...).
+func BenchmarkAdmissionPaced(b *testing.B) {
+	impls, keyFor := admissionSetup(b)
+	const rate = 1000 // admissions a second, over all callers
+	for _, conc := range []int{16, 64} {
+		b.Run(fmt.Sprintf("distinct/c%d", conc), func(b *testing.B) {
+			p50 := make([]float64, len(impls))
+			for i, impl := range impls {
+				lat, err := paced(conc, max(b.N/conc, 1), time.Duration(conc)*time.Second/rate, func() error {
+					return impl.check("distinct", keyFor("distinct"))
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p50[i] = benchload.Report(b, impl.name+"-", lat)
+			}
+			for i, impl := range impls {
+				if base := impl.base; base >= 0 {
+					b.ReportMetric(p50[i]/p50[base], impl.name+"/"+impls[base].name+"-p50")
+				}
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// paced runs conc callers that each make n calls of op, one every gap,
+// the callers' slots spread evenly over the gap, and returns the latency
+// of every call. A call that overruns its slot delays only its own
+// caller's next one.
+func paced(conc, n int, gap time.Duration, op func() error) ([]time.Duration, error) {
+	var (
+		mu    sync.Mutex
+		all   []time.Duration
+		first error
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for c := range conc {
+		wg.Go(func() {
+			next := start.Add(gap * time.Duration(c) / time.Duration(conc))
+			mine := make([]time.Duration, 0, n)
+			var err error
+			for range n {
+				time.Sleep(time.Until(next))
+				next = next.Add(gap)
+				t0 := time.Now()
+				if err = op(); err != nil {
+					break
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, mine...)
+			if err != nil && first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	return all, first
 }

@@ -12,9 +12,13 @@ import (
 
 // TestOneWinner races contenders for one key, on one Store shared by
 // goroutines and on two Stores with clients of their own (two processes'
-// worth of connections): exactly one wins each round, the winner holds a
-// quorum of nodes, and the losers leave no lock behind. (The node timeout
-// is raised for the reason TestConformance gives.)
+// worth of connections). Safety is asserted every round: never more than
+// one winner, the winner holds a quorum of nodes, and the losers leave no
+// lock behind. Liveness is a rate, as Redlock promises it: a round in which
+// every contender's split votes fail (possible when sixty start at once on
+// a loaded machine) must leave the key free, so that the next caller wins
+// at once, and most rounds must have their winner. (The node timeout is
+// raised for the reason TestConformance gives.)
 func TestOneWinner(t *testing.T) {
 	ns := startNodes(t, 3, false)
 	a, b := ns.store(t, redlock.WithNodeTimeout(time.Second)), ns.store(t, redlock.WithNodeTimeout(time.Second))
@@ -23,21 +27,39 @@ func TestOneWinner(t *testing.T) {
 		"two-stores":  {a, b},
 		"five-stores": {a, b, a, b, a},
 	}
+	const rounds, maxEmpty = 10, 3
 	for name, stores := range cases {
 		t.Run(name, func(t *testing.T) {
-			for round := range 10 {
+			empty := 0
+			for round := range rounds {
 				key := newKey(t)
 				winners, losers := race(t, stores, key, 30)
-				if len(winners) != 1 {
-					t.Fatalf("round %d: %d winners, want exactly 1", round, len(winners))
-				}
-				if n := ns.holding(t, key, winners[0]); n < a.Quorum() {
-					t.Fatalf("round %d: the winner holds %d nodes, want a quorum", round, n)
+				if len(winners) > 1 {
+					t.Fatalf("round %d: %d winners, want at most 1", round, len(winners))
 				}
 				for _, tok := range losers {
 					ns.eventuallyFree(t, key, tok)
 				}
+				if len(winners) == 0 {
+					// Nobody won: the key must be free everywhere.
+					empty++
+					tok := store.NewToken()
+					g, err := a.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: time.Minute})
+					if err != nil || !g.Acquired {
+						t.Fatalf("round %d: nobody won, then a lone caller got (%+v, %v), want the key", round, g, err)
+					}
+					winners = []string{tok}
+				}
+				if n := ns.holding(t, key, winners[0]); n < a.Quorum() {
+					t.Fatalf("round %d: the winner holds %d nodes, want a quorum", round, n)
+				}
 				mustOutcome(t, "Release by the winner", store.OK)(a.Release(context.Background(), key, winners[0]))
+			}
+			if empty > maxEmpty {
+				t.Fatalf("%d of %d rounds had no winner, want at most %d", empty, rounds, maxEmpty)
+			}
+			if empty > 0 {
+				t.Logf("%d of %d rounds had no winner (every split vote failed)", empty, rounds)
 			}
 		})
 	}
