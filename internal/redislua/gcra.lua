@@ -14,7 +14,8 @@
 --          the key when that leaves the quota full (a SET with PX 0 would
 --          fail), and writes nothing when the key does not exist
 -- ARGV[4]  optional, for tests only: now, in microseconds since 1970;
---          without it, now is the server's TIME
+--          without it, now is the server's TIME; with it, the key's
+--          expiry is set as a time (PXAT the TAT), not a duration
 --
 -- Returns one integer, the reset R: how long, in microseconds, until the
 -- TAT (the quota full again) after the decision; R when the request was
@@ -72,8 +73,14 @@ if cost < 0 and reset == 0 then
   -- up to a millisecond, has not.
   if stored then redis.call("DEL", key) end
 elseif new_tat ~= tat then
-  local ms = math.floor((reset + 999) / 1000)
-  if ms * 1000 < reset then ms = ms + 1 elseif (ms - 1) * 1000 >= reset then ms = ms - 1 end
-  redis.call("SET", key, string.format("%.0f", new_tat), "PX", ms)
+  -- The key expires at the TAT, rounded up to a millisecond: after reset
+  -- on the server's clock, or, under a test clock, at the TAT itself
+  -- (PXAT), so that a key never expires in real time while the test
+  -- clock stands still.
+  local exp, unit = reset, "PX"
+  if ARGV[4] then exp, unit = new_tat, "PXAT" end
+  local ms = math.floor((exp + 999) / 1000)
+  if ms * 1000 < exp then ms = ms + 1 elseif (ms - 1) * 1000 >= exp then ms = ms - 1 end
+  redis.call("SET", key, string.format("%.0f", new_tat), unit, ms)
 end
 return reset
