@@ -22,7 +22,7 @@ import (
 )
 
 // MaxOutage bounds how long any request may take while Redis is down: the
-// store timeout is 100 ms, so this is generous on a loaded machine.
+// store timeout is storeTimeout, so this is generous on a loaded machine.
 const MaxOutage = 2 * time.Second
 
 // Redis is a real redis-server with a client and a store on it.
@@ -106,12 +106,23 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
+// storeTimeout is the Policy.Timeout of the suite's limiters unless the
+// policy sets one: longer than the default (100 ms), so that on a loaded
+// machine a call to a healthy Redis does not run past it and fail a step
+// that expects the store to answer. While Redis is down a call runs to
+// it (go-redis retries the dial until the deadline), so each request of an
+// outage step takes about this long: well within MaxOutage.
+const storeTimeout = 500 * time.Millisecond
+
 // newRedisLimiter returns a limiter on r's store whose log goes to the
 // returned buffer.
 func newRedisLimiter(t testing.TB, r *Redis, p throttle.Policy) (*throttle.Limiter, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	if p.Timeout == 0 {
+		p.Timeout = storeTimeout
+	}
 	l, err := throttle.New(r.Store, p)
 	if err != nil {
 		t.Fatal(err)
