@@ -76,11 +76,7 @@ func (ns *nodes) store(t testing.TB, opts ...redlock.Option) *redlock.Store {
 	if err != nil {
 		t.Fatalf("redlock.New: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	closeAtEnd(t, s)
 	return s
 }
 
@@ -107,11 +103,7 @@ func (ns *nodes) rueidisStore(t testing.TB, opts ...redlock.Option) *redlock.Sto
 	if err != nil {
 		t.Fatalf("redlock.NewOnStores: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	closeAtEnd(t, s)
 	return s
 }
 
@@ -251,4 +243,13 @@ func mustOutcome(t testing.TB, what string, want store.Outcome) func(store.Outco
 			t.Fatalf("%s = %v, want %v", what, got, want)
 		}
 	}
+}
+
+// closeAtEnd closes s at the test's end and fails the test if Close does.
+func closeAtEnd(t testing.TB, s *redlock.Store) {
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 }

@@ -57,14 +57,10 @@ var (
 // that is late, but its call goes on in the background until the client's
 // ReadTimeout).
 func New(nodes []redis.UniversalClient, opts ...Option) (*Store, error) {
-	if len(nodes) < MinNodes {
-		return nil, invalid("%d nodes: Redlock needs at least %d independent masters (an odd number: "+
-			"2f+1 survive f failures); for one Redis use redisstore", len(nodes), MinNodes)
+	if err := checkCount(len(nodes), "redisstore"); err != nil {
+		return nil, err
 	}
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
+	c := configure(opts)
 	names := make([]string, len(nodes))
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
@@ -81,17 +77,42 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Store, error) {
 		}
 		seen[names[i]] = i
 	}
-	s := &Store{
-		nodes:       make([]Node, len(nodes)),
+	stores := make([]Node, len(nodes))
+	for i, n := range nodes {
+		stores[i] = redisstore.New(n, c.nodeOpts...)
+	}
+	return build(stores, names, c, true), nil
+}
+
+// checkCount refuses fewer than MinNodes nodes; single names the store to
+// use for one Redis instead.
+func checkCount(n int, single string) error {
+	if n < MinNodes {
+		return invalid("%d nodes: Redlock needs at least %d independent masters (an odd number: "+
+			"2f+1 survive f failures); for one Redis use %s", n, MinNodes, single)
+	}
+	return nil
+}
+
+// configure applies opts to the zero config.
+func configure(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// build returns the Store over nodes, named by names; owned says whether
+// Close closes the nodes (New made them) or leaves them to the caller.
+func build(nodes []Node, names []string, c config, owned bool) *Store {
+	return &Store{
+		nodes:       nodes,
 		names:       names,
 		quorum:      quorumOf(len(nodes)),
 		nodeTimeout: c.nodeTimeout,
-		owned:       true,
+		owned:       owned,
 	}
-	for i, n := range nodes {
-		s.nodes[i] = redisstore.New(n, c.nodeOpts...)
-	}
-	return s, nil
 }
 
 // Node is a store on one independent master, as NewOnStores takes it:
@@ -114,14 +135,10 @@ type Node interface {
 // detected, and the caller must not pass them). WithStoreOptions does not
 // apply. The stores stay the caller's: Close leaves them open.
 func NewOnStores(nodes []Node, opts ...Option) (*Store, error) {
-	if len(nodes) < MinNodes {
-		return nil, invalid("%d nodes: Redlock needs at least %d independent masters (an odd number: "+
-			"2f+1 survive f failures); for one Redis use redisstore or rueidisstore", len(nodes), MinNodes)
+	if err := checkCount(len(nodes), "redisstore or rueidisstore"); err != nil {
+		return nil, err
 	}
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
+	c := configure(opts)
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -135,12 +152,7 @@ func NewOnStores(nodes []Node, opts ...Option) (*Store, error) {
 		}
 		names[i] = fmt.Sprintf("%T %d", n, i)
 	}
-	return &Store{
-		nodes:       slices.Clone(nodes),
-		names:       names,
-		quorum:      quorumOf(len(nodes)),
-		nodeTimeout: c.nodeTimeout,
-	}, nil
+	return build(slices.Clone(nodes), names, c, false), nil
 }
 
 // nodeName identifies a client for duplicate checks and error messages: its
