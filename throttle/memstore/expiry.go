@@ -38,6 +38,7 @@ const reclaimPerPush = 2
 // was released.
 type queued struct {
 	key     string
+	tag     uint64 // the key's (see Store.locate), to find it without hashing it
 	expires time.Duration // since Store.epoch
 }
 
@@ -71,7 +72,7 @@ func ttlClass(ttl time.Duration) int { return bits.Len64(uint64(max(ttl, 0))) }
 
 // enqueue queues key's new expiry, ttl from now, and returns where. Call
 // reclaim first.
-func (sh *shard) enqueue(key string, expires, ttl time.Duration) queuePos {
+func (sh *shard) enqueue(key string, tag uint64, expires, ttl time.Duration) queuePos {
 	c := ttlClass(ttl)
 	q := sh.queue(c)
 	if q == nil {
@@ -79,7 +80,7 @@ func (sh *shard) enqueue(key string, expires, ttl time.Duration) queuePos {
 		q = &sh.queues[len(sh.queues)-1]
 	}
 	pos := queuePos(c)<<seqBits | queuePos((q.base+uint32(len(q.items)))&seqMask)
-	q.items = append(q.items, queued{key, expires})
+	q.items = append(q.items, queued{key, tag, expires})
 	return pos
 }
 
@@ -129,7 +130,7 @@ func (sh *shard) reclaim(now time.Duration) {
 			q.items[q.head] = queued{} // no longer keeps the key's bytes alive
 			q.head++
 			if e.key != "" { // "": released
-				sh.live(e.key, now) // removes the lock if it really expired
+				sh.live(e.key, e.tag, now) // removes the lock if it really expired
 			}
 		}
 		q.compact()

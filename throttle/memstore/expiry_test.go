@@ -146,10 +146,10 @@ func TestTooManyHolds(t *testing.T) {
 	s := New()
 	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
 	s.Acquire(bg, req)
-	sh := s.shard("k")
-	l := sh.locks["k"]
+	sh, tag := s.locate("k")
+	l, _ := sh.locks.get("k", tag)
 	l.holds = math.MaxInt32
-	sh.locks["k"] = l
+	sh.locks.set("k", tag, l)
 	if _, err := s.Acquire(bg, req); !errors.Is(err, throttle.ErrInvalid) {
 		t.Fatalf("re-entry past the hold limit: %v, want ErrInvalid", err)
 	}

@@ -38,7 +38,7 @@ func (s *Store) counts() (locks, fences, watched int) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		locks += len(sh.locks)
+		locks += sh.locks.n
 		fences += len(sh.fences)
 		watched += len(sh.waiters)
 		sh.mu.Unlock()

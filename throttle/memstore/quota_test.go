@@ -184,7 +184,7 @@ func TestQuotaEntryExpires(t *testing.T) {
 	if d, _ := s.AllowN(ctx, "k", r, 1); d.Allowed || s.quotaTAT("k") != tat {
 		t.Fatalf("refusal: %+v, TAT moved from %v to %v", d, tat, s.quotaTAT("k"))
 	}
-	if _, held := s.shard("k").locks["k"]; held || s.Len() != 1 {
+	if locks, _, _ := s.counts(); locks != 0 || s.Len() != 1 {
 		t.Fatal("a quota shows up as a lock")
 	}
 	clk.Advance(d.ResetAfter - time.Microsecond)

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"hash/maphash"
 	"math"
 	"sync"
 	"time"
@@ -27,15 +28,16 @@ type counter struct {
 // to cost little. (Locks have expiry queues instead: see expiry.go.)
 const sampleSize = 3
 
-// shard is one part of the store: a mutex and the maps it guards.
+// shard is one part of the store: a mutex and the tables it guards.
 type shard struct {
 	mu       sync.Mutex
-	locks    map[string]lock
+	locks    table // see table.go
 	fences   map[string]counter
 	quotas   map[string]quota
 	records  map[string]record
 	waiters  map[string][]chan struct{}
 	capacity int
+	seed     maphash.Seed // the Store's, for the tag of a key (see Store.locate)
 
 	// queues are the expiry queues of locks, one per TTL class (see
 	// expiry.go): usually one or two.
@@ -58,8 +60,8 @@ type shard struct {
 	_ [64]byte // keeps neighbouring shards' mutexes off one cache line
 }
 
-func (sh *shard) init(capacity int, recordCap int64) {
-	sh.locks = make(map[string]lock)
+func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64) {
+	sh.seed = seed
 	sh.fences = make(map[string]counter)
 	sh.quotas = make(map[string]quota)
 	sh.records = make(map[string]record)
@@ -72,10 +74,10 @@ func (sh *shard) init(capacity int, recordCap int64) {
 // live returns the lock of key if it has not expired, removing it if it has
 // (and its record, which has expired too unless an Extend shortened the
 // lock after the record was written).
-func (sh *shard) live(key string, now time.Duration) (lock, bool) {
-	l, ok := sh.locks[key]
+func (sh *shard) live(key string, tag uint64, now time.Duration) (lock, bool) {
+	l, ok := sh.locks.get(key, tag)
 	if ok && l.expires <= now {
-		delete(sh.locks, key)
+		sh.locks.del(key, tag)
 		if r, ok := sh.records[key]; ok && r.expires <= now {
 			sh.dropRecord(key, r)
 		}
@@ -86,26 +88,34 @@ func (sh *shard) live(key string, now time.Duration) (lock, bool) {
 
 // put stores l under key and keeps lockFloor a lower bound. It does not
 // queue l's expiry: see setExpiry.
-func (sh *shard) put(key string, l lock) {
-	sh.locks[key] = l
+func (sh *shard) put(key string, tag uint64, l lock) {
+	sh.locks.set(key, tag, l)
 	sh.lockFloor = min(sh.lockFloor, l.expires)
 }
 
 // setExpiry stores l, whose expiry is new (a new lock, an extension, a
 // re-entry that raised it), under key, and queues the expiry (see
 // expiry.go), after removing the expired locks at the queues' fronts.
-func (sh *shard) setExpiry(key string, l lock, now time.Duration) {
+func (sh *shard) setExpiry(key string, tag uint64, l lock, now time.Duration) {
 	sh.reclaim(now)
-	l.queued = sh.enqueue(key, l.expires, l.expires-now)
-	sh.put(key, l)
+	l.queued = sh.enqueue(key, tag, l.expires, l.expires-now)
+	sh.put(key, tag, l)
 }
 
 // roomForLock makes room for one more lock: it removes the expired locks
 // at the front of the expiry queues and, when the shard is full, sweeps
-// it (see makeRoom; locks are not sampled, the queues find them).
+// it when lockFloor says something may have expired (as makeRoom does for
+// maps; locks are not sampled, the queues find them).
 func (sh *shard) roomForLock(now time.Duration) bool {
 	sh.reclaim(now)
-	return makeRoom(sh.locks, sh.capacity, &sh.lockFloor, now, nil, 0)
+	if sh.locks.n < sh.capacity {
+		return true
+	}
+	if now < sh.lockFloor {
+		return false
+	}
+	sh.lockFloor = sh.locks.sweep(now)
+	return sh.locks.n < sh.capacity
 }
 
 // nextFence returns key's next fence, max(last+1, wall), or false when the
@@ -141,7 +151,7 @@ func (sh *shard) roomForFence(now time.Duration) bool {
 // next fence of the key would restart from the wall clock, which a clock
 // step back can put below the fences already handed out for it.
 func (sh *shard) heldCounter(key string, c counter, now time.Duration) (counter, bool) {
-	l, ok := sh.locks[key]
+	l, ok := sh.locks.get(key, tagOf(maphash.String(sh.seed, key)))
 	if !ok || l.expires <= now {
 		return c, false
 	}
@@ -149,11 +159,10 @@ func (sh *shard) heldCounter(key string, c counter, now time.Duration) (counter,
 	return c, true
 }
 
-// expiring is an entry with an expiry time, a lock, a fence counter or a
+// expiring is an entry of a map with an expiry time: a fence counter or a
 // quota.
 type expiring interface{ expiry() time.Duration }
 
-func (l lock) expiry() time.Duration    { return l.expires }
 func (c counter) expiry() time.Duration { return c.expires }
 
 // makeRoom makes room for one more entry in m: it samples a few (sample)

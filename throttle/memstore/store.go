@@ -59,13 +59,22 @@ func New(opts ...Option) *Store {
 	per := (c.maxKeys + n - 1) / n
 	perRecord := (c.maxRecordBytes + int64(n) - 1) / int64(n)
 	for i := range s.shards {
-		s.shards[i].init(per, perRecord)
+		s.shards[i].init(s.seed, per, perRecord)
 	}
 	return s
 }
 
+// shard returns the shard of key.
 func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&s.mask]
+	sh, _ := s.locate(key)
+	return sh
+}
+
+// locate returns the shard of key and the key's tag in the shard's lock
+// table, from one hash of the key.
+func (s *Store) locate(key string) (*shard, uint64) {
+	h := maphash.String(s.seed, key)
+	return &s.shards[h&s.mask], tagOf(h)
 }
 
 // now returns the time since the store was made, for expiries, and, when
@@ -119,11 +128,11 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now(req.Fence)
-	sh := s.shard(req.Key)
+	sh, tag := s.locate(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 
-	if l, held := sh.live(req.Key, now); held {
+	if l, held := sh.live(req.Key, tag, now); held {
 		if l.token != req.Token || (req.Reentrant != (l.holds > 0)) {
 			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
 		}
@@ -137,7 +146,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 					return store.Grant{}, ErrFull
 				}
 				l.fence, g.Fence = f, f
-				sh.put(req.Key, l)
+				sh.put(req.Key, tag, l)
 			}
 			return g, nil
 		}
@@ -154,9 +163,9 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		l.holds++
 		if now+ttl > l.expires { // a re-entry never shortens the hold
 			l.expires = now + ttl
-			sh.setExpiry(req.Key, l, now)
+			sh.setExpiry(req.Key, tag, l, now)
 		} else {
-			sh.put(req.Key, l)
+			sh.put(req.Key, tag, l)
 		}
 		g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: int(l.holds)}
 		if req.Fence {
@@ -179,8 +188,8 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		}
 		l.fence = f
 	}
-	l.queued = sh.enqueue(req.Key, l.expires, ttl) // roomForLock reclaimed
-	sh.put(req.Key, l)
+	l.queued = sh.enqueue(req.Key, tag, l.expires, ttl) // roomForLock reclaimed
+	sh.put(req.Key, tag, l)
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
 
@@ -189,13 +198,13 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 // record (see Record). Waiters from Watch are woken when the key is freed.
 // It returns ctx.Err() when ctx is done.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint64, l lock, _ time.Duration) store.Outcome {
 		if l.holds > 1 {
 			l.holds--
-			sh.locks[key] = l
+			sh.locks.set(key, tag, l)
 			return store.StillHeld
 		}
-		delete(sh.locks, key)
+		sh.locks.del(key, tag)
 		sh.unqueue(key, l.queued)
 		if r, ok := sh.records[key]; ok {
 			sh.dropRecord(key, r)
@@ -213,7 +222,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint64, l lock, now time.Duration) store.Outcome {
 		expires := now + ceilMillis(ttl)
 		if l.holds > 0 {
 			// One owner's holds share a reentrant key's TTL: never lower it.
@@ -221,7 +230,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 		}
 		if expires != l.expires {
 			l.expires = expires
-			sh.setExpiry(key, l, now)
+			sh.setExpiry(key, tag, l, now)
 		}
 		return store.OK
 	})
@@ -231,22 +240,22 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 // lock, it runs change when token holds key, and otherwise reports
 // store.Gone or store.HeldByOther without changing anything.
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, tag uint64, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	now, _ := s.now(false)
-	sh := s.shard(key)
+	sh, tag := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l, held := sh.live(key, now)
+	l, held := sh.live(key, tag, now)
 	switch {
 	case !held:
 		return store.Gone, nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}
-	return change(sh, l, now), nil
+	return change(sh, tag, l, now), nil
 }
 
 // Len returns how many keys the store holds now (locks, fencing counters,
@@ -258,7 +267,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.locks) + len(sh.fences) + len(sh.quotas) + len(sh.records)
+		n += sh.locks.n + len(sh.fences) + len(sh.quotas) + len(sh.records)
 		sh.mu.Unlock()
 	}
 	return n
