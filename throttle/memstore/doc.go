@@ -32,9 +32,10 @@
 //
 // # Memory and time
 //
-// The store is split into shards (64 by default), each a mutex and its maps
-// (locks, fence counters, quotas, Replay records), so that goroutines working on different keys
-// rarely wait for each other. The number of locks is bounded (WithMaxKeys,
+// The store is split into shards (64 by default), each a mutex, a table of
+// locks (open addressing: see table.go) and maps of fence counters, quotas
+// and Replay records, so that goroutines working on different keys rarely
+// wait for each other. The number of locks is bounded (WithMaxKeys,
 // default 1<<20, shared evenly by the shards), and so, separately, is the
 // number of fence counters. The store keeps the key and token strings it is
 // given (not copies), so their bytes are part of its cost. With keys made by
@@ -42,22 +43,23 @@
 // store.NewToken (31 bytes), BenchmarkMemoryPerKey measures this live heap
 // per key (Go 1.26, amd64):
 //
-//	held key, no fence                about 220 bytes (64 of them the strings)
-//	held key with its fence counter   about 300 bytes
+//	held key, no fence                about 230 bytes (64 of them the strings)
+//	held key with its fence counter   about 310 bytes
 //	fence counter of a released key   about 115 bytes (32 of them the key)
 //
-// A held key's figures include the 24 bytes (and spare room) of its entry
+// A held key's figures include the 32 bytes (and spare room) of its entry
 // in an expiry queue; a lock released before its TTL ran out leaves at most
 // that entry, without the key, until then. Longer keys add their extra
-// length. A map's spare room varies as it grows, and a full shard of the
-// default store has about half of its slots spare, which the figures
-// include. At the default bound a store is at its largest when a million
-// keys are held and the fence counters of a million other keys are kept:
-// about 330 MiB of live heap (about 220 MiB without fences).
+// length. A table's or a map's spare room varies as it grows, and a full
+// shard of the default store has about half of its slots spare, which the
+// figures include. At the default bound a store is at its largest when a
+// million keys are held and the fence counters of a million other keys are
+// kept: about 340 MiB of live heap (about 230 MiB without fences).
 // The process needs more than that: between collections the garbage
-// collector lets the heap grow to about twice its live size (GOGC=100). Go
-// maps do not shrink either, so a store stays about as large as it was at
-// its busiest. WithMaxKeys lowers the bound and the cost in proportion.
+// collector lets the heap grow to about twice its live size (GOGC=100).
+// Neither the lock table nor the maps shrink, so a store stays about as
+// large as it was at its busiest. WithMaxKeys lowers the bound and the cost
+// in proportion.
 //
 // There are no goroutines and nothing to close: an expired entry is removed
 // when it is next touched; an expired lock also when a new lock expiry is

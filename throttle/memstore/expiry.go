@@ -38,7 +38,7 @@ const reclaimPerPush = 2
 // was released.
 type queued struct {
 	key     string
-	tag     uint64 // the key's (see Store.locate), to find it without hashing it
+	tag     uint64        // the key's (see Store.locate), to find it without hashing it
 	expires time.Duration // since Store.epoch
 }
 
