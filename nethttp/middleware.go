@@ -102,7 +102,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	ticket.SetHeaders(w.Header())
-	rec := &recorder{ResponseWriter: w, capture: ticket.Capture()}
+	rec := newRecorder(w, ticket.Capture())
 	ticket.Run(ctx, func() int {
 		h.next.ServeHTTP(rec, r)
 		status := rec.result()
@@ -110,6 +110,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.capture.WriteHeader(w.Header(), status)
 		return status
 	})
+	// Not reached when the handler panicked: that recorder is left to
+	// the garbage collector.
+	rec.free()
 }
 
 // unguarded answers a request whose key or cost could not be built with

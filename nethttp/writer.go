@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/go-throttle/throttle/throttle/guard"
 )
@@ -21,6 +22,27 @@ type recorder struct {
 	http.ResponseWriter
 	status  int
 	capture *guard.Capture
+}
+
+// recorders recycles recorders: one is made for every admitted request,
+// and a pooled one spares an allocation on the hot path. A recorder goes
+// back once its handler has returned, after which net/http forbids the
+// handler to use its ResponseWriter (gin and echo recycle their contexts,
+// and the writers in them, on the same contract).
+var recorders = sync.Pool{New: func() any { return new(recorder) }}
+
+// newRecorder returns a recorder of w feeding capture; free gives it back.
+func newRecorder(w http.ResponseWriter, capture *guard.Capture) *recorder {
+	rec := recorders.Get().(*recorder)
+	*rec = recorder{ResponseWriter: w, capture: capture}
+	return rec
+}
+
+// free puts w back into the pool, without the writer and capture it
+// pointed to, which it must not keep alive.
+func (w *recorder) free() {
+	*w = recorder{}
+	recorders.Put(w)
 }
 
 // result returns the status the client got: what the handler sent, or 200

@@ -300,6 +300,11 @@ func (l *Limiter) countFailure(st Store, err error) {
 // a store failure. The answer is the Fallback's when fallback is set, and
 // the store's otherwise; mirror is the Fallback when it mirrors the store's
 // grant (tryPrimary), and nil otherwise.
+//
+// The grant of an in-memory store is not checked: it was decided on this
+// machine's clock during the call, so there is no reply that could come
+// late and no other clock to drift from, and the check would cost a clock
+// reading on every admission for nothing.
 func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
@@ -307,7 +312,11 @@ func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req 
 	}
 	lease := newLease(l, fallback, req, g, sent)
 	lease.mirrored = mirror != nil
-	if lease.ValidFor() <= 0 {
+	local := l.storeLocal
+	if fallback {
+		local = l.fallbackLocal
+	}
+	if !local && lease.ValidFor() <= 0 {
 		st := lease.holder()
 		l.releaseLater(ctx, st, req, sent, errLate)
 		if mirror != nil {
