@@ -158,6 +158,18 @@ func (l *Limiter) count(d Decision, cost int) {
 // and no error mean that the store failed open: the request goes ahead
 // unmetered, logged and counted.
 func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
+	// Small enough to be inlined, so that a caller that only reads the
+	// decision keeps it on its stack: one allocation less per request.
+	d, decided, err := l.admitN(ctx, id, cost)
+	if !decided {
+		return nil, err
+	}
+	return &d, err
+}
+
+// admitN is AdmitN returning the decision by value, and whether there is
+// one (false: failed open, failed closed, or an error before deciding).
+func (l *Limiter) admitN(ctx context.Context, id string, cost int) (Decision, bool, error) {
 	d, fallback, err := l.allowN(ctx, id, cost)
 	if err == nil && cost == 0 && d.Remaining == 0 {
 		// A free request goes ahead only while a paid one would: it must
@@ -169,7 +181,7 @@ func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, e
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, fallback, cost, nil)
 		}
-		return &d, nil
+		return d, true, nil
 	case err == nil:
 		err = &ContendedError{RetryAfter: d.RetryAfter}
 		if l.p.DryRun {
@@ -178,13 +190,13 @@ func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, e
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, false, cost, err)
 		}
-		return &d, err
+		return d, true, err
 	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
 		l.observe(ctx, Event{Kind: FailedOpen})
-		return nil, nil
+		return Decision{}, false, nil
 	case errors.Is(err, ErrStore):
 		l.observe(ctx, Event{Kind: FailedClosed})
 	}
-	return nil, err
+	return Decision{}, false, err
 }

@@ -3,6 +3,8 @@ package guard
 import (
 	"strconv"
 	"sync/atomic"
+
+	"github.com/go-throttle/throttle/throttle"
 )
 
 // What the guard answers on the hot paths repeats: a Dedupe guard turns
@@ -79,4 +81,50 @@ func body(rej *Rejection) []byte {
 		return g.contendedBody
 	}
 	return buildBody(rej)
+}
+
+// quotaEdge is how many values of r at each end of a Quota's range
+// quotaFields caches: a user's first requests have Burst-1, Burst-2, ...
+// left, a spent quota 0, 1, ..., and those are most requests' answers.
+const quotaEdge = 64
+
+// quotaSeconds bounds the values of t that quotaFields caches: 1 to
+// quotaSeconds-2 seconds, and none (-1).
+const quotaSeconds = 16
+
+// quotaFields caches the RateLimit values of a Quota guard's admitted
+// requests, "name";r=R;t=T, by r and t: r within quotaEdge of 0 or of
+// Burst, t up to the window's seconds (at most quotaSeconds-2, or none).
+// Other values are made per call. The cache takes at most 2 × quotaEdge ×
+// quotaSeconds entries (16 KB) per guard.
+type quotaFields struct {
+	burst, tN int
+	c         *fieldCache
+}
+
+func newQuotaFields(p *throttle.Policy) *quotaFields {
+	q := &quotaFields{burst: p.Burst, tN: int(min(seconds(p.Window), quotaSeconds-2)) + 2}
+	rN := min(p.Burst+1, 2*quotaEdge)
+	name := p.Name
+	q.c = newFieldCache(rN*q.tN, func(n int64) string {
+		r, t := int(n)/q.tN, n%int64(q.tN)-1
+		if r >= quotaEdge {
+			r = q.burst - (r - quotaEdge)
+		}
+		return limitField(name, r, t)
+	})
+	return q
+}
+
+// get returns the RateLimit value of remaining r and t seconds (-1: none).
+func (q *quotaFields) get(name string, r int, t int64) []string {
+	i := r
+	if r >= quotaEdge {
+		i = quotaEdge + q.burst - r // below quotaEdge only if r > burst
+	}
+	n := int64(i)*int64(q.tN) + t + 1
+	if r < 0 || r > q.burst || t < -1 || t+1 >= int64(q.tN) || n >= int64(len(q.c.vals)) {
+		return []string{limitField(name, r, t)}
+	}
+	return q.c.get(n)
 }

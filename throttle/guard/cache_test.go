@@ -85,3 +85,28 @@ func TestBodyNotShared(t *testing.T) {
 		t.Fatalf("answer after the caller changed Body's bytes: %q, want %q", got, want)
 	}
 }
+
+// TestQuotaFields checks that the cached RateLimit values of Quota
+// decisions are those limitField builds, for every r near both ends of
+// quotas smaller and larger than the cache, and every t in and beyond it.
+func TestQuotaFields(t *testing.T) {
+	for _, burst := range []int{1, 10, quotaEdge - 1, quotaEdge, quotaEdge + 1, 2*quotaEdge - 1, 2 * quotaEdge, 200, 10_000} {
+		for _, window := range []time.Duration{time.Second, 6 * time.Second, time.Minute, time.Hour} {
+			p := throttle.Policy{Name: "q", Mode: throttle.Quota, Limit: burst, Burst: burst, Window: window}
+			q := newQuotaFields(&p)
+			for r := range burst + 1 {
+				if r > 3*quotaEdge && burst-r > 3*quotaEdge {
+					continue
+				}
+				for ts := int64(-1); ts <= quotaSeconds+2; ts++ {
+					want := limitField("q", r, ts)
+					for range 2 { // made, then cached
+						if got := q.get("q", r, ts); len(got) != 1 || got[0] != want {
+							t.Fatalf("burst %d window %v r=%d t=%d: %q, want %q", burst, window, r, ts, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -76,9 +76,14 @@ func limitField(name string, r int, t int64) string {
 
 // quotaLimitField returns the RateLimit value for a Quota decision.
 func quotaLimitField(p *throttle.Policy, d *throttle.Decision) string {
-	t := int64(-1)
+	return limitField(p.Name, d.Remaining, refillSeconds(p, d))
+}
+
+// refillSeconds is the t of a Quota decision's RateLimit value: the
+// seconds until one more request refills, or -1 when the quota is full.
+func refillSeconds(p *throttle.Policy, d *throttle.Decision) int64 {
 	if r := (store.Rate{Limit: p.Limit, Window: p.Window}).NextRefill(*d); r > 0 {
-		t = seconds(r)
+		return seconds(r)
 	}
-	return limitField(p.Name, d.Remaining, t)
+	return -1
 }

@@ -32,6 +32,9 @@ type Guard struct {
 	// RateLimit values of such rejections by their t: see cache.go.
 	contendedBody  []byte
 	rejectedFields *fieldCache
+	// quotaFields caches the RateLimit values of a Quota policy's
+	// decisions (nil for other modes): see cache.go.
+	quotaFields *quotaFields
 }
 
 // New returns the Guard of l, configured by opts. It panics when l is nil:
@@ -53,7 +56,15 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 	g.contendedBody = buildBody(&Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, Policy: g.p})
 	name := g.p.Name
 	g.rejectedFields = newFieldCache(cachedLimitSeconds+1, func(t int64) string { return limitField(name, 0, t) })
+	if g.p.Mode == throttle.Quota {
+		g.quotaFields = newQuotaFields(&g.p)
+	}
 	return g
+}
+
+// quotaField returns the RateLimit value of the Quota decision d.
+func (g *Guard) quotaField(d *throttle.Decision) []string {
+	return g.quotaFields.get(g.p.Name, d.Remaining, refillSeconds(&g.p, d))
 }
 
 // Limiter returns the Limiter the guard decides with.
@@ -115,12 +126,19 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 	d, err := g.l.AdmitN(ctx, id, cost)
 	if err != nil {
 		rej := g.rejection(err)
-		rej.Decision = d
+		if d != nil {
+			// A copy: d itself stays on the stack (AdmitN is inlined).
+			dc := *d
+			rej.Decision = &dc
+		}
 		return g.reject(ctx, rej)
 	}
-	t := Ticket{g: g, quota: d}
-	if d != nil && g.p.CountOnlyFailures {
-		t.id, t.refund = id, cost
+	t := Ticket{g: g}
+	if d != nil {
+		t.quota, t.hasQuota = *d, true
+		if g.p.CountOnlyFailures {
+			t.id, t.refund = id, cost
+		}
 	}
 	return ctx, t, nil
 }

@@ -16,8 +16,10 @@ type Ticket struct {
 	g     *Guard
 	lease *throttle.Lease
 	stop  context.CancelFunc
-	// quota is the decision that admitted a Quota request.
-	quota *throttle.Decision
+	// quota is the decision that admitted a Quota request, when hasQuota
+	// is set (not a pointer: that would cost an allocation per request).
+	quota    throttle.Decision
+	hasQuota bool
 	// id and refund are set under CountOnlyFailures: the cost to give
 	// back to id's quota when the request succeeds.
 	id     string
@@ -52,8 +54,8 @@ func (t Ticket) SetHeaders(h http.Header) {
 	switch {
 	case t.dryRun != nil:
 		h["Ratelimit"] = rejectedLimit(t.dryRun, t.dryRun.cached())
-	case t.quota != nil:
-		h["Ratelimit"] = []string{quotaLimitField(&t.g.p, t.quota)}
+	case t.hasQuota:
+		h["Ratelimit"] = t.g.quotaField(&t.quota)
 	case t.lease != nil:
 		h["Ratelimit"] = t.g.heldField
 	}

@@ -146,8 +146,11 @@ func SetHeaders(h http.Header, rej *Rejection) {
 // rejectedLimit returns the RateLimit field of a request turned away for
 // its key or quota, from g's cache when g is rej.cached().
 func rejectedLimit(rej *Rejection, g *Guard) []string {
-	if g != nil && rej.Decision == nil {
+	switch {
+	case g != nil && rej.Decision == nil:
 		return g.rejectedFields.get(retryAfter(rej))
+	case g != nil && g.quotaFields != nil:
+		return g.quotaField(rej.Decision)
 	}
 	return []string{rejectedLimitField(rej)}
 }
