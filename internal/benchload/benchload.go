@@ -100,12 +100,23 @@ type Op struct {
 // find it). It
 // reports each op's wall time per call (<name>-ns), its latency percentiles
 // (<name>-p50-ns, <name>-p99-ns) and, for every op after the first, its
-// throughput relative to the first (<name>/<first>). ns/op is reported as
-// 0: the figures above say it per op.
+// throughput relative to the first (<name>/<first>) and the median of that
+// ratio over the rounds (<name>/<first>-med). ns/op is reported as 0: the
+// figures above say it per op.
+//
+// The median of the rounds' ratios is the paired estimate: each round's
+// ratio compares the two ops under the same conditions, a few milliseconds
+// apart, and the median ignores the rounds that a burst of load from
+// elsewhere hit in one op's turn only. The ratio of the totals, on a
+// shared machine, is moved by such bursts: on one client and one core's
+// worth of Redis, a round trip's time doubles when the scheduler parks
+// the client's thread instead of letting it spin.
 func Paired(b *testing.B, conc int, ops []Op) {
 	b.Helper()
 	spent := make([]time.Duration, len(ops))
 	lat := make([][]time.Duration, len(ops))
+	// perRound[i][r] is op i's time in round r.
+	perRound := make([][]time.Duration, len(ops))
 	const round = 200
 	// A fixed seed: every run shuffles alike.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -122,7 +133,9 @@ func Paired(b *testing.B, conc int, ops []Op) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			spent[i] += time.Since(t0)
+			took := time.Since(t0)
+			spent[i] += took
+			perRound[i] = append(perRound[i], took)
 			lat[i] = append(lat[i], l...)
 		}
 	}
@@ -132,7 +145,27 @@ func Paired(b *testing.B, conc int, ops []Op) {
 		Report(b, op.Name+"-", lat[i])
 		if i > 0 {
 			b.ReportMetric(per(0)/per(i), op.Name+"/"+ops[0].Name)
+			b.ReportMetric(medianRatio(perRound[0], perRound[i]), op.Name+"/"+ops[0].Name+"-med")
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// medianRatio returns the median over rounds r of base[r]/x[r]: x's
+// throughput relative to base's, round by round.
+func medianRatio(base, x []time.Duration) float64 {
+	ratios := make([]float64, 0, len(x))
+	for r := range x {
+		if x[r] > 0 {
+			ratios = append(ratios, float64(base[r])/float64(x[r]))
+		}
+	}
+	if len(ratios) == 0 {
+		return 0
+	}
+	slices.Sort(ratios)
+	if n := len(ratios); n%2 == 0 {
+		return (ratios[n/2-1] + ratios[n/2]) / 2
+	}
+	return ratios[len(ratios)/2]
 }
