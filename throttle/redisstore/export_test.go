@@ -44,3 +44,20 @@ func (s *Store) SetPlainPath(path string) {
 		panic("redisstore: SetPlainPath: unknown path " + path)
 	}
 }
+
+// SetQuotaPath holds quota charges on one path: "set" (SET NX PX first,
+// the script only when the key exists), "script" (the script alone) or
+// "store" (the default: the choice by how often keys exist). Call it
+// before the store is used.
+func (s *Store) SetQuotaPath(path string) {
+	switch path {
+	case "set":
+		s.quotaPath = quotaSetFirst
+	case "script":
+		s.quotaPath = quotaScript
+	case "store":
+		s.quotaPath = quotaAuto
+	default:
+		panic("redisstore: SetQuotaPath: unknown path " + path)
+	}
+}

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -24,9 +25,13 @@ import (
 //     key, its timeout and its counters.
 //
 // Key cardinality: "distinct" gives every operation a new user under 100
-// per minute (every decision allowed and written); "hot" sends every
-// operation for one user whose quota of one an hour is spent (every
-// decision refused, nothing written).
+// per minute (every decision allowed and written; a new key is charged
+// with SET NX, no script: see Store.AllowN); "returning" takes 1024 users
+// in turn, each charged before the run, under a quota that never runs out
+// during it (every decision allowed and written, by the script: the key
+// exists); "hot" sends every operation for one user whose quota of one an
+// hour is spent (every decision refused, nothing written). raw is SETNX on
+// a new key in the first two, on one held key in "hot".
 // Concurrency: c1, c16, c64 goroutines sharing b.N operations per
 // implementation. It reports each one's wall time per operation and the
 // throughput relative to raw (store/raw, limiter/raw; 1.0 is as fast as a
@@ -38,8 +43,9 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	b.Cleanup(func() { _ = s.Close() })
 	// The hot user's quota is one an hour, spent before the run.
 	rate := map[string]store.Rate{
-		"distinct": {Limit: 100, Window: time.Minute, Burst: 100},
-		"hot":      {Limit: 1, Window: time.Hour, Burst: 1},
+		"distinct":  {Limit: 100, Window: time.Minute, Burst: 100},
+		"returning": {Limit: 3600, Window: time.Hour, Burst: 100_000},
+		"hot":       {Limit: 1, Window: time.Hour, Burst: 1},
 	}
 	limiters := map[string]*throttle.Limiter{}
 	for card, r := range rate {
@@ -53,10 +59,22 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
 		b.Fatal(err)
 	}
+	const returning = 1024
+	for i := range returning {
+		u := "r" + strconv.Itoa(i)
+		_, err1 := limiters["returning"].Allow(ctx, u)
+		_, err2 := s.AllowN(ctx, "bench:"+u, rate["returning"], 1)
+		if err := errors.Join(err1, err2); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var seq atomic.Int64
 	id := func(card string) string {
-		if card == "hot" {
+		switch card {
+		case "hot":
 			return "hot"
+		case "returning":
+			return "r" + strconv.FormatInt(seq.Add(1)%returning, 10)
 		}
 		return strconv.FormatInt(seq.Add(1), 10)
 	}
@@ -70,7 +88,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 				ok, err := c.SetNX(ctx, "bench:raw-hot", "token", 10*time.Second).Result()
 				return !ok, err // held after the first: "refused"
 			}
-			return c.SetNX(ctx, "bench:raw:"+id(card), "token", 10*time.Second).Result()
+			return c.SetNX(ctx, "bench:raw:"+id("distinct"), "token", 10*time.Second).Result()
 		}},
 		{"store", func(card string) (bool, error) {
 			d, err := s.AllowN(ctx, "bench:"+id(card), rate[card], 1)
@@ -81,7 +99,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 			return d.Allowed, err
 		}},
 	}
-	for _, card := range []string{"distinct", "hot"} {
+	for _, card := range []string{"distinct", "returning", "hot"} {
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
 				b.ReportAllocs()
@@ -89,7 +107,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 				for i, im := range impls {
 					ops[i] = benchload.Op{Name: im.name, Call: func() error {
 						ok, err := im.op(card)
-						if want := card == "distinct"; err == nil && ok != want && im.name != "raw" {
+						if want := card != "hot"; err == nil && ok != want && im.name != "raw" {
 							err = fmt.Errorf("%s: allowed = %v, want %v", im.name, ok, want)
 						}
 						return err

@@ -37,6 +37,14 @@ type Store struct {
 	// held, which decides their path (see plainPath).
 	refusals refusalRate
 
+	// returning estimates how often quota charges find their key
+	// already there (a returning user; "refused" in refusalRate's terms),
+	// which decides whether a charge first tries SET NX (see setFirst).
+	returning refusalRate
+	// quotaPath, set only by tests (SetQuotaPath), holds charges on one
+	// path; the zero value chooses by returning.
+	quotaPath quotaPath
+
 	// ttlArgs keeps the boxed PX arguments of the TTLs in use.
 	ttlArgs ttlArgs
 
