@@ -113,6 +113,24 @@ type GCRACall struct {
 	Now int64
 }
 
+// NewKeyPX returns the PX, in milliseconds, of the SET key "" PX ms NX that
+// charges cost to a key that does not exist exactly as GCRAMillis would
+// (its TAT, the expiry, cost intervals from now; the charge always fits,
+// store.Rate.Check bounding cost by the burst), and whether that step
+// applies: a charge (cost above 0) on a whole-millisecond interval, on
+// the server's clock.
+func (c GCRACall) NewKeyPX(cost int) (int64, bool) {
+	if !c.Millis || c.Now != 0 || cost <= 0 {
+		return 0, false
+	}
+	return int64(cost) * c.Interval, true
+}
+
+// NewKeyReply is the script reply of a charge of cost on a key that did
+// not exist (or had no time left): its reset is cost intervals. A reply of
+// anything else means the script found the key.
+func (c GCRACall) NewKeyReply(cost int) int64 { return int64(cost) * c.T }
+
 // NewGCRACall returns the call for rate r; now is a test clock, or nil.
 func NewGCRACall(r store.Rate, now func() time.Time) GCRACall {
 	t := int64(r.Interval() / time.Microsecond)

@@ -14,44 +14,6 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// TestRefusalRate: the estimate rises with refusals past the point where
-// the pipeline takes over, falls back below it with grants, and after a run
-// of grants settles at exactly 0, where observing more grants writes
-// nothing.
-func TestRefusalRate(t *testing.T) {
-	var r refusalRate
-	if r.frequent() {
-		t.Fatal("a new estimate says refusals are frequent")
-	}
-	for range 3 {
-		r.observe(true)
-	}
-	if !r.frequent() {
-		t.Fatalf("3 refusals in a row: rate %d/%d, below the pipeline's %d", r.v.Load(), rateOne, rateFrequent)
-	}
-	for range 1000 {
-		r.observe(true)
-	}
-	if v := r.v.Load(); v <= rateOne*15/16 || v > rateOne {
-		t.Fatalf("after 1000 refusals the rate is %d/%d, want nearly all", v, rateOne)
-	}
-	grants := 0
-	for r.frequent() {
-		r.observe(false)
-		grants++
-	}
-	// From nearly 1 to below 1/8 at 15/16 per grant: ln 8 / ln(16/15).
-	if grants < 30 || grants > 34 {
-		t.Fatalf("%d grants brought refusals back below frequent, want about 32", grants)
-	}
-	for range 1000 {
-		r.observe(false)
-	}
-	if v := r.v.Load(); v != 0 {
-		t.Fatalf("after 1000 grants the rate is %d, want 0", v)
-	}
-}
-
 // TestTTLArgs: the boxed argument of a TTL is made once and then reused
 // without allocating, for up to ttlArgsMax TTLs; beyond them every TTL is
 // still right, boxed per call; concurrent use is safe (run with -race).

@@ -57,12 +57,10 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		return store.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
 	gc := redislua.NewGCRACall(r, s.quotaNow)
-	// Only a charge on a whole-millisecond interval, on the server's
-	// clock, can take the first step below without the script.
-	newKeyStep := gc.Millis && gc.Now == 0 && cost > 0
+	px, newKeyStep := gc.NewKeyPX(cost)
 	if newKeyStep && s.setFirst() {
-		d, charged, err := s.chargeNew(ctx, key, gc, r, cost)
-		s.returning.observe(err == nil && !charged)
+		d, charged, err := s.chargeNew(ctx, key, px, gc, r, cost)
+		s.returning.Observe(err == nil && !charged)
 		if err != nil || charged {
 			return d, err
 		}
@@ -85,21 +83,19 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if newKeyStep {
 		// The script's reset is cost * T exactly when the key had no
 		// time left, as a new key has none: anything else found a key.
-		s.returning.observe(v != int64(cost)*gc.T)
+		s.returning.Observe(v != gc.NewKeyReply(cost))
 	}
 	return decision(v, gc.T, int64(r.Burst), int64(cost)), nil
 }
 
 // chargeNew charges a key that does not exist, as gcra_ms.lua would, with
-// SET key "" PX cost*T NX, the command of a plain lock: no script, so about
-// a quarter of the server time (INFO commandstats: 1.5–1.8 µs against
-// 5.2–5.4 µs for gcra_ms.lua, redis-server 7.0). A new key's TAT is now +
-// cost * T, which the expiry keeps, and the charge always fits (r.Check
-// bounds cost by the burst). charged is false when the key exists; nothing
-// is written then, and the caller runs the script.
-func (s *Store) chargeNew(ctx context.Context, key string, gc redislua.GCRACall, r store.Rate, cost int) (d store.Decision, charged bool, err error) {
-	ms := int64(cost) * gc.Interval // gc.Millis: Interval is in milliseconds
-	set := redis.NewBoolCmd(ctx, "set", key, "", "px", s.ttlArgs.arg(ms), "nx")
+// SET key "" PX px NX (see redislua.GCRACall.NewKeyPX), the command of a
+// plain lock: no script, so about a third of the server time (INFO
+// commandstats: 1.5–1.8 µs against 5.2–5.4 µs for gcra_ms.lua,
+// redis-server 7.0). charged is false when the key exists; nothing is
+// written then, and the caller runs the script.
+func (s *Store) chargeNew(ctx context.Context, key string, px int64, gc redislua.GCRACall, r store.Rate, cost int) (d store.Decision, charged bool, err error) {
+	set := redis.NewBoolCmd(ctx, "set", key, "", "px", s.ttlArgs.arg(px), "nx")
 	set.SetFirstKeyPos(1)
 	_ = s.client.Process(ctx, set)
 	ok, err := set.Result()
@@ -109,7 +105,7 @@ func (s *Store) chargeNew(ctx context.Context, key string, gc redislua.GCRACall,
 	case !ok:
 		return store.Decision{}, false, nil
 	}
-	return decision(int64(cost)*gc.T, gc.T, int64(r.Burst), int64(cost)), true, nil
+	return decision(gc.NewKeyReply(cost), gc.T, int64(r.Burst), int64(cost)), true, nil
 }
 
 // quotaPath is the way a quota charge on a whole-millisecond interval
@@ -131,7 +127,7 @@ func (s *Store) setFirst() bool {
 	if s.quotaPath != quotaAuto {
 		return s.quotaPath == quotaSetFirst
 	}
-	return !s.returning.frequent()
+	return !s.returning.Frequent()
 }
 
 // decision decodes the GCRA script's reply (redislua.Decision).

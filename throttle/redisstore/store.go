@@ -35,12 +35,12 @@ type Store struct {
 
 	// refusals estimates how often plain acquisitions find the key
 	// held, which decides their path (see plainPath).
-	refusals refusalRate
+	refusals redislua.Share
 
 	// returning estimates how often quota charges find their key
-	// already there (a returning user; "refused" in refusalRate's terms),
+	// already there (a returning user),
 	// which decides whether a charge first tries SET NX (see setFirst).
-	returning refusalRate
+	returning redislua.Share
 	// quotaPath, set only by tests (SetQuotaPath), holds charges on one
 	// path; the zero value chooses by returning.
 	quotaPath quotaPath
@@ -139,10 +139,10 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		g, err = s.acquireScripted(ctx, req)
 	case s.pipelines():
 		g, err = s.acquirePipelined(ctx, req)
-		s.refusals.observe(err == nil && !g.Acquired)
+		s.refusals.Observe(err == nil && !g.Acquired)
 	default:
 		g, err = s.acquireSet(ctx, req)
-		s.refusals.observe(err == nil && !g.Acquired)
+		s.refusals.Observe(err == nil && !g.Acquired)
 	}
 	if errors.Is(err, errUnvouched) {
 		if err = s.ack.vouch(ctx, s.client, req.Key, req.Token, g.TTL); err == nil {
@@ -172,7 +172,7 @@ type plainPath uint8
 
 const (
 	// pathAuto, the default, takes pathSet while refusals are rare and
-	// pathPipeline while they are frequent (refusalRate.frequent).
+	// pathPipeline while they are frequent (refusals.Frequent).
 	pathAuto plainPath = iota
 	// pathSet sends SET key token NX PX ttl alone, the very command of
 	// go-redis's SetNX: a grant costs what SetNX costs (8 allocations
@@ -201,47 +201,8 @@ func (s *Store) pipelines() bool {
 	case s.plainPath != pathAuto:
 		return s.plainPath == pathPipeline
 	}
-	return s.refusals.frequent()
+	return s.refusals.Frequent()
 }
-
-// refusalRate is an exponentially weighted moving average of how many
-// plain acquisitions were refused (1) rather than granted or failed (0),
-// weighing each new one 1/16, in units of 1/65536. It only picks the
-// cheaper path (see plainPath): both are correct whatever it says. Updates
-// are a Load and a Store, not a compare-and-swap: two concurrent ones may
-// lose one sample, which an estimate can afford, and a store that only
-// grants keeps the value at 0 and stops writing it at all, so that its
-// cache line is shared, not bounced between cores.
-type refusalRate struct{ v atomic.Int32 }
-
-const (
-	rateOne   = 1 << 16 // the rate of all refusals
-	rateShift = 4       // each sample weighs 1/16
-
-	// rateFrequent is where the pipeline becomes the cheaper path. In
-	// units of a SetNX, pathSet costs 1 per grant and 2 per refusal,
-	// pathPipeline about 1.14 for either (see the figures above), so the
-	// pipeline wins above about one refusal in seven; a mix near that
-	// share costs about the same on either path, so flipping between them
-	// loses nothing.
-	rateFrequent = rateOne / 8
-)
-
-func (r *refusalRate) observe(refused bool) {
-	var sample int32
-	if refused {
-		sample = rateOne
-	}
-	old := r.v.Load()
-	// The arithmetic shift rounds down, so the average reaches 0 after a
-	// run of grants, and then stays there without being written.
-	if v := old + (sample-old)>>rateShift; v != old {
-		r.v.Store(v)
-	}
-}
-
-// frequent reports whether refusals are frequent enough for the pipeline.
-func (r *refusalRate) frequent() bool { return r.v.Load() >= rateFrequent }
 
 // ttlArgs keeps boxed PX and PEXPIRE arguments for the TTLs a store sees
 // (most stores see one or a few: a Policy's TTL). go-redis takes command

@@ -17,3 +17,7 @@ func (s *Store) SetQuotaClock(now func() time.Time) { s.quotaNow = now }
 
 // IsSyntaxError exposes the check that switches to the pipeline.
 var IsSyntaxError = isSyntaxError
+
+// SetQuotaScripted makes every quota charge run the script, never SET NX
+// first. Call it before the store is used.
+func (s *Store) SetQuotaScripted(on bool) { s.quotaScripted = on }

@@ -36,6 +36,12 @@ type Store struct {
 	// of the server's TIME.
 	quotaNow func() time.Time
 
+	// returning estimates how often quota charges find their key already
+	// there, which decides whether a charge first tries SET NX (setFirst);
+	// quotaScripted, set only by tests, makes every charge run the script.
+	returning     redislua.Share
+	quotaScripted bool
+
 	watch watcher
 }
 
