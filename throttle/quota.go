@@ -20,9 +20,10 @@ func (l *Limiter) Allow(ctx context.Context, id string) (Decision, error) {
 }
 
 // AllowN decides whether a request of cost from id fits in a Quota
-// policy's quota now, and charges it when it does: one store call (one
-// round trip to Redis, timed by the Redis server's clock, so that processes
-// with skewed clocks agree). A refused request is not an error: it is a
+// policy's quota now, and charges it when it does: one store call (on
+// Redis one round trip, two for a returning user while most users are new,
+// timed by the Redis server's clock, so that processes with skewed clocks
+// agree). A refused request is not an error: it is a
 // Decision whose Allowed is false and whose RetryAfter says when the same
 // cost would fit. With Policy.Wait, AllowN sleeps for the quota to refill
 // when it will have within the wait, and decides again.

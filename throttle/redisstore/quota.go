@@ -13,9 +13,10 @@ import (
 var _ store.Quota = (*Store)(nil)
 
 // AllowN decides a request of cost against the GCRA quota r of key (see
-// store.Quota and store.Rate) with one script and one round trip. The time
-// is the Redis server's, never the caller's, so that every process sharing
-// the key decides on one clock. The key expires when the quota is full
+// store.Quota and store.Rate) in one round trip (two for a returning user
+// while most users are new: see below). The time is the Redis server's,
+// never the caller's, so that every process sharing the key decides on
+// one clock. The key expires when the quota is full
 // again, at its theoretical arrival time (TAT); refused requests and peeks
 // (cost 0) write nothing, and a refund (negative cost) that leaves the
 // quota full deletes the key.

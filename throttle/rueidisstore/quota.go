@@ -12,12 +12,14 @@ import (
 )
 
 // AllowN decides a request of cost against the GCRA quota r of key (see
-// store.Quota and store.Rate) with one script and one round trip, on the
+// store.Quota and store.Rate) in one round trip (see below), on the
 // Redis server's clock, exactly as redisstore.Store.AllowN does (the same
 // scripts, the same stored state): the two stores can share quota keys.
 // Like redisstore, while most charges find no key it first charges a new
 // key with SET NX PX, a plain command (a third of the script's server
-// time), and runs the script only when the key exists.
+// time), and runs the script only when the key exists: a second round
+// trip, which it stops risking once about one charge in eight finds its
+// key.
 //
 // AllowN fails with an error matching store.ErrInvalid when key is empty or
 // r.Check(cost) fails, with a script error, changing nothing, when key holds
