@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -415,76 +415,15 @@ func TestQuotaScriptsShareKeys(t *testing.T) {
 	}
 }
 
-// TestQuotaNewKeyStep checks that a charge that starts with SET NX (the
-// step for new keys, see chargeNew) decides as the script alone does, on
-// the server's clock: a new key's first charge (cost 1 and 3) gets the
-// whole burst less the cost and a reset of cost intervals, with the key's
-// expiry at that reset; a second charge finds the key and is decided by
-// the script; a key holding something else is refused by the script's
-// error, changing nothing; and 30 goroutines charging one cold key get
-// exactly Burst grants.
+// TestQuotaNewKeyStep checks a charge that starts with SET NX (the step
+// for new keys, see chargeNew) against the script alone and the store's
+// own choice (see redistest.CheckQuotaNewKey).
 func TestQuotaNewKeyStep(t *testing.T) {
 	for _, path := range []string{"set", "script", "store"} {
 		t.Run(path, func(t *testing.T) {
 			s, _, c := newStore(t)
 			s.SetQuotaPath(path)
-			ctx := context.Background()
-			r := store.Rate{Limit: 10, Window: time.Minute, Burst: 10} // T = 6 s
-			for _, cost := range []int{1, 3} {
-				k := key(t)
-				c.ConfigResetStat(ctx)
-				d, err := s.AllowN(ctx, k, r, cost)
-				// The path taken: no script for a new key but on "script".
-				if scripted := strings.Contains(c.Info(ctx, "commandstats").Val(), "cmdstat_evalsha"); scripted != (path == "script") {
-					t.Fatalf("first charge on path %q ran the script: %v", path, scripted)
-				}
-				want := store.Decision{Allowed: true, Remaining: r.Burst - cost, ResetAfter: time.Duration(cost) * r.Interval()}
-				if err != nil || d != want {
-					t.Fatalf("first charge of %d: %+v, %v; want %+v", cost, d, err, want)
-				}
-				if pttl := c.PTTL(ctx, k).Val(); pttl <= 0 || pttl > want.ResetAfter {
-					t.Fatalf("first charge of %d: PTTL %v, want at most %v", cost, pttl, want.ResetAfter)
-				}
-				d, err = s.AllowN(ctx, k, r, 1)
-				if err != nil || !d.Allowed || d.Remaining != r.Burst-cost-1 ||
-					d.ResetAfter <= want.ResetAfter || d.ResetAfter > want.ResetAfter+r.Interval() {
-					t.Fatalf("second charge after %d: %+v, %v", cost, d, err)
-				}
-			}
-
-			// A key that is not a quota: the script's error, the key
-			// unchanged.
-			k := key(t)
-			c.Set(ctx, k, "token", time.Minute)
-			if d, err := s.AllowN(ctx, k, r, 1); err == nil {
-				t.Fatalf("charge on a lock's key: %+v, no error", d)
-			}
-			if v := c.Get(ctx, k).Val(); v != "token" {
-				t.Fatalf("a refused charge changed the key to %q", v)
-			}
-
-			k = key(t)
-			var allowed sync.WaitGroup
-			var mu sync.Mutex
-			n := 0
-			for range 30 {
-				allowed.Go(func() {
-					d, err := s.AllowN(ctx, k, r, 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if d.Allowed {
-						mu.Lock()
-						n++
-						mu.Unlock()
-					}
-				})
-			}
-			allowed.Wait()
-			if n != r.Burst {
-				t.Fatalf("%d of 30 concurrent charges on a cold key allowed, want %d", n, r.Burst)
-			}
+			redistest.CheckQuotaNewKey(t, s, c, path == "script", func() string { return key(t) })
 		})
 	}
 }
