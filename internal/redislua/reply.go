@@ -113,23 +113,36 @@ type GCRACall struct {
 	Now int64
 }
 
-// NewKeyPX returns the PX, in milliseconds, of the SET key "" PX ms NX that
-// charges cost to a key that does not exist exactly as GCRAMillis would
-// (its TAT, the expiry, cost intervals from now; the charge always fits,
-// store.Rate.Check bounding cost by the burst), and whether that step
-// applies: a charge (cost above 0) on a whole-millisecond interval, on
-// the server's clock.
-func (c GCRACall) NewKeyPX(cost int) (int64, bool) {
-	if !c.Millis || c.Now != 0 || cost <= 0 {
-		return 0, false
+// Charge makes the round trips of one quota decision and returns the
+// script's reply (see Decision). A charge (cost above 0) on a
+// whole-millisecond interval, on the server's clock, may first take the
+// new-key step when first is set: setNX(px) sends SET key "" PX px NX,
+// which charges a key that does not exist exactly as GCRAMillis would (its
+// TAT, the expiry, cost intervals from now; the charge always fits,
+// store.Rate.Check bounding cost by the burst), and reports whether it
+// did. Otherwise, or when the key exists, script runs the script: a second
+// round trip in that case. returning learns, from either, whether the key
+// existed, which is what first should be chosen by (see Share).
+func (c GCRACall) Charge(cost int, returning *Share, first bool,
+	setNX func(px int64) (charged bool, err error), script func() (int64, error)) (int64, error) {
+	step := c.Millis && c.Now == 0 && cost > 0
+	newKey := int64(cost) * c.T // the reply for a key without time left
+	if step && first {
+		charged, err := setNX(int64(cost) * c.Interval) // Interval is in ms
+		returning.Observe(err == nil && !charged)
+		switch {
+		case err != nil:
+			return 0, err
+		case charged:
+			return newKey, nil
+		}
 	}
-	return int64(cost) * c.Interval, true
+	v, err := script()
+	if err == nil && step {
+		returning.Observe(v != newKey)
+	}
+	return v, err
 }
-
-// NewKeyReply is the script reply of a charge of cost on a key that did
-// not exist (or had no time left): its reset is cost intervals. A reply of
-// anything else means the script found the key.
-func (c GCRACall) NewKeyReply(cost int) int64 { return int64(cost) * c.T }
 
 // NewGCRACall returns the call for rate r; now is a test clock, or nil.
 func NewGCRACall(r store.Rate, now func() time.Time) GCRACall {

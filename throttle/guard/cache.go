@@ -98,33 +98,33 @@ const quotaSeconds = 16
 // Other values are made per call. The cache takes at most 2 × quotaEdge ×
 // quotaSeconds entries (16 KB) per guard.
 type quotaFields struct {
+	name      string
 	burst, tN int
 	c         *fieldCache
 }
 
 func newQuotaFields(p *throttle.Policy) *quotaFields {
-	q := &quotaFields{burst: p.Burst, tN: int(min(seconds(p.Window), quotaSeconds-2)) + 2}
+	q := &quotaFields{name: p.Name, burst: p.Burst, tN: int(min(seconds(p.Window), quotaSeconds-2)) + 2}
 	rN := min(p.Burst+1, 2*quotaEdge)
-	name := p.Name
 	q.c = newFieldCache(rN*q.tN, func(n int64) string {
 		r, t := int(n)/q.tN, n%int64(q.tN)-1
 		if r >= quotaEdge {
 			r = q.burst - (r - quotaEdge)
 		}
-		return limitField(name, r, t)
+		return limitField(q.name, r, t)
 	})
 	return q
 }
 
 // get returns the RateLimit value of remaining r and t seconds (-1: none).
-func (q *quotaFields) get(name string, r int, t int64) []string {
+func (q *quotaFields) get(r int, t int64) []string {
 	i := r
 	if r >= quotaEdge {
 		i = quotaEdge + q.burst - r // below quotaEdge only if r > burst
 	}
 	n := int64(i)*int64(q.tN) + t + 1
 	if r < 0 || r > q.burst || t < -1 || t+1 >= int64(q.tN) || n >= int64(len(q.c.vals)) {
-		return []string{limitField(name, r, t)}
+		return []string{limitField(q.name, r, t)}
 	}
 	return q.c.get(n)
 }

@@ -101,7 +101,7 @@ func TestQuotaFields(t *testing.T) {
 				for ts := int64(-1); ts <= quotaSeconds+2; ts++ {
 					want := limitField("q", r, ts)
 					for range 2 { // made, then cached
-						if got := q.get("q", r, ts); len(got) != 1 || got[0] != want {
+						if got := q.get(r, ts); len(got) != 1 || got[0] != want {
 							t.Fatalf("burst %d window %v r=%d t=%d: %q, want %q", burst, window, r, ts, got, want)
 						}
 					}

@@ -64,7 +64,7 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 
 // quotaField returns the RateLimit value of the Quota decision d.
 func (g *Guard) quotaField(d *throttle.Decision) []string {
-	return g.quotaFields.get(g.p.Name, d.Remaining, refillSeconds(&g.p, d))
+	return g.quotaFields.get(d.Remaining, refillSeconds(&g.p, d))
 }
 
 // Limiter returns the Limiter the guard decides with.

@@ -58,15 +58,17 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		return store.Decision{}, fmt.Errorf("redisstore: %w", err)
 	}
 	gc := redislua.NewGCRACall(r, s.quotaNow)
-	px, newKeyStep := gc.NewKeyPX(cost)
-	if newKeyStep && s.setFirst() {
-		d, charged, err := s.chargeNew(ctx, key, px, gc, r, cost)
-		s.returning.Observe(err == nil && !charged)
-		if err != nil || charged {
-			return d, err
-		}
-		// The key exists: the script decides, a second round trip.
+	v, err := gc.Charge(cost, &s.returning, s.setFirst(),
+		func(px int64) (bool, error) { return s.setNew(ctx, key, px) },
+		func() (int64, error) { return s.runGCRA(ctx, key, gc, r, cost) })
+	if err != nil {
+		return store.Decision{}, callError("quota", err)
 	}
+	return decision(v, gc.T, int64(r.Burst), int64(cost)), nil
+}
+
+// runGCRA runs the GCRA script of gc on key and returns its reply.
+func (s *Store) runGCRA(ctx context.Context, key string, gc redislua.GCRACall, r store.Rate, cost int) (int64, error) {
 	sc := gcraScript
 	if gc.Millis {
 		sc = gcraMsScript
@@ -77,36 +79,19 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if gc.Now != 0 {
 		args = append(args, gc.Now)
 	}
-	v, err := run(ctx, s.client, sc, redis.NewIntCmd, args).Result()
-	if err != nil {
-		return store.Decision{}, callError("quota", err)
-	}
-	if newKeyStep {
-		// The script's reset is cost * T exactly when the key had no
-		// time left, as a new key has none: anything else found a key.
-		s.returning.Observe(v != gc.NewKeyReply(cost))
-	}
-	return decision(v, gc.T, int64(r.Burst), int64(cost)), nil
+	return run(ctx, s.client, sc, redis.NewIntCmd, args).Result()
 }
 
-// chargeNew charges a key that does not exist, as gcra_ms.lua would, with
-// SET key "" PX px NX (see redislua.GCRACall.NewKeyPX), the command of a
-// plain lock: no script, so about a third of the server time (INFO
-// commandstats: 1.5–1.8 µs against 5.2–5.4 µs for gcra_ms.lua,
-// redis-server 7.0). charged is false when the key exists; nothing is
-// written then, and the caller runs the script.
-func (s *Store) chargeNew(ctx context.Context, key string, px int64, gc redislua.GCRACall, r store.Rate, cost int) (d store.Decision, charged bool, err error) {
+// setNew is the new-key step of a charge (see redislua.GCRACall.Charge):
+// SET key "" PX px NX, the command of a plain lock, no script, so about a
+// third of the server time (INFO commandstats: 1.5–1.8 µs against 5.2–5.4
+// µs for gcra_ms.lua, redis-server 7.0). charged is false when the key
+// exists; nothing is written then.
+func (s *Store) setNew(ctx context.Context, key string, px int64) (charged bool, err error) {
 	set := redis.NewBoolCmd(ctx, "set", key, "", "px", s.ttlArgs.arg(px), "nx")
 	set.SetFirstKeyPos(1)
 	_ = s.client.Process(ctx, set)
-	ok, err := set.Result()
-	switch {
-	case err != nil:
-		return store.Decision{}, false, callError("quota", err)
-	case !ok:
-		return store.Decision{}, false, nil
-	}
-	return decision(gc.NewKeyReply(cost), gc.T, int64(r.Burst), int64(cost)), true, nil
+	return set.Result()
 }
 
 // quotaPath is the way a quota charge on a whole-millisecond interval
@@ -115,11 +100,11 @@ type quotaPath uint8
 
 const (
 	quotaAuto     quotaPath = iota // chooses by Store.returning
-	quotaSetFirst                  // chargeNew, then the script if the key exists
+	quotaSetFirst                  // setNew, then the script if the key exists
 	quotaScript                    // the script alone
 )
 
-// setFirst reports whether a charge tries chargeNew before the script:
+// setFirst reports whether a charge tries setNew before the script:
 // under the test hook SetQuotaPath, or while charges mostly find no key
 // (returning). A charge on an existing key then costs two round trips, so
 // the step pays only while nearly every key is new: a login form's or a

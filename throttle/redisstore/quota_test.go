@@ -416,7 +416,7 @@ func TestQuotaScriptsShareKeys(t *testing.T) {
 }
 
 // TestQuotaNewKeyStep checks a charge that starts with SET NX (the step
-// for new keys, see chargeNew) against the script alone and the store's
+// for new keys, see setNew) against the script alone and the store's
 // own choice (see redistest.CheckQuotaNewKey).
 func TestQuotaNewKeyStep(t *testing.T) {
 	for _, path := range []string{"set", "script", "store"} {

@@ -33,15 +33,17 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		return store.Decision{}, fmt.Errorf("rueidisstore: %w", err)
 	}
 	gc := redislua.NewGCRACall(r, s.quotaNow)
-	px, newKeyStep := gc.NewKeyPX(cost)
-	if newKeyStep && s.setFirst() {
-		d, charged, err := s.chargeNew(ctx, key, px, gc, r, cost)
-		s.returning.Observe(err == nil && !charged)
-		if err != nil || charged {
-			return d, err
-		}
-		// The key exists: the script decides, a second round trip.
+	v, err := gc.Charge(cost, &s.returning, s.setFirst(),
+		func(px int64) (bool, error) { return s.setNew(ctx, key, px) },
+		func() (int64, error) { return s.runGCRA(ctx, key, gc, r, cost) })
+	if err != nil {
+		return store.Decision{}, callError("quota", err)
 	}
+	return decision(v, gc.T, int64(r.Burst), int64(cost)), nil
+}
+
+// runGCRA runs the GCRA script of gc on key and returns its reply.
+func (s *Store) runGCRA(ctx context.Context, key string, gc redislua.GCRACall, r store.Rate, cost int) (int64, error) {
 	script := gcraScript
 	if gc.Millis {
 		script = gcraMillisScript
@@ -50,31 +52,24 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if gc.Now != 0 {
 		args = append(args, strconv.FormatInt(gc.Now, 10))
 	}
-	v, err := script.Exec(ctx, s.client, []string{key}, args).AsInt64()
-	if err != nil {
-		return store.Decision{}, callError("quota", err)
-	}
-	if newKeyStep {
-		s.returning.Observe(v != gc.NewKeyReply(cost))
-	}
-	return decision(v, gc.T, int64(r.Burst), int64(cost)), nil
+	return script.Exec(ctx, s.client, []string{key}, args).AsInt64()
 }
 
-// chargeNew charges a key that does not exist, as the script would, with
-// SET key "" NX PX px (see redislua.GCRACall.NewKeyPX). charged is false
-// when the key exists; nothing is written then.
-func (s *Store) chargeNew(ctx context.Context, key string, px int64, gc redislua.GCRACall, r store.Rate, cost int) (d store.Decision, charged bool, err error) {
+// setNew is the new-key step of a charge (see redislua.GCRACall.Charge):
+// SET key "" NX PX px. charged is false when the key exists; nothing is
+// written then.
+func (s *Store) setNew(ctx context.Context, key string, px int64) (charged bool, err error) {
 	cmd := s.client.B().Set().Key(key).Value("").Nx().PxMilliseconds(px).Build()
 	switch err := s.client.Do(ctx, cmd).Error(); {
 	case rueidis.IsRedisNil(err):
-		return store.Decision{}, false, nil
+		return false, nil
 	case err != nil:
-		return store.Decision{}, false, callError("quota", err)
+		return false, err
 	}
-	return decision(gc.NewKeyReply(cost), gc.T, int64(r.Burst), int64(cost)), true, nil
+	return true, nil
 }
 
-// setFirst reports whether a charge tries chargeNew before the script:
+// setFirst reports whether a charge tries setNew before the script:
 // under the test hook SetQuotaScripted (never), or while charges mostly
 // find no key (returning), as redisstore decides.
 func (s *Store) setFirst() bool {
