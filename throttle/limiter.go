@@ -35,6 +35,9 @@ type Limiter struct {
 	// are store.InMemory (asked once in New, not with a type assertion per
 	// call): calls to them need no Policy.Timeout bound.
 	storeLocal, fallbackLocal bool
+	// leaseless says that guard's tickets may hold the key without a
+	// Lease (see admitHeld).
+	leaseless bool
 
 	health  health
 	orphans orphans
@@ -80,6 +83,7 @@ func New(st Store, p Policy) (*Limiter, error) {
 	l.recorder, _ = st.(store.Recorder)
 	_, l.storeLocal = st.(store.InMemory)
 	_, l.fallbackLocal = p.Fallback.(store.InMemory)
+	l.leaseless = leaseless(l.storeLocal, &l.p)
 	return l, nil
 }
 
@@ -396,22 +400,29 @@ func (l *Limiter) logStoreError(op string, err error) {
 // caller lets the request through. The Observer is told the outcome.
 func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := l.acquire(ctx, id, l.p.TTL())
+	return lease, l.admitted(ctx, lease != nil && lease.onFallback, err)
+}
+
+// admitted applies the policy to the outcome err of an admission (nil when
+// granted, by the Fallback when fallback is set) and returns Admit's
+// error: err itself, or nil when a store error fails open.
+func (l *Limiter) admitted(ctx context.Context, fallback bool, err error) error {
 	if err == nil || !isStoreError(err) {
 		if l.p.DryRun && err != nil {
 			l.logDryRun(err)
 		}
 		if l.p.Observer != nil {
-			l.observeAdmission(ctx, lease != nil && lease.onFallback, 0, err)
+			l.observeAdmission(ctx, fallback, 0, err)
 		}
-		return lease, err
+		return err
 	}
 	if l.p.WhenStoreFails == FailOpen {
 		l.stats.failedOpen.Add(1)
 		l.observe(ctx, Event{Kind: FailedOpen})
-		return nil, nil
+		return nil
 	}
 	l.observe(ctx, Event{Kind: FailedClosed})
-	return nil, err
+	return err
 }
 
 // isStoreError is errors.Is(err, ErrStore), without its reflection for the

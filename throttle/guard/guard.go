@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
 
 // Guard is one Limiter's request handling, minus the framework. Make one
@@ -16,6 +17,9 @@ import (
 type Guard struct {
 	l *throttle.Limiter
 	p throttle.Policy
+	// path admits and releases the lock modes' requests, without a lease
+	// where the Limiter can (see package admit).
+	path admit.Path[throttle.Lease]
 
 	// policyField is the RateLimit-Policy value, the same on every
 	// response.
@@ -44,6 +48,7 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 		panic("guard: New needs a non-nil Limiter")
 	}
 	g := &Guard{l: l, p: l.Policy(), rc: newRecording(Recording{})}
+	g.path = admit.For.(func(*throttle.Limiter) admit.Path[throttle.Lease])(l)
 	for _, o := range opts {
 		o(g)
 	}
@@ -96,11 +101,11 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 	case throttle.Replay:
 		return g.BeginReplay(ctx, id, "")
 	}
-	lease, err := g.l.Admit(ctx, id)
+	lease, hold, err := g.path.Admit(ctx, id)
 	if err != nil {
 		return g.reject(ctx, g.rejection(err))
 	}
-	t := Ticket{g: g, lease: lease}
+	t := Ticket{g: g, lease: lease, hold: hold}
 	if lease == nil {
 		return ctx, t, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
 
 // Ticket is an admitted request's hold on its key, which Run or Finish ends
@@ -15,7 +16,10 @@ import (
 type Ticket struct {
 	g     *Guard
 	lease *throttle.Lease
-	stop  context.CancelFunc
+	// hold is the key held without a lease (see package admit), when
+	// lease is nil.
+	hold admit.Hold
+	stop context.CancelFunc
 	// quota is the decision that admitted a Quota request, when hasQuota
 	// is set (not a pointer: that would cost an allocation per request).
 	quota    throttle.Decision
@@ -56,7 +60,7 @@ func (t Ticket) SetHeaders(h http.Header) {
 		h["Ratelimit"] = rejectedLimit(t.dryRun, t.dryRun.cached())
 	case t.hasQuota:
 		h["Ratelimit"] = t.g.quotaField(&t.quota)
-	case t.lease != nil:
+	case t.lease != nil || t.hold.Held():
 		h["Ratelimit"] = t.g.heldField
 	}
 }
@@ -85,6 +89,10 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 		return
 	}
 	if t.lease == nil {
+		if t.hold.Held() && t.g.p.Mode == throttle.Dedupe && failed {
+			// A leaseless hold: no Observer to tell (see package admit).
+			_ = t.g.path.Release(ctx, t.hold)
+		}
 		return
 	}
 	if t.stop != nil {
