@@ -62,16 +62,10 @@ const cachedLimitSeconds = 300
 // rejection made elsewhere or changed by the application's rejection
 // handler before it calls Write.
 func (rej *Rejection) cached() *Guard {
-	g := rej.g
-	if g == nil {
-		return nil
+	if g := rej.g; g != nil && rej.Policy == &g.p {
+		return g
 	}
-	p, q := &rej.Policy, &g.p
-	if p.Name != q.Name || p.Mode != q.Mode || p.Window != q.Window || p.LeaseTTL != q.LeaseTTL ||
-		p.Limit != q.Limit || p.Burst != q.Burst || p.CountOnlyFailures != q.CountOnlyFailures {
-		return nil
-	}
-	return g
+	return nil
 }
 
 // body returns Body(rej), shared with other responses when it is the

@@ -42,9 +42,14 @@ func TestCachedAnswers(t *testing.T) {
 		for c, change := range []func(*Rejection){
 			func(*Rejection) {}, // the cached answer, checked below
 			func(r *Rejection) { r.Status = http.StatusServiceUnavailable },
-			func(r *Rejection) { r.Policy.Name = "other" },
-			func(r *Rejection) { r.Policy.Mode = throttle.Quota },
-			func(r *Rejection) { r.Policy.Window = time.Hour },
+			// A handler that wants another policy shown swaps the
+			// pointer (the Guard's policy is shared); an equal copy is
+			// no longer the Guard's either.
+			func(r *Rejection) { c := *r.Policy; r.Policy = &c },
+			func(r *Rejection) { c := *r.Policy; c.Name = "other"; r.Policy = &c },
+			func(r *Rejection) { c := *r.Policy; c.Mode = throttle.Quota; r.Policy = &c },
+			func(r *Rejection) { c := *r.Policy; c.Window = time.Hour; r.Policy = &c },
+			func(r *Rejection) { r.Policy = nil },
 			func(r *Rejection) { r.RetryAfter = -1 },
 			func(r *Rejection) { r.Reason = ReasonBadKey },
 		} {

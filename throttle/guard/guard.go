@@ -58,7 +58,7 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 		t = seconds(g.p.Window)
 	}
 	g.heldField = []string{limitField(g.p.Name, 0, t)}
-	g.contendedBody = buildBody(&Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, Policy: g.p})
+	g.contendedBody = buildBody(&Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, Policy: &g.p})
 	name := g.p.Name
 	g.rejectedFields = newFieldCache(cachedLimitSeconds+1, func(t int64) string { return limitField(name, 0, t) })
 	if g.p.Mode == throttle.Quota {

@@ -88,7 +88,7 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
 		return rej
 	}
-	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: g.p, Replay: rec.resp, g: g}
+	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: &g.p, Replay: rec.resp, g: g}
 }
 
 // record stores the response of a Replay request that succeeded, as its

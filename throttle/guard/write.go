@@ -41,14 +41,14 @@ func Detail(rej *Rejection) string {
 	switch rej.Reason {
 	case ReasonContended:
 		switch {
-		case rej.Policy.Mode == throttle.Exclusive:
+		case rej.policy().Mode == throttle.Exclusive:
 			return "The same request is already in progress. Retry after it finishes."
-		case rej.Policy.Mode == throttle.Quota && rej.Policy.CountOnlyFailures:
+		case rej.policy().Mode == throttle.Quota && rej.policy().CountOnlyFailures:
 			return "Too many failed attempts. Retry after the time Retry-After gives."
-		case rej.Policy.Mode == throttle.Quota:
+		case rej.policy().Mode == throttle.Quota:
 			return "Too many requests. Retry after the time Retry-After gives."
 		}
-		if rej.Policy.Mode == throttle.Replay {
+		if rej.policy().Mode == throttle.Replay {
 			return "The same request was received moments ago and its response cannot be repeated. Retry after the window ends."
 		}
 		return "The same request was received moments ago. Retry after the window ends."
@@ -91,7 +91,7 @@ func retryAfter(rej *Rejection) int64 {
 	case rej.RetryAfter > 0:
 		return seconds(rej.RetryAfter)
 	case rej.RetryAfter < 0:
-		return seconds(rej.Policy.TTL())
+		return seconds(rej.policy().TTL())
 	case rej.Reason == ReasonContended:
 		return 1
 	}
@@ -128,7 +128,7 @@ func SetHeaders(h http.Header, rej *Rejection) {
 	if secs := retryAfter(rej); secs > 0 {
 		h["Retry-After"] = retryAfterFields.get(secs)
 	}
-	p := &rej.Policy
+	p := rej.policy()
 	if p.Name == "" {
 		return
 	}
@@ -159,9 +159,9 @@ func rejectedLimit(rej *Rejection, g *Guard) []string {
 // for its key or quota.
 func rejectedLimitField(rej *Rejection) string {
 	if rej.Decision != nil {
-		return quotaLimitField(&rej.Policy, rej.Decision)
+		return quotaLimitField(rej.policy(), rej.Decision)
 	}
-	return limitField(rej.Policy.Name, 0, retryAfter(rej))
+	return limitField(rej.policy().Name, 0, retryAfter(rej))
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection, for
@@ -184,17 +184,17 @@ func buildBody(rej *Rejection) []byte {
 	b = strconv.AppendInt(b, int64(rej.Status), 10)
 	b = append(b, `,"detail":`...)
 	b = strconv.AppendQuote(b, Detail(rej))
-	if typ == quotaExceeded && rej.Policy.Name != "" {
+	if typ == quotaExceeded && rej.policy().Name != "" {
 		// quota-exceeded: draft -11 names the policies exceeded.
 		b = append(b, `,"violated-policies":[`...)
-		b = strconv.AppendQuote(b, rej.Policy.Name)
+		b = strconv.AppendQuote(b, rej.policy().Name)
 		b = append(b, ']')
 	}
 	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused {
 		// How long a key's first response is kept: the client may
 		// retry with the same key within it and get that response.
 		b = append(b, `,"retention-seconds":`...)
-		b = strconv.AppendInt(b, seconds(rej.Policy.Window), 10)
+		b = strconv.AppendInt(b, seconds(rej.policy().Window), 10)
 	}
 	return append(b, "}\n"...)
 }

@@ -18,10 +18,10 @@ import (
 func rejections() map[string]*guard.Rejection {
 	p := throttle.Policy{Name: "submit", Window: 5 * time.Second}
 	return map[string]*guard.Rejection{
-		"duplicate":         {Status: http.StatusTooManyRequests, Reason: guard.ReasonContended, RetryAfter: 3200 * time.Millisecond, Policy: p},
-		"bad key":           {Status: http.StatusBadRequest, Reason: guard.ReasonBadKey, Policy: p},
-		"body too large":    {Status: http.StatusRequestEntityTooLarge, Reason: guard.ReasonBadKey, Policy: p},
-		"store unavailable": {Status: http.StatusServiceUnavailable, Reason: guard.ReasonStoreUnavailable, RetryAfter: time.Second, Policy: p},
+		"duplicate":         {Status: http.StatusTooManyRequests, Reason: guard.ReasonContended, RetryAfter: 3200 * time.Millisecond, Policy: &p},
+		"bad key":           {Status: http.StatusBadRequest, Reason: guard.ReasonBadKey, Policy: &p},
+		"body too large":    {Status: http.StatusRequestEntityTooLarge, Reason: guard.ReasonBadKey, Policy: &p},
+		"store unavailable": {Status: http.StatusServiceUnavailable, Reason: guard.ReasonStoreUnavailable, RetryAfter: time.Second, Policy: &p},
 	}
 }
 
