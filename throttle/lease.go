@@ -11,9 +11,11 @@ import (
 // Lease is a held key, returned only by a successful acquisition. It expires
 // by itself after its TTL unless extended. It is safe for concurrent use.
 //
-// A lease is made for every admitted request, so it is kept small (88
+// A lease is made for most admitted requests, so it is kept small (88
 // bytes on 64-bit platforms): the stores it talks to are the Limiter's,
-// named by two flags rather than held as interface values.
+// named by two flags rather than held as interface values. (The
+// middleware admits a Dedupe or Cooldown request on an in-memory store
+// without one, unless an Observer is set: it would only ever release it.)
 type Lease struct {
 	l     *Limiter
 	key   string
