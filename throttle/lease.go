@@ -12,10 +12,8 @@ import (
 // by itself after its TTL unless extended. It is safe for concurrent use.
 //
 // A lease is made for most admitted requests, so it is kept small (88
-// bytes on 64-bit platforms): the stores it talks to are the Limiter's,
-// named by two flags rather than held as interface values. (The
-// middleware admits a Dedupe or Cooldown request on an in-memory store
-// without one, unless an Observer is set: it would only ever release it.)
+// bytes on 64-bit platforms): its stores are the Limiter's, named by two
+// flags. (In-memory Dedupe and Cooldown middleware skips it.)
 type Lease struct {
 	l     *Limiter
 	key   string
