@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/go-throttle/throttle/throttle/internal/admit"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -37,7 +38,7 @@ func (l *Limiter) admitHeld(ctx context.Context, id string) (*Lease, admit.Hold,
 	if err := ctx.Err(); err != nil {
 		return nil, admit.Hold{}, l.admitted(ctx, false, err)
 	}
-	req := l.request(ctx, id, l.p.TTL())
+	req := l.heldRequest(id)
 	g, err := l.store.Acquire(ctx, req)
 	switch {
 	case err != nil:
@@ -53,6 +54,34 @@ func (l *Limiter) admitHeld(ctx context.Context, id string) (*Lease, admit.Hold,
 	}
 	return nil, admit.Hold{}, l.admitted(ctx, false, err)
 }
+
+// heldSeq numbers the tokens of leaseless holds (see heldRequest).
+var heldSeq atomic.Uint64
+
+// heldRequest is request for a leaseless Limiter, whose store is in this
+// process: the token only has to differ from every other token in the
+// process, not in the world, so it is a counter, "~" and 11 base64url
+// characters, instead of store.NewToken's 31 characters with their random
+// prefix. Its length, 12, sets it apart from every token store.NewToken
+// makes. The key and the token share one string, as in request; a shorter
+// one is cheaper to make and to keep (a held key of a default prefix and
+// an IPv4 address fits 48 bytes instead of 64).
+func (l *Limiter) heldRequest(id string) store.Request {
+	var buf [keyTokenBuf]byte
+	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
+	n := len(b)
+	b = append(b, '~')
+	seq := heldSeq.Add(1)
+	for shift := 58; shift >= 4; shift -= 6 {
+		b = append(b, base64URL[seq>>shift&63])
+	}
+	b = append(b, base64URL[seq&15<<2])
+	kt := string(b)
+	return store.Request{Key: kt[:n], Token: kt[n:], TTL: l.p.TTL()}
+}
+
+// base64URL is the alphabet of base64.RawURLEncoding.
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // releaseHeld frees the key of a Hold that admitHeld returned, as
 // Lease.Release does: with a lease made for the purpose, since only a
