@@ -75,9 +75,13 @@ func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64) {
 // (and its record, which has expired too unless an Extend shortened the
 // lock after the record was written).
 func (sh *shard) live(key string, tag uint64, now time.Duration) (lock, bool) {
-	l, ok := sh.locks.get(key, tag)
-	if ok && l.expires <= now {
-		sh.locks.del(key, tag)
+	i, ok := sh.locks.lookup(key, tag)
+	if !ok {
+		return lock{}, false
+	}
+	l := sh.locks.slots[i].l
+	if l.expires <= now {
+		sh.locks.remove(i) // one probe for the look-up and the removal
 		if r, ok := sh.records[key]; ok && r.expires <= now {
 			sh.dropRecord(key, r)
 		}

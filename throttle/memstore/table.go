@@ -61,13 +61,20 @@ func (t *table) find(key string, tag uint64) (int, bool) {
 	}
 }
 
+// lookup returns the index of key's slot, and false when key has none.
+func (t *table) lookup(key string, tag uint64) (int, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	return t.find(key, tag)
+}
+
 // get returns key's lock.
 func (t *table) get(key string, tag uint64) (lock, bool) {
-	if t.n == 0 {
-		return lock{}, false
+	if i, ok := t.lookup(key, tag); ok {
+		return t.slots[i].l, true
 	}
-	i, ok := t.find(key, tag)
-	return t.slots[i].l, ok
+	return lock{}, false
 }
 
 // set stores l as key's lock, growing the table first when a new key would
