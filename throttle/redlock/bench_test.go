@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/benchload"
@@ -27,7 +28,10 @@ import (
 //   - redlock5: Redlock over five nodes (decided at the third answer);
 //   - single-rueidis, redlock3-rueidis, redlock5-rueidis: the same on
 //     rueidisstore stores (redlock.NewOnStores), whose rueidis clients
-//     pipeline the concurrent calls to each node.
+//     pipeline the concurrent calls to each node;
+//   - raw, fanout3-raw, fanout5-raw: the floor of the go-redis rows, bare
+//     go-redis SETNX on one node and sent to three or five in parallel,
+//     answered at the quorum (see rawFanout).
 //
 // Node 0 is shared, so the single store and both Redlocks talk to the same
 // first server; each store has clients of its own (go-redis's default pool
@@ -103,21 +107,79 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 	}
 }
 
-// admissionImpl is one store the admission benchmarks compare.
+// admissionImpl is one store the admission benchmarks compare, or one
+// floor under them.
 type admissionImpl struct {
 	name string
 	s    store.Store
 	base int // index of the single-node store it is compared with; -1 for none
+	// raw, when set, is used instead of s: a floor made of bare go-redis
+	// commands (see rawFanout).
+	raw func(key string) (bool, error)
 }
 
 // check acquires key and fails unless the outcome is the one the key
 // cardinality implies: every distinct key is acquired, the hot key never.
 func (a admissionImpl) check(card, key string) error {
-	g, err := a.s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: 10 * time.Second})
-	if want := card == "distinct"; err == nil && g.Acquired != want {
-		err = fmt.Errorf("%s: acquired = %v, want %v", a.name, g.Acquired, want)
+	var acquired bool
+	var err error
+	if a.raw != nil {
+		acquired, err = a.raw(key)
+	} else {
+		var g store.Grant
+		g, err = a.s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: 10 * time.Second})
+		acquired = g.Acquired
+	}
+	if want := card == "distinct"; err == nil && acquired != want {
+		err = fmt.Errorf("%s: acquired = %v, want %v", a.name, acquired, want)
 	}
 	return err
+}
+
+// rawFanout is the floor under a Redlock acquisition on go-redis clients:
+// SETNX of key sent to every client at once, one goroutine each, and the
+// answer known at the quorum-th grant (or when a quorum can no longer be
+// reached). No token check, no validity arithmetic, no release of a missed
+// quorum: only the round trips in parallel that any Redlock on go-redis
+// makes. Over one client it is one bare SETNX.
+func rawFanout(cs []redis.UniversalClient) func(key string) (bool, error) {
+	ctx := context.Background()
+	quorum := len(cs)/2 + 1
+	return func(key string) (bool, error) {
+		if len(cs) == 1 {
+			return cs[0].SetNX(ctx, key, "token", 10*time.Second).Result()
+		}
+		type answer struct {
+			ok  bool
+			err error
+		}
+		answers := make(chan answer, len(cs))
+		for _, c := range cs {
+			go func() {
+				ok, err := c.SetNX(ctx, key, "token", 10*time.Second).Result()
+				answers <- answer{ok, err}
+			}()
+		}
+		granted, refused := 0, 0
+		for range cs {
+			a := <-answers
+			if a.err != nil {
+				return false, a.err
+			}
+			if a.ok {
+				granted++
+			} else {
+				refused++
+			}
+			switch {
+			case granted >= quorum:
+				return true, nil
+			case refused > len(cs)-quorum:
+				return false, nil
+			}
+		}
+		return false, nil
+	}
 }
 
 // admissionSetup starts five redis-servers and returns the three stores on
@@ -154,9 +216,18 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		return s
 	}
 	impls := []admissionImpl{
-		{"single", single, -1}, {"redlock3", over(3), 0}, {"redlock5", over(5), 0},
-		{"single-rueidis", rueidisNodes[0], -1}, {"redlock3-rueidis", overStores(3), 3}, {"redlock5-rueidis", overStores(5), 3},
+		{name: "single", s: single, base: -1}, {name: "redlock3", s: over(3)}, {name: "redlock5", s: over(5)},
+		{name: "single-rueidis", s: rueidisNodes[0], base: -1},
+		{name: "redlock3-rueidis", s: overStores(3), base: 3}, {name: "redlock5-rueidis", s: overStores(5), base: 3},
 	}
+	// The floor of the go-redis Redlocks: bare SETNX on one node and fanned
+	// out to three and five, on clients of their own.
+	raw := ns.clients(b)
+	impls = append(impls,
+		admissionImpl{name: "raw", base: -1, raw: rawFanout(raw[:1])},
+		admissionImpl{name: "fanout3-raw", base: len(impls), raw: rawFanout(raw[:3])},
+		admissionImpl{name: "fanout5-raw", base: len(impls), raw: rawFanout(raw[:5])},
+	)
 	hot := store.Key("bench", "hot", "key")
 	for _, c := range ns.direct {
 		if err := c.Set(context.Background(), hot, "holder", time.Hour).Err(); err != nil {
@@ -196,7 +267,10 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 // admissions per store; at 1000 a second, -benchtime 4000x takes about 24
 // s per sub-benchmark. It reports each store's p50-ns and p99-ns and each
 // Redlock's p50 over the single node's on the same client library
-// (redlock3/single-p50, redlock3-rueidis/single-rueidis-p50, ...).
+// (redlock3/single-p50, redlock3-rueidis/single-rueidis-p50, ...), and
+// the same ratio for the floor (fanout3-raw/raw-p50): what three or five
+// go-redis round trips in parallel cost over one on this machine, whatever
+// the store does around them.
 func BenchmarkAdmissionPaced(b *testing.B) {
 	impls, keyFor := admissionSetup(b)
 	const rate = 1000 // admissions a second, over all callers
