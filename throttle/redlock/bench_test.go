@@ -141,8 +141,9 @@ func (a admissionImpl) check(card, key string) error {
 // answer known at the quorum-th grant (or when a quorum can no longer be
 // reached). No token check, no validity arithmetic, no release of a missed
 // quorum: only the round trips in parallel that any Redlock on go-redis
-// makes. Over one client it is one bare SETNX.
-func rawFanout(cs []redis.UniversalClient) func(key string) (bool, error) {
+// makes. Over one client it is one bare SETNX. The calls still running
+// after the answer are counted in late.
+func rawFanout(cs []redis.UniversalClient, late *sync.WaitGroup) func(key string) (bool, error) {
 	ctx := context.Background()
 	quorum := len(cs)/2 + 1
 	return func(key string) (bool, error) {
@@ -155,10 +156,10 @@ func rawFanout(cs []redis.UniversalClient) func(key string) (bool, error) {
 		}
 		answers := make(chan answer, len(cs))
 		for _, c := range cs {
-			go func() {
+			late.Go(func() {
 				ok, err := c.SetNX(ctx, key, "token", 10*time.Second).Result()
 				answers <- answer{ok, err}
-			}()
+			})
 		}
 		granted, refused := 0, 0
 		for range cs {
@@ -222,11 +223,14 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	}
 	// The floor of the go-redis Redlocks: bare SETNX on one node and fanned
 	// out to three and five, on clients of their own.
+	// Their calls still running are waited for before the clients close.
 	raw := ns.clients(b)
+	var late sync.WaitGroup
+	b.Cleanup(late.Wait)
 	impls = append(impls,
-		admissionImpl{name: "raw", base: -1, raw: rawFanout(raw[:1])},
-		admissionImpl{name: "fanout3-raw", base: len(impls), raw: rawFanout(raw[:3])},
-		admissionImpl{name: "fanout5-raw", base: len(impls), raw: rawFanout(raw[:5])},
+		admissionImpl{name: "raw", base: -1, raw: rawFanout(raw[:1], &late)},
+		admissionImpl{name: "fanout3-raw", base: len(impls), raw: rawFanout(raw[:3], &late)},
+		admissionImpl{name: "fanout5-raw", base: len(impls), raw: rawFanout(raw[:5], &late)},
 	)
 	hot := store.Key("bench", "hot", "key")
 	for _, c := range ns.direct {
