@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -22,7 +24,9 @@ import (
 //   - raw:   client.SetNX(key, token, ttl), one plain command;
 //   - store: Store.AllowN, the GCRA script by EVALSHA (one round trip);
 //   - limiter: Limiter.Allow on a Quota policy, which adds the policy's
-//     key, its timeout and its counters.
+//     key, its timeout and its counters;
+//   - script: the floor of a quota decided by a script, gcraFloor, the
+//     least GCRA one script can run (keys of its own, charged alike).
 //
 // Key cardinality: "distinct" gives every operation a new user under 100
 // per minute (every decision allowed and written; a new key is charged
@@ -55,6 +59,9 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		}
 		limiters[card] = l
 	}
+	if err := gcraFloor.Load(ctx, c).Err(); err != nil {
+		b.Fatal(err)
+	}
 	_, _ = limiters["hot"].Allow(ctx, "hot")
 	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
 		b.Fatal(err)
@@ -64,7 +71,9 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		u := "r" + strconv.Itoa(i)
 		_, err1 := limiters["returning"].Allow(ctx, u)
 		_, err2 := s.AllowN(ctx, "bench:"+u, rate["returning"], 1)
-		if err := errors.Join(err1, err2); err != nil {
+		r := rate["returning"]
+		err3 := gcraFloor.Run(ctx, c, []string{"bench:floor:" + u}, r.Interval().Milliseconds(), r.Interval().Milliseconds()*int64(r.Burst)).Err()
+		if err := errors.Join(err1, err2, err3); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -89,6 +98,11 @@ func BenchmarkQuotaPaired(b *testing.B) {
 				return !ok, err // held after the first: "refused"
 			}
 			return c.SetNX(ctx, "bench:raw:"+id("distinct"), "token", 10*time.Second).Result()
+		}},
+		{"script", func(card string) (bool, error) {
+			n, err := gcraFloor.Run(ctx, c, []string{"bench:floor:" + id(card)}, rate[card].Interval().Milliseconds(),
+				rate[card].Interval().Milliseconds()*int64(rate[card].Burst)).Int64()
+			return n >= 0, err
 		}},
 		{"store", func(card string) (bool, error) {
 			d, err := s.AllowN(ctx, "bench:"+id(card), rate[card], 1)
@@ -118,3 +132,21 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		}
 	}
 }
+
+// gcraFloor is the least a GCRA script on one key can do, with the
+// theoretical arrival time kept as the key's expiry as gcra_ms.lua keeps
+// it: read the expiry, refuse or move it (create the key when it has
+// none). No check that the key is a quota, no cost, no refunds, no test
+// clock, and the reply is the new expiry or -1. BenchmarkQuotaPaired runs
+// it as "script", so that the store's script has its floor in the same
+// run: what a script costs the server over one plain command.
+//
+// KEYS[1] the key; ARGV[1] the emission interval in ms; ARGV[2] the
+// tolerance (interval * burst) in ms.
+var gcraFloor = redis.NewScript(`
+local r = redis.call("PTTL", KEYS[1])
+if r < 0 then r = 0 end
+local new = r + tonumber(ARGV[1])
+if new > tonumber(ARGV[2]) then return -1 end
+if r == 0 then redis.call("SET", KEYS[1], "", "PX", new) else redis.call("PEXPIRE", KEYS[1], new) end
+return new`)
