@@ -66,6 +66,9 @@ func New(st Store, p Policy) (*Limiter, error) {
 			return nil, fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
 		}
 	}
+	if err := remoteWindow(st, p); err != nil {
+		return nil, err
+	}
 	if p.Mode == Quota {
 		if err := quotaStores(st, p); err != nil {
 			return nil, err
@@ -85,6 +88,34 @@ func New(st Store, p Policy) (*Limiter, error) {
 	_, l.fallbackLocal = p.Fallback.(store.InMemory)
 	l.leaseless = leaseless(l.storeLocal, &l.p)
 	return l, nil
+}
+
+// minRemoteTTL is the shortest TTL of a key held on a store outside this
+// process: a grant is valid for its TTL less store.Drift (2 ms and 1%),
+// counted from when the request was sent, so that a shorter one would be
+// spent before its reply arrived.
+const minRemoteTTL = 3 * time.Millisecond
+
+// remoteWindow checks that a policy's keys can be held on its store (and
+// its Fallback, under FailOver) when that is outside this process: with a
+// TTL under minRemoteTTL nearly every grant would come back spent, be
+// released and be counted as a store failure, which failing open turns
+// into no limit at all. A Quota keeps no lock, and an Exclusive key's
+// LeaseTTL is at least as long already.
+func remoteWindow(st Store, p Policy) error {
+	if p.Mode == Quota || p.TTL() >= minRemoteTTL {
+		return nil
+	}
+	_, local := st.(store.InMemory)
+	if p.WhenStoreFails == FailOver {
+		_, fallbackLocal := p.Fallback.(store.InMemory)
+		local = local && fallbackLocal
+	}
+	if local {
+		return nil
+	}
+	return invalid("policy %q: window %v is shorter than %v, the least a key on a store outside this process can be held for "+
+		"(a grant is valid for its TTL less a clock-drift allowance of 2ms and 1%%, from when it was asked for)", p.Name, p.Window, minRemoteTTL)
 }
 
 // quotaStores checks that the store (and the Fallback, under FailOver) of a

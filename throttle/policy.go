@@ -133,7 +133,8 @@ type Policy struct {
 	Mode Mode
 	// Window is how long a Dedupe, Cooldown or Replay key stays held (for
 	// Replay: how long the first response is replayed), and the period of a
-	// Quota's Limit. Default 5 s.
+	// Quota's Limit. Default 5 s; at least 1 ms, and, for a key held on a
+	// store outside this process, at least 3 ms (see New).
 	Window time.Duration
 	// Limit is how many requests a Quota allows per Window. Required for
 	// Quota (at least 1), and must be 0 in the other modes, which allow one

@@ -3,10 +3,12 @@ package throttle_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
 func TestPolicyDefaults(t *testing.T) {
@@ -78,6 +80,45 @@ func TestBackoffs(t *testing.T) {
 		want := min(10*time.Millisecond*time.Duration(attempt), 50*time.Millisecond)
 		if d := lin(attempt); d < want || d > want+10*time.Millisecond/4 {
 			t.Fatalf("Linear attempt %d = %v, want about %v", attempt, d, want)
+		}
+	}
+}
+
+// TestRemoteWindow: a key held on a store outside the process needs a TTL
+// of at least 3 ms (a shorter grant is spent before its reply arrives, and
+// failing open would admit everything); in memory, or for a Quota, 1 ms is
+// enough. Under FailOver the Fallback counts as well.
+func TestRemoteWindow(t *testing.T) {
+	remote, local := brokenStore{}, memstore.New()
+	cases := []struct {
+		name string
+		st   throttle.Store
+		p    throttle.Policy
+		ok   bool
+	}{
+		{"remote 2ms", remote, throttle.Policy{Name: "a", Window: 2 * time.Millisecond}, false},
+		{"remote cooldown 1ms", remote, throttle.Policy{Name: "a", Mode: throttle.Cooldown, Window: time.Millisecond}, false},
+		{"remote replay 2ms", remote, throttle.Policy{Name: "a", Mode: throttle.Replay, Window: 2 * time.Millisecond}, false},
+		{"remote 3ms", remote, throttle.Policy{Name: "a", Window: 3 * time.Millisecond}, true},
+		{"remote exclusive, 1ms window", remote, throttle.Policy{Name: "a", Mode: throttle.Exclusive, Window: time.Millisecond}, true},
+		{"memory 1ms", local, throttle.Policy{Name: "a", Window: time.Millisecond}, true},
+		{"memory quota 1ms", local, throttle.Policy{Name: "a", Mode: throttle.Quota, Limit: 1, Window: time.Millisecond}, true},
+		{"memory, remote fallback", local, throttle.Policy{Name: "a", Window: time.Millisecond,
+			WhenStoreFails: throttle.FailOver, Fallback: remote}, false},
+		{"remote, memory fallback", remote, throttle.Policy{Name: "a", Window: time.Millisecond,
+			WhenStoreFails: throttle.FailOver, Fallback: local}, false},
+		{"memory, memory fallback", local, throttle.Policy{Name: "a", Window: time.Millisecond,
+			WhenStoreFails: throttle.FailOver, Fallback: memstore.New()}, true},
+	}
+	for _, c := range cases {
+		_, err := throttle.New(c.st, c.p)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case !c.ok && !errors.Is(err, throttle.ErrInvalid):
+			t.Errorf("%s: err = %v, want ErrInvalid", c.name, err)
+		case !c.ok && !strings.Contains(err.Error(), "shorter than 3ms"):
+			t.Errorf("%s: err = %v does not say why", c.name, err)
 		}
 	}
 }
