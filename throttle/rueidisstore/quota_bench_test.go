@@ -27,16 +27,23 @@ import (
 //     defaults;
 //   - flush:   the same on a client with MaxFlushDelay 20µs.
 //
-// Key cardinality: every operation is a new user under 100 per minute, so
-// every decision is allowed and written. Concurrency: c1, c16 and c64
+// Key cardinality: "distinct" makes every operation a new user under 100
+// per minute, so every decision is allowed and written (a new key: SET NX,
+// no script; see rueidisstore's AllowN); "returning" takes 1024 users in
+// turn, each charged before the run, under a quota that never runs out
+// during it (every decision allowed and written, by the script: the key
+// exists). raw is SETNX on a new key in both. Concurrency: c1, c16 and c64
 // goroutines sharing b.N operations per implementation. It reports each
 // one's wall time per operation and throughput relative to raw
 // (limiter/raw, flush/raw; 1.0 is as fast as a bare SETNX).
 func BenchmarkQuotaPaired(b *testing.B) {
 	srv := redistest.Start(b)
 	gc := srv.Client(b)
-	policy := throttle.Policy{Name: "bench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute}
-	limiterOn := func(opt rueidis.ClientOption) *throttle.Limiter {
+	policies := map[string]throttle.Policy{
+		"distinct":  {Name: "bench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute},
+		"returning": {Name: "bench-quota-r", Mode: throttle.Quota, Limit: 3600, Window: time.Hour, Burst: 100_000},
+	}
+	limitersOn := func(opt rueidis.ClientOption) map[string]*throttle.Limiter {
 		opt.InitAddress, opt.DisableCache = []string{srv.Addr}, true
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
@@ -44,34 +51,53 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		}
 		st := rueidisstore.New(c)
 		b.Cleanup(func() { _ = st.Close(); c.Close() })
-		l, err := throttle.New(st, policy)
-		if err != nil {
-			b.Fatal(err)
+		ls := map[string]*throttle.Limiter{}
+		for card, p := range policies {
+			if ls[card], err = throttle.New(st, p); err != nil {
+				b.Fatal(err)
+			}
 		}
-		return l
+		return ls
 	}
-	plain, flush := limiterOn(rueidis.ClientOption{}), limiterOn(rueidis.ClientOption{MaxFlushDelay: 20 * time.Microsecond})
+	plain, flush := limitersOn(rueidis.ClientOption{}), limitersOn(rueidis.ClientOption{MaxFlushDelay: 20 * time.Microsecond})
 	ctx := context.Background()
+	// The returning users, each charged once on both stores before the run.
+	const returning = 1024
+	for i := range returning {
+		for _, ls := range []map[string]*throttle.Limiter{plain, flush} {
+			if _, err := ls["returning"].Allow(ctx, "r"+strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	var seq atomic.Int64
 	next := func() string { return strconv.FormatInt(seq.Add(1), 10) }
-	allow := func(l *throttle.Limiter) func() error {
+	user := func(card string) string {
+		if card == "returning" {
+			return "r" + strconv.FormatInt(seq.Add(1)%returning, 10)
+		}
+		return next()
+	}
+	allow := func(ls map[string]*throttle.Limiter, card string) func() error {
 		return func() error {
-			d, err := l.Allow(ctx, next())
+			d, err := ls[card].Allow(ctx, user(card))
 			if err == nil && !d.Allowed {
-				err = fmt.Errorf("a new user was refused: %+v", d)
+				err = fmt.Errorf("a %s user was refused: %+v", card, d)
 			}
 			return err
 		}
 	}
-	ops := []benchload.Op{
-		{Name: "raw", Call: func() error { return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", time.Minute).Err() }},
-		{Name: "limiter", Call: allow(plain)},
-		{Name: "flush", Call: allow(flush)},
-	}
-	for _, conc := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("distinct/c%d", conc), func(b *testing.B) {
-			b.ReportAllocs()
-			benchload.Paired(b, conc, ops)
-		})
+	for _, card := range []string{"distinct", "returning"} {
+		ops := []benchload.Op{
+			{Name: "raw", Call: func() error { return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", time.Minute).Err() }},
+			{Name: "limiter", Call: allow(plain, card)},
+			{Name: "flush", Call: allow(flush, card)},
+		}
+		for _, conc := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c%d", card, conc), func(b *testing.B) {
+				b.ReportAllocs()
+				benchload.Paired(b, conc, ops)
+			})
+		}
 	}
 }
