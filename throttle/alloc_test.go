@@ -67,3 +67,27 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitNInlined pins what keeps an admitted quota request at one
+// allocation on a memory store (the key): Limiter.AdmitN is small enough
+// to be inlined, so that a caller that only reads the decision keeps it on
+// its own stack. A change that makes AdmitN too costly to inline moves the
+// decision to the heap, and this test sees the second allocation.
+func TestAdmitNInlined(t *testing.T) {
+	l, err := throttle.New(memstore.New(), throttle.Policy{Name: "allocs", Mode: throttle.Quota, Limit: 1 << 20, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, _ = l.AdmitN(ctx, "u", 1) // the key's entry is made now, not while measured
+	n := testing.AllocsPerRun(1000, func() {
+		d, err := l.AdmitN(ctx, "u", 1)
+		if allowed := d != nil && d.Allowed; err != nil || !allowed {
+			// Not d itself: passed on, it would escape here.
+			t.Fatalf("AdmitN: allowed %v, %v", allowed, err)
+		}
+	})
+	if n > 1 {
+		t.Errorf("%v allocations per admitted quota request, want at most 1 (the key)", n)
+	}
+}

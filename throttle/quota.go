@@ -159,18 +159,18 @@ func (l *Limiter) count(d Decision, cost int) {
 // and no error mean that the store failed open: the request goes ahead
 // unmetered, logged and counted.
 func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
-	// Small enough to be inlined, so that a caller that only reads the
-	// decision keeps it on its stack: one allocation less per request.
-	d, decided, err := l.admitN(ctx, id, cost)
-	if !decided {
-		return nil, err
-	}
-	return &d, err
+	// Small enough to be inlined (TestAdmitNInlined), so that a caller
+	// that only reads the decision keeps it on its stack: one allocation
+	// less per request.
+	var d Decision
+	return l.admitN(ctx, id, cost, &d)
 }
 
-// admitN is AdmitN returning the decision by value, and whether there is
-// one (false: failed open, failed closed, or an error before deciding).
-func (l *Limiter) admitN(ctx context.Context, id string, cost int) (Decision, bool, error) {
+// admitN is AdmitN with the decision written into out, which it returns,
+// or nil when there is none (failed open, failed closed, or an error
+// before deciding). The caller's storage, rather than a result of its
+// own, keeps AdmitN's call to it cheap enough for AdmitN to be inlined.
+func (l *Limiter) admitN(ctx context.Context, id string, cost int, out *Decision) (*Decision, error) {
 	d, fallback, err := l.allowN(ctx, id, cost)
 	if err == nil && cost == 0 && d.Remaining == 0 {
 		// A free request goes ahead only while a paid one would: it must
@@ -182,7 +182,8 @@ func (l *Limiter) admitN(ctx context.Context, id string, cost int) (Decision, bo
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, fallback, cost, nil)
 		}
-		return d, true, nil
+		*out = d
+		return out, nil
 	case err == nil:
 		err = &ContendedError{RetryAfter: d.RetryAfter}
 		if l.p.DryRun {
@@ -191,13 +192,14 @@ func (l *Limiter) admitN(ctx context.Context, id string, cost int) (Decision, bo
 		if l.p.Observer != nil {
 			l.observeAdmission(ctx, false, cost, err)
 		}
-		return d, true, err
+		*out = d
+		return out, err
 	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
 		l.observe(ctx, Event{Kind: FailedOpen})
-		return Decision{}, false, nil
+		return nil, nil
 	case errors.Is(err, ErrStore):
 		l.observe(ctx, Event{Kind: FailedClosed})
 	}
-	return Decision{}, false, err
+	return nil, err
 }
