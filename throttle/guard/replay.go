@@ -98,7 +98,7 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 // client has its answer; a store that fails here leaves the key held with
 // no record, so duplicates get 409 until the window ends, never a second
 // run of the handler.
-func (t Ticket) record(ctx context.Context) {
+func (t *Ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
 	resp := t.capture.response()
 	err := t.lease.Record(ctx, encodeRecord(resp, t.fingerprint, expires))

@@ -12,7 +12,9 @@ import (
 // as the policy's mode says. Every ticket BeginN returns must be ended once:
 // an Exclusive lease is otherwise refreshed, and its key held, for ever.
 // A ticket of a request let through because the store failed open holds
-// nothing, and ending it does nothing.
+// nothing, and ending it does nothing. Its methods take a pointer: a
+// ticket is about 170 bytes, which a call by value would copy each time;
+// keep it in a variable and call them on that.
 type Ticket struct {
 	g     *Guard
 	lease *throttle.Lease
@@ -40,7 +42,7 @@ type Ticket struct {
 // Capture returns the Capture to feed the request's response to, so that
 // Finish can record it: non-nil only for the first request of a Replay
 // policy's key. Its methods do nothing on nil.
-func (t Ticket) Capture() *Capture { return t.capture }
+func (t *Ticket) Capture() *Capture { return t.capture }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-11 on an admitted request's
@@ -50,7 +52,7 @@ func (t Ticket) Capture() *Capture { return t.capture }
 // Cooldown, t=Window; a Quota request gets what remains and how long until
 // more is (see SetHeaders for rejections). A request let through because
 // the store failed open gets RateLimit-Policy alone: its quota is unknown.
-func (t Ticket) SetHeaders(h http.Header) {
+func (t *Ticket) SetHeaders(h http.Header) {
 	if t.g == nil {
 		return
 	}
@@ -75,7 +77,7 @@ func (t Ticket) SetHeaders(h http.Header) {
 // before and after the handler are separate, so that nothing can be
 // wrapped around it. ctx is the context BeginN returned; the release runs
 // even if it was cancelled. Calling Finish again does nothing.
-func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
+func (t *Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	if t.g == nil {
 		return
 	}
@@ -131,7 +133,7 @@ func (t Ticket) Finish(ctx context.Context, status int, panicked bool) {
 // calls runtime.Goexit, the hold ends as a failure. Nothing is recovered: the
 // panic keeps unwinding with its own value and stack, to http.Server or the
 // framework's recovery middleware, once the key is released.
-func (t Ticket) Run(ctx context.Context, next func() (status int)) {
+func (t *Ticket) Run(ctx context.Context, next func() (status int)) {
 	returned := false
 	defer func() {
 		if !returned {
