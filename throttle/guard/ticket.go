@@ -13,7 +13,7 @@ import (
 // an Exclusive lease is otherwise refreshed, and its key held, for ever.
 // A ticket of a request let through because the store failed open holds
 // nothing, and ending it does nothing. Its methods take a pointer: a
-// ticket is about 170 bytes, which a call by value would copy each time;
+// ticket is 152 bytes, which a call by value would copy each time;
 // keep it in a variable and call them on that.
 type Ticket struct {
 	g     *Guard
