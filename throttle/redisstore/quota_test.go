@@ -336,7 +336,7 @@ type redisStore = redisstore.Store
 
 // newClientStore returns a store on c, closed at the test's end: a second
 // instance next to newStore's.
-func newClientStore(t *testing.T, c *redis.Client) *redisstore.Store {
+func newClientStore(t *testing.T, c redis.UniversalClient) *redisstore.Store {
 	t.Helper()
 	s := redisstore.New(c)
 	t.Cleanup(func() { _ = s.Close() })
