@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-throttle/throttle/throttle/internal/admit"
+	"github.com/go-throttle/throttle/throttle/internal/seq"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -70,18 +71,10 @@ func (l *Limiter) heldRequest(id string) store.Request {
 	var buf [keyTokenBuf]byte
 	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
 	n := len(b)
-	b = append(b, '~')
-	seq := heldSeq.Add(1)
-	for shift := 58; shift >= 4; shift -= 6 {
-		b = append(b, base64URL[seq>>shift&63])
-	}
-	b = append(b, base64URL[seq&15<<2])
+	b = seq.Append(append(b, '~'), heldSeq.Add(1))
 	kt := string(b)
 	return store.Request{Key: kt[:n], Token: kt[n:], TTL: l.p.TTL()}
 }
-
-// base64URL is the alphabet of base64.RawURLEncoding.
-const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // releaseHeld frees the key of a Hold that admitHeld returned, as
 // Lease.Release does: with a lease made for the purpose, since only a

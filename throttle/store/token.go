@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"sync/atomic"
+
+	"github.com/go-throttle/throttle/throttle/internal/seq"
 )
 
 // tokenPrefix is 15 random bytes drawn once per process; tokenSeq counts the
@@ -53,16 +55,5 @@ const tokenLen = 31
 // throttle.Limiter builds a request's key and token into one string).
 func AppendToken(dst []byte) []byte {
 	dst = append(dst, tokenPrefix...)
-	// The counter's 8 bytes, big-endian, in unpadded base64url: 64 bits
-	// and two zero bits of padding make 11 characters of 6 bits. Written
-	// by hand, as base64.RawURLEncoding would write them, because every
-	// acquisition makes a token.
-	n := tokenSeq.Add(1)
-	for shift := 58; shift >= 4; shift -= 6 {
-		dst = append(dst, base64URL[n>>shift&63])
-	}
-	return append(dst, base64URL[n&15<<2])
+	return seq.Append(dst, tokenSeq.Add(1))
 }
-
-// base64URL is the alphabet of base64.RawURLEncoding.
-const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
