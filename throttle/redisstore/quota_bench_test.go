@@ -62,6 +62,11 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	if err := gcraFloor.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
+	// floor charges user's own key under r with gcraFloor.
+	floor := func(user string, r store.Rate) *redis.Cmd {
+		t := r.Interval().Milliseconds()
+		return gcraFloor.Run(ctx, c, []string{"bench:floor:" + user}, t, t*int64(r.Burst))
+	}
 	_, _ = limiters["hot"].Allow(ctx, "hot")
 	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
 		b.Fatal(err)
@@ -71,8 +76,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		u := "r" + strconv.Itoa(i)
 		_, err1 := limiters["returning"].Allow(ctx, u)
 		_, err2 := s.AllowN(ctx, "bench:"+u, rate["returning"], 1)
-		r := rate["returning"]
-		err3 := gcraFloor.Run(ctx, c, []string{"bench:floor:" + u}, r.Interval().Milliseconds(), r.Interval().Milliseconds()*int64(r.Burst)).Err()
+		err3 := floor(u, rate["returning"]).Err()
 		if err := errors.Join(err1, err2, err3); err != nil {
 			b.Fatal(err)
 		}
@@ -100,8 +104,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 			return c.SetNX(ctx, "bench:raw:"+id("distinct"), "token", 10*time.Second).Result()
 		}},
 		{"script", func(card string) (bool, error) {
-			n, err := gcraFloor.Run(ctx, c, []string{"bench:floor:" + id(card)}, rate[card].Interval().Milliseconds(),
-				rate[card].Interval().Milliseconds()*int64(rate[card].Burst)).Int64()
+			n, err := floor(id(card), rate[card]).Int64()
 			return n >= 0, err
 		}},
 		{"store", func(card string) (bool, error) {
