@@ -71,6 +71,9 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
 		b.Fatal(err)
 	}
+	if err := floor("hot", rate["hot"]).Err(); err != nil {
+		b.Fatal(err)
+	}
 	const returning = 1024
 	for i := range returning {
 		u := "r" + strconv.Itoa(i)
