@@ -120,3 +120,18 @@ func OK(w http.ResponseWriter, status int) {
 
 // QuotaExceeded is the problem type of 429 answers.
 const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+// Panics fails the test unless f panics with a message that contains want:
+// how an adapter turns away a wiring mistake (a nil Limiter, key function
+// or handler) at start-up.
+func Panics(t testing.TB, want string, f func()) {
+	t.Helper()
+	p := func() (p any) {
+		defer func() { p = recover() }()
+		f()
+		return nil
+	}()
+	if msg, _ := p.(string); !strings.Contains(msg, want) {
+		t.Fatalf("panicked with %v, want a message containing %q", p, want)
+	}
+}
