@@ -50,18 +50,8 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject,
-		cost: cfg.cost, fingerprint: cfg.fingerprint}
-	mode := l.Policy().Mode
-	if mode != throttle.Quota {
-		m.cost = nil // only a quota counts costs
-	}
-	switch {
-	case mode != throttle.Replay:
-		m.fingerprint = nil // only a replay compares bodies
-	case m.fingerprint == nil:
-		m.fingerprint = keyfuncs.IdempotencyFingerprint
-	}
+	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
+	m.cost, m.fingerprint = m.g.Inputs(cfg.cost, cfg.fingerprint)
 	// Echo applies middleware anew on every request, so this closure is
 	// made per request: it captures only m and next, for a small
 	// allocation with two pointers to write, as echo's own middleware do.

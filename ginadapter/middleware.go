@@ -51,17 +51,8 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, reject, costOf, fingerprint := guard.New(l, cfg.guard...), cfg.reject, cfg.cost, cfg.fingerprint
-	mode := l.Policy().Mode
-	if mode != throttle.Quota {
-		costOf = nil // only a quota counts costs
-	}
-	switch {
-	case mode != throttle.Replay:
-		fingerprint = nil // only a replay compares bodies
-	case fingerprint == nil:
-		fingerprint = keyfuncs.IdempotencyFingerprint
-	}
+	g, reject := guard.New(l, cfg.guard...), cfg.reject
+	costOf, fingerprint := g.Inputs(cfg.cost, cfg.fingerprint)
 	return func(c *gin.Context) {
 		var id string
 		var err error

@@ -33,16 +33,7 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 		o(&cfg)
 	}
 	g := guard.New(l, cfg.guard...)
-	mode := l.Policy().Mode
-	if mode != throttle.Quota {
-		cfg.cost = nil // only a quota counts costs
-	}
-	switch {
-	case mode != throttle.Replay:
-		cfg.fingerprint = nil // only a replay compares bodies
-	case cfg.fingerprint == nil:
-		cfg.fingerprint = keyfuncs.IdempotencyFingerprint
-	}
+	cfg.cost, cfg.fingerprint = g.Inputs(cfg.cost, cfg.fingerprint)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")

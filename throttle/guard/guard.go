@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
@@ -65,6 +66,26 @@ func New(l *throttle.Limiter, opts ...Option) *Guard {
 		g.quotaFields = newQuotaFields(&g.p)
 	}
 	return g
+}
+
+// Inputs returns which of an adapter's per-request functions the Guard's
+// policy uses, so that an adapter calls only those: cost (a request's cost,
+// WithCost) only under a Quota, which alone counts costs; fingerprint (a
+// request body's fingerprint, WithFingerprint) only under a Replay, which
+// alone compares bodies, keyfuncs.IdempotencyFingerprint when it is nil.
+// The others come back nil.
+func (g *Guard) Inputs(cost func(*http.Request) (int, error), fingerprint func(*http.Request) (string, error)) (
+	func(*http.Request) (int, error), func(*http.Request) (string, error)) {
+	if g.p.Mode != throttle.Quota {
+		cost = nil
+	}
+	switch {
+	case g.p.Mode != throttle.Replay:
+		fingerprint = nil
+	case fingerprint == nil:
+		fingerprint = keyfuncs.IdempotencyFingerprint
+	}
+	return cost, fingerprint
 }
 
 // quotaField returns the RateLimit value of the Quota decision d.
