@@ -82,7 +82,8 @@ func (sh *shard) live(key string, tag uint64, now time.Duration) (lock, bool) {
 	l := sh.locks.slots[i].l
 	if l.expires <= now {
 		sh.locks.remove(i) // one probe for the look-up and the removal
-		if len(sh.records) > 0 { // (a look-up in an empty map is a call)
+		// A look-up in an empty map is still a call: skip it.
+		if len(sh.records) > 0 {
 			if r, ok := sh.records[key]; ok && r.expires <= now {
 				sh.dropRecord(key, r)
 			}
