@@ -82,15 +82,23 @@ func (sh *shard) live(key string, tag uint64, now time.Duration) (lock, bool) {
 	l := sh.locks.slots[i].l
 	if l.expires <= now {
 		sh.locks.remove(i) // one probe for the look-up and the removal
-		// A look-up in an empty map is still a call: skip it.
-		if len(sh.records) > 0 {
-			if r, ok := sh.records[key]; ok && r.expires <= now {
-				sh.dropRecord(key, r)
-			}
+		if r, ok := sh.recordOf(key); ok && r.expires <= now {
+			sh.dropRecord(key, r)
 		}
 		return lock{}, false
 	}
 	return l, ok
+}
+
+// recordOf returns key's record, if any, without a map look-up when the
+// shard holds no records (a look-up in an empty map is still a call, and
+// every expired or released lock asks).
+func (sh *shard) recordOf(key string) (record, bool) {
+	if len(sh.records) == 0 {
+		return record{}, false
+	}
+	r, ok := sh.records[key]
+	return r, ok
 }
 
 // put stores l under key and keeps lockFloor a lower bound. It does not

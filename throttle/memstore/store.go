@@ -206,10 +206,8 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 		}
 		sh.locks.del(key, tag)
 		sh.unqueue(key, l.queued)
-		if len(sh.records) > 0 {
-			if r, ok := sh.records[key]; ok {
-				sh.dropRecord(key, r)
-			}
+		if r, ok := sh.recordOf(key); ok {
+			sh.dropRecord(key, r)
 		}
 		sh.notify(key)
 		return store.OK
