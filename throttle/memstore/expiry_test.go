@@ -149,7 +149,7 @@ func TestTooManyHolds(t *testing.T) {
 	sh, tag := s.locate("k")
 	l, _ := sh.locks.get("k", tag)
 	l.holds = math.MaxInt32
-	sh.locks.set("k", tag, l)
+	sh.put("k", tag, l)
 	if _, err := s.Acquire(bg, req); !errors.Is(err, throttle.ErrInvalid) {
 		t.Fatalf("re-entry past the hold limit: %v, want ErrInvalid", err)
 	}

@@ -8,16 +8,17 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// queued returns how many expiries the store's queues hold, and how many
-// of them still have their key.
+// queued returns how many entries the store's rings hold, and how many of
+// them are live locks (the others, cleared, wait to reach a ring's head).
 func (s *Store) queued() (n, keyed int) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, q := range sh.queues {
-			n += len(q.items) - q.head
-			for _, e := range q.items[q.head:] {
-				if e.key != "" {
+		for k := range sh.locks.rings {
+			g := &sh.locks.rings[k]
+			n += int(g.tail - g.head)
+			for seq := g.head; seq != g.tail; seq++ {
+				if g.at(seq).key != "" {
 					keyed++
 				}
 			}

@@ -7,13 +7,12 @@ import (
 	"time"
 )
 
-// lock is one held key. Its strings are the caller's, kept without copying.
+// lock is one held key. Its token is the caller's, kept without copying.
 type lock struct {
 	token   string
 	expires time.Duration // since Store.epoch
 	fence   int64         // fence of the first acquisition, 0 if none was asked
 	holds   int32         // hold count of a reentrant lock, 0 for a plain lock
-	queued  queuePos      // where the lock's expiry is queued (see expiry.go)
 }
 
 // counter is a key's fence counter.
@@ -25,23 +24,20 @@ type counter struct {
 // sampleSize is how many entries an insertion of a fence counter, a quota
 // or a record looks at to remove expired ones, as Redis's active expiry
 // does: enough to keep up with a steady rate of one-off keys, small enough
-// to cost little. (Locks have expiry queues instead: see expiry.go.)
+// to cost little. (Locks are reclaimed from their rings instead: see
+// ring.go.)
 const sampleSize = 3
 
 // shard is one part of the store: a mutex and the tables it guards.
 type shard struct {
 	mu       sync.Mutex
-	locks    table // see table.go
+	locks    table // see table.go and ring.go
 	fences   map[string]counter
 	quotas   map[string]quota
 	records  map[string]record
 	waiters  map[string][]chan struct{}
 	capacity int
 	seed     maphash.Seed // the Store's, for the tag of a key (see Store.locate)
-
-	// queues are the expiry queues of locks, one per TTL class (see
-	// expiry.go): usually one or two.
-	queues []expiryQueue
 
 	// recordBytes is the sum of the lengths of records' data, which
 	// recordCap (the shard's share of WithMaxRecordBytes) bounds.
@@ -72,22 +68,28 @@ func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64) {
 }
 
 // live returns the lock of key if it has not expired, removing it if it has
-// (and its record, which has expired too unless an Extend shortened the
-// lock after the record was written).
-func (sh *shard) live(key string, tag uint64, now time.Duration) (lock, bool) {
+// (see expireRecord).
+func (sh *shard) live(key string, tag uint32, now time.Duration) (lock, bool) {
 	i, ok := sh.locks.lookup(key, tag)
 	if !ok {
 		return lock{}, false
 	}
-	l := sh.locks.slots[i].l
+	l := sh.locks.at(i).l
 	if l.expires <= now {
-		sh.locks.remove(i) // one probe for the look-up and the removal
-		if r, ok := sh.recordOf(key); ok && r.expires <= now {
-			sh.dropRecord(key, r)
-		}
+		sh.locks.remove(i)
+		sh.expireRecord(key, now)
 		return lock{}, false
 	}
-	return l, ok
+	return l, true
+}
+
+// expireRecord removes the record of key, whose lock expired, if it has
+// expired too (it has, unless an Extend shortened the lock after the record
+// was written).
+func (sh *shard) expireRecord(key string, now time.Duration) {
+	if r, ok := sh.recordOf(key); ok && r.expires <= now {
+		sh.dropRecord(key, r)
+	}
 }
 
 // recordOf returns key's record, if any, without a map look-up when the
@@ -101,26 +103,39 @@ func (sh *shard) recordOf(key string) (record, bool) {
 	return r, ok
 }
 
-// put stores l under key and keeps lockFloor a lower bound. It does not
-// queue l's expiry: see setExpiry.
-func (sh *shard) put(key string, tag uint64, l lock) {
-	sh.locks.set(key, tag, l)
-	sh.lockFloor = min(sh.lockFloor, l.expires)
+// put changes the live lock of key to l, whose expiry is unchanged.
+func (sh *shard) put(key string, tag uint32, l lock) {
+	if i, ok := sh.locks.lookup(key, tag); ok {
+		sh.locks.at(i).l = l
+	}
 }
 
-// setExpiry stores l, whose expiry is new (a new lock, an extension, a
-// re-entry that raised it), under key, and queues the expiry (see
-// expiry.go), after removing the expired locks at the queues' fronts.
-func (sh *shard) setExpiry(key string, tag uint64, l lock, now time.Duration) {
-	sh.reclaim(now)
-	l.queued = sh.enqueue(key, tag, l.expires, l.expires-now)
-	sh.put(key, tag, l)
+// add stores l, new and expiring ttl from now, as the lock of key, which
+// has none; call roomForLock first. It reports false when the ring of
+// ttl's class is full.
+func (sh *shard) add(key string, tag uint32, l lock, ttl time.Duration) bool {
+	if !sh.locks.insert(key, tag, l, ttl) {
+		return false
+	}
+	sh.lockFloor = min(sh.lockFloor, l.expires)
+	return true
+}
+
+// setExpiry changes the live lock of key to l, whose expiry is new (an
+// extension, a re-entry that raised it), after removing the expired locks
+// at the rings' heads.
+func (sh *shard) setExpiry(key string, tag uint32, l lock, now time.Duration) {
+	sh.reclaim(now) // removes expired locks only: key's stays
+	if i, ok := sh.locks.lookup(key, tag); ok {
+		sh.locks.move(i, l, l.expires-now)
+		sh.lockFloor = min(sh.lockFloor, l.expires)
+	}
 }
 
 // roomForLock makes room for one more lock: it removes the expired locks
-// at the front of the expiry queues and, when the shard is full, sweeps
-// it when lockFloor says something may have expired (as makeRoom does for
-// maps; locks are not sampled, the queues find them).
+// at the rings' heads and, when the shard is full, sweeps it when
+// lockFloor says something may have expired (as makeRoom does for maps;
+// locks are not sampled, the rings find them).
 func (sh *shard) roomForLock(now time.Duration) bool {
 	sh.reclaim(now)
 	if sh.locks.n < sh.capacity {
