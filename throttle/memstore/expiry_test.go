@@ -147,9 +147,8 @@ func TestTooManyHolds(t *testing.T) {
 	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
 	s.Acquire(bg, req)
 	sh, tag := s.locate("k")
-	l, _ := sh.locks.get("k", tag)
-	l.holds = math.MaxInt32
-	sh.put("k", tag, l)
+	i, _ := sh.locks.lookup("k", tag)
+	sh.locks.at(i).l.holds = math.MaxInt32
 	if _, err := s.Acquire(bg, req); !errors.Is(err, throttle.ErrInvalid) {
 		t.Fatalf("re-entry past the hold limit: %v, want ErrInvalid", err)
 	}

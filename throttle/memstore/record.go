@@ -42,7 +42,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 			store.ErrInvalid, n, sh.recordCap)
 	}
 	var full bool
-	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ uint32, l lock, now time.Duration) store.Outcome {
+	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ uint32, _ int, l lock, now time.Duration) store.Outcome {
 		old, ok := sh.records[key]
 		if ok && old.expires <= now {
 			sh.dropRecord(key, old)

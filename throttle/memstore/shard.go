@@ -67,20 +67,21 @@ func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64) {
 	sh.recordFloor = math.MaxInt64
 }
 
-// live returns the lock of key if it has not expired, removing it if it has
-// (see expireRecord).
-func (sh *shard) live(key string, tag uint32, now time.Duration) (lock, bool) {
+// live returns the lock of key and its index slot if it has not expired,
+// removing it if it has (see expireRecord). The slot stays key's until the
+// index changes: until a lock is added, removed or reclaimed.
+func (sh *shard) live(key string, tag uint32, now time.Duration) (lock, int, bool) {
 	i, ok := sh.locks.lookup(key, tag)
 	if !ok {
-		return lock{}, false
+		return lock{}, 0, false
 	}
 	l := sh.locks.at(i).l
 	if l.expires <= now {
 		sh.locks.remove(i)
 		sh.expireRecord(key, now)
-		return lock{}, false
+		return lock{}, 0, false
 	}
-	return l, true
+	return l, i, true
 }
 
 // expireRecord removes the record of key, whose lock expired, if it has
@@ -101,13 +102,6 @@ func (sh *shard) recordOf(key string) (record, bool) {
 	}
 	r, ok := sh.records[key]
 	return r, ok
-}
-
-// put changes the live lock of key to l, whose expiry is unchanged.
-func (sh *shard) put(key string, tag uint32, l lock) {
-	if i, ok := sh.locks.lookup(key, tag); ok {
-		sh.locks.at(i).l = l
-	}
 }
 
 // add stores l, new and expiring ttl from now, as the lock of key, which

@@ -154,7 +154,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 
-	if l, held := sh.live(req.Key, tag, now); held {
+	if l, i, held := sh.live(req.Key, tag, now); held {
 		if l.token != req.Token || (req.Reentrant != (l.holds > 0)) {
 			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
 		}
@@ -168,7 +168,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 					return store.Grant{}, ErrFull
 				}
 				l.fence, g.Fence = f, f
-				sh.put(req.Key, tag, l)
+				sh.locks.at(i).l = l // nextFence leaves the index alone
 			}
 			return g, nil
 		}
@@ -187,7 +187,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			l.expires = now + ttl
 			sh.setExpiry(req.Key, tag, l, now)
 		} else {
-			sh.put(req.Key, tag, l)
+			sh.locks.at(i).l = l
 		}
 		g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: int(l.holds)}
 		if req.Fence {
@@ -221,13 +221,13 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 // record (see Record). Waiters from Watch are woken when the key is freed.
 // It returns ctx.Err() when ctx is done.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint32, l lock, _ time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, _ uint32, i int, l lock, _ time.Duration) store.Outcome {
 		if l.holds > 1 {
 			l.holds--
-			sh.put(key, tag, l)
+			sh.locks.at(i).l = l
 			return store.StillHeld
 		}
-		sh.locks.del(key, tag)
+		sh.locks.remove(i)
 		if r, ok := sh.recordOf(key); ok {
 			sh.dropRecord(key, r)
 		}
@@ -244,7 +244,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint32, l lock, now time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint32, _ int, l lock, now time.Duration) store.Outcome {
 		expires := now + ceilMillis(ttl)
 		if l.holds > 0 {
 			// One owner's holds share a reentrant key's TTL: never lower it.
@@ -259,10 +259,11 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 }
 
 // ifOwned is the token check Release and Extend share: under key's shard
-// lock, it runs change when token holds key, and otherwise reports
-// store.Gone or store.HeldByOther without changing anything.
+// lock, it runs change with key's lock and index slot (see shard.live) when
+// token holds key, and otherwise reports store.Gone or store.HeldByOther
+// without changing anything.
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, tag uint32, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, tag uint32, i int, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -270,14 +271,14 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	sh, tag := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l, held := sh.live(key, tag, now)
+	l, i, held := sh.live(key, tag, now)
 	switch {
 	case !held:
 		return store.Gone, nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}
-	return change(sh, tag, l, now), nil
+	return change(sh, tag, i, l, now), nil
 }
 
 // Len returns how many keys the store holds now (locks, fencing counters,

@@ -147,13 +147,6 @@ func (t *table) move(i int, l lock, ttl time.Duration) {
 	t.drop(old)
 }
 
-// del removes key's lock, if any.
-func (t *table) del(key string, tag uint32) {
-	if i, ok := t.lookup(key, tag); ok {
-		t.remove(i)
-	}
-}
-
 // remove drops the lock of index slot i and empties the slot.
 func (t *table) remove(i int) {
 	t.drop(ref(t.index[i]))

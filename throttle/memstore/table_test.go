@@ -53,13 +53,16 @@ func TestTableModel(t *testing.T) {
 				}
 				model[k] = l
 			case op < 10:
-				if l, ok := model[k]; ok {
+				if i, ok := tbl.lookup(k, tg); ok {
+					l := model[k]
 					l.holds++
-					sh.put(k, tg, l)
+					tbl.at(i).l = l
 					model[k] = l
 				}
 			case op < 17:
-				tbl.del(k, tg)
+				if i, ok := tbl.lookup(k, tg); ok {
+					tbl.remove(i)
+				}
 				delete(model, k)
 			case op < 18:
 				low := time.Duration(math.MaxInt64)
