@@ -18,6 +18,33 @@ var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request)
 	_, _ = w.Write(created)
 })
 
+// The fixed rejection fixedRejection writes: the fields and body guard.Write
+// writes for a duplicate of "submit" held 5 s more.
+var (
+	fixedRetryAfter = []string{"5"}
+	fixedPolicy     = []string{`"submit";q=1;w=5`}
+	fixedLimit      = []string{`"submit";r=0;t=5`}
+	fixedType       = []string{"application/problem+json"}
+	fixedNoStore    = []string{"no-store"}
+	fixedNoSniff    = []string{"nosniff"}
+	fixedBody       = []byte(`{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"This request duplicates one made moments ago; retry after 5 seconds."}` + "\n")
+)
+
+// fixedRejection answers every request as the middleware answers a
+// duplicate, from constants: the framework's share of a rejection, its
+// writer and six header fields, without the throttle's.
+var fixedRejection = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h["Retry-After"] = fixedRetryAfter
+	h["Ratelimit-Policy"] = fixedPolicy
+	h["Ratelimit"] = fixedLimit
+	h["Content-Type"] = fixedType
+	h["Cache-Control"] = fixedNoStore
+	h["X-Content-Type-Options"] = fixedNoSniff
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(fixedBody)
+})
+
 // Bench measures the middleware's cost per request against the bare
 // engine and against a middleware that does nothing. Every case serves
 // b.N requests on one goroutine (concurrency 1; run with -cpu 1) through
@@ -29,6 +56,10 @@ var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request)
 //     IP per request (what the harness and engine cost);
 //   - noop-middleware: the same behind a framework middleware that only
 //     calls the next handler (what any middleware costs);
+//   - noop-middleware-fixed-429: the same with a handler that answers 429
+//     with the fields and body of a rejection, from constants (what
+//     writing a rejection costs in the framework, the floor under the
+//     rejected cases);
 //   - admitted-distinct-ips, admitted-distinct-users: a Dedupe policy and
 //     a new client IP (user) per request, in a steady state: the window is
 //     short (steadyWindow), so keys expire as fast as new ones arrive and
@@ -61,6 +92,9 @@ func Bench(b *testing.B, a Adapter) {
 	if a.Noop != nil {
 		b.Run("noop-middleware", func(b *testing.B) {
 			DriveWith(b, a.Noop(benchHandler), http.StatusCreated, ByAddr(addrs))
+		})
+		b.Run("noop-middleware-fixed-429", func(b *testing.B) {
+			DriveWith(b, a.Noop(fixedRejection), http.StatusTooManyRequests, ByAddr(addrs))
 		})
 	}
 	b.Run("admitted-distinct-ips", func(b *testing.B) {

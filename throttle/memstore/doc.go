@@ -32,40 +32,41 @@
 //
 // # Memory and time
 //
-// The store is split into shards (64 by default), each a mutex, a table of
-// locks (open addressing: see table.go) and maps of fence counters, quotas
-// and Replay records, so that goroutines working on different keys rarely
-// wait for each other. The number of locks is bounded (WithMaxKeys,
-// default 1<<20, shared evenly by the shards), and so, separately, is the
-// number of fence counters. The store keeps the key and token strings it is
-// given (not copies), so their bytes are part of its cost. With keys made by
-// store.Key("throttle", "submit", <user id>) (28 bytes) and tokens from
-// store.NewToken (31 bytes), BenchmarkMemoryPerKey measures this live heap
-// per key (Go 1.26, amd64):
+// The store is split into shards (4 per GOMAXPROCS, at most 64), each a
+// mutex, its locks (a ring per TTL class and an index: see table.go and
+// ring.go) and maps of fence counters, quotas and Replay records, so that
+// goroutines working on different keys rarely wait for each other. The
+// number of locks is bounded (WithMaxKeys, default 1<<20, shared evenly by
+// the shards), and so, separately, is the number of fence counters. The
+// store keeps the key and token strings it is given (not copies), so their
+// bytes are part of its cost. With keys made by store.Key("throttle",
+// "submit", <user id>) (28 bytes) and tokens from store.NewToken (31
+// bytes), BenchmarkMemoryPerKey measures this live heap per key (Go 1.26,
+// amd64):
 //
-//	held key, no fence                about 230 bytes (64 of them the strings)
-//	held key with its fence counter   about 310 bytes
-//	fence counter of a released key   about 115 bytes (32 of them the key)
+//	held key, no fence                about 145 bytes (64 of them the strings)
+//	held key with its fence counter   about 225 bytes
+//	fence counter of a released key   about 112 bytes (32 of them the key)
 //
-// A held key's figures include the 32 bytes (and spare room) of its entry
-// in an expiry queue; a lock released before its TTL ran out leaves at most
-// that entry, without the key, until then. Longer keys add their extra
-// length. A table's or a map's spare room varies as it grows, and a full
-// shard of the default store has about half of its slots spare, which the
-// figures include. At the default bound a store is at its largest when a
-// million keys are held and the fence counters of a million other keys are
-// kept: about 340 MiB of live heap (about 230 MiB without fences).
+// A held key's figures include its 64-byte entry in a ring and its 8-byte
+// index slot, with their spare room; a lock released or extended leaves a
+// cleared entry (no strings) in its ring until the entry comes round to the
+// ring's head, at most one TTL later. Longer keys add their extra length. A
+// ring's or a map's spare room varies as it grows, which the figures
+// include. At the default bound a store is at its largest when a million
+// keys are held and the fence counters of a million other keys are kept:
+// about 256 MiB of live heap (about 144 MiB without fences).
 // The process needs more than that: between collections the garbage
 // collector lets the heap grow to about twice its live size (GOGC=100).
-// Neither the lock table nor the maps shrink, so a store stays about as
-// large as it was at its busiest. WithMaxKeys lowers the bound and the cost
-// in proportion.
+// Neither the rings, the index nor the maps shrink, so a store stays about
+// as large as it was at its busiest. WithMaxKeys lowers the bound and the
+// cost in proportion.
 //
 // There are no goroutines and nothing to close: an expired entry is removed
 // when it is next touched; an expired lock also when a new lock expiry is
-// set, which first removes the expired locks at the front of the shard's
-// expiry queues (one queue per TTL class, in which locks expire about in
-// the order they were taken, so that the expired ones are found without
+// set, which first removes the expired locks at the heads of the shard's
+// rings (one ring per TTL class, in which locks expire about in the order
+// their expiries were set, so that the expired ones are found without
 // looking for them); an insertion of another kind of entry samples a few
 // and removes those that expired (as Redis's active expiry does); and a
 // full shard is swept completely before it refuses a new key. Time comes from an
