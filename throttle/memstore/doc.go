@@ -50,8 +50,9 @@
 //
 // A held key's figures include its 64-byte entry in a ring and its 8-byte
 // index slot, with their spare room; a lock released or extended leaves a
-// cleared entry (no strings) in its ring until the entry comes round to the
-// ring's head, at most one TTL later. Longer keys add their extra length. A
+// cleared entry (no strings) in its ring until the entries before it have
+// left and it reaches the ring's head, about one TTL of its class later (at
+// once when it is the ring's last). Longer keys add their extra length. A
 // ring's or a map's spare room varies as it grows, which the figures
 // include. At the default bound a store is at its largest when a million
 // keys are held and the fence counters of a million other keys are kept:
