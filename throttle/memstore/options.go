@@ -14,8 +14,8 @@ type config struct {
 
 // DefaultMaxKeys is the default bound on the number of locks (and, separately,
 // of fence counters) a Store keeps: about 1M keys, enough for a busy single
-// instance. At this bound a store takes at most about 256 MiB of live heap
-// with fence counters and 145 MiB without, key and token bytes included for
+// instance. At this bound a store takes at most about 266 MiB of live heap
+// with fence counters and 155 MiB without, key and token bytes included for
 // keys of about 30 bytes (see Memory and time in the package documentation).
 const DefaultMaxKeys = 1 << 20
 

@@ -39,13 +39,33 @@ type entry struct {
 }
 
 // ring is the FIFO of one TTL class. Entries have wrapping sequence numbers;
-// head and tail are the first one's and the next one's, and the entry of
-// sequence number s is entries[s % len(entries)], len being a power of two.
+// head and tail are the first one's and the next one's. A small ring is one
+// block, a power of two long, in which the entry of sequence number s is at
+// s % len. A ring longer than blockLen is blocks of blockLen entries, the
+// entry of s in block s / blockLen (modulo the number of blocks, a power of
+// two), so that a ring grows by a block, or by doubling its list of
+// blocks, and never copies its entries: a shard of a quarter of a million
+// locks would otherwise copy 16 MiB, holding its mutex, when it grows.
+// Blocks that the head has passed are used again as the tail comes round.
 type ring struct {
 	class      int
 	head, tail uint32
-	entries    []entry
+	blocks     [][]entry
+	// at(s) is blocks[s>>shift&bmask][s&emask]: with one block, shift is
+	// 32 (s>>32 is 0) and emask its length less one.
+	shift        uint
+	bmask, emask uint32
+	// ready is the first sequence number from the tail on whose place
+	// fits must be asked again: the entries up to it are known to fit.
+	ready uint32
 }
+
+// blockLen is the length of a ring's blocks once it has more than one:
+// 8 KiB of entries.
+const (
+	blockBits = 7
+	blockLen  = 1 << blockBits
+)
 
 // ref is where an entry is: the index of its ring in table.rings in the top
 // 6 bits (a shard has fewer than 64 classes, ttlClass being below 64), and
@@ -76,17 +96,19 @@ func ttlClass(ttl time.Duration) int { return bits.Len64(uint64(max(ttl, 0))) }
 // at returns the entry of sequence number seq (or of any number equal to it
 // modulo 2^26).
 func (g *ring) at(seq uint32) *entry {
-	return &g.entries[seq&uint32(len(g.entries)-1)]
+	return &g.blocks[seq>>g.shift&g.bmask][seq&g.emask]
 }
 
 // push appends e and returns its sequence number, or false when the ring
-// holds maxRing entries.
+// would hold more than maxRing entries.
 func (g *ring) push(e entry) (uint32, bool) {
-	if int(g.tail-g.head) == len(g.entries) {
-		if len(g.entries) == maxRing {
-			return 0, false
+	if g.tail == g.ready {
+		for !g.fits() {
+			if !g.grow() {
+				return 0, false
+			}
 		}
-		g.grow()
+		g.ready = g.readyUntil()
 	}
 	seq := g.tail
 	*g.at(seq) = e
@@ -94,14 +116,94 @@ func (g *ring) push(e entry) (uint32, bool) {
 	return seq, true
 }
 
-// grow doubles the ring; every entry keeps its sequence number, so the refs
-// to it stay good.
-func (g *ring) grow() {
-	old := *g
-	g.entries = make([]entry, max(2*len(old.entries), minRing))
-	for seq := g.head; seq != g.tail; seq++ {
-		*g.at(seq) = *old.at(seq)
+// fits reports whether the tail's place is ready for an entry: in a ring
+// of one block, whether the block has a free place; in a ring of blocks,
+// whether the tail's block has a place in the list that no entry's block
+// uses, and a block there.
+func (g *ring) fits() bool {
+	switch n := uint32(len(g.blocks)); n {
+	case 0:
+		return false
+	case 1:
+		return g.tail-g.head <= g.emask
+	default:
+		bt := g.tail >> blockBits
+		return bt-g.head>>blockBits < n && g.blocks[bt&g.bmask] != nil
 	}
+}
+
+// readyUntil returns ready for a ring whose tail fits: the end of the one
+// block's free places (the head only moves on, so they stay free), or the
+// end of the tail's block.
+func (g *ring) readyUntil() uint32 {
+	if len(g.blocks) == 1 {
+		return g.head + g.emask + 1
+	}
+	return (g.tail>>blockBits + 1) << blockBits
+}
+
+// grow makes room for the tail's entry, keeping every entry's sequence
+// number, so that the refs to it stay good: it makes the first block,
+// doubles a small ring's one block, gives the tail's place a block (a
+// new one, or a passed one, see fits), or doubles the list of blocks. It
+// reports false when the ring would then hold more than maxRing entries.
+func (g *ring) grow() bool {
+	n := len(g.blocks)
+	switch {
+	case n == 0:
+		if maxRing < minRing {
+			return false
+		}
+		g.setBlocks([][]entry{make([]entry, minRing)})
+		return true
+	case n == 1 && len(g.blocks[0]) < blockLen:
+		if 2*len(g.blocks[0]) > maxRing {
+			return false
+		}
+		old := *g
+		g.setBlocks([][]entry{make([]entry, 2*len(old.blocks[0]))})
+		for seq := g.head; seq != g.tail; seq++ {
+			*g.at(seq) = *old.at(seq)
+		}
+		return true
+	case n > 1 && g.tail>>blockBits-g.head>>blockBits < uint32(n):
+		g.blocks[g.tail>>blockBits&g.bmask] = make([]entry, blockLen)
+		return true
+	}
+	if 2*n*blockLen > maxRing {
+		return false
+	}
+	old := *g
+	g.setBlocks(make([][]entry, 2*n))
+	if n == 1 {
+		// The one block wraps round: its entries may belong to two
+		// blocks of the new list, so they move (blockLen at most).
+		for seq := g.head; seq != g.tail; seq++ {
+			b := &g.blocks[seq>>blockBits&g.bmask]
+			if *b == nil {
+				*b = make([]entry, blockLen)
+			}
+			*g.at(seq) = *old.at(seq)
+		}
+		return true
+	}
+	// The tail is at the start of its block (fits failed), so the
+	// entries' blocks are the head's up to the one before the tail's.
+	for b := g.head >> blockBits; b != g.tail>>blockBits; b++ {
+		g.blocks[b&g.bmask] = old.blocks[b&old.bmask]
+	}
+	return true
+}
+
+// setBlocks makes blocks the ring's list: one block of any power-of-two
+// length, or a power-of-two number of blocks of blockLen.
+func (g *ring) setBlocks(blocks [][]entry) {
+	g.blocks = blocks
+	if len(blocks) == 1 {
+		g.shift, g.bmask, g.emask = 32, 0, uint32(len(blocks[0])-1)
+		return
+	}
+	g.shift, g.bmask, g.emask = blockBits, uint32(len(blocks)-1), blockLen-1
 }
 
 // trimHead gives back the cleared entries at the head.

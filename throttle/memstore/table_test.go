@@ -111,8 +111,8 @@ func checkTable(t *testing.T, tbl *table, model map[string]lock, tags map[string
 	live := 0
 	for k := range tbl.rings {
 		g := &tbl.rings[k]
-		if int(g.tail-g.head) > len(g.entries) {
-			t.Fatalf("ring %d: %d entries in %d places", k, g.tail-g.head, len(g.entries))
+		if places := len(g.blocks) * int(g.emask+1); int(g.tail-g.head) > places {
+			t.Fatalf("ring %d: %d entries in %d places", k, g.tail-g.head, places)
 		}
 		for seq := g.head; seq != g.tail; seq++ {
 			if e := g.at(seq); e.key != "" {
@@ -192,5 +192,45 @@ func TestRingFull(t *testing.T) {
 	}
 	if g := acquire(t, s, "k0", "u", time.Second); !g.Acquired {
 		t.Fatalf("an expired lock of a full ring: %+v, want acquired", g)
+	}
+}
+
+// TestRingModel pushes to and pops from a ring at random, in phases that
+// grow it from one small block to many and shrink it again, and checks
+// after every step that each entry is found by its sequence number, as in
+// a plain slice: through the doubling of the one block, its unwrapping
+// into blocks, the doubling of the list of blocks and the reuse of blocks
+// the head has passed.
+func TestRingModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var g ring
+	var model []string // the keys of the entries from head to tail
+	most := 0
+	for step := range 40_000 {
+		grow := step/5000%2 == 0 // phases of growth and of shrinking
+		if p := rng.IntN(10); (grow && p < 6) || (!grow && p < 4) {
+			key := "e" + strconv.Itoa(step)
+			seq, ok := g.push(entry{key: key})
+			if !ok || seq != g.tail-1 {
+				t.Fatalf("step %d: push = %d, %v; want %d", step, seq, ok, g.tail-1)
+			}
+			model = append(model, key)
+		} else if len(model) > 0 {
+			*g.at(g.head) = entry{}
+			g.head++
+			model = model[1:]
+		}
+		most = max(most, len(model))
+		if int(g.tail-g.head) != len(model) {
+			t.Fatalf("step %d: ring holds %d, model %d", step, g.tail-g.head, len(model))
+		}
+		for i, key := range model {
+			if got := g.at(g.head + uint32(i)).key; got != key {
+				t.Fatalf("step %d: entry %d is %q, want %q", step, i, got, key)
+			}
+		}
+	}
+	if places := len(g.blocks) * int(g.emask+1); most < 4*blockLen || places > 4*most {
+		t.Fatalf("at most %d entries in %d places: want a ring of many blocks, at most four times as long as it had to be", most, places)
 	}
 }
