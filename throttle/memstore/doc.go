@@ -49,14 +49,15 @@
 //	fence counter of a released key   about 112 bytes (32 of them the key)
 //
 // A held key's figures include its 64-byte entry in a ring (rings grow by
-// blocks of 128 entries) and its 8-byte index slot, with their spare room; a lock released or extended leaves a
-// cleared entry (no strings) in its ring until the entries before it have
-// left and it reaches the ring's head, about one TTL of its class later (at
-// once when it is the ring's last). Longer keys add their extra length. A
+// blocks of 128 entries) and its 8-byte index slot, with their spare room;
+// a lock released or extended leaves a cleared entry (no strings) in its
+// ring until the entries before it have left and it reaches the ring's
+// head, about one TTL of its class later (at once when it is the ring's
+// last). Longer keys add their extra length. A
 // ring's or a map's spare room varies as it grows, which the figures
 // include. At the default bound a store is at its largest when a million
 // keys are held and the fence counters of a million other keys are kept:
-// about 266 MiB of live heap (about 154 MiB without fences).
+// about 266 MiB of live heap (about 155 MiB without fences).
 // The process needs more than that: between collections the garbage
 // collector lets the heap grow to about twice its live size (GOGC=100).
 // Neither the rings, the index nor the maps shrink, so a store stays about
