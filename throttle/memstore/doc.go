@@ -53,9 +53,8 @@
 // a lock released or extended leaves a cleared entry (no strings) in its
 // ring until the entries before it have left and it reaches the ring's
 // head, about one TTL of its class later (at once when it is the ring's
-// last). Longer keys add their extra length. A
-// ring's or a map's spare room varies as it grows, which the figures
-// include. At the default bound a store is at its largest when a million
+// last). Longer keys add their extra length. A ring's or a map's spare
+// room varies as it grows, which the figures include. At the default bound a store is at its largest when a million
 // keys are held and the fence counters of a million other keys are kept:
 // about 266 MiB of live heap (about 155 MiB without fences).
 // The process needs more than that: between collections the garbage
