@@ -46,11 +46,16 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	if l == nil {
 		panic("echoadapter: middleware needs a non-nil Limiter")
 	}
-	cfg := config{reject: defaultReject}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
+	writes := cfg.reject == nil // the guard answers duplicates itself
+	if writes {
+		cfg.reject = defaultReject
+	}
+	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip,
+		reject: cfg.reject, writes: writes}
 	m.cost, m.fingerprint = m.g.Inputs(cfg.cost, cfg.fingerprint)
 	// Echo applies middleware anew on every request, so this closure is
 	// made per request: it captures only m and next, for a small
@@ -67,6 +72,7 @@ type middleware struct {
 	reqKey      keyfuncs.Func // called without a Request adapter around it
 	skip        func(c echo.Context) bool
 	reject      RejectHandler
+	writes      bool // reject is defaultReject: see guard.BeginOrWrite
 	cost        func(*http.Request) (int, error)
 	fingerprint func(*http.Request) (string, error)
 }
@@ -104,7 +110,14 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 		}
 		ctx, ticket, rej = m.g.BeginReplay(parent, id, fp)
 	} else {
-		ctx, ticket, rej = m.g.BeginN(parent, id, cost)
+		var out http.ResponseWriter // nil: every rejection goes to m.reject
+		if m.writes {
+			out = c.Response()
+		}
+		var written bool
+		if ctx, ticket, rej, written = m.g.BeginOrWrite(parent, id, cost, out); written {
+			return nil
+		}
 	}
 	switch {
 	case rej == nil:

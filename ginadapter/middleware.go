@@ -47,9 +47,13 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	if l == nil {
 		panic("ginadapter: middleware needs a non-nil Limiter")
 	}
-	cfg := config{reject: defaultReject}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	writes := cfg.reject == nil // the guard answers duplicates itself
+	if writes {
+		cfg.reject = defaultReject
 	}
 	g, reject := guard.New(l, cfg.guard...), cfg.reject
 	costOf, fingerprint := g.Inputs(cfg.cost, cfg.fingerprint)
@@ -88,7 +92,15 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 		if fingerprint != nil {
 			ctx, ticket, rej = g.BeginReplay(parent, id, fp)
 		} else {
-			ctx, ticket, rej = g.BeginN(parent, id, cost)
+			var out http.ResponseWriter // nil: every rejection goes to reject
+			if writes {
+				out = c.Writer
+			}
+			var written bool
+			if ctx, ticket, rej, written = g.BeginOrWrite(parent, id, cost, out); written {
+				c.Abort()
+				return
+			}
 		}
 		switch {
 		case rej == nil:

@@ -28,9 +28,13 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 	if l == nil || key == nil {
 		panic("nethttp: Middleware needs a non-nil Limiter and key function")
 	}
-	cfg := config{reject: defaultReject}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	writes := cfg.reject == nil // the guard answers duplicates itself
+	if writes {
+		cfg.reject = defaultReject
 	}
 	g := guard.New(l, cfg.guard...)
 	cfg.cost, cfg.fingerprint = g.Inputs(cfg.cost, cfg.fingerprint)
@@ -38,7 +42,8 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
 		}
-		return &handler{g: g, key: key, cost: cfg.cost, fingerprint: cfg.fingerprint, next: next, reject: cfg.reject}
+		return &handler{g: g, key: key, cost: cfg.cost, fingerprint: cfg.fingerprint, next: next,
+			reject: cfg.reject, writes: writes}
 	}
 }
 
@@ -49,6 +54,7 @@ type handler struct {
 	fingerprint func(*http.Request) (string, error)
 	next        http.Handler
 	reject      RejectHandler
+	writes      bool // reject is defaultReject: see guard.BeginOrWrite
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +84,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, ticket, rej = h.g.BeginReplay(parent, id, fp)
 	} else {
-		ctx, ticket, rej = h.g.BeginN(parent, id, cost)
+		var out http.ResponseWriter // nil: every rejection goes to h.reject
+		if h.writes {
+			out = w
+		}
+		var written bool
+		if ctx, ticket, rej, written = h.g.BeginOrWrite(parent, id, cost, out); written {
+			return
+		}
 	}
 	switch {
 	case rej == nil:

@@ -19,7 +19,10 @@
 //     otherwise answer it with Write (through a small http.ResponseWriter
 //     over the framework's context if it has none, as in the example) or
 //     in the framework's own idiom with SetHeaders and Body or Detail; and
-//     abort the chain.
+//     abort the chain. An adapter that answers with Write anyway can call
+//     g.BeginOrWrite instead of g.BeginN: it writes the commonest
+//     rejection, a held key or a spent quota, itself, without allocating
+//     it, and says so.
 //  3. Otherwise set the RateLimit headers with Ticket.SetHeaders, hand the
 //     handler the context Begin returned (it carries the lease for
 //     Exclusive, Fence and Reentrant policies) and call Ticket.Run

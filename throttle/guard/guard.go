@@ -116,19 +116,39 @@ func (g *Guard) Begin(ctx context.Context, id string) (context.Context, Ticket, 
 // holds nothing. On a Replay policy, BeginN is BeginReplay without a body
 // fingerprint.
 func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
+	ctx, t, rej, _ := g.BeginOrWrite(ctx, id, cost, nil)
+	return ctx, t, rej
+}
+
+// BeginOrWrite is BeginN for an adapter that answers rejections with Write
+// (it has no rejection handler of its own): a request turned away because
+// its key is held or its quota spent, the commonest rejection by far, is
+// answered here, on w, and BeginOrWrite reports written; the adapter then
+// only ends the chain in its framework's way. That Rejection never leaves
+// the call, so it is not allocated: a tenth of a duplicate's cost. Every
+// other outcome is BeginN's, with written false, the rejection (if any)
+// still to be answered. Under Policy.DryRun nothing is written, and with a
+// nil w BeginOrWrite is BeginN.
+func (g *Guard) BeginOrWrite(ctx context.Context, id string, cost int, w http.ResponseWriter) (_ context.Context, _ Ticket, _ *Rejection, written bool) {
 	switch g.p.Mode {
 	case throttle.Quota:
-		return g.beginQuota(ctx, id, cost)
+		return g.beginQuota(ctx, id, cost, w)
 	case throttle.Replay:
-		return g.BeginReplay(ctx, id, "")
+		ctx, t, rej := g.BeginReplay(ctx, id, "")
+		return ctx, t, rej, false
 	}
 	lease, hold, err := g.path.Admit(ctx, id)
 	if err != nil {
-		return g.reject(ctx, g.rejection(err))
+		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.DryRun {
+			g.writeContended(w, err, ce, nil)
+			return ctx, Ticket{}, nil, true
+		}
+		ctx, t, rej := g.reject(ctx, g.rejection(err))
+		return ctx, t, rej, false
 	}
 	t := Ticket{g: g, lease: lease, hold: hold}
 	if lease == nil {
-		return ctx, t, nil
+		return ctx, t, nil, false
 	}
 	switch {
 	case g.p.Mode == throttle.Exclusive:
@@ -136,28 +156,33 @@ func (g *Guard) BeginN(ctx context.Context, id string, cost int) (context.Contex
 	case g.p.Fence || g.p.Reentrant:
 		ctx = throttle.WithLease(ctx, lease)
 	}
-	return ctx, t, nil
+	return ctx, t, nil, false
 }
 
-// beginQuota is BeginN for a Quota policy.
-func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Context, Ticket, *Rejection) {
+// beginQuota is begin for a Quota policy.
+func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.ResponseWriter) (context.Context, Ticket, *Rejection, bool) {
 	if cost < 0 || cost > g.p.Burst {
 		g.observe(ctx, throttle.Event{Kind: throttle.KeyError})
 		status := http.StatusBadRequest
 		if cost > 0 {
 			status = http.StatusRequestEntityTooLarge
 		}
-		return ctx, Ticket{}, g.newRejection(status, ReasonBadCost, throttle.ErrInvalid)
+		return ctx, Ticket{}, g.newRejection(status, ReasonBadCost, throttle.ErrInvalid), false
 	}
 	d, err := g.l.AdmitN(ctx, id, cost)
 	if err != nil {
+		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.DryRun {
+			g.writeContended(w, err, ce, d)
+			return ctx, Ticket{}, nil, true
+		}
 		rej := g.rejection(err)
 		if d != nil {
 			// A copy: d itself stays on the stack (AdmitN is inlined).
 			dc := *d
 			rej.Decision = &dc
 		}
-		return g.reject(ctx, rej)
+		ctx, t, rej := g.reject(ctx, rej)
+		return ctx, t, rej, false
 	}
 	t := Ticket{g: g}
 	if d != nil {
@@ -166,7 +191,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int) (context.Co
 			t.id, t.refund = id, cost
 		}
 	}
-	return ctx, t, nil
+	return ctx, t, nil, false
 }
 
 // BadKey answers a request whose key could not be built: 400, or the 4xx

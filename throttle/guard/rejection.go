@@ -155,6 +155,21 @@ func (g *Guard) rejection(err error) *Rejection {
 	return r
 }
 
+// writeContended answers, with Write on w, a request turned away because
+// ce (err itself) says its key is held or its quota spent, d being the
+// quota's decision if any, as contended's rejection would be answered. The
+// Rejection stays on the stack: Write keeps nothing of it. d is copied, so
+// that the caller's decision, which may be on its stack, stays there.
+func (g *Guard) writeContended(w http.ResponseWriter, err error, ce *throttle.ContendedError, d *throttle.Decision) {
+	rej := Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
+		Policy: &g.p, Err: err, g: g}
+	if d != nil {
+		dc := *d
+		rej.Decision = &dc
+	}
+	Write(w, &rej)
+}
+
 // contended returns the rejection of a request turned away because ce
 // (err, or wrapped in it) says its key is held or its quota spent.
 func (g *Guard) contended(err error, ce *throttle.ContendedError) *Rejection {
