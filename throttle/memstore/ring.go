@@ -162,9 +162,7 @@ func (g *ring) grow() bool {
 		}
 		old := *g
 		g.setBlocks([][]entry{make([]entry, 2*len(old.blocks[0]))})
-		for seq := g.head; seq != g.tail; seq++ {
-			*g.at(seq) = *old.at(seq)
-		}
+		g.copyFrom(&old)
 		return true
 	case n > 1 && g.tail>>blockBits-g.head>>blockBits < uint32(n):
 		g.blocks[g.tail>>blockBits&g.bmask] = make([]entry, blockLen)
@@ -178,13 +176,7 @@ func (g *ring) grow() bool {
 	if n == 1 {
 		// The one block wraps round: its entries may belong to two
 		// blocks of the new list, so they move (blockLen at most).
-		for seq := g.head; seq != g.tail; seq++ {
-			b := &g.blocks[seq>>blockBits&g.bmask]
-			if *b == nil {
-				*b = make([]entry, blockLen)
-			}
-			*g.at(seq) = *old.at(seq)
-		}
+		g.copyFrom(&old)
 		return true
 	}
 	// The tail is at the start of its block (fits failed), so the
@@ -193,6 +185,17 @@ func (g *ring) grow() bool {
 		g.blocks[b&g.bmask] = old.blocks[b&old.bmask]
 	}
 	return true
+}
+
+// copyFrom copies the entries of old, the ring before its blocks changed,
+// to their places in g, making the blocks they need.
+func (g *ring) copyFrom(old *ring) {
+	for seq := g.head; seq != g.tail; seq++ {
+		if b := &g.blocks[seq>>g.shift&g.bmask]; *b == nil {
+			*b = make([]entry, blockLen)
+		}
+		*g.at(seq) = *old.at(seq)
+	}
 }
 
 // setBlocks makes blocks the ring's list: one block of any power-of-two
