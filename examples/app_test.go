@@ -90,8 +90,16 @@ var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // args, and kills it by PID at cleanup if it is still running.
 func startApp(t *testing.T, name string, args ...string) *app {
 	t.Helper()
+	return startWrapped(t, nil, name, args...)
+}
+
+// startWrapped is startApp with the example's command line run by wrapper
+// (such as taskset -c 0) when it is not empty.
+func startWrapped(t *testing.T, wrapper []string, name string, args ...string) *app {
+	t.Helper()
 	a := &app{name: name, exited: make(chan struct{})}
-	a.cmd = exec.Command(binary(t, name), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	argv := append(append(wrapper[:len(wrapper):len(wrapper)], binary(t, name), "-addr", "127.0.0.1:0"), args...)
+	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Stdout = logWriter{a}
 	setDeathSignal(a.cmd)
 	stderr, err := a.cmd.StderrPipe()

@@ -18,7 +18,7 @@ import (
 // per process for a memstore.
 func (l *Limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	gf, err := l.bounded(ctx, fb, l.fallbackLocal, req) // in memory: not a store call to time
+	gf, err := l.bounded(ctx, fb, req)
 	if err != nil {
 		// Without its mirror the store alone decides; the fallback's own
 		// failure is counted and logged like the store's.
@@ -42,7 +42,9 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 	fb := l.p.Fallback
 	g, err := l.call(ctx, req, monoNow())
 	if err != nil {
-		if ctx.Err() != nil || gf == nil {
+		if ctx.Err() != nil || gf == nil || isShed(err) {
+			// A shed call's store answers: the fallback must not grant
+			// what the store may be granting to another process.
 			if gf != nil {
 				l.releaseLocal(fb, req)
 			}
@@ -51,7 +53,7 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 		// The fallback's grant serves; the store's possible one is freed
 		// once it answers.
 		l.releaseLater(ctx, l.store, req, sent, err)
-		l.countFailure(l.store, err)
+		l.countFailure(l.store, "acquire", err)
 		l.stats.fallback.Add(1)
 		return l.granted(ctx, true, nil, req, *gf, sent)
 	}

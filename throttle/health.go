@@ -27,22 +27,16 @@ type health struct {
 	// failing is set by a store error and cleared, with one log line, by
 	// the next answer: operators learn when the store is back.
 	failing atomic.Bool
-	// lastLog is the monotonic time of the last store-error log line; it
-	// keeps an outage from flooding the log.
-	lastLog atomic.Int64
-	// lastDryRunLog is the same for the dry run's log line.
-	lastDryRunLog atomic.Int64
 }
 
-// failed records a store error of an acquisition.
-func (h *health) failed(l *Limiter, err error) {
+// failed records a store error (the caller logs it).
+func (h *health) failed(l *Limiter) {
 	h.failing.Store(true)
 	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
 		if h.downUntil.Swap(monoNow()+int64(probeInterval)) == 0 {
 			l.observe(context.Background(), Event{Kind: FallbackOn})
 		}
 	}
-	l.logStoreError("acquire", err)
 }
 
 // answered records an answer of the store.

@@ -106,15 +106,18 @@ func (ls *Lease) Release(ctx context.Context) error {
 	if ls.released.Swap(true) {
 		return ErrNotHeld
 	}
-	ctx, cancel := ls.l.bounds.detach(ctx)
-	defer cancel()
 	if m := ls.mirror(); m != nil {
-		if _, err := m.Release(ctx, ls.key, ls.token); err != nil {
+		mctx, c := ls.l.detach(ctx, m)
+		_, err := m.Release(mctx, ls.key, ls.token)
+		if err = c.end(err); err != nil {
 			ls.l.logStoreError("release-fallback", err)
 		}
 	}
 	start := ls.l.startCall()
-	out, err := ls.holder().Release(ctx, ls.key, ls.token)
+	st := ls.holder()
+	cctx, c := ls.l.detach(ctx, st)
+	out, err := st.Release(cctx, ls.key, ls.token)
+	err = c.end(err)
 	ls.l.storeCall(ctx, "release", start, err)
 	if err != nil {
 		return &storeError{op: "release", err: err}
@@ -134,10 +137,11 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ls.released.Load() {
 		return ErrNotHeld
 	}
-	ctx, cancel := ls.l.bounds.bind(ctx)
-	defer cancel()
 	sent := monoNow()
-	out, err := ls.holder().Extend(ctx, ls.key, ls.token, ttl)
+	st := ls.holder()
+	cctx, c := ls.l.watch(ctx, st)
+	out, err := st.Extend(cctx, ls.key, ls.token, ttl)
+	err = c.end(err)
 	if ls.l.p.Observer != nil {
 		ls.l.storeCallSince(ctx, "extend", sent, err)
 	}
@@ -145,7 +149,9 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return &storeError{op: "extend", err: err}
 	}
 	if m := ls.mirror(); m != nil && out == store.OK {
-		if _, err := m.Extend(ctx, ls.key, ls.token, ttl); err != nil {
+		mctx, c := ls.l.watch(ctx, m)
+		_, err := m.Extend(mctx, ls.key, ls.token, ttl)
+		if err = c.end(err); err != nil {
 			ls.l.logStoreError("extend-fallback", err)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"log/slog"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -40,9 +40,12 @@ type Limiter struct {
 	leaseless bool
 
 	health  health
+	logs    logGates
 	orphans orphans
 	stats   counters
-	bounds  bounds // Policy.Timeout's contexts
+	// live and fallbackLive are what this process knows of the store's
+	// and the Fallback's answers (see watch).
+	live, fallbackLive *liveness
 }
 
 // New returns a Limiter on st under policy p, whose zero fields take their
@@ -80,7 +83,10 @@ func New(st Store, p Policy) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{store: st, p: p}
-	l.bounds.timeout = p.Timeout
+	l.live = livenessOf(st)
+	if p.Fallback != nil {
+		l.fallbackLive = livenessOf(p.Fallback)
+	}
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
 	l.recorder, _ = st.(store.Recorder)
@@ -315,17 +321,25 @@ func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent 
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	l.countFailure(st, err)
+	l.countFailure(st, "acquire", err)
 	return &storeError{op: "acquire", err: err}
 }
 
-// countFailure counts a store error of an acquisition and, for the primary
-// store, records it in the store's health (which logs it).
-func (l *Limiter) countFailure(st Store, err error) {
+// countFailure counts a store error of the operation op (an acquisition, a
+// quota decision, a record read) and logs it; for the primary store it
+// also records it in the store's health. A shed call is no store error:
+// the store answers (see watch); it is logged as what it is.
+func (l *Limiter) countFailure(st Store, op string, err error) {
+	if isShed(err) {
+		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
+			"op", op, "waiting", l.live.waiting.Load())
+		return
+	}
 	l.stats.storeErrors.Add(1)
 	if st == l.store {
-		l.health.failed(l, err)
+		l.health.failed(l)
 	}
+	l.logStoreError(op, err)
 }
 
 // granted turns a store's answer into a lease, or the holder's remaining
@@ -367,10 +381,9 @@ func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req 
 // errLate is the cause of a store error for a grant that came too late.
 var errLate = errors.New("the grant arrived after its validity ran out")
 
-// call makes one acquisition in the store, bounded by Policy.Timeout (see
-// bounded). sent is when the call starts (see monoNow), for the Observer.
+// call makes one acquisition in the store, bounded as watch says. sent is when the call starts (see monoNow), for the Observer.
 func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
-	g, err := l.bounded(ctx, l.store, l.storeLocal, req)
+	g, err := l.bounded(ctx, l.store, req)
 	if l.p.Observer != nil {
 		l.storeCallSince(ctx, "acquire", sent, callFailed(ctx, err))
 	}
@@ -378,15 +391,14 @@ func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (stor
 }
 
 // bounded is call in st, the store or the Fallback, without the Observer's
-// report. The bound (see bounds) is skipped for an in-memory store (local:
-// st is a store.InMemory, as New found), which cannot hang.
-func (l *Limiter) bounded(ctx context.Context, st Store, local bool, req store.Request) (store.Grant, error) {
-	if local {
-		return st.Acquire(ctx, req)
-	}
-	ctx, cancel := l.bounds.bind(ctx)
-	defer cancel()
-	return st.Acquire(ctx, req)
+// report, bounded as watch says.
+func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
+	var g store.Grant
+	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+		g, err = st.Acquire(ctx, req)
+		return err
+	})
+	return g, err
 }
 
 // logDryRun logs, at most once a second, that a request went ahead under
@@ -394,32 +406,11 @@ func (l *Limiter) bounded(ctx context.Context, st Store, local bool, req store.R
 // the Observer counts every one.
 func (l *Limiter) logDryRun(err error) {
 	var ce *ContendedError
-	if !errors.As(err, &ce) || !onceASecond(&l.health.lastDryRunLog) {
+	if !errors.As(err, &ce) {
 		return
 	}
-	l.p.logger().Info("throttle: dry run: a request that would have been turned away went ahead",
-		"policy", l.p.Name, "mode", l.p.Mode.String(), "retry_after", ce.RetryAfter)
-}
-
-// onceASecond reports whether a log line stamped in last may be written now
-// (at most one a second), and stamps it.
-func onceASecond(last *atomic.Int64) bool {
-	now := monoNow()
-	prev := last.Load()
-	if prev != 0 && now-prev < int64(time.Second) {
-		return false
-	}
-	return last.CompareAndSwap(prev, now)
-}
-
-// logStoreError logs a store error at most once a second, so that an outage
-// does not flood the log; Stats counts every one.
-func (l *Limiter) logStoreError(op string, err error) {
-	if !onceASecond(&l.health.lastLog) {
-		return
-	}
-	l.p.logger().Warn("throttle: store error", "policy", l.p.Name, "op", op,
-		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
+	l.logLimited(slog.LevelInfo, "dry run", "throttle: dry run: a request that would have been turned away went ahead",
+		"mode", l.p.Mode.String(), "retry_after", ce.RetryAfter)
 }
 
 // Admit is Acquire with Policy.WhenStoreFails applied, for a request that
@@ -447,7 +438,20 @@ func (l *Limiter) admitted(ctx context.Context, fallback bool, err error) error 
 		}
 		return err
 	}
-	if l.p.WhenStoreFails == FailOpen {
+	return l.storeFailed(ctx, err)
+}
+
+// storeFailed applies the policy to a store error of an admission: nil to
+// fail open, err to turn the request away. A shed request (see watch) is
+// turned away whatever WhenStoreFails says: the store answers, so letting
+// it through would admit the duplicates of a burst.
+func (l *Limiter) storeFailed(ctx context.Context, err error) error {
+	switch {
+	case isShed(err):
+		l.stats.shed.Add(1)
+		l.observe(ctx, Event{Kind: Shed})
+		return err
+	case l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
 		l.observe(ctx, Event{Kind: FailedOpen})
 		return nil

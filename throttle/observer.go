@@ -24,6 +24,7 @@ type Observer interface {
 //	DryRunRejected  under Policy.DryRun, a request that would have been Rejected went ahead
 //	FailedOpen      the store failed; the request went ahead unguarded
 //	FailedClosed    the store failed; the request was turned away
+//	Shed            the store answers, but this process waited for it too long or with too many calls: turned away (503)
 //	Fallback        under FailOver, the Fallback store admitted the request
 //	KeyError        the request's key or cost could not be built (4xx, store not asked)
 //	StoreCall       one store call ended, after Latency; Op names it, Err says it failed
@@ -51,6 +52,7 @@ const (
 	FallbackOn
 	FallbackOff
 	Replayed
+	Shed
 )
 
 // String returns the kind's name in snake case, such as "dry_run_rejected":
@@ -67,7 +69,7 @@ var kindNames = [...]string{
 	FailedOpen: "failed_open", FailedClosed: "failed_closed", Fallback: "fallback",
 	KeyError: "key_error", StoreCall: "store_call", Released: "released",
 	Extended: "extended", Lost: "lost", FallbackOn: "fallback_on", FallbackOff: "fallback_off",
-	Replayed: "replayed",
+	Replayed: "replayed", Shed: "shed",
 }
 
 // ReleaseReason says why a key was released: ReleaseDone when the work or

@@ -94,8 +94,8 @@ func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Decision{}, false, ctxErr
 	}
-	l.countFailure(l.store, err)
-	if failOver {
+	l.countFailure(l.store, "quota", err)
+	if failOver && !isShed(err) {
 		return l.allowFallback(ctx, key, r, cost)
 	}
 	return Decision{}, false, &storeError{op: "quota", err: err}
@@ -129,12 +129,16 @@ func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r stor
 
 // allowBounded is allowIn without the Observer's report.
 func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
-	if _, local := q.(store.InMemory); local {
-		return q.AllowN(ctx, key, r, cost)
+	st := l.store
+	if q != l.quota {
+		st = l.p.Fallback
 	}
-	ctx, cancel := l.bounds.bind(ctx)
-	defer cancel()
-	return q.AllowN(ctx, key, r, cost)
+	var d Decision
+	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+		d, err = q.AllowN(ctx, key, r, cost)
+		return err
+	})
+	return d, err
 }
 
 // count adds a decision to the Stats: an allowed charge to Acquired, a
@@ -194,12 +198,8 @@ func (l *Limiter) admitN(ctx context.Context, id string, cost int, out *Decision
 		}
 		*out = d
 		return out, err
-	case errors.Is(err, ErrStore) && l.p.WhenStoreFails == FailOpen:
-		l.stats.failedOpen.Add(1)
-		l.observe(ctx, Event{Kind: FailedOpen})
-		return nil, nil
 	case errors.Is(err, ErrStore):
-		l.observe(ctx, Event{Kind: FailedClosed})
+		return nil, l.storeFailed(ctx, err)
 	}
 	return nil, err
 }

@@ -100,16 +100,19 @@ func (l *Limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 // as itself.
 func (l *Limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
-	cctx, cancel := l.bounds.bind(ctx)
-	defer cancel()
 	start := l.startCall()
-	rec, found, err := r.Recorded(cctx, key)
+	var rec []byte
+	var found bool
+	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+		rec, found, err = r.Recorded(ctx, key)
+		return err
+	})
 	l.storeCall(ctx, "recorded", start, callFailed(ctx, err))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		l.countFailure(st, err)
+		l.countFailure(st, "recorded", err)
 		return nil, &storeError{op: "recorded", err: err}
 	}
 	if !found {
@@ -144,10 +147,12 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if !ok {
 		return invalid("%T keeps no records", ls.holder())
 	}
-	ctx, cancel := ls.l.bounds.detach(ctx)
-	defer cancel()
 	start := ls.l.startCall()
-	out, err := r.Record(ctx, ls.key, ls.token, rec)
+	var out store.Outcome
+	err := ls.l.callStore(context.WithoutCancel(ctx), ls.holder(), func(ctx context.Context) (err error) {
+		out, err = r.Record(ctx, ls.key, ls.token, rec)
+		return err
+	})
 	ls.l.storeCall(ctx, "record", start, err)
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -160,7 +165,9 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 		return ErrNotHeld
 	}
 	if m, ok := ls.mirror().(store.Recorder); ok {
-		if _, err := m.Record(ctx, ls.key, ls.token, rec); err != nil {
+		mctx, c := ls.l.detach(ctx, ls.mirror())
+		_, err := m.Record(mctx, ls.key, ls.token, rec)
+		if err = c.end(err); err != nil {
 			ls.l.logStoreError("record-fallback", err)
 		}
 	}

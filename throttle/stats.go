@@ -9,12 +9,13 @@ type Stats struct {
 	Rejected    uint64 // attempts that found the key held (each retry counts)
 	StoreErrors uint64 // acquisitions the store could not answer
 	FailedOpen  uint64 // requests let through unguarded under FailOpen
+	Shed        uint64 // requests turned away (503) because this process waited too long for a store that answers
 	Fallback    uint64 // acquisitions granted by the fallback under FailOver
 	Lost        uint64 // leases lost while held
 }
 
 type counters struct {
-	acquired, rejected, storeErrors, failedOpen, fallback, lost atomic.Uint64
+	acquired, rejected, storeErrors, failedOpen, shed, fallback, lost atomic.Uint64
 }
 
 // Stats returns a snapshot of the limiter's counters.
@@ -25,6 +26,7 @@ func (l *Limiter) Stats() Stats {
 		Rejected:    c.rejected.Load(),
 		StoreErrors: c.storeErrors.Load(),
 		FailedOpen:  c.failedOpen.Load(),
+		Shed:        c.shed.Load(),
 		Fallback:    c.fallback.Load(),
 		Lost:        c.lost.Load(),
 	}

@@ -166,7 +166,7 @@ func (o *Observer) Observe(ctx context.Context, e throttle.Event) {
 	s := o.limiter(e.Policy, e.Mode)
 	switch e.Kind {
 	case throttle.Admitted, throttle.Rejected, throttle.DryRunRejected, throttle.FailedOpen,
-		throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed:
+		throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed, throttle.Shed:
 		o.requests.Add(ctx, 1, s.outcome[e.Kind]...)
 		if o.spans && (e.Kind == throttle.Rejected || e.Kind == throttle.DryRunRejected) {
 			o.rejectionEvent(ctx, s, e)
@@ -246,7 +246,7 @@ type limiterID struct {
 type limiterSets struct {
 	policy   attribute.KeyValue
 	mode     attribute.KeyValue
-	outcome  [throttle.Replayed + 1][]metric.AddOption
+	outcome  [throttle.Shed + 1][]metric.AddOption
 	store    [len(ops)][2][]metric.RecordOption
 	hold     [throttle.ReleasePanic + 1][]metric.RecordOption
 	extended []metric.AddOption
@@ -255,7 +255,7 @@ type limiterSets struct {
 
 // outcomes are the EventKinds counted by throttle.requests.
 var outcomes = [...]throttle.EventKind{throttle.Admitted, throttle.Rejected, throttle.DryRunRejected,
-	throttle.FailedOpen, throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed}
+	throttle.FailedOpen, throttle.FailedClosed, throttle.Fallback, throttle.KeyError, throttle.Replayed, throttle.Shed}
 
 // ops are the store operations an Event names, in opIndex order.
 var ops = [...]string{"acquire", "release", "extend", "quota", "record", "recorded"}

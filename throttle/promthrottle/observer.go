@@ -59,7 +59,7 @@ type modes [throttle.Replay + 2]atomic.Pointer[series]
 // The label values of the fixed enums, by slot.
 var (
 	outcomeNames = [...]string{"admitted", "rejected", "dry_run_rejected", "failed_open",
-		"failed_closed", "fallback", "key_error", "replayed"}
+		"failed_closed", "fallback", "key_error", "replayed", "shed"}
 	opNames     = [...]string{"acquire", "release", "extend", "quota"}
 	reasonNames = [...]string{"done", "failed", "panic", "unknown"}
 	leaseNames  = [...]string{"extended", "lost", "fallback_on", "fallback_off"}
@@ -145,6 +145,8 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 		s.outcome(6).Inc()
 	case throttle.Replayed:
 		s.outcome(7).Inc()
+	case throttle.Shed:
+		s.outcome(8).Inc()
 	case throttle.StoreCall:
 		s.storeCall(e.Op, e.Err, e.Latency.Seconds())
 	case throttle.Released:

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -288,13 +289,16 @@ func openStore(ctx context.Context, b backend) (locks, quotas throttle.Store, cl
 	case "redis":
 		// ContextTimeoutEnabled lets the policy's short store timeout
 		// (100 ms by default) end a Redis call; without it go-redis
-		// waits up to 3 s.
-		client = redis.NewClient(&redis.Options{Addr: b.addrs[0], ContextTimeoutEnabled: true})
+		// waits up to 3 s. MinIdleConns (warmConns) dials the pool at
+		// start-up: a burst on a cold process then queues for ready
+		// connections instead of dialling them all at once.
+		client = redis.NewClient(&redis.Options{Addr: b.addrs[0], ContextTimeoutEnabled: true, MinIdleConns: warmConns()})
 	case "cluster":
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.addrs, ContextTimeoutEnabled: true})
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.addrs, ContextTimeoutEnabled: true,
+			MinIdleConns: warmConns()})
 	case "sentinel":
 		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: b.master, SentinelAddrs: b.addrs,
-			ContextTimeoutEnabled: true})
+			ContextTimeoutEnabled: true, MinIdleConns: warmConns()})
 	}
 	if err := ping(ctx, client); err != nil {
 		_ = client.Close()
@@ -304,6 +308,11 @@ func openStore(ctx context.Context, b backend) (locks, quotas throttle.Store, cl
 	store := redisstore.New(client, redisstore.WithReplicaAck(b.replicaAck, 0))
 	return store, store, func() { _ = store.Close(); _ = client.Close() }, nil
 }
+
+// warmConns is how many connections a Redis client keeps open and idle:
+// go-redis's default pool size, 10 per GOMAXPROCS, so that the whole pool
+// is dialled at start-up.
+func warmConns() int { return 10 * runtime.GOMAXPROCS(0) }
 
 // ping checks that Redis answers, within a few seconds.
 func ping(ctx context.Context, client redis.UniversalClient) error {
@@ -326,7 +335,7 @@ func openRedlock(ctx context.Context, addrs []string) (locks, quotas throttle.St
 		}
 	}
 	for i, a := range addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, MinIdleConns: warmConns()})
 		// Each master must answer at start-up; later a minority may fail.
 		if err := ping(ctx, clients[i]); err != nil {
 			closeClients()

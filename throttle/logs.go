@@ -1,0 +1,64 @@
+package throttle
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// logGate keeps one kind of log line to at most one a second, and counts
+// the lines it held back, which the next line it lets through reports: an
+// outage does not flood the log, and no kind of event hides another.
+type logGate struct {
+	last       atomic.Int64 // monoNow of the last line let through
+	suppressed atomic.Int64 // lines held back since
+}
+
+// pass reports whether a line may be written now, and how many were held
+// back before it.
+func (g *logGate) pass() (bool, int64) {
+	now := monoNow()
+	prev := g.last.Load()
+	if (prev != 0 && now-prev < int64(time.Second)) || !g.last.CompareAndSwap(prev, now) {
+		g.suppressed.Add(1)
+		return false, 0
+	}
+	return true, g.suppressed.Swap(0)
+}
+
+// logGates are a Limiter's gates, one per kind of line ("store error
+// acquire", "shed"…), made on first use.
+type logGates struct{ m sync.Map }
+
+// gate returns the gate of kind.
+func (g *logGates) gate(kind string) *logGate {
+	if v, ok := g.m.Load(kind); ok {
+		return v.(*logGate)
+	}
+	v, _ := g.m.LoadOrStore(kind, new(logGate))
+	return v.(*logGate)
+}
+
+// logLimited writes a line of kind at level, at most once a second per
+// kind, with the count of the lines of that kind held back since the last.
+func (l *Limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
+	ok, held := l.logs.gate(kind).pass()
+	if !ok {
+		return
+	}
+	args = append(args, "policy", l.p.Name)
+	if held > 0 {
+		args = append(args, "suppressed", held)
+	}
+	l.p.logger().Log(context.Background(), level, msg, args...)
+}
+
+// logStoreError logs a store error of the operation op ("acquire",
+// "quota", "record", "release-fallback"…), at most once a second per
+// operation; Stats counts every one.
+func (l *Limiter) logStoreError(op string, err error) {
+	l.logLimited(slog.LevelWarn, "store error "+op, "throttle: store error", "op", op,
+		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
+}
