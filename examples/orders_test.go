@@ -93,6 +93,10 @@ func TestOrders(t *testing.T) {
 			}
 			reused := postOrder(c, a, "alice", "k1", `{"item":"pen","quantity":3}`, "")
 			checkProblem(t, "key reused for another body", reused.reply, http.StatusUnprocessableEntity)
+			// A body too long to fingerprint cannot be compared with the
+			// first: refused, never answered with the first's response.
+			huge := postOrder(c, a, "alice", "k1", `{"item":"`+strings.Repeat("x", 1100<<10)+`"}`, "")
+			checkProblem(t, "key reused for a 1.1 MB body", huge.reply, http.StatusRequestEntityTooLarge)
 			other := postOrder(c, a, "bob", "k1", `{"item":"pen","quantity":2}`, "")
 			checkCreated(t, "another user, same key", other)
 			if other.id == first.id || other.replayed {

@@ -1,9 +1,6 @@
 package keyfuncs
 
-import (
-	"errors"
-	"net/http"
-)
+import "net/http"
 
 // IdempotencyFingerprint is the body fingerprint the adapters store with a
 // Replay policy's first response, to refuse (422) a later request that
@@ -12,21 +9,17 @@ import (
 // Idempotency-Key field, and "" otherwise: a request keyed by its body's
 // hash (Idempotent without the header) cannot have another body under the
 // same key, so there is nothing to compare and its body is not read twice.
-// A body over the limit also gets "" rather than a 413: the key, not the
-// fingerprint, decides whether the request may run, and a large upload
-// with an Idempotency-Key must still go through; only the reuse check is
-// lost for it. A body that fails to read gives the 400 *Error of BodyHash.
+//
+// A body over the limit gets the 413 *Error of BodyHash: a fingerprint of
+// part of the body could not tell two bodies apart, and a request whose
+// body cannot be compared must not be answered with another request's
+// response. A route that takes larger bodies under an Idempotency-Key
+// passes its own fingerprint with a larger limit (guard's
+// WithFingerprint and the adapters' options). A body that fails to read
+// gives the 400 *Error of BodyHash.
 func IdempotencyFingerprint(r *http.Request) (string, error) {
 	if len(r.Header[idempotencyHeader]) == 0 {
 		return "", nil
 	}
-	if r.ContentLength > DefaultIdempotencyBodyLimit {
-		return "", nil
-	}
-	fp, err := BodyFingerprint(r, DefaultIdempotencyBodyLimit)
-	var e *Error
-	if errors.As(err, &e) && e.HTTPStatus() == http.StatusRequestEntityTooLarge {
-		return "", nil
-	}
-	return fp, err
+	return BodyFingerprint(r, DefaultIdempotencyBodyLimit)
 }
