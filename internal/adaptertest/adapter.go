@@ -52,6 +52,10 @@ const (
 // UserHeader carries the user identity in the suite's requests.
 const UserHeader = "X-User-ID"
 
+// BadKeyType is the problem type of a request whose key could not be
+// built: a link to guard.ReasonBadKey's documentation.
+const BadKeyType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonBadKey"
+
 // UserKey keys on UserHeader.
 func UserKey() keyfuncs.Func { return keyfuncs.Header(UserHeader) }
 

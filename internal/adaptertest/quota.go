@@ -188,7 +188,7 @@ func testQuotaKeyError(t *testing.T, a Adapter) {
 	l := NewLimiter(t, search())
 	c := &statusHandler{}
 	rec := Serve(a.Wrap(l, UserKey(), c), Submit(""))
-	CheckProblem(t, rec, http.StatusBadRequest, "about:blank")
+	CheckProblem(t, rec, http.StatusBadRequest, BadKeyType)
 	CheckPolicy(t, rec.Header(), WindowPolicy("search", 3, 60))
 	NoLimit(t, rec.Header())
 	noRetryAfter(t, rec.Header())

@@ -380,7 +380,12 @@ func testKeyError(t *testing.T, a Adapter) {
 	c := &counter{}
 	h := a.Wrap(l, UserKey(), c)
 	rec := Serve(h, Submit(""))
-	CheckProblem(t, rec, http.StatusBadRequest, "about:blank", UserHeader, "missing")
+	// The detail names what is missing, and the type links to what it
+	// means (the idempotency-key draft asks for a documentation link).
+	p := CheckProblem(t, rec, http.StatusBadRequest, BadKeyType)
+	if want := `header "` + UserHeader + `": missing`; !strings.Contains(p.Detail, want) {
+		t.Fatalf("detail %q does not name %s", p.Detail, want)
+	}
 	// The policy is known; the client's quota is not.
 	if v := rec.Header().Get("Retry-After"); v != "" {
 		t.Fatalf("Retry-After %q on a bad-key answer", v)
@@ -402,7 +407,7 @@ func testBodyTooLarge(t *testing.T, a Adapter) {
 		OK(w, http.StatusCreated)
 	}))
 	long := strings.Repeat("x", 64)
-	CheckProblem(t, Serve(h, SubmitBody("u1", long)), http.StatusRequestEntityTooLarge, "about:blank", long)
+	CheckProblem(t, Serve(h, SubmitBody("u1", long)), http.StatusRequestEntityTooLarge, BadKeyType, long)
 	Status(t, Serve(h, SubmitBody("u1", "small")), http.StatusCreated)
 	if s, _ := got.Load().(string); s != "small" {
 		t.Fatalf("handler read body %q, want it restored", s)

@@ -169,5 +169,5 @@ func Example() {
 	// Output:
 	// 200 submitted
 	// 429 Retry-After: 5 {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The same request was received moments ago. Retry after the window ends.","violated-policies":["submit"]}
-	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"The request lacks what is needed to identify it."}
+	// 400 {"type":"https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonBadKey","title":"Bad Request","status":400,"detail":"The request cannot be identified: header \"X-User-ID\": missing."}
 }

@@ -20,7 +20,11 @@ const (
 	ReasonContended Reason = iota + 1
 	// ReasonBadKey means the key could not be built from the request: 400,
 	// or the 4xx the key function's error carries (413 for a body too long
-	// to hash).
+	// to hash). The problem's type links here, and its detail names what
+	// was missing or bad when the key function said so with a
+	// *keyfuncs.Error (`header "X-User-ID": missing`,
+	// `header "Idempotency-Key": empty`): send that value, or fix it, and
+	// try again.
 	ReasonBadKey
 	// ReasonStoreUnavailable means the store failed and the policy fails
 	// closed: 503.

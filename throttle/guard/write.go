@@ -1,10 +1,12 @@
 package guard
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -18,6 +20,10 @@ const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 const (
 	inFlightType  = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonInFlight"
 	keyReusedType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonKeyReused"
+	// badKeyType documents a request whose key could not be built: the
+	// draft asks that a request lacking a required Idempotency-Key be
+	// answered with a link to documentation.
+	badKeyType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonBadKey"
 )
 
 // problemType returns the problem "type" member for a rejection.
@@ -27,6 +33,8 @@ func problemType(rej *Rejection) string {
 		return inFlightType
 	case rej.Reason == ReasonKeyReused:
 		return keyReusedType
+	case rej.Reason == ReasonBadKey:
+		return badKeyType
 	case rej.Status == http.StatusTooManyRequests:
 		return quotaExceeded
 	}
@@ -53,7 +61,16 @@ func Detail(rej *Rejection) string {
 		}
 		return "The same request was received moments ago. Retry after the window ends."
 	case ReasonBadKey:
-		if rej.Status == http.StatusRequestEntityTooLarge {
+		// A keyfuncs.Error's Source and Reason are fixed texts that never
+		// hold the request's values: safe to name for the client, who
+		// learns which value to send or fix.
+		var ke *keyfuncs.Error
+		switch {
+		case errors.As(rej.Err, &ke) && ke.Status == http.StatusRequestEntityTooLarge:
+			return "The request body is too large to identify the request: " + ke.Source + ": " + ke.Reason + "."
+		case errors.As(rej.Err, &ke):
+			return "The request cannot be identified: " + ke.Source + ": " + ke.Reason + "."
+		case rej.Status == http.StatusRequestEntityTooLarge:
 			return "The request body is too large to identify the request."
 		}
 		return "The request lacks what is needed to identify it."

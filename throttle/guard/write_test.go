@@ -54,7 +54,7 @@ func TestWrite(t *testing.T) {
 			Policy: &submit, Err: secret},
 			"1", `"submit";q=1;w=5`, "", "about:blank"},
 		{"bad key", Rejection{Status: 400, Reason: ReasonBadKey, Policy: &submit, Err: secret},
-			"", `"submit";q=1;w=5`, "", "about:blank"},
+			"", `"submit";q=1;w=5`, "", badKeyType},
 		{"cost above burst", Rejection{Status: 413, Reason: ReasonBadCost, Policy: &search},
 			"", `"search";q=10;w=60`, "", "about:blank"},
 	}
