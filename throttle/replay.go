@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -162,6 +163,11 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 		ls.l.logStoreError("record", err)
 		return &storeError{op: "record", err: err}
 	case out != store.OK:
+		// The key expired or was deleted (a FLUSHALL, an eviction) while
+		// its request ran: its duplicates will run the request again.
+		ls.l.stats.lost.Add(1)
+		ls.l.observe(ctx, Event{Kind: Lost})
+		ls.l.logLimited(slog.LevelWarn, "record lost", "throttle: a Replay key was lost before its response was recorded: its duplicates will run again")
 		return ErrNotHeld
 	}
 	if m, ok := ls.mirror().(store.Recorder); ok {

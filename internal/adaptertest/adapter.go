@@ -56,6 +56,10 @@ const UserHeader = "X-User-ID"
 // built: a link to guard.ReasonBadKey's documentation.
 const BadKeyType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonBadKey"
 
+// NotKeptType is the problem type of a Replay duplicate whose original's
+// response was not kept: a link to guard.ReasonNotKept's documentation.
+const NotKeptType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonNotKept"
+
 // UserKey keys on UserHeader.
 func UserKey() keyfuncs.Func { return keyfuncs.Header(UserHeader) }
 

@@ -328,7 +328,9 @@ func testReplayNoBody(t *testing.T, a Adapter) {
 }
 
 // testReplayUnrecordable: a response too large to record, or flushed, is
-// not replayed: its duplicates get Dedupe's 429 until the window ends.
+// not replayed: its duplicates are told at once that the request was
+// processed and its response not kept (409, ReasonNotKept) until the
+// window ends, and the handler never runs again.
 func testReplayUnrecordable(t *testing.T, a Adapter) {
 	for _, c := range []struct {
 		name  string
@@ -353,7 +355,7 @@ func testReplayUnrecordable(t *testing.T, a Adapter) {
 				t.Fatalf("first: status %d", rec.Code)
 			}
 			rec := Serve(h, Order("alice", "k1", "{}"))
-			CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
+			CheckProblem(t, rec, http.StatusConflict, NotKeptType)
 			if ra := rec.Header().Get("Retry-After"); ra == "" || ra == "0" {
 				t.Fatalf("Retry-After %q", ra)
 			}

@@ -49,6 +49,13 @@ const (
 	// request with another body (an Idempotency-Key reused for a
 	// different payload): 422 Unprocessable Content.
 	ReasonKeyReused
+	// ReasonNotKept means the request is a duplicate of a Replay key's
+	// first request, which was processed and succeeded, but whose
+	// response could not be kept (larger than the store keeps, or the
+	// store failed while it was written): 409 Conflict at once, with no
+	// wait, and a Retry-After of the key's remaining window. The request
+	// is not processed a second time before the key expires.
+	ReasonNotKept
 )
 
 // String returns the reason's name, such as "bad-key": a stable label for
@@ -71,6 +78,8 @@ func (r Reason) String() string {
 		return "in-flight"
 	case ReasonKeyReused:
 		return "key-reused"
+	case ReasonNotKept:
+		return "not-kept"
 	}
 	return "unknown"
 }

@@ -37,9 +37,11 @@ const inFlightRetry = time.Second
 //   - A duplicate whose fingerprint differs from the recorded one reused the
 //     key for another request: 422 Unprocessable Content, ReasonKeyReused
 //     (draft-ietf-httpapi-idempotency-key-header-07 section 2.7).
-//   - A duplicate of a success that could not be recorded (see
-//     Recording.MaxBody) is turned away as in Dedupe: the policy's
-//     RejectStatus (429) until the window ends, ReasonContended.
+//   - A duplicate of a success whose response could not be kept (larger
+//     than Recording.MaxBody or than the store keeps, or the store failed
+//     while it was written) gets 409 Conflict at once, ReasonNotKept,
+//     until the window ends: the request was processed, and is not
+//     processed again.
 //   - A duplicate whose original is still in flight when Policy.Wait ends
 //     gets 409 Conflict with Retry-After: 1, ReasonInFlight (the draft's
 //     answer to a retry of a request still being processed).
@@ -84,7 +86,7 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 	case fingerprint != "" && rec.fingerprint != "" && fingerprint != rec.fingerprint:
 		return g.newRejection(http.StatusUnprocessableEntity, ReasonKeyReused, nil)
 	case rec.resp == nil:
-		rej := g.newRejection(g.p.RejectStatus, ReasonContended, nil)
+		rej := g.newRejection(http.StatusConflict, ReasonNotKept, nil)
 		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
 		return rej
 	}
@@ -92,17 +94,31 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 }
 
 // record stores the response of a Replay request that succeeded, as its
-// Capture saw it. A response the store refuses (larger than it keeps) is recorded
-// as unrecorded instead, so that its duplicates are turned away rather than
-// kept waiting for a record that never comes. Nothing is returned: the
-// client has its answer; a store that fails here leaves the key held with
-// no record, so duplicates get 409 until the window ends, never a second
-// run of the handler.
+// Capture saw it. A response the store refuses (larger than it keeps) is
+// recorded as not kept instead, so that its duplicates are told at once
+// (ReasonNotKept) rather than kept waiting for a record that never comes.
+// A store that fails is asked again, with backoff, for up to recordRetry:
+// the client has its answer, and its duplicates wait for this record. When
+// the store never answers, the key stays held with no record, so that
+// duplicates get 409 until the window ends, never a second run of the
+// handler. Lease.Record logs and counts every failure.
 func (t *Ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
-	resp := t.capture.response()
-	err := t.lease.Record(ctx, encodeRecord(resp, t.fingerprint, expires))
-	if resp != nil && errors.Is(err, throttle.ErrInvalid) {
-		_ = t.lease.Record(ctx, encodeRecord(nil, t.fingerprint, expires))
+	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
+	notKept := false
+	for pause := recordRetry / 32; ; pause *= 2 {
+		err := t.lease.Record(ctx, rec)
+		switch {
+		case errors.Is(err, throttle.ErrInvalid) && !notKept:
+			rec, notKept = encodeRecord(nil, t.fingerprint, expires), true
+			continue
+		case !errors.Is(err, throttle.ErrStore) || pause > recordRetry/2:
+			return // recorded, or the key is gone (ErrNotHeld), or given up
+		}
+		time.Sleep(pause)
 	}
 }
+
+// recordRetry bounds how long a response's record is retried while the
+// store fails.
+const recordRetry = 2 * time.Second

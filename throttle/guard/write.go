@@ -24,6 +24,9 @@ const (
 	// draft asks that a request lacking a required Idempotency-Key be
 	// answered with a link to documentation.
 	badKeyType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonBadKey"
+	// notKeptType documents a duplicate whose original was processed but
+	// whose response was not kept.
+	notKeptType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonNotKept"
 )
 
 // problemType returns the problem "type" member for a rejection.
@@ -35,6 +38,8 @@ func problemType(rej *Rejection) string {
 		return keyReusedType
 	case rej.Reason == ReasonBadKey:
 		return badKeyType
+	case rej.Reason == ReasonNotKept:
+		return notKeptType
 	case rej.Status == http.StatusTooManyRequests:
 		return quotaExceeded
 	}
@@ -85,6 +90,8 @@ func Detail(rej *Rejection) string {
 		return "A request with the same idempotency key is still being processed. Retry shortly to get its response."
 	case ReasonKeyReused:
 		return "The idempotency key was already used for a request with a different body. Use a new key for a new request."
+	case ReasonNotKept:
+		return "A request with the same idempotency key was processed and succeeded, but its response was not kept. It is not processed again until the key expires."
 	}
 	return "The request was not processed."
 }
@@ -207,7 +214,7 @@ func buildBody(rej *Rejection) []byte {
 		b = strconv.AppendQuote(b, rej.policy().Name)
 		b = append(b, ']')
 	}
-	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused {
+	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused || rej.Reason == ReasonNotKept {
 		// How long a key's first response is kept: the client may
 		// retry with the same key within it and get that response.
 		b = append(b, `,"retention-seconds":`...)

@@ -1,0 +1,94 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// failingRecords is a memstore whose first fails Record calls fail as a
+// store outage does, and whose later ones are refused as too large when
+// refuse is set (a full record budget).
+type failingRecords struct {
+	*memstore.Store
+	fails  atomic.Int32
+	refuse bool
+}
+
+func (s *failingRecords) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
+	if s.fails.Add(-1) >= 0 {
+		return 0, errors.New("connection reset by peer")
+	}
+	if s.refuse && len(rec) > 40 { // the mark that says "not kept" is smaller
+		return 0, store.ErrInvalid
+	}
+	return s.Store.Record(ctx, key, token, rec)
+}
+
+// runOriginal admits the first request of key k1 on g and finishes it as
+// a success whose handler wrote a 201.
+func runOriginal(t *testing.T, g *guard.Guard) {
+	_, ticket, rej := g.BeginReplay(context.Background(), "k1", "")
+	require.Nil(t, rej)
+	c := ticket.Capture()
+	c.WriteHeader(http.Header{"Content-Type": {"application/json"}}, http.StatusCreated)
+	c.Write([]byte(`{"id":"1"}`))
+	ticket.Finish(context.Background(), http.StatusCreated, false)
+}
+
+// TestRecordRetried: a record write that fails while the store has a
+// moment's outage is written again, and the duplicate gets the replay.
+func TestRecordRetried(t *testing.T) {
+	st := &failingRecords{Store: memstore.New()}
+	st.fails.Store(2)
+	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute})
+	require.NoError(t, err)
+	g := guard.New(l)
+	runOriginal(t, g)
+	_, _, rej := g.BeginReplay(context.Background(), "k1", "")
+	require.NotNil(t, rej)
+	assert.Equal(t, guard.ReasonReplayed, rej.Reason)
+	require.NotNil(t, rej.Replay)
+	assert.Equal(t, http.StatusCreated, rej.Replay.Status)
+	assert.Equal(t, uint64(2), l.Stats().StoreErrors)
+}
+
+// TestRecordNotKept: a response the store refuses to keep leaves a mark,
+// so that a duplicate is told at once, without waiting for a record that
+// never comes, that the request was processed and its response not kept.
+func TestRecordNotKept(t *testing.T) {
+	st := &failingRecords{Store: memstore.New(), refuse: true}
+	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: time.Minute})
+	require.NoError(t, err)
+	g := guard.New(l)
+	runOriginal(t, g)
+	done := make(chan *guard.Rejection, 1)
+	go func() {
+		_, _, rej := g.BeginReplay(context.Background(), "k1", "")
+		done <- rej
+	}()
+	select {
+	case rej := <-done:
+		require.NotNil(t, rej)
+		assert.Equal(t, guard.ReasonNotKept, rej.Reason)
+		assert.Equal(t, http.StatusConflict, rej.Status)
+		assert.Greater(t, rej.RetryAfter, 50*time.Second, "until the window ends")
+		w := httptest.NewRecorder()
+		guard.Write(w, rej)
+		assert.Contains(t, w.Body.String(), "#ReasonNotKept")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the duplicate waited for a record that never comes")
+	}
+}
