@@ -73,8 +73,9 @@ func (m Mode) String() string {
 	return "unknown"
 }
 
-// FailMode is what a request gets when the store fails or is slower than
-// Policy.Timeout.
+// FailMode is what a request gets when the store fails: it returns an
+// error, or answers nothing for Policy.Timeout. A store that answers, if
+// slowly, is not failing (see Policy.Timeout).
 type FailMode uint8
 
 const (
@@ -163,11 +164,16 @@ type Policy struct {
 	MaxHold time.Duration
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
-	// Timeout bounds every store call, on top of the caller's context.
-	// Default 100 ms. A call whose context cannot be cancelled (Done is
-	// nil, as for context.Background) shares its bound with the calls
-	// that start within the same Timeout/8, so it gets between Timeout and
-	// Timeout + Timeout/8 and costs no timer of its own.
+	// Timeout is how long a store outside this process may stay silent
+	// before a call counts it as failing. Default 100 ms. A call is not
+	// ended by its own age: while the store answers other calls of this
+	// process (a burst queued behind the client's connections), it waits,
+	// and only after 30 × Timeout is the request shed (503, never let
+	// through). A call fails, and WhenStoreFails applies, once the store
+	// has answered no call for a whole Timeout (ten before its first
+	// answer, or while this process is starved of CPU), or when it
+	// returns an error. A command once sent gets Timeout for its reply.
+	// The caller's context bounds every call too.
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer. Default
 	// FailDefault.
