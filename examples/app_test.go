@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,7 @@ func startApp(t *testing.T, name string, args ...string) *app {
 func startWrapped(t *testing.T, wrapper []string, name string, args ...string) *app {
 	t.Helper()
 	a := &app{name: name, exited: make(chan struct{})}
-	argv := append(append(wrapper[:len(wrapper):len(wrapper)], binary(t, name), "-addr", "127.0.0.1:0"), args...)
+	argv := slices.Concat(wrapper, []string{binary(t, name), "-addr", "127.0.0.1:0"}, args)
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Stdout = logWriter{a}
 	setDeathSignal(a.cmd)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +37,7 @@ func loadCPU(t *testing.T) []string {
 		wrapper = []string{taskset, "-c", "0"}
 	}
 	for range 4 {
-		argv := append(wrapper[:len(wrapper):len(wrapper)], "sh", "-c", "while :; do :; done")
+		argv := slices.Concat(wrapper, []string{"sh", "-c", "while :; do :; done"})
 		cmd := exec.Command(argv[0], argv[1:]...)
 		setDeathSignal(cmd)
 		require.NoError(t, cmd.Start())
