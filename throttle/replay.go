@@ -157,6 +157,9 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	ls.l.storeCall(ctx, "record", start, err)
 	switch {
 	case errors.Is(err, ErrInvalid):
+		ls.l.stats.notKept.Add(1)
+		ls.l.logLimited(slog.LevelWarn, "record refused", "throttle: the store refused a Replay response: its duplicates are told it was not kept",
+			"bytes", len(rec), "err", err)
 		return err
 	case err != nil:
 		ls.l.stats.storeErrors.Add(1)

@@ -12,10 +12,11 @@ type Stats struct {
 	Shed        uint64 // requests turned away (503) because this process waited too long for a store that answers
 	Fallback    uint64 // acquisitions granted by the fallback under FailOver
 	Lost        uint64 // leases lost while held
+	NotKept     uint64 // Replay responses the store refused to keep (too large, record budget spent)
 }
 
 type counters struct {
-	acquired, rejected, storeErrors, failedOpen, shed, fallback, lost atomic.Uint64
+	acquired, rejected, storeErrors, failedOpen, shed, fallback, lost, notKept atomic.Uint64
 }
 
 // Stats returns a snapshot of the limiter's counters.
@@ -29,5 +30,6 @@ func (l *Limiter) Stats() Stats {
 		Shed:        c.shed.Load(),
 		Fallback:    c.fallback.Load(),
 		Lost:        c.lost.Load(),
+		NotKept:     c.notKept.Load(),
 	}
 }

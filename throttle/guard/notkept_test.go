@@ -85,10 +85,28 @@ func TestRecordNotKept(t *testing.T) {
 		assert.Equal(t, guard.ReasonNotKept, rej.Reason)
 		assert.Equal(t, http.StatusConflict, rej.Status)
 		assert.Greater(t, rej.RetryAfter, 50*time.Second, "until the window ends")
+		assert.Equal(t, uint64(1), l.Stats().NotKept)
 		w := httptest.NewRecorder()
 		guard.Write(w, rej)
 		assert.Contains(t, w.Body.String(), "#ReasonNotKept")
 	case <-time.After(30 * time.Second):
 		t.Fatal("the duplicate waited for a record that never comes")
 	}
+}
+
+// TestRecordLater: a record write that fails for longer than the retries in
+// Finish goes on in the background, and a duplicate that comes once the
+// store is back gets the replay.
+func TestRecordLater(t *testing.T) {
+	st := &failingRecords{Store: memstore.New()}
+	st.fails.Store(7) // Finish tries six times
+	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: -1})
+	require.NoError(t, err)
+	g := guard.New(l)
+	runOriginal(t, g)
+	require.Eventually(t, func() bool {
+		_, _, rej := g.BeginReplay(context.Background(), "k1", "")
+		return rej != nil && rej.Reason == guard.ReasonReplayed
+	}, 20*time.Second, 100*time.Millisecond)
+	assert.Equal(t, uint64(7), l.Stats().StoreErrors)
 }

@@ -97,11 +97,12 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 // Capture saw it. A response the store refuses (larger than it keeps) is
 // recorded as not kept instead, so that its duplicates are told at once
 // (ReasonNotKept) rather than kept waiting for a record that never comes.
-// A store that fails is asked again, with backoff, for up to recordRetry:
-// the client has its answer, and its duplicates wait for this record. When
-// the store never answers, the key stays held with no record, so that
-// duplicates get 409 until the window ends, never a second run of the
-// handler. Lease.Record logs and counts every failure.
+// A store that fails is asked again, with backoff, for up to recordRetry
+// (the client has its answer, and its duplicates wait for this record),
+// then once a second in the background while the key is held. Until the
+// store takes the record, the key stays held with none, so that
+// duplicates get 409 (in flight), never a second run of the handler.
+// Lease.Record logs and counts every failure.
 func (t *Ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
 	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
@@ -112,10 +113,27 @@ func (t *Ticket) record(ctx context.Context) {
 		case errors.Is(err, throttle.ErrInvalid) && !notKept:
 			rec, notKept = encodeRecord(nil, t.fingerprint, expires), true
 			continue
-		case !errors.Is(err, throttle.ErrStore) || pause > recordRetry/2:
-			return // recorded, or the key is gone (ErrNotHeld), or given up
+		case !errors.Is(err, throttle.ErrStore):
+			return // recorded, or the key is gone (ErrNotHeld)
+		case pause > recordRetry/2:
+			// Still failing: go on in the background, once a second,
+			// while the key is held, so that the duplicates that come
+			// once the store is back get the record, not a wait.
+			go recordLater(t.lease, rec)
+			return
 		}
 		time.Sleep(pause)
+	}
+}
+
+// recordLater writes rec once a second until the store takes it or the
+// lease's key expires.
+func recordLater(lease *throttle.Lease, rec []byte) {
+	for lease.ValidFor() > time.Second {
+		time.Sleep(time.Second)
+		if err := lease.Record(context.Background(), rec); !errors.Is(err, throttle.ErrStore) {
+			return
+		}
 	}
 }
 
