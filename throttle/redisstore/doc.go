@@ -164,6 +164,13 @@
 // a call. Either way a call returns an error, never hangs, when Redis is
 // unreachable.
 //
+// A Limiter gives a call a Timeout for its reply once sent, and does not
+// count a call that queues for a connection behind a burst as a failure
+// while Redis answers others (see throttle.Policy.Timeout). Give the client
+// a warm pool, MinIdleConns (the examples set it to the pool size, 10 per
+// GOMAXPROCS): a burst on a process that has just started then queues for
+// open connections instead of dialling them all at once.
+//
 // The store's background work (the shared Pub/Sub connection of Watch and
 // the start-up check) bounds each of its calls by the watch timeout
 // (WithWatchTimeout, default 1 s), and Close waits at most twice that for
