@@ -25,7 +25,7 @@ func burstClient(t *testing.T, conns int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// loadCPU keeps processor 0 busy with four spinning processes until the
+// loadCPU keeps processor 0 busy with two spinning processes until the
 // test ends, and returns the wrapper that runs a command on that processor
 // only (taskset), or nil where taskset is missing: the bursts below must
 // hold on a loaded machine too, where a process waits for the CPU far
@@ -36,7 +36,7 @@ func loadCPU(t *testing.T) []string {
 	if err == nil {
 		wrapper = []string{taskset, "-c", "0"}
 	}
-	for range 4 {
+	for range 2 {
 		argv := slices.Concat(wrapper, []string{"sh", "-c", "while :; do :; done"})
 		cmd := exec.Command(argv[0], argv[1:]...)
 		setDeathSignal(cmd)

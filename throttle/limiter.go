@@ -394,7 +394,7 @@ func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (stor
 // report, bounded as watch says.
 func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
 	var g store.Grant
-	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		g, err = st.Acquire(ctx, req)
 		return err
 	})

@@ -167,12 +167,13 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 // hang: its call is not watched, and the call returned is nil, whose end
 // returns the error it is given.
 func (l *Limiter) watch(ctx context.Context, st Store) (context.Context, *storeCall) {
-	return l.watchSince(ctx, st, monoNow())
+	return l.watchSince(ctx, st, monoNow(), 0)
 }
 
 // watchSince is watch for a call retried since first (see callStore),
-// whose load limit counts from then.
-func (l *Limiter) watchSince(ctx context.Context, st Store, first int64) (context.Context, *storeCall) {
+// whose load limit counts from then: loadWaits × Policy.Timeout, or
+// patience when that is longer.
+func (l *Limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	local, lv := l.storeLocal, l.live
 	if st != l.store {
 		local, lv = l.fallbackLocal, l.fallbackLive
@@ -186,7 +187,7 @@ func (l *Limiter) watchSince(ctx context.Context, st Store, first int64) (contex
 		c.cancel(errShed)
 		return c, c
 	}
-	c.limit = first + loadWaits*int64(c.timeout)
+	c.limit = first + max(loadWaits*int64(c.timeout), int64(patience))
 	c.arm(c.timeout / 2)
 	return c, c
 }
@@ -337,10 +338,14 @@ var errRetry = errors.New("the reply came too late: send the call again")
 // by its own token and is granted again, store.Store's retry rule), a
 // quota decision (a repeated charge is the price, under a load where the
 // alternative was a 503), a record read or write.
-func (l *Limiter) callStore(ctx context.Context, st Store, f func(context.Context) error) error {
+//
+// patience, when longer than the load limit, is how long the call may wait
+// for a store that answers: a record of a Replay response waits as long as
+// its key is held, since its duplicates wait for it.
+func (l *Limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
 	first := monoNow()
 	for {
-		cctx, c := l.watchSince(ctx, st, first)
+		cctx, c := l.watchSince(ctx, st, first, patience)
 		if c != nil {
 			c.retry = true
 		}

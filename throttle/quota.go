@@ -134,7 +134,7 @@ func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r
 		st = l.p.Fallback
 	}
 	var d Decision
-	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		d, err = q.AllowN(ctx, key, r, cost)
 		return err
 	})

@@ -104,7 +104,7 @@ func (l *Limiter) readRecord(ctx context.Context, st Store, key string) ([]byte,
 	start := l.startCall()
 	var rec []byte
 	var found bool
-	err := l.callStore(ctx, st, func(ctx context.Context) (err error) {
+	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		rec, found, err = r.Recorded(ctx, key)
 		return err
 	})
@@ -150,7 +150,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	}
 	start := ls.l.startCall()
 	var out store.Outcome
-	err := ls.l.callStore(context.WithoutCancel(ctx), ls.holder(), func(ctx context.Context) (err error) {
+	err := ls.l.callStore(context.WithoutCancel(ctx), ls.holder(), ls.ValidFor(), func(ctx context.Context) (err error) {
 		out, err = r.Record(ctx, ls.key, ls.token, rec)
 		return err
 	})
