@@ -20,15 +20,66 @@
 // rounded up to a whole millisecond, as Redis does with PX.
 //
 // Fencing tokens come from a counter per key: each fenced acquisition gets
-// max(previous+1, the clock in microseconds since 1970). Taking the clock
-// into account keeps fences increasing when a counter was dropped: a counter
-// is kept for the fence TTL (WithFenceTTL, default 24h) after its last use,
-// and in any case while its key is held (a lock TTL or a lease kept alive
-// may outlast the fence TTL), and then removed, so that counters of keys used
-// once do not pile up. So a key's fences never go back while it is held or
-// its counter kept, whatever the clock does; after the counter was dropped
-// they stay increasing as long as the wall clock does not go back by more
-// than the time since the counter's last use.
+// max(previous+1, the clock in microseconds since 1970). A counter is kept
+// for the fence TTL (WithFenceTTL, default 24h) after its last use and then
+// removed, so that counters of keys used once do not pile up; a shard that
+// holds as many counters as its bound (WithMaxKeys) removes one to make
+// room, the least recently used of a few, instead of refusing the
+// acquisition. Each shard remembers the highest fence of every counter it
+// removed, and a new counter starts above it: so a key's fences only ever
+// increase, whatever the wall clock does and however often its counter was
+// removed, held or not. (Fences of different keys are unrelated; a new
+// counter may start above the clock.)
+//
+// # A full store, per policy
+//
+// One store serves all of an application's policies, and a flood of new
+// keys on one of them (one route, one attacker) must not turn the others
+// off. So each bound (WithMaxKeys for the locks and, separately, the
+// quotas; WithMaxRecordBytes) is split evenly over the shards, and each
+// shard's part is shared by policies: one policy may hold at most its share
+// of it, half by default (WithPolicyShare). A key's policy is the name in
+// its hash tag, <prefix>:{<policy>:<id>}, as store.Key builds it; keys of
+// another shape count as one policy, and so do the keys of policies past
+// the 1024th a shard has seen. Nothing live is ever evicted to make room.
+// A full store answers, per policy:
+//
+//   - Acquire of a new key fails with ErrFull when the key's policy holds
+//     its share of the key's shard in live locks, or the shard is full
+//     (expired locks are removed first). The Limiter reports it as a store
+//     failure and that policy's WhenStoreFails decides (fail open, closed,
+//     over). Keys already held answer as always: a duplicate is refused as
+//     held, and the holder's Release, Extend and re-entries work.
+//   - Every other policy answers as on an empty store: one policy's flood
+//     leaves it the rest of every shard (half by default). Only floods on
+//     several policies at once (two, with the default share) can fill a
+//     store for a third.
+//   - Fence counters never make anything fail (see above).
+//   - AllowN of a new quota key fails with ErrFull when the key's policy
+//     holds its share of the shard's quotas, or the shard is full of them;
+//     charges and refunds of live quota keys never fail.
+//   - Record fails with ErrFull when the record does not fit what is left
+//     of its shard's part of WithMaxRecordBytes or of its policy's share of
+//     that, and with store.ErrInvalid when it is larger than one policy's
+//     share of one shard's part.
+//
+// To size a store, count the live keys of the busiest policy: the keys it
+// holds at once (for Dedupe and Cooldown its distinct identities per
+// Window, for Exclusive the work running at once) or, for a quota, its
+// identities not yet back to a full quota. WithMaxKeys should be about
+// 1/WithPolicyShare times that (twice, by default), and a little more: the
+// keys of a policy do not spread exactly evenly over the shards, so a
+// policy is first refused when one of its shards is at its share, before it
+// holds its share of the whole store: with 8 shards, measured after 80% of
+// it at WithMaxKeys(1000), 93% at 4096, 98% at 65536 and all of it at the
+// default (more shards, on more processors, make it sooner). The shares
+// bound who may use the room, not how much there is: the memory is that of
+// WithMaxKeys whatever the share, at the figures below. For example, a
+// busiest policy of 300,000 users per Window fits the default bound (1<<20,
+// of which one policy may hold 524,288), and the whole store then costs at
+// most about 155 MiB of live heap for held keys without fences, 266 MiB
+// with fence counters. A store that serves one policy only (a Fallback made
+// for one Limiter, say) may take WithPolicyShare(1).
 //
 // # Memory and time
 //
@@ -37,7 +88,8 @@
 // ring.go) and maps of fence counters, quotas and Replay records, so that
 // goroutines working on different keys rarely wait for each other. The
 // number of locks is bounded (WithMaxKeys, default 1<<20, shared evenly by
-// the shards), and so, separately, is the number of fence counters. The
+// the shards), and so, separately, are the numbers of fence counters and of
+// quotas. The
 // store keeps the key and token strings it is given (not copies), so their
 // bytes are part of its cost. With keys made by store.Key("throttle",
 // "submit", <user id>) (28 bytes) and tokens from store.NewToken (31
@@ -70,7 +122,8 @@
 // their expiries were set, so that the expired ones are found without
 // looking for them); an insertion of another kind of entry samples a few
 // and removes those that expired (as Redis's active expiry does); and a
-// full shard is swept completely before it refuses a new key. Time comes from an
+// full shard, or a policy at its share, is swept completely before a new
+// key is refused (or, for fence counters, a live one removed). Time comes from an
 // injectable clock (WithClock) and is compared as durations since the store
 // was made, so the default time.Now uses the monotonic clock and a wall clock
 // step does not expire or prolong locks.

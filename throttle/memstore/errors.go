@@ -3,9 +3,11 @@ package memstore
 import "github.com/go-throttle/throttle/throttle/store"
 
 // ErrFull is returned by Acquire (and AllowN) when the key needs a new entry
-// and its shard holds as many live locks (fence counters, quotas) as
-// WithMaxKeys allows, and by Record when the shard's records would exceed
-// its share of WithMaxRecordBytes. It is a
+// and its shard holds as many live locks (quotas) as WithMaxKeys allows, or
+// the key's policy holds its share of them (WithPolicyShare), and by Record
+// when the shard's records, or its policy's, would exceed their share of
+// WithMaxRecordBytes; never for a fence counter. Other policies are not
+// refused because one policy is at its share. It is a
 // store failure, not a contention: the Limiter reports it as one
 // (throttle.ErrStore) and the policy's WhenStoreFails (fail open, fail
 // closed, fail over) decides, instead of the store growing without bound

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -69,26 +68,34 @@ func TestFenceCountersAreDropped(t *testing.T) {
 	}
 }
 
+// TestFenceCountersAreBounded: the counters of a shard are bounded, and a
+// full shard makes room by removing one (here within the fence TTL, none
+// having expired) instead of refusing the acquisition, as it did before
+// (issue 27: counters of released keys filled the store and every new
+// fenced lock failed with ErrFull). The removed counter's fences stay below
+// every later fence of its key, even with the clock stepped back.
 func TestFenceCountersAreBounded(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(2))
-	fenced(t, s, "a")
-	fenced(t, s, "b")
-	_, err := s.Acquire(bg, store.Request{Key: "c", Token: "t", TTL: time.Second, Fence: true})
-	if !errors.Is(err, ErrFull) {
-		t.Fatalf("third fenced key within the fence TTL: %v, want ErrFull", err)
+	last := map[string]int64{}
+	for _, k := range []string{"a", "b", "c"} { // c's counter takes another's place
+		last[k] = fenced(t, s, k)
+	}
+	if _, fences, _ := s.counts(); fences != 2 {
+		t.Fatalf("%d fence counters, want the bound 2", fences)
 	}
 	if locks, _, _ := s.counts(); locks != 0 {
-		t.Fatalf("a refused acquisition left %d locks", locks)
+		t.Fatalf("%d locks left", locks)
 	}
-	// An unfenced acquisition does not need a counter.
-	if g := acquire(t, s, "c", "t", time.Second); !g.Acquired {
-		t.Fatal("unfenced acquire refused")
-	}
-	outcome(t, store.OK)(s.Release(bg, "c", "t"))
-	clk.Advance(time.Hour)
-	if f := fenced(t, s, "c"); f != clk.Now().UnixMicro() {
-		t.Fatalf("fence after the counters expired = %d", f)
+	clk.Advance(-time.Minute) // a wall clock step back
+	for range 3 {
+		for _, k := range []string{"a", "b", "c"} {
+			f := fenced(t, s, k)
+			if f <= last[k] {
+				t.Fatalf("fence of %s after counters were removed = %d, want above its last %d", k, f, last[k])
+			}
+			last[k] = f
+		}
 	}
 }
 
@@ -144,10 +151,12 @@ func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 }
 
 // TestHeldKeyKeepsItsCounter: a key held longer than the fence TTL (a long
-// lock TTL, or a lease kept alive) keeps its counter while other fenced keys
-// come and go and the shard has to make room; so its fences keep increasing
-// across re-acquisitions even when the wall clock steps back meanwhile,
-// where a counter restarted from the clock would go below them.
+// lock TTL, or a lease kept alive) while other fenced keys come and go and
+// the shard has to make room keeps increasing fences across
+// re-acquisitions, even when the wall clock steps back meanwhile, where a
+// counter restarted from the clock would go below them: its counter may be
+// removed, but a new one starts above the highest fence of every counter
+// the shard removed.
 func TestHeldKeyKeepsItsCounter(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 16 // one shard

@@ -17,7 +17,9 @@ import (
 
 func TestFullStoreRefusesNewKeys(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(4))
+	// One policy may fill the store here (see TestFloodOfOnePolicy for
+	// the default share).
+	s := New(WithClock(clk.Now), WithMaxKeys(4), WithPolicyShare(1))
 	for i := range 4 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
@@ -71,7 +73,7 @@ func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 
 func TestMaxKeysAcrossShards(t *testing.T) {
 	const max = 1 << 12
-	s := New(WithMaxKeys(max))
+	s := New(WithMaxKeys(max), WithPolicyShare(1)) // the keys are of one policy
 	full := 0
 	for i := range 2 * max {
 		_, err := s.Acquire(context.Background(), store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
@@ -108,13 +110,15 @@ func (w *logBuffer) String() string {
 }
 
 // fullLimiter returns a Limiter on a store bounded to 16 keys (one shard),
-// with the 16 keys "held0".."held15" admitted and their leases, and the log
-// it writes to.
+// which its one policy may fill (WithPolicyShare(1)), with the 16 keys
+// "held0".."held15" admitted and their leases, and the log it writes to.
+// (With the default share the policy's half is full after 8 keys: the same
+// answers for it, see TestFloodOfOnePolicy.)
 func fullLimiter(t *testing.T, p throttle.Policy) (*throttle.Limiter, []*throttle.Lease, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	l, err := throttle.New(New(WithMaxKeys(16)), p)
+	l, err := throttle.New(New(WithMaxKeys(16), WithPolicyShare(1)), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +211,7 @@ func TestFullStoreFailsOver(t *testing.T) {
 // full store evicts no live lock, plain, reentrant or fenced.
 func TestFullStoreKeepsHeldKeys(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(16))
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithPolicyShare(1))
 	for i := range 16 {
 		req := store.Request{Key: "held" + strconv.Itoa(i), Token: "owner", TTL: time.Minute,
 			Reentrant: i%2 == 1, Fence: i%3 == 0}

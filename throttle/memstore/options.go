@@ -10,11 +10,12 @@ type config struct {
 	maxRecordBytes int64
 	clock          func() time.Time // nil: time.Now
 	fenceTTL       time.Duration
+	policyShare    float64
 }
 
 // DefaultMaxKeys is the default bound on the number of locks (and, separately,
-// of fence counters) a Store keeps: about 1M keys, enough for a busy single
-// instance. At this bound a store takes at most about 266 MiB of live heap
+// of fence counters and of quotas) a Store keeps: about 1M keys, enough for a
+// busy single instance, of which one policy may hold DefaultPolicyShare. At this bound a store takes at most about 266 MiB of live heap
 // with fence counters and 155 MiB without, key and token bytes included for
 // keys of about 30 bytes (see Memory and time in the package documentation).
 const DefaultMaxKeys = 1 << 20
@@ -29,16 +30,44 @@ const minFenceTTL = time.Second
 
 // WithMaxKeys bounds the number of live locks to about n (n is split evenly
 // over the shards, so a shard may be full slightly before the store is), and
-// the number of fence counters likewise. An Acquire that needs a new entry
-// in a full shard first removes the shard's expired entries; when none
-// expired it fails with ErrFull, which the Limiter treats as a store failure
-// so that the policy's WhenStoreFails decides. n < 1 means DefaultMaxKeys.
+// the number of fence counters and of quotas likewise; one policy may hold
+// a share of each bound (WithPolicyShare). An Acquire that needs a new lock
+// in a shard that is full, or where the key's policy holds its share,
+// first removes the shard's expired locks; when none expired it fails with
+// ErrFull, which the Limiter treats as a store failure so that the policy's
+// WhenStoreFails decides. Fence counters never refuse: a full shard drops
+// one (see the package documentation). n < 1 means DefaultMaxKeys.
 func WithMaxKeys(n int) Option {
 	return func(c *config) {
 		if n < 1 {
 			n = DefaultMaxKeys
 		}
 		c.maxKeys = n
+	}
+}
+
+// DefaultPolicyShare is the default part of each bound (WithMaxKeys,
+// WithMaxRecordBytes) that one policy may hold.
+const DefaultPolicyShare = 0.5
+
+// WithPolicyShare sets the part of each bound of the store (the locks and
+// the quotas of WithMaxKeys, the bytes of WithMaxRecordBytes, each per
+// shard) that the keys of one policy may hold, share in (0, 1]: a policy
+// past its share is refused new entries with ErrFull while the others
+// still find room, so that a flood of new keys on one policy (one route)
+// does not change the answers of the others. A key's policy is the one
+// named in its hash tag, <prefix>:{<policy>:<id>} (see store.Key); keys
+// without one count as one policy. The default, DefaultPolicyShare, leaves
+// half of the store to the other policies whatever one of them does; 1
+// lets one policy fill the store (the others then fail with ErrFull too);
+// a store that serves one policy only can use 1, or twice the WithMaxKeys
+// it needs. share <= 0 or NaN means the default; above 1 means 1.
+func WithPolicyShare(share float64) Option {
+	return func(c *config) {
+		if !(share > 0) {
+			share = DefaultPolicyShare
+		}
+		c.policyShare = min(share, 1)
 	}
 }
 

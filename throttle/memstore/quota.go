@@ -12,9 +12,11 @@ var _ store.Quota = (*Store)(nil)
 
 // quota is the GCRA state of one quota key: its theoretical arrival time
 // (TAT), in whole microseconds since Store.epoch. The entry expires at its
-// TAT, when the quota is full again.
+// TAT, when the quota is full again. pol is its key's policy (see
+// policy.go).
 type quota struct {
 	tat int64
+	pol uint16
 }
 
 func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Microsecond }
@@ -26,8 +28,9 @@ func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Micro
 // apart from locks: the same key may be a lock and a quota. An allowed
 // request of positive cost on a key whose quota is full (no live entry)
 // needs a new entry: in a full shard (WithMaxKeys, counted apart from
-// locks and fence counters) it first removes the shard's expired quotas
-// and, when none expired, fails with ErrFull. Refused requests and peeks
+// locks and fence counters), or one where the key's policy holds its share
+// of the quotas (WithPolicyShare), it first removes the shard's expired
+// quotas and, when that is not enough, fails with ErrFull. Refused requests and peeks
 // (cost 0) never write. A refund (negative cost) lowers the TAT of a live
 // entry, or deletes the entry when it leaves the quota full, and writes
 // nothing on a key without one: it never needs a new entry, so it never
@@ -73,7 +76,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	d, newTAT := gcra(tat, nowUS, r, cost)
 	if !d.Allowed || newTAT == tat {
 		if present && !live {
-			delete(sh.quotas, key)
+			sh.dropQuota(key, q)
 		}
 		return d, nil
 	}
@@ -81,13 +84,21 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 		// A refund filled the quota again: drop the entry, as expiry
 		// would. (newTAT is now and differs from tat, so the entry was
 		// live.)
-		delete(sh.quotas, key)
+		sh.dropQuota(key, q)
 		return d, nil
 	}
-	if !present && !makeRoom(sh.quotas, sh.capacity, &sh.quotaFloor, now, nil, sampleSize) {
-		return store.Decision{}, ErrFull
+	if !present {
+		pol := sh.pols.id(key)
+		fits := func() bool {
+			return len(sh.quotas) < sh.capacity && sh.quotaPols.get(pol) < sh.policyCap
+		}
+		if !makeRoom(sh.quotas, fits, &sh.quotaFloor, now, sh.dropQuota, sampleSize) {
+			return store.Decision{}, ErrFull
+		}
+		q = quota{pol: pol}
+		sh.quotaPols.add(pol, 1)
 	}
-	q = quota{tat: newTAT}
+	q.tat = newTAT
 	sh.quotas[key] = q
 	sh.quotaFloor = min(sh.quotaFloor, q.expiry())
 	return d, nil
@@ -124,4 +135,10 @@ func gcra(tat, now int64, r store.Rate, cost int) (store.Decision, int64) {
 		Remaining:  remaining(newTAT),
 		ResetAfter: us(newTAT - now),
 	}, newTAT
+}
+
+// dropQuota removes key's quota q.
+func (sh *shard) dropQuota(key string, q quota) {
+	delete(sh.quotas, key)
+	sh.quotaPols.add(q.pol, -1)
 }

@@ -205,7 +205,8 @@ func TestQuotaEntryExpires(t *testing.T) {
 // charges of live keys go on, and locks are counted apart.
 func TestQuotaFull(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard)) // one shard
+	// One shard, which one policy may fill (see TestQuotaFullPolicy).
+	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
 	ctx := context.Background()
 	r := store.Rate{Limit: 1, Window: time.Second, Burst: 2}
 	for i := range minPerShard {
@@ -235,7 +236,7 @@ func TestQuotaFull(t *testing.T) {
 	}
 
 	// Refunds never need a new entry, so a full shard never refuses one.
-	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard))
+	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
 	for i := range minPerShard {
 		if _, err := s.AllowN(ctx, fmt.Sprint("k", i), r, 2); err != nil {
 			t.Fatalf("key %d: %v", i, err)

@@ -16,6 +16,7 @@ var _ store.Recorder = (*Store)(nil)
 type record struct {
 	data    []byte
 	expires time.Duration // since Store.epoch
+	pol     uint16        // the key's policy (see policy.go)
 }
 
 // Record stores a copy of rec as key's record if token holds key (as a plain
@@ -23,10 +24,12 @@ type record struct {
 // expiry as it is now; it then wakes key's watchers (see store.Recorder for
 // what the outcomes mean and why). Release deletes the record with the lock.
 //
-// Records count against WithMaxRecordBytes: a rec larger than one shard's
-// share is refused with an error matching store.ErrInvalid, one that does
-// not fit what is left of the share fails with ErrFull, and in both cases
-// nothing is written and any earlier record stays. It fails with an error
+// Records count against WithMaxRecordBytes, and per policy against the
+// policy's share of it (WithPolicyShare): a rec larger than one policy's
+// share of one shard's share is refused with an error matching
+// store.ErrInvalid, one that does not fit what is left of the shard's share
+// or of the policy's fails with ErrFull, and in both cases nothing is
+// written and any earlier record stays. It fails with an error
 // matching store.ErrInvalid for an empty key or token, and with ctx.Err()
 // when ctx is done.
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
@@ -37,9 +40,9 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 		return 0, fmt.Errorf("%w: memstore: empty token", store.ErrInvalid)
 	}
 	sh := s.shard(key)
-	if n := int64(len(rec)); n > sh.recordCap {
-		return 0, fmt.Errorf("%w: memstore: a record of %d bytes is larger than the %d bytes a shard keeps (WithMaxRecordBytes)",
-			store.ErrInvalid, n, sh.recordCap)
+	if n := int64(len(rec)); n > sh.recordPolicyCap {
+		return 0, fmt.Errorf("%w: memstore: a record of %d bytes is larger than the %d bytes a shard keeps for one policy (WithMaxRecordBytes, WithPolicyShare)",
+			store.ErrInvalid, n, sh.recordPolicyCap)
 	}
 	var full bool
 	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ uint32, _ int, l lock, now time.Duration) store.Outcome {
@@ -48,16 +51,17 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 			sh.dropRecord(key, old)
 			old, ok = record{}, false
 		}
-		if !sh.roomForRecord(int64(len(rec))-int64(len(old.data)), now) {
+		if !sh.roomForRecord(l.pol, int64(len(rec))-int64(len(old.data)), now) {
 			full = true
 			return 0
 		}
 		if ok {
 			sh.dropRecord(key, old)
 		}
-		r := record{data: append(make([]byte, 0, len(rec)), rec...), expires: l.expires}
+		r := record{data: append(make([]byte, 0, len(rec)), rec...), expires: l.expires, pol: l.pol}
 		sh.records[key] = r
 		sh.recordBytes += int64(len(r.data))
+		sh.recordPols.add(r.pol, int64(len(r.data)))
 		sh.recordFloor = min(sh.recordFloor, r.expires)
 		sh.notify(key)
 		return store.OK
@@ -100,14 +104,18 @@ func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) 
 func (sh *shard) dropRecord(key string, r record) {
 	delete(sh.records, key)
 	sh.recordBytes -= int64(len(r.data))
+	sh.recordPols.add(r.pol, -int64(len(r.data)))
 }
 
-// roomForRecord reports whether n more bytes of records fit the shard's
-// share of WithMaxRecordBytes (n is negative for a record replaced by a
-// shorter one). Like makeRoom, it first removes the expired records among a
+// roomForRecord reports whether n more bytes of records of policy pol fit
+// the shard's share of WithMaxRecordBytes and pol's share of that (n is
+// negative for a record replaced by a shorter one). Like makeRoom, it first removes the expired records among a
 // few sampled ones, and when that is not enough and recordFloor says some
 // may have expired, it removes every expired record and moves recordFloor.
-func (sh *shard) roomForRecord(n int64, now time.Duration) bool {
+func (sh *shard) roomForRecord(pol uint16, n int64, now time.Duration) bool {
+	fits := func() bool {
+		return sh.recordBytes+n <= sh.recordCap && sh.recordPols.get(pol)+n <= sh.recordPolicyCap
+	}
 	i := 0
 	for k, r := range sh.records {
 		if i++; i > sampleSize {
@@ -117,7 +125,7 @@ func (sh *shard) roomForRecord(n int64, now time.Duration) bool {
 			sh.dropRecord(k, r)
 		}
 	}
-	if sh.recordBytes+n <= sh.recordCap {
+	if fits() {
 		return true
 	}
 	if now < sh.recordFloor {
@@ -132,5 +140,5 @@ func (sh *shard) roomForRecord(n int64, now time.Duration) bool {
 		low = min(low, r.expires)
 	}
 	sh.recordFloor = low
-	return sh.recordBytes+n <= sh.recordCap
+	return fits()
 }

@@ -163,8 +163,9 @@ func TestRecordReentrant(t *testing.T) {
 
 func TestRecordBytesBound(t *testing.T) {
 	clk := newFakeClock()
-	// 16 keys make a store of one shard, so the whole bound is its share.
-	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(100))
+	// 16 keys make a store of one shard, so the whole bound is its share,
+	// and the keys' one policy may fill it (see TestRecordPolicyShare).
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(100), WithPolicyShare(1))
 	if len(s.shards) != 1 {
 		t.Fatalf("%d shards, the test needs one", len(s.shards))
 	}
@@ -221,9 +222,10 @@ func TestRecordBytesBound(t *testing.T) {
 func TestRecordDefaultBound(t *testing.T) {
 	s := New()
 	acquire(t, s, "k", "t", time.Minute)
-	share := DefaultMaxRecordBytes / len(s.shards)
+	// One policy's share of one shard's share.
+	share := int(float64(DefaultMaxRecordBytes/len(s.shards)) * DefaultPolicyShare)
 	if _, err := s.Record(bg, "k", "t", make([]byte, share+1)); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("Record of a shard's share plus one byte: %v, want store.ErrInvalid", err)
+		t.Fatalf("Record of a policy's share of a shard's share plus one byte: %v, want store.ErrInvalid", err)
 	}
 	outcome(t, store.OK)(s.Record(bg, "k", "t", make([]byte, share)))
 }

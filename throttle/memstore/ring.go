@@ -237,6 +237,7 @@ func (sh *shard) reclaim(now time.Duration) {
 				}
 				if i, ok := t.slotOfRef(e.tag, refOf(k, g.head)); ok {
 					t.unlink(i)
+					t.pols.add(e.l.pol, -1)
 				}
 				sh.expireRecord(e.key, now)
 				*e = entry{}

@@ -13,6 +13,7 @@ type lock struct {
 	expires time.Duration // since Store.epoch
 	fence   int64         // fence of the first acquisition, 0 if none was asked
 	holds   int32         // hold count of a reentrant lock, 0 for a plain lock
+	pol     uint16        // the key's policy (see policy.go), in lock's padding
 }
 
 // counter is a key's fence counter.
@@ -39,10 +40,25 @@ type shard struct {
 	capacity int
 	seed     maphash.Seed // the Store's, for the tag of a key (see Store.locate)
 
+	// pols names the policies of the shard's keys; policyCap is the most
+	// locks, and the most quotas, one of them may hold (see policy.go);
+	// quotaPols counts the quotas per policy (locks.pols the locks).
+	pols      policies
+	policyCap int64
+	quotaPols perPolicy
+
+	// fenceBase is the highest fence of every counter removed from fences:
+	// a new counter starts above it, so that a key's fences increase even
+	// across the removal of its counter (see nextFence).
+	fenceBase int64
+
 	// recordBytes is the sum of the lengths of records' data, which
-	// recordCap (the shard's share of WithMaxRecordBytes) bounds.
-	recordBytes int64
-	recordCap   int64
+	// recordCap (the shard's share of WithMaxRecordBytes) bounds, and
+	// recordPols the same per policy, which recordPolicyCap bounds.
+	recordBytes     int64
+	recordCap       int64
+	recordPols      perPolicy
+	recordPolicyCap int64
 
 	// lockFloor, fenceFloor and quotaFloor are lower bounds of the expiry
 	// of every entry in locks, fences and quotas. While now is below them
@@ -56,13 +72,15 @@ type shard struct {
 	_ [64]byte // keeps neighbouring shards' mutexes off one cache line
 }
 
-func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64) {
+func (sh *shard) init(seed maphash.Seed, capacity int, recordCap int64, policyShare float64) {
 	sh.seed = seed
 	sh.fences = make(map[string]counter)
 	sh.quotas = make(map[string]quota)
 	sh.records = make(map[string]record)
 	sh.capacity = capacity
 	sh.recordCap = recordCap
+	sh.policyCap = share(int64(capacity), policyShare)
+	sh.recordPolicyCap = share(recordCap, policyShare)
 	sh.lockFloor, sh.fenceFloor, sh.quotaFloor = math.MaxInt64, math.MaxInt64, math.MaxInt64
 	sh.recordFloor = math.MaxInt64
 }
@@ -126,61 +144,77 @@ func (sh *shard) setExpiry(key string, tag uint32, l lock, now time.Duration) {
 	}
 }
 
-// roomForLock makes room for one more lock: it removes the expired locks
-// at the rings' heads and, when the shard is full, sweeps it when
-// lockFloor says something may have expired (as makeRoom does for maps;
-// locks are not sampled, the rings find them).
-func (sh *shard) roomForLock(now time.Duration) bool {
+// roomForLock makes room for one more lock of policy pol: it removes the
+// expired locks at the rings' heads and, when the shard is full or pol
+// holds its share, sweeps the shard when lockFloor says something may have
+// expired (as makeRoom does for maps; locks are not sampled, the rings find
+// them).
+func (sh *shard) roomForLock(pol uint16, now time.Duration) bool {
 	sh.reclaim(now)
-	if sh.locks.n < sh.capacity {
+	if sh.lockFits(pol) {
 		return true
 	}
 	if now < sh.lockFloor {
 		return false
 	}
 	sh.lockFloor = sh.locks.sweep(now)
-	return sh.locks.n < sh.capacity
+	return sh.lockFits(pol)
 }
 
-// nextFence returns key's next fence, max(last+1, wall), or false when the
-// key has no counter and there is no room for one. The counter then lives
-// for ttl, and in any case while key's lock does (see heldCounter).
-func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) (int64, bool) {
+// lockFits reports whether a new lock of policy pol fits: the shard has
+// room and pol holds less than its share.
+func (sh *shard) lockFits(pol uint16) bool {
+	return sh.locks.n < sh.capacity && sh.locks.pols.get(pol) < sh.policyCap
+}
+
+// nextFence returns key's next fence, max(last+1, wall). It never fails:
+// a key without a counter gets one, in place of another counter when the
+// shard has as many as its capacity (see roomForFence), and starts it at
+// fenceBase, the highest fence of every counter removed, so that a key's
+// fences increase whatever the clock does, even when its counter was
+// removed between two of them. The counter then lives for ttl after its
+// last use.
+func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) int64 {
 	c, ok := sh.fences[key]
-	if ok && c.expires <= now {
-		// Removed or kept, the expired counter's last value still
-		// counts in the max below.
-		c, ok = expire(sh.fences, key, c, now, sh.heldCounter)
-	}
-	if !ok && !sh.roomForFence(now) {
-		return 0, false
+	if !ok {
+		sh.roomForFence(now)
+		c.last = sh.fenceBase
 	}
 	c.last = max(c.last+1, wall)
 	c.expires = now + ttl
 	sh.fences[key] = c
 	sh.fenceFloor = min(sh.fenceFloor, c.expires)
-	return c.last, true
+	return c.last
 }
 
-// roomForFence makes room for one more fence counter (see makeRoom). The
-// counter of a key whose lock lives is not removed, even when its fence TTL
-// ran out (a lock TTL, or a lease kept alive, can outlast the fence TTL):
-// see heldCounter.
-func (sh *shard) roomForFence(now time.Duration) bool {
-	return makeRoom(sh.fences, sh.capacity, &sh.fenceFloor, now, sh.heldCounter, sampleSize)
-}
-
-// heldCounter keeps the expired counter c of key while key's lock lives: it
-// returns c with the lock's expiry, and true. Were the counter dropped, the
-// next fence of the key would restart from the wall clock, which a clock
-// step back can put below the fences already handed out for it.
-func (sh *shard) heldCounter(key string, c counter, now time.Duration) (counter, bool) {
-	l, ok := sh.locks.get(key, tagOf(maphash.String(sh.seed, key)))
-	if !ok || l.expires <= now {
-		return c, false
+// roomForFence makes room for one more fence counter: it removes expired
+// counters (see makeRoom) and, when none expired and the shard holds as
+// many counters as its capacity, the least recently used of a few
+// (sampleSize) counters, whatever its key (a held key's fence was handed
+// out already, and its next one comes from above fenceBase).
+func (sh *shard) roomForFence(now time.Duration) {
+	fits := func() bool { return len(sh.fences) < sh.capacity }
+	if makeRoom(sh.fences, fits, &sh.fenceFloor, now, sh.dropCounter, sampleSize) {
+		return
 	}
-	c.expires = l.expires
-	return c, true
+	var victim string
+	var v counter
+	n := 0
+	for k, c := range sh.fences {
+		if n == 0 || c.expires < v.expires {
+			victim, v = k, c
+		}
+		if n++; n == sampleSize {
+			break
+		}
+	}
+	sh.dropCounter(victim, v)
+}
+
+// dropCounter removes key's counter c, raising fenceBase to its last fence.
+func (sh *shard) dropCounter(key string, c counter) {
+	delete(sh.fences, key)
+	sh.fenceBase = max(sh.fenceBase, c.last)
 }
 
 // expiring is an entry of a map with an expiry time: a fence counter or a
@@ -191,14 +225,12 @@ func (c counter) expiry() time.Duration { return c.expires }
 
 // makeRoom makes room for one more entry in m: it samples a few (sample)
 // entries and removes the expired ones among them (as Redis's active
-// expiry does) and,
-// when m is full and *floor says something may have expired, removes every
-// expired entry and moves *floor, the lower bound of m's expiry times. It
-// reports whether a new entry fits. An expired entry for which keep (when
-// not nil) answers true stays, with the value keep returned, whose expiry
-// must be later than now.
-func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, now time.Duration,
-	keep func(key string, v V, now time.Duration) (V, bool), sample int) bool {
+// expiry does) and, when fits says the new entry does not fit and *floor
+// says something may have expired, removes every expired entry and moves
+// *floor, the lower bound of m's expiry times. It reports fits' answer
+// then. drop removes an entry from m, and whatever counts it.
+func makeRoom[V expiring](m map[string]V, fits func() bool, floor *time.Duration, now time.Duration,
+	drop func(key string, v V), sample int) bool {
 	if sample > 0 { // not even one: starting an iteration costs
 		n := 0
 		for k, v := range m {
@@ -206,11 +238,11 @@ func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, no
 				break
 			}
 			if v.expiry() <= now {
-				expire(m, k, v, now, keep)
+				drop(k, v)
 			}
 		}
 	}
-	if len(m) < capacity {
+	if fits() {
 		return true
 	}
 	if now < *floor {
@@ -219,29 +251,13 @@ func makeRoom[V expiring](m map[string]V, capacity int, floor *time.Duration, no
 	low := time.Duration(math.MaxInt64)
 	for k, v := range m {
 		if v.expiry() <= now {
-			var kept bool
-			if v, kept = expire(m, k, v, now, keep); !kept {
-				continue
-			}
+			drop(k, v)
+			continue
 		}
 		low = min(low, v.expiry())
 	}
 	*floor = low
-	return len(m) < capacity
-}
-
-// expire removes the expired entry k of m, unless keep keeps it: then it
-// stores and returns keep's value, and true.
-func expire[V expiring](m map[string]V, k string, v V, now time.Duration,
-	keep func(key string, v V, now time.Duration) (V, bool)) (V, bool) {
-	if keep != nil {
-		if v, ok := keep(k, v, now); ok {
-			m[k] = v
-			return v, true
-		}
-	}
-	delete(m, k)
-	return v, false
+	return fits()
 }
 
 // notify wakes the waiters of key without blocking: a waiter whose channel

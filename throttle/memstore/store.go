@@ -51,9 +51,11 @@ var (
 )
 
 // New returns an empty store. Without options it holds up to DefaultMaxKeys
-// locks, reads time.Now and keeps fence counters for DefaultFenceTTL.
+// locks (DefaultPolicyShare of them for one policy), reads time.Now and keeps
+// fence counters for DefaultFenceTTL.
 func New(opts ...Option) *Store {
-	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, fenceTTL: DefaultFenceTTL}
+	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, fenceTTL: DefaultFenceTTL,
+		policyShare: DefaultPolicyShare}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -75,7 +77,7 @@ func New(opts ...Option) *Store {
 	per := (c.maxKeys + n - 1) / n
 	perRecord := (c.maxRecordBytes + int64(n) - 1) / int64(n)
 	for i := range s.shards {
-		s.shards[i].init(s.seed, per, perRecord)
+		s.shards[i].init(s.seed, per, perRecord, c.policyShare)
 	}
 	return s
 }
@@ -140,7 +142,8 @@ func checkTTL(ttl time.Duration) error {
 
 // Acquire takes req.Key for req.Token if it is free (or, for a Reentrant
 // request, already held by req.Token as a reentrant lock). It fails with
-// ErrFull when a new entry does not fit (see WithMaxKeys), with an error
+// ErrFull when a new lock does not fit: the shard is full, or the key's
+// policy holds its share of it (see WithMaxKeys and WithPolicyShare); with an error
 // matching store.ErrInvalid for an empty token or a TTL that is not
 // positive, and with ctx.Err() when ctx is done.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
@@ -168,10 +171,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			// lost. The key is ours as it stands.
 			g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: 1}
 			if req.Fence {
-				f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
-				if !ok {
-					return store.Grant{}, ErrFull
-				}
+				f := sh.nextFence(req.Key, now, wall, s.fenceTTL)
 				l.fence, g.Fence = f, f
 				sh.locks.at(i).l = l // nextFence leaves the index alone
 			}
@@ -181,11 +181,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", store.ErrInvalid)
 		}
 		if req.Fence && l.fence == 0 {
-			f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
-			if !ok {
-				return store.Grant{}, ErrFull
-			}
-			l.fence = f
+			l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 		}
 		l.holds++
 		if now+ttl > l.expires { // a re-entry never shortens the hold
@@ -201,19 +197,16 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return g, nil
 	}
 
-	if !sh.roomForLock(now) {
+	pol := sh.pols.id(req.Key)
+	if !sh.roomForLock(pol, now) {
 		return store.Grant{}, ErrFull
 	}
-	l := lock{token: req.Token, expires: now + ttl}
+	l := lock{token: req.Token, expires: now + ttl, pol: pol}
 	if req.Reentrant {
 		l.holds = 1
 	}
 	if req.Fence {
-		f, ok := sh.nextFence(req.Key, now, wall, s.fenceTTL)
-		if !ok {
-			return store.Grant{}, ErrFull
-		}
-		l.fence = f
+		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 	}
 	if !sh.add(req.Key, tag, l, ttl) {
 		return store.Grant{}, ErrFull

@@ -28,10 +28,11 @@ import (
 // rings, never shrinks, as Go maps do not; the shard's capacity bounds the
 // number of live locks.
 type table struct {
-	index []uint64 // tag<<32 | ref; 0 when empty (a tag is never 0)
-	shift uint     // 32 - log2(len(index)): a tag's home slot is tag >> shift
-	n     int      // live locks: occupied slots
-	rings []ring   // one per TTL class in use, in order of first use
+	index []uint64  // tag<<32 | ref; 0 when empty (a tag is never 0)
+	shift uint      // 32 - log2(len(index)): a tag's home slot is tag >> shift
+	n     int       // live locks: occupied slots
+	rings []ring    // one per TTL class in use, in order of first use
+	pols  perPolicy // live locks per policy (lock.pol)
 }
 
 // minSlots is the size of a new index.
@@ -112,6 +113,7 @@ func (t *table) insert(key string, tag uint32, l lock, ttl time.Duration) bool {
 	}
 	t.index[i] = slotOf(tag, r)
 	t.n++
+	t.pols.add(l.pol, 1)
 	return true
 }
 
@@ -149,7 +151,9 @@ func (t *table) move(i int, l lock, ttl time.Duration) {
 
 // remove drops the lock of index slot i and empties the slot.
 func (t *table) remove(i int) {
-	t.drop(ref(t.index[i]))
+	r := ref(t.index[i])
+	t.pols.add(t.entry(r).l.pol, -1)
+	t.drop(r)
 	t.unlink(i)
 }
 
@@ -213,6 +217,7 @@ func (t *table) sweep(now time.Duration) time.Duration {
 			case e.l.expires <= now:
 				if i, ok := t.slotOfRef(e.tag, refOf(k, seq)); ok {
 					t.unlink(i)
+					t.pols.add(e.l.pol, -1)
 				}
 				*e = entry{}
 			default:

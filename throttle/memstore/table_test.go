@@ -175,7 +175,8 @@ func TestRingFull(t *testing.T) {
 	defer func(n int) { maxRing = n }(maxRing)
 	maxRing = minRing
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(16)) // one shard, room for more locks than a ring takes
+	// One shard, room for more locks than a ring takes; one policy may fill it.
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithPolicyShare(1))
 	for i := range minRing {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}

@@ -1,0 +1,382 @@
+package memstore
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// floodPolicy acquires up to n distinct keys of policy for an hour, as a
+// flood of new users on one route would, and returns how many were refused
+// with ErrFull; any other error fails the test.
+func floodPolicy(t *testing.T, s *Store, policy string, n int) (refused int) {
+	t.Helper()
+	for i := range n {
+		key := store.Key("throttle", policy, "user-"+strconv.Itoa(i))
+		g, err := s.Acquire(bg, store.Request{Key: key, Token: "flood", TTL: time.Hour})
+		if errors.Is(err, ErrFull) {
+			refused++
+			continue
+		}
+		require.NoError(t, err, "flood key %d", i)
+		require.True(t, g.Acquired, "flood key %d", i)
+	}
+	return refused
+}
+
+// TestFloodOfOnePolicy (issue 27, part 2): one policy's keys fill the store
+// up to its limit; a new key of another policy is still granted, and its
+// second acquisition is still refused as held: the other policy's answers do
+// not change. Before, the flood filled every shard and the other policy got
+// ErrFull.
+func TestFloodOfOnePolicy(t *testing.T) {
+	s := New(WithMaxKeys(1000))
+	refused := floodPolicy(t, s, "flood", 5000)
+	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
+
+	key := store.Key("throttle", "other", "user-1")
+	g, err := s.Acquire(bg, store.Request{Key: key, Token: "first", TTL: time.Minute})
+	require.NoError(t, err, "a new key of another policy after the flood")
+	require.True(t, g.Acquired)
+	g, err = s.Acquire(bg, store.Request{Key: key, Token: "second", TTL: time.Minute})
+	require.NoError(t, err)
+	assert.False(t, g.Acquired, "a duplicate of the other policy's key must stay refused")
+	assert.Equal(t, time.Minute, g.Remaining)
+
+	// Many other keys of other policies still fit, all of them.
+	for _, policy := range []string{"orders", "jobs", "password-reset"} {
+		for i := range 100 {
+			k := store.Key("throttle", policy, "user-"+strconv.Itoa(i))
+			g, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i%2 == 0})
+			require.NoError(t, err, "%s key %d after the flood", policy, i)
+			require.True(t, g.Acquired, "%s key %d", policy, i)
+		}
+	}
+	// The flooded policy's held keys stay held.
+	g, err = s.Acquire(bg, store.Request{Key: store.Key("throttle", "flood", "user-0"), Token: "dup", TTL: time.Minute})
+	require.NoError(t, err)
+	assert.False(t, g.Acquired, "a held key of the flooded policy was given to a duplicate")
+
+	// No policy holds more than its share of any shard.
+	s.checkPolicyCounts(t)
+	for i := range s.shards {
+		sh := &s.shards[i]
+		for id, n := range sh.locks.pols {
+			assert.LessOrEqual(t, n, sh.policyCap, "shard %d policy %d", i, id)
+		}
+	}
+}
+
+// TestFloodOfOnePolicyThroughLimiters is the issue's report: one store
+// serves several policies; after a flood of distinct users on the Dedupe
+// policy "submit", new users of "orders" (Dedupe), "jobs" (Exclusive) and
+// "password-reset" (Cooldown) are admitted and their duplicates turned
+// away, and "submit" still turns away the duplicates of the keys it holds.
+func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
+	s := New(WithMaxKeys(1000))
+	limiter := func(p throttle.Policy) *throttle.Limiter {
+		l, err := throttle.New(s, p)
+		require.NoError(t, err)
+		return l
+	}
+	// The flood's fail-opens are logged: not into the test's output.
+	submit := limiter(throttle.Policy{Name: "submit", Window: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	for i := range 5000 {
+		lease, err := submit.Admit(bg, "flood-"+strconv.Itoa(i))
+		require.NoError(t, err, "the flood fails open on its own policy")
+		_ = lease // held for the Window
+	}
+	require.Positive(t, submit.Stats().FailedOpen, "the flood never filled its share: the test proves nothing")
+
+	for _, l := range []*throttle.Limiter{
+		limiter(throttle.Policy{Name: "orders", Window: time.Minute}),
+		limiter(throttle.Policy{Name: "jobs", Mode: throttle.Exclusive, Fence: true}),
+		limiter(throttle.Policy{Name: "password-reset", Mode: throttle.Cooldown, Window: time.Minute}),
+	} {
+		for i := range 20 {
+			id := "user-" + strconv.Itoa(i)
+			lease, err := l.Admit(bg, id)
+			require.NoError(t, err, "new user %d after the flood", i)
+			require.NotNil(t, lease, "new user %d after the flood was let through unguarded", i)
+			dup, err := l.Admit(bg, id)
+			require.ErrorIs(t, err, throttle.ErrContended, "duplicate of user %d", i)
+			require.Nil(t, dup)
+		}
+		st := l.Stats()
+		assert.Zero(t, st.StoreErrors, "store errors on another policy: %+v", st)
+		assert.Zero(t, st.FailedOpen, "failed open on another policy: %+v", st)
+	}
+	dup, err := submit.Admit(bg, "flood-0")
+	require.ErrorIs(t, err, throttle.ErrContended, "a duplicate on the flooded policy")
+	require.Nil(t, dup)
+}
+
+// TestFenceCountersNeverFillTheStore (issue 27, part 2): fenced locks taken
+// and released one after the other leave their counters behind for the
+// fence TTL; the counters of 200 keys in a store of 64 no longer make it
+// refuse new fenced locks (before, the 44th key failed with ErrFull), and
+// each key's fences still only increase across re-acquisitions.
+func TestFenceCountersNeverFillTheStore(t *testing.T) {
+	s := New(WithMaxKeys(64))
+	l, err := throttle.New(s, throttle.Policy{Name: "jobs", Mode: throttle.Exclusive, Fence: true})
+	require.NoError(t, err)
+	last := map[string]int64{}
+	for round := range 3 {
+		for i := range 200 {
+			id := "job-" + strconv.Itoa(i)
+			lease, err := l.Acquire(bg, id)
+			require.NoError(t, err, "round %d, key %d", round, i)
+			require.Greater(t, lease.Fence(), last[id], "round %d, key %d: fences must increase", round, i)
+			last[id] = lease.Fence()
+			require.NoError(t, lease.Release(bg))
+		}
+	}
+	_, fences, _ := s.counts()
+	assert.LessOrEqual(t, fences, 64+len(s.shards), "fence counters past the bound")
+}
+
+// TestFencesIncreaseAcrossRemovedCounters: at the store, with the clock
+// stepping back between rounds, a key whose counter was removed to make
+// room (held or not) still gets fences above all it had: new counters start
+// above the highest fence of every counter removed from the shard.
+func TestFencesIncreaseAcrossRemovedCounters(t *testing.T) {
+	clk := newFakeClock()
+	s := New(WithClock(clk.Now), WithMaxKeys(16)) // one shard, 16 counters
+	last := map[string]int64{}
+	held := store.Key("throttle", "jobs", "held")
+	g, err := s.Acquire(bg, store.Request{Key: held, Token: "h", TTL: time.Hour, Fence: true})
+	require.NoError(t, err)
+	last[held] = g.Fence
+	for round := range 10 {
+		for i := range 50 {
+			key := store.Key("throttle", "jobs", strconv.Itoa(i))
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Second, Fence: true})
+			require.NoError(t, err, "round %d, key %d", round, i)
+			require.True(t, g.Acquired)
+			require.Greater(t, g.Fence, last[key], "round %d, key %d", round, i)
+			last[key] = g.Fence
+			outcome(t, store.OK)(s.Release(bg, key, "t"))
+		}
+		clk.Advance(-time.Minute) // the wall clock steps back
+		// The held key's retry asks a new fence; its counter may have
+		// been removed to make room meanwhile.
+		g, err := s.Acquire(bg, store.Request{Key: held, Token: "h", TTL: time.Hour, Fence: true})
+		require.NoError(t, err)
+		require.True(t, g.Acquired)
+		require.Greater(t, g.Fence, last[held], "round %d: the held key's fence", round)
+		last[held] = g.Fence
+	}
+	_, fences, _ := s.counts()
+	assert.LessOrEqual(t, fences, 16)
+}
+
+// TestQuotaFloodOfOnePolicy: quotas are shared the same way: a flood of new
+// quota keys on one policy is refused past its share, and another policy's
+// new quota is still kept and still counts.
+func TestQuotaFloodOfOnePolicy(t *testing.T) {
+	s := New(WithMaxKeys(1000))
+	r := store.Rate{Limit: 1, Window: time.Hour, Burst: 1}
+	refused := 0
+	for i := range 5000 {
+		d, err := s.AllowN(bg, store.Key("throttle", "flood", strconv.Itoa(i)), r, 1)
+		if errors.Is(err, ErrFull) {
+			refused++
+			continue
+		}
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
+	key := store.Key("throttle", "other", "user-1")
+	d, err := s.AllowN(bg, key, r, 1)
+	require.NoError(t, err, "a new quota of another policy after the flood")
+	require.True(t, d.Allowed)
+	d, err = s.AllowN(bg, key, r, 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the other policy's quota must still count")
+	s.checkPolicyCounts(t)
+}
+
+// TestRecordPolicyShare: one policy's records take at most its share of the
+// record bytes, so another policy's records still fit.
+func TestRecordPolicyShare(t *testing.T) {
+	s := New(WithMaxKeys(16), WithMaxRecordBytes(100)) // one shard
+	require.Len(t, s.shards, 1)
+	b := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
+	a0, a1 := store.Key("throttle", "a", "0"), store.Key("throttle", "a", "1")
+	b0 := store.Key("throttle", "b", "0")
+	for _, k := range []string{a0, a1, b0} {
+		acquire(t, s, k, "t", time.Minute)
+	}
+	_, err := s.Record(bg, a0, "t", b(51))
+	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than a policy's share")
+	outcome(t, store.OK)(s.Record(bg, a0, "t", b(50)))
+	_, err = s.Record(bg, a1, "t", b(1))
+	require.ErrorIs(t, err, ErrFull, "policy a past its share")
+	outcome(t, store.OK)(s.Record(bg, b0, "t", b(50)))
+	outcome(t, store.OK)(s.Release(bg, a0, "t"))
+	outcome(t, store.OK)(s.Record(bg, a1, "t", b(50)))
+	s.checkPolicyCounts(t)
+}
+
+// TestPolicyCountsModel drives a small store with random acquisitions,
+// releases, extensions, quotas, records and clock steps over keys of a few
+// policies (and keys of no policy), and checks after every step that the
+// per-policy counts are what the shards hold, that no policy holds more
+// than its share, and that a new lock is refused with ErrFull only when its
+// shard or its policy's share is full of live locks.
+func TestPolicyCountsModel(t *testing.T) {
+	policies := []string{"a", "b", "c"}
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 27))
+		clk := newFakeClock()
+		s := New(WithClock(clk.Now), WithMaxKeys(32), WithMaxRecordBytes(400))
+		r := store.Rate{Limit: 2, Window: 40 * time.Millisecond, Burst: 2}
+		for step := range 5000 {
+			var key string
+			if p := rng.IntN(len(policies) + 1); p < len(policies) {
+				key = store.Key("throttle", policies[p], strconv.Itoa(rng.IntN(40)))
+			} else {
+				key = "bare" + strconv.Itoa(rng.IntN(10))
+			}
+			tok := "t" + strconv.Itoa(rng.IntN(2))
+			ttl := time.Duration(1+rng.IntN(50)) * time.Millisecond
+			switch op := rng.IntN(10); {
+			case op < 4:
+				_, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: ttl, Fence: rng.IntN(2) == 0})
+				if errors.Is(err, ErrFull) {
+					s.checkFull(t, key, step)
+				} else {
+					require.NoError(t, err, "step %d", step)
+				}
+			case op < 5:
+				_, err := s.Release(bg, key, tok)
+				require.NoError(t, err)
+			case op < 6:
+				_, err := s.Extend(bg, key, tok, ttl)
+				require.NoError(t, err)
+			case op < 7:
+				_, err := s.AllowN(bg, key, r, rng.IntN(4)-1)
+				if !errors.Is(err, ErrFull) {
+					require.NoError(t, err, "step %d", step)
+				}
+			case op < 8:
+				_, err := s.Record(bg, key, tok, make([]byte, rng.IntN(60)))
+				if !errors.Is(err, ErrFull) {
+					require.NoError(t, err, "step %d", step)
+				}
+			default:
+				clk.Advance(time.Duration(rng.IntN(10)) * time.Millisecond)
+			}
+			s.checkPolicyCounts(t)
+		}
+	}
+}
+
+// checkFull fails unless key's shard, when Acquire refused key with ErrFull,
+// had no room for it: as many live locks as its capacity, or as many live
+// locks of key's policy as its share.
+func (s *Store) checkFull(t *testing.T, key string, step int) {
+	t.Helper()
+	now, _ := s.now(false)
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	pol := sh.pols.id(key)
+	live, livePol := 0, int64(0)
+	for k := range sh.locks.rings {
+		g := &sh.locks.rings[k]
+		for seq := g.head; seq != g.tail; seq++ {
+			if e := g.at(seq); e.key != "" && e.l.expires > now {
+				live++
+				if e.l.pol == pol {
+					livePol++
+				}
+			}
+		}
+	}
+	require.True(t, live >= sh.capacity || livePol >= sh.policyCap,
+		"step %d: ErrFull for %q with %d live locks (capacity %d), %d of its policy (share %d)",
+		step, key, live, sh.capacity, livePol, sh.policyCap)
+}
+
+// checkPolicyCounts fails unless every shard's per-policy counts of locks,
+// quotas and record bytes are what it holds, and each is within its bound.
+func (s *Store) checkPolicyCounts(t *testing.T) {
+	t.Helper()
+	for i := range s.shards {
+		s.shards[i].checkPolicyCounts(t, i)
+	}
+}
+
+func (sh *shard) checkPolicyCounts(t *testing.T, i int) {
+	t.Helper()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	{
+		var locks, quotas, records perPolicy
+		for k := range sh.locks.rings {
+			g := &sh.locks.rings[k]
+			for seq := g.head; seq != g.tail; seq++ {
+				if e := g.at(seq); e.key != "" {
+					locks.add(e.l.pol, 1)
+					require.Equal(t, sh.pols.id(e.key), e.l.pol, "lock %q", e.key)
+				}
+			}
+		}
+		for k, q := range sh.quotas {
+			quotas.add(q.pol, 1)
+			require.Equal(t, sh.pols.id(k), q.pol, "quota %q", k)
+		}
+		for k, r := range sh.records {
+			records.add(r.pol, int64(len(r.data)))
+			require.Equal(t, sh.pols.id(k), r.pol, "record %q", k)
+		}
+		for id := range max(len(locks), len(quotas), len(records), len(sh.locks.pols), len(sh.quotaPols), len(sh.recordPols)) {
+			p := uint16(id)
+			require.Equal(t, locks.get(p), sh.locks.pols.get(p), "shard %d: locks of policy %d", i, id)
+			require.Equal(t, quotas.get(p), sh.quotaPols.get(p), "shard %d: quotas of policy %d", i, id)
+			require.Equal(t, records.get(p), sh.recordPols.get(p), "shard %d: record bytes of policy %d", i, id)
+			require.LessOrEqual(t, locks.get(p), sh.policyCap)
+			require.LessOrEqual(t, quotas.get(p), sh.policyCap)
+			require.LessOrEqual(t, records.get(p), sh.recordPolicyCap)
+		}
+	}
+}
+
+func TestPolicyOf(t *testing.T) {
+	for key, want := range map[string]string{
+		store.Key("throttle", "submit", "u:1{x}"): "submit",
+		store.Key("throttle", "a%b", "1"):         "a%25b",
+		"plain":                                   "",
+		"{tag}":                                   "",
+		"{tag}:x":                                 "",
+		"p:{pol:id}":                              "pol",
+		"{:id}":                                   "",
+	} {
+		assert.Equal(t, want, policyOf(key), "policyOf(%q)", key)
+	}
+}
+
+// TestPolicyShareOption: WithPolicyShare's bounds, and the share of a
+// shard's capacity it gives a policy.
+func TestPolicyShareOption(t *testing.T) {
+	for opt, want := range map[float64]int64{
+		0.25: 4, 0.5: 8, 1: 16, 2: 16, 0: 8, -1: 8, 0.001: 1,
+	} {
+		s := New(WithMaxKeys(16), WithPolicyShare(opt)) // one shard of 16
+		require.Len(t, s.shards, 1)
+		assert.Equal(t, want, s.shards[0].policyCap, "WithPolicyShare(%v)", opt)
+	}
+	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].policyCap, "the default share")
+}
