@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,11 +41,17 @@ func (s *failingRecords) Record(ctx context.Context, key, token string, rec []by
 // runOriginal admits the first request of key k1 on g and finishes it as
 // a success whose handler wrote a 201.
 func runOriginal(t *testing.T, g *guard.Guard) {
-	_, ticket, rej := g.BeginReplay(context.Background(), "k1", "")
+	runKey(t, g, "k1", `{"id":"1"}`)
+}
+
+// runKey admits the first request of key on g and finishes it as a success
+// whose handler wrote a 201 with body.
+func runKey(t *testing.T, g *guard.Guard, key, body string) {
+	_, ticket, rej := g.BeginReplay(context.Background(), key, "")
 	require.Nil(t, rej)
 	c := ticket.Capture()
 	c.WriteHeader(http.Header{"Content-Type": {"application/json"}}, http.StatusCreated)
-	c.Write([]byte(`{"id":"1"}`))
+	c.Write([]byte(body))
 	ticket.Finish(context.Background(), http.StatusCreated, false)
 }
 
@@ -109,4 +116,32 @@ func TestRecordLater(t *testing.T) {
 		return rej != nil && rej.Reason == guard.ReasonReplayed
 	}, 20*time.Second, 100*time.Millisecond)
 	assert.Equal(t, uint64(7), l.Stats().StoreErrors)
+}
+
+// TestRecordBudgetSpent: once a memstore's record budget is spent, a
+// response that does not fit is not kept, and its duplicate is told so at
+// once (the mark that says so always fits), not after a wait.
+func TestRecordBudgetSpent(t *testing.T) {
+	st := memstore.New(memstore.WithMaxKeys(16), memstore.WithMaxRecordBytes(2000)) // one shard
+	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: time.Minute})
+	require.NoError(t, err)
+	g := guard.New(l)
+	runKey(t, g, "k1", strings.Repeat("x", 900)) // most of the policy's share
+	runKey(t, g, "k2", strings.Repeat("y", 200)) // does not fit
+	done := make(chan *guard.Rejection, 1)
+	go func() {
+		_, _, rej := g.BeginReplay(context.Background(), "k2", "")
+		done <- rej
+	}()
+	select {
+	case rej := <-done:
+		require.NotNil(t, rej)
+		assert.Equal(t, guard.ReasonNotKept, rej.Reason)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the duplicate waited for a record that never comes")
+	}
+	_, _, rej := g.BeginReplay(context.Background(), "k1", "")
+	require.NotNil(t, rej)
+	assert.Equal(t, guard.ReasonReplayed, rej.Reason)
+	assert.Equal(t, uint64(1), l.Stats().NotKept)
 }

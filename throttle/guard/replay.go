@@ -119,7 +119,7 @@ func (t *Ticket) record(ctx context.Context) {
 			// Still failing: go on in the background, once a second,
 			// while the key is held, so that the duplicates that come
 			// once the store is back get the record, not a wait.
-			go recordLater(t.lease, rec)
+			go recordLater(context.WithoutCancel(ctx), t.lease, rec)
 			return
 		}
 		time.Sleep(pause)
@@ -127,11 +127,12 @@ func (t *Ticket) record(ctx context.Context) {
 }
 
 // recordLater writes rec once a second until the store takes it or the
-// lease's key expires.
-func recordLater(lease *throttle.Lease, rec []byte) {
+// lease's key expires; ctx carries the request's values, not its
+// cancellation.
+func recordLater(ctx context.Context, lease *throttle.Lease, rec []byte) {
 	for lease.ValidFor() > time.Second {
 		time.Sleep(time.Second)
-		if err := lease.Record(context.Background(), rec); !errors.Is(err, throttle.ErrStore) {
+		if err := lease.Record(ctx, rec); !errors.Is(err, throttle.ErrStore) {
 			return
 		}
 	}

@@ -210,7 +210,7 @@ func TestQuotaFloodOfOnePolicy(t *testing.T) {
 // TestRecordPolicyShare: one policy's records take at most its share of the
 // record bytes, so another policy's records still fit.
 func TestRecordPolicyShare(t *testing.T) {
-	s := New(WithMaxKeys(16), WithMaxRecordBytes(100)) // one shard
+	s := New(WithMaxKeys(16), WithMaxRecordBytes(1000)) // one shard
 	require.Len(t, s.shards, 1)
 	b := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
 	a0, a1 := store.Key("throttle", "a", "0"), store.Key("throttle", "a", "1")
@@ -218,14 +218,14 @@ func TestRecordPolicyShare(t *testing.T) {
 	for _, k := range []string{a0, a1, b0} {
 		acquire(t, s, k, "t", time.Minute)
 	}
-	_, err := s.Record(bg, a0, "t", b(51))
+	_, err := s.Record(bg, a0, "t", b(501))
 	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than a policy's share")
-	outcome(t, store.OK)(s.Record(bg, a0, "t", b(50)))
-	_, err = s.Record(bg, a1, "t", b(1))
+	outcome(t, store.OK)(s.Record(bg, a0, "t", b(500)))
+	_, err = s.Record(bg, a1, "t", b(smallRecord+1))
 	require.ErrorIs(t, err, ErrFull, "policy a past its share")
-	outcome(t, store.OK)(s.Record(bg, b0, "t", b(50)))
+	outcome(t, store.OK)(s.Record(bg, b0, "t", b(500)))
 	outcome(t, store.OK)(s.Release(bg, a0, "t"))
-	outcome(t, store.OK)(s.Record(bg, a1, "t", b(50)))
+	outcome(t, store.OK)(s.Record(bg, a1, "t", b(500)))
 	s.checkPolicyCounts(t)
 }
 
@@ -338,8 +338,12 @@ func (sh *shard) checkPolicyCounts(t *testing.T, i int) {
 			quotas.add(q.pol, 1)
 			require.Equal(t, sh.pols.id(k), q.pol, "quota %q", k)
 		}
+		var small perPolicy // bytes of small records, which always fit
 		for k, r := range sh.records {
 			records.add(r.pol, int64(len(r.data)))
+			if len(r.data) <= smallRecord {
+				small.add(r.pol, int64(len(r.data)))
+			}
 			require.Equal(t, sh.pols.id(k), r.pol, "record %q", k)
 		}
 		for id := range max(len(locks), len(quotas), len(records), len(sh.locks.pols), len(sh.quotaPols), len(sh.recordPols)) {
@@ -349,7 +353,7 @@ func (sh *shard) checkPolicyCounts(t *testing.T, i int) {
 			require.Equal(t, records.get(p), sh.recordPols.get(p), "shard %d: record bytes of policy %d", i, id)
 			require.LessOrEqual(t, locks.get(p), sh.policyCap)
 			require.LessOrEqual(t, quotas.get(p), sh.policyCap)
-			require.LessOrEqual(t, records.get(p), sh.recordPolicyCap)
+			require.LessOrEqual(t, records.get(p), sh.recordPolicyCap+small.get(p))
 		}
 	}
 }

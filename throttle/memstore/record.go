@@ -11,6 +11,10 @@ import (
 
 var _ store.Recorder = (*Store)(nil)
 
+// smallRecord is the size of a record that is never refused for lack of
+// room (see Record).
+const smallRecord = 64
+
 // record is the record of one key (see Store.Record): a copy of the bytes
 // the holder gave, and the expiry its lock had then.
 type record struct {
@@ -26,10 +30,13 @@ type record struct {
 //
 // Records count against WithMaxRecordBytes, and per policy against the
 // policy's share of it (WithPolicyShare): a rec larger than one policy's
-// share of one shard's share is refused with an error matching
-// store.ErrInvalid, one that does not fit what is left of the shard's share
-// or of the policy's fails with ErrFull, and in both cases nothing is
-// written and any earlier record stays. It fails with an error
+// share of one shard's share, or one that does not fit what is left of the
+// shard's share or of the policy's, is refused with an error matching
+// store.ErrInvalid (and ErrFull for the second), and in both cases nothing
+// is written and any earlier record stays. A rec of at most smallRecord
+// bytes always fits (it still counts): a Replay's mark that a response was
+// not kept must be written when the budget is spent, and such records are
+// bounded by the locks they belong to. It fails with an error
 // matching store.ErrInvalid for an empty key or token, and with ctx.Err()
 // when ctx is done.
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
@@ -51,7 +58,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 			sh.dropRecord(key, old)
 			old, ok = record{}, false
 		}
-		if !sh.roomForRecord(l.pol, int64(len(rec))-int64(len(old.data)), now) {
+		if len(rec) > smallRecord && !sh.roomForRecord(l.pol, int64(len(rec))-int64(len(old.data)), now) {
 			full = true
 			return 0
 		}
@@ -70,7 +77,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 	case err != nil:
 		return 0, err
 	case full:
-		return 0, ErrFull
+		return 0, fmt.Errorf("%w: memstore: no room left for a record of %d bytes: %w", store.ErrInvalid, len(rec), ErrFull)
 	}
 	return out, nil
 }

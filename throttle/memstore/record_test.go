@@ -165,7 +165,7 @@ func TestRecordBytesBound(t *testing.T) {
 	clk := newFakeClock()
 	// 16 keys make a store of one shard, so the whole bound is its share,
 	// and the keys' one policy may fill it (see TestRecordPolicyShare).
-	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(100), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(1000), WithPolicyShare(1))
 	if len(s.shards) != 1 {
 		t.Fatalf("%d shards, the test needs one", len(s.shards))
 	}
@@ -174,37 +174,41 @@ func TestRecordBytesBound(t *testing.T) {
 	}
 	b := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
 
-	_, err := s.Record(bg, "k0", "t", b(101))
+	_, err := s.Record(bg, "k0", "t", b(1001))
 	if !errors.Is(err, store.ErrInvalid) || errors.Is(err, ErrFull) {
-		t.Fatalf("Record of 101 bytes into a bound of 100: %v, want store.ErrInvalid", err)
+		t.Fatalf("Record of 1001 bytes into a bound of 1000: %v, want store.ErrInvalid", err)
 	}
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", b(60)))
-	_, err = s.Record(bg, "k1", "t", b(60))
-	if !errors.Is(err, ErrFull) || !errors.Is(err, store.ErrNotApplied) {
-		t.Fatalf("Record of 60 bytes next to 60 in a bound of 100: %v, want ErrFull", err)
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", b(600)))
+	_, err = s.Record(bg, "k1", "t", b(600))
+	if !errors.Is(err, ErrFull) || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Record of 600 bytes next to 600 in a bound of 1000: %v, want ErrFull", err)
 	}
 	if _, found := recorded(t, s, "k1"); found {
 		t.Fatal("a Record that failed with ErrFull wrote a record")
 	}
 	// A full shard keeps the earlier record of a key that failed to
 	// record more.
-	if _, err := s.Record(bg, "k0", "t", b(100)); err != nil {
-		t.Fatalf("replacing 60 bytes by 100 in a bound of 100: %v", err)
+	if _, err := s.Record(bg, "k0", "t", b(1000)); err != nil {
+		t.Fatalf("replacing 600 bytes by 1000 in a bound of 1000: %v", err)
 	}
-	_, err = s.Record(bg, "k0", "t", b(101))
+	_, err = s.Record(bg, "k0", "t", b(1001))
 	if !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("Record of 101 bytes: %v", err)
+		t.Fatalf("Record of 1001 bytes: %v", err)
 	}
-	if rec, _ := recorded(t, s, "k0"); len(rec) != 100 {
-		t.Fatalf("after a refused replacement the record has %d bytes, want the earlier 100", len(rec))
+	if rec, _ := recorded(t, s, "k0"); len(rec) != 1000 {
+		t.Fatalf("after a refused replacement the record has %d bytes, want the earlier 1000", len(rec))
 	}
-	// Replacing by a shorter record frees the difference.
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", b(40)))
-	outcome(t, store.OK)(s.Record(bg, "k1", "t", b(60)))
-	// Release gives the bytes back.
+	// A small record (a Replay's mark that a response was not kept)
+	// fits a full shard.
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", b(smallRecord)))
+	// Replacing by a shorter record frees the difference (1000+64 bytes
+	// held, then 300+64, then 300+600+64).
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", b(300)))
+	outcome(t, store.OK)(s.Record(bg, "k1", "t", b(600)))
+	// Release gives the bytes back (600+64, then 600+300).
 	outcome(t, store.OK)(s.Release(bg, "k0", "t"))
-	outcome(t, store.OK)(s.Record(bg, "k2", "t", b(40)))
-	if _, err := s.Record(bg, "k3", "t", b(1)); !errors.Is(err, ErrFull) {
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", b(300)))
+	if _, err := s.Record(bg, "k3", "t", b(101)); !errors.Is(err, ErrFull) {
 		t.Fatalf("Record into a full shard: %v, want ErrFull", err)
 	}
 	// Expired records are swept when the shard is full: k1 and k2 expire
@@ -212,8 +216,8 @@ func TestRecordBytesBound(t *testing.T) {
 	clk.Advance(time.Second)
 	acquire(t, s, "k3", "t2", time.Second)
 	acquire(t, s, "k4", "t2", time.Second)
-	outcome(t, store.OK)(s.Record(bg, "k3", "t2", b(50)))
-	outcome(t, store.OK)(s.Record(bg, "k4", "t2", b(50)))
+	outcome(t, store.OK)(s.Record(bg, "k3", "t2", b(400)))
+	outcome(t, store.OK)(s.Record(bg, "k4", "t2", b(400)))
 	if n := s.checkRecordBytes(t); n != 2 {
 		t.Fatalf("%d records stored, want k3's and k4's", n)
 	}
