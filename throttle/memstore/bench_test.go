@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -46,11 +49,11 @@ func BenchmarkAcquireRelease(b *testing.B) {
 					key := keys[i&(benchKeys-1)]
 					i++
 					g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Minute, Fence: fence})
-					if err != nil {
-						b.Fatal(err)
+					if !assert.NoError(b, err) {
+						return
 					}
 					if g.Acquired {
-						s.Release(bg, key, tok)
+						_, _ = s.Release(bg, key, tok)
 					}
 				}
 			})
@@ -66,12 +69,12 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			tok := store.NewToken()
 			for pb.Next() {
 				g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Minute})
-				if err != nil {
-					b.Fatal(err)
+				if !assert.NoError(b, err) {
+					return
 				}
 				if g.Acquired {
 					won.Add(1)
-					s.Release(bg, key, tok)
+					_, _ = s.Release(bg, key, tok)
 				}
 			}
 		})
@@ -94,7 +97,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 //     held without fence as fit: the most a store of that bound keeps
 //     (B/key per held key).
 //
-// MiB is the whole store. The DefaultMaxKeys sizes tell the documented
+// MiB is the whole store. The default-bound sizes tell the documented
 // worst case; run them with -benchtime=1x (every iteration builds a new
 // store of a million keys or two).
 func BenchmarkMemoryPerKey(b *testing.B) {
@@ -109,7 +112,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 		{"counters-only", []phase{counters}},
 		{"worst", []phase{counters, held}},
 	}
-	for _, n := range []int{1 << 16, DefaultMaxKeys} {
+	for _, n := range []int{1 << 16, defaultMaxKeys} {
 		for _, shape := range shapes {
 			b.Run(shape.name+"-"+strconv.Itoa(n), func(b *testing.B) {
 				var heap, keys int
@@ -117,7 +120,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.GC()
 					runtime.ReadMemStats(&before)
-					s := New(WithMaxKeys(n))
+					s := New(WithMaxKeys(n), WithPolicyShare(1)) // the keys are of one policy
 					for i, p := range shape.phases {
 						keys = fill(b, s, n, i*n, p.fence, p.release)
 					}
@@ -146,17 +149,14 @@ func fill(b *testing.B, s *Store, n, first int, fence, release bool) int {
 		if errors.Is(err, ErrFull) {
 			continue
 		}
-		if err != nil || !g.Acquired {
-			b.Fatalf("Acquire(%q): %+v, %v", key, g, err)
-		}
+		require.NoError(b, err, "Acquire(%q)", key)
+		require.True(b, g.Acquired, "Acquire(%q)", key)
 		if release {
-			s.Release(bg, key, tok)
+			_, _ = s.Release(bg, key, tok)
 		}
 		stored++
 	}
-	if stored < n*3/4 {
-		b.Fatalf("only %d of %d keys stored", stored, n)
-	}
+	require.GreaterOrEqual(b, stored, n*3/4, "keys stored of %d", n)
 	return stored
 }
 
@@ -177,9 +177,8 @@ func BenchmarkAcquireSteady(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		g, err := s.Acquire(bg, store.Request{Key: keys[i&(n-1)], Token: tok, TTL: 20 * time.Millisecond})
-		if err != nil || !g.Acquired {
-			b.Fatalf("acquisition %d: %+v, %v", i, g, err)
-		}
+		require.NoError(b, err, "acquisition %d", i)
+		require.True(b, g.Acquired, "acquisition %d", i)
 	}
 }
 
@@ -207,9 +206,8 @@ func BenchmarkFill(b *testing.B) {
 			t0 := time.Now()
 			g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Hour})
 			worst = max(worst, time.Since(t0))
-			if err != nil || !g.Acquired {
-				b.Fatalf("Acquire(%q): %+v, %v", key, g, err)
-			}
+			require.NoError(b, err, "Acquire(%q)", key)
+			require.True(b, g.Acquired, "Acquire(%q)", key)
 		}
 		total += time.Since(start)
 		runtime.GC()

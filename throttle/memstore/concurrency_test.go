@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -18,37 +21,31 @@ func TestMutualExclusion(t *testing.T) {
 	var holders [keys]atomic.Int32
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				k := (w + r) % keys
 				key := "k" + strconv.Itoa(k)
 				tok := store.NewToken()
 				req := store.Request{Key: key, Token: tok, TTL: time.Minute, Fence: r%2 == 0, Reentrant: r%3 == 0}
 				g, err := s.Acquire(bg, req)
-				if err != nil {
-					t.Error(err)
+				if !assert.NoError(t, err) {
 					return
 				}
 				if !g.Acquired {
 					continue
 				}
-				if n := holders[k].Add(1); n != 1 {
-					t.Errorf("key %s has %d holders", key, n)
-				}
-				if out, _ := s.Extend(bg, key, tok, time.Minute); out != store.OK {
-					t.Errorf("Extend by the holder = %v", out)
-				}
+				assert.Equal(t, int32(1), holders[k].Add(1), "holders of %s", key)
+				out, err := s.Extend(bg, key, tok, time.Minute)
+				assert.NoError(t, err)
+				assert.Equal(t, store.OK, out, "Extend by the holder")
 				holders[k].Add(-1)
-				if out, _ := s.Release(bg, key, tok); out != store.OK {
-					t.Errorf("Release by the holder = %v", out)
-				}
+				out, err = s.Release(bg, key, tok)
+				assert.NoError(t, err)
+				assert.Equal(t, store.OK, out, "Release by the holder")
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if locks, _, _ := s.counts(); locks != 0 {
-		t.Fatalf("%d locks left after every holder released", locks)
-	}
+	locks, _, _ := s.counts()
+	require.Zero(t, locks, "locks left after every holder released")
 }

@@ -71,8 +71,8 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	s.checkPolicyCounts(t)
 	for i := range s.shards {
 		sh := &s.shards[i]
-		for id, n := range sh.locks.pols {
-			assert.LessOrEqual(t, n, sh.policyCap, "shard %d policy %d", i, id)
+		for id, n := range sh.locks.byPolicy {
+			assert.LessOrEqual(t, n, sh.locks.polLimit, "shard %d policy %d", i, id)
 		}
 	}
 }
@@ -284,7 +284,7 @@ func TestPolicyCountsModel(t *testing.T) {
 }
 
 // checkFull fails unless key's shard, when Acquire refused key with ErrFull,
-// had no room for it: as many live locks as its capacity, or as many live
+// had no room for it: as many live locks as its bound, or as many live
 // locks of key's policy as its share.
 func (s *Store) checkFull(t *testing.T, key string, step int) {
 	t.Helper()
@@ -293,68 +293,56 @@ func (s *Store) checkFull(t *testing.T, key string, step int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	pol := sh.pols.id(key)
-	live, livePol := 0, int64(0)
-	for k := range sh.locks.rings {
-		g := &sh.locks.rings[k]
-		for seq := g.head; seq != g.tail; seq++ {
-			if e := g.at(seq); e.key != "" && e.l.expires > now {
-				live++
-				if e.l.pol == pol {
-					livePol++
-				}
+	live, livePol := int64(0), int64(0)
+	for _, l := range sh.locks.m {
+		if l.expires > now {
+			live++
+			if l.pol == pol {
+				livePol++
 			}
 		}
 	}
-	require.True(t, live >= sh.capacity || livePol >= sh.policyCap,
-		"step %d: ErrFull for %q with %d live locks (capacity %d), %d of its policy (share %d)",
-		step, key, live, sh.capacity, livePol, sh.policyCap)
+	require.True(t, live >= sh.locks.limit || livePol >= sh.locks.polLimit,
+		"step %d: ErrFull for %q with %d live locks (bound %d), %d of its policy (share %d)",
+		step, key, live, sh.locks.limit, livePol, sh.locks.polLimit)
 }
 
-// checkPolicyCounts fails unless every shard's per-policy counts of locks,
-// quotas and record bytes are what it holds, and each is within its bound.
+// checkPolicyCounts fails unless every shard's counts of locks, quotas and
+// record bytes, in all and per policy, are what it holds, and each is within
+// its bound.
 func (s *Store) checkPolicyCounts(t *testing.T) {
 	t.Helper()
 	for i := range s.shards {
-		s.shards[i].checkPolicyCounts(t, i)
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		checkCounts(t, &sh.pols, &sh.locks, 0)
+		checkCounts(t, &sh.pols, &sh.quotas, 0)
+		checkCounts(t, &sh.pols, &sh.records, smallRecord)
+		sh.mu.Unlock()
 	}
 }
 
-func (sh *shard) checkPolicyCounts(t *testing.T, i int) {
+// checkCounts fails unless tb's counts are those of its entries, each entry
+// counts for its key's policy, and no policy holds more than its share,
+// entries of at most small bytes aside (they always fit).
+func checkCounts[V item](t *testing.T, pols *policies, tb *table[V], small int64) {
 	t.Helper()
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	{
-		var locks, quotas, records perPolicy
-		for k := range sh.locks.rings {
-			g := &sh.locks.rings[k]
-			for seq := g.head; seq != g.tail; seq++ {
-				if e := g.at(seq); e.key != "" {
-					locks.add(e.l.pol, 1)
-					require.Equal(t, sh.pols.id(e.key), e.l.pol, "lock %q", e.key)
-				}
-			}
+	byPolicy := map[uint16]int64{}
+	smalls := map[uint16]int64{}
+	var used int64
+	for k, v := range tb.m {
+		require.Equal(t, pols.id(k), v.policy(), "entry %q", k)
+		byPolicy[v.policy()] += v.size()
+		used += v.size()
+		if v.size() <= small {
+			smalls[v.policy()] += v.size()
 		}
-		for k, q := range sh.quotas {
-			quotas.add(q.pol, 1)
-			require.Equal(t, sh.pols.id(k), q.pol, "quota %q", k)
-		}
-		var small perPolicy // bytes of small records, which always fit
-		for k, r := range sh.records {
-			records.add(r.pol, int64(len(r.data)))
-			if len(r.data) <= smallRecord {
-				small.add(r.pol, int64(len(r.data)))
-			}
-			require.Equal(t, sh.pols.id(k), r.pol, "record %q", k)
-		}
-		for id := range max(len(locks), len(quotas), len(records), len(sh.locks.pols), len(sh.quotaPols), len(sh.recordPols)) {
-			p := uint16(id)
-			require.Equal(t, locks.get(p), sh.locks.pols.get(p), "shard %d: locks of policy %d", i, id)
-			require.Equal(t, quotas.get(p), sh.quotaPols.get(p), "shard %d: quotas of policy %d", i, id)
-			require.Equal(t, records.get(p), sh.recordPols.get(p), "shard %d: record bytes of policy %d", i, id)
-			require.LessOrEqual(t, locks.get(p), sh.policyCap)
-			require.LessOrEqual(t, quotas.get(p), sh.policyCap)
-			require.LessOrEqual(t, records.get(p), sh.recordPolicyCap+small.get(p))
-		}
+	}
+	require.Equal(t, used, tb.used)
+	for p := range max(len(tb.byPolicy), len(byPolicy)) {
+		id := uint16(p)
+		require.Equal(t, byPolicy[id], tb.policyUsed(id), "policy %d", id)
+		require.LessOrEqual(t, byPolicy[id], tb.polLimit+smalls[id], "policy %d", id)
 	}
 }
 
@@ -380,7 +368,7 @@ func TestPolicyShareOption(t *testing.T) {
 	} {
 		s := New(WithMaxKeys(16), WithPolicyShare(opt)) // one shard of 16
 		require.Len(t, s.shards, 1)
-		assert.Equal(t, want, s.shards[0].policyCap, "WithPolicyShare(%v)", opt)
+		assert.Equal(t, want, s.shards[0].locks.polLimit, "WithPolicyShare(%v)", opt)
 	}
-	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].policyCap, "the default share")
+	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].locks.polLimit, "the default share")
 }

@@ -2,14 +2,14 @@ package memstore
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -24,51 +24,38 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
 	_, err := s.Acquire(bg, store.Request{Key: "new", Token: "t", TTL: time.Second})
-	if !errors.Is(err, ErrFull) {
-		t.Fatalf("Acquire of a fifth key: %v, want ErrFull", err)
-	}
+	require.ErrorIs(t, err, ErrFull, "Acquire of a fifth key")
 	// Held keys still answer as usual.
-	if g := acquire(t, s, "k0", "other", time.Second); g.Acquired || g.Remaining != time.Second {
-		t.Fatalf("contender on a full store: %+v, want refused", g)
-	}
+	require.Equal(t, store.Grant{Remaining: time.Second}, acquire(t, s, "k0", "other", time.Second),
+		"a contender on a full store")
 	outcome(t, store.OK)(s.Extend(bg, "k1", "t", time.Minute))
 
 	outcome(t, store.OK)(s.Release(bg, "k0", "t"))
-	if g := acquire(t, s, "new", "t", time.Second); !g.Acquired {
-		t.Fatal("a released slot was not reused")
-	}
+	require.True(t, acquire(t, s, "new", "t", time.Second).Acquired, "a released slot is reused")
 	// Once the locks expired, a full shard sweeps them.
 	clk.Advance(time.Second)
 	for i := range 3 {
-		if g := acquire(t, s, "later"+strconv.Itoa(i), "t", time.Second); !g.Acquired {
-			t.Fatalf("key %d after expiry was refused", i)
-		}
+		require.True(t, acquire(t, s, "later"+strconv.Itoa(i), "t", time.Second).Acquired, "key %d after expiry", i)
 	}
 	// k1 was extended to a minute and still counts.
-	if _, err := s.Acquire(bg, store.Request{Key: "one-too-many", Token: "t", TTL: time.Second}); !errors.Is(err, ErrFull) {
-		t.Fatalf("fifth live key: %v, want ErrFull", err)
-	}
-	if locks, _, _ := s.counts(); locks != 4 {
-		t.Fatalf("%d locks stored, want the bound 4", locks)
-	}
+	_, err = s.Acquire(bg, store.Request{Key: "one-too-many", Token: "t", TTL: time.Second})
+	require.ErrorIs(t, err, ErrFull, "fifth live key")
+	locks, _, _ := s.counts()
+	require.Equal(t, 4, locks, "locks stored, the bound")
 }
 
 func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 	s := New(WithMaxKeys(1))
 	l, err := throttle.New(s, throttle.Policy{Name: "full", WhenStoreFails: throttle.FailClosed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Acquire(bg, "a"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = l.Acquire(bg, "a")
+	require.NoError(t, err)
 	_, err = l.Acquire(bg, "b")
-	if !errors.Is(err, throttle.ErrStore) || !errors.Is(err, ErrFull) {
-		t.Fatalf("Acquire on a full store: %v, want a store error wrapping ErrFull", err)
-	}
-	if lease, err := l.Admit(bg, "c"); lease != nil || !errors.Is(err, throttle.ErrStore) {
-		t.Fatalf("Admit on a full store under FailClosed: %v, want a store error", err)
-	}
+	require.ErrorIs(t, err, throttle.ErrStore, "Acquire on a full store")
+	require.ErrorIs(t, err, ErrFull, "Acquire on a full store")
+	lease, err := l.Admit(bg, "c")
+	require.ErrorIs(t, err, throttle.ErrStore, "Admit on a full store under FailClosed")
+	require.Nil(t, lease)
 }
 
 func TestMaxKeysAcrossShards(t *testing.T) {
@@ -76,19 +63,19 @@ func TestMaxKeysAcrossShards(t *testing.T) {
 	s := New(WithMaxKeys(max), WithPolicyShare(1)) // the keys are of one policy
 	full := 0
 	for i := range 2 * max {
-		_, err := s.Acquire(context.Background(), store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
+		_, err := s.Acquire(bg, store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
 		if errors.Is(err, ErrFull) {
 			full++
-		} else if err != nil {
-			t.Fatal(err)
+		} else {
+			require.NoError(t, err)
 		}
 	}
 	locks, _, _ := s.counts()
 	// The bound is split over the shards, so the store may refuse a
 	// little before max; it never holds more.
-	if locks > max || locks < max*3/4 || full != 2*max-locks {
-		t.Fatalf("stored %d locks and refused %d of %d with bound %d", locks, full, 2*max, max)
-	}
+	require.LessOrEqual(t, locks, max)
+	require.GreaterOrEqual(t, locks, max*3/4)
+	require.Equal(t, 2*max-locks, full)
 }
 
 // logBuffer collects a Limiter's log lines.
@@ -119,15 +106,12 @@ func fullLimiter(t *testing.T, p throttle.Policy) (*throttle.Limiter, []*throttl
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	l, err := throttle.New(New(WithMaxKeys(16), WithPolicyShare(1)), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var leases []*throttle.Lease
 	for i := range 16 {
 		lease, err := l.Admit(bg, "held"+strconv.Itoa(i))
-		if lease == nil || err != nil {
-			t.Fatalf("Admit(held%d) before the store is full: %v, %v", i, lease, err)
-		}
+		require.NoError(t, err, "Admit(held%d) before the store is full", i)
+		require.NotNil(t, lease, "Admit(held%d) before the store is full", i)
 		leases = append(leases, lease)
 	}
 	t.Cleanup(func() {
@@ -144,9 +128,7 @@ func flood(t *testing.T, l *throttle.Limiter, check func(*throttle.Lease, error)
 	t.Helper()
 	for i := range 100 {
 		lease, err := l.Admit(bg, "flood"+strconv.Itoa(i))
-		if !check(lease, err) {
-			t.Fatalf("Admit(flood%d) on a full store: %v, %v", i, lease, err)
-		}
+		require.True(t, check(lease, err), "Admit(flood%d) on a full store: %v, %v", i, lease, err)
 		if lease != nil {
 			lease.Release(bg)
 		}
@@ -157,9 +139,9 @@ func flood(t *testing.T, l *throttle.Limiter, check func(*throttle.Lease, error)
 func stillHeld(t *testing.T, l *throttle.Limiter) {
 	t.Helper()
 	for i := range 16 {
-		if lease, err := l.Admit(bg, "held"+strconv.Itoa(i)); lease != nil || !errors.Is(err, throttle.ErrContended) {
-			t.Fatalf("duplicate of held%d on a full store: %v, %v; want ErrContended", i, lease, err)
-		}
+		lease, err := l.Admit(bg, "held"+strconv.Itoa(i))
+		require.ErrorIs(t, err, throttle.ErrContended, "duplicate of held%d on a full store", i)
+		require.Nil(t, lease)
 	}
 }
 
@@ -171,12 +153,11 @@ func TestFullStoreFailsOpenByDefault(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			l, _, logs := fullLimiter(t, throttle.Policy{Name: "submit", Mode: mode, Window: time.Minute})
 			flood(t, l, func(lease *throttle.Lease, err error) bool { return lease == nil && err == nil })
-			if s := l.Stats(); s.FailedOpen != 100 || s.StoreErrors != 100 {
-				t.Fatalf("stats %+v, want 100 failed open of 100 store errors", s)
-			}
-			if out := logs.String(); !strings.Contains(out, "store error") || !strings.Contains(out, ErrFull.Error()) {
-				t.Fatalf("log %q, want the store error logged", out)
-			}
+			s := l.Stats()
+			require.Equal(t, uint64(100), s.FailedOpen, "%+v", s)
+			require.Equal(t, uint64(100), s.StoreErrors, "%+v", s)
+			require.Contains(t, logs.String(), "store error")
+			require.Contains(t, logs.String(), ErrFull.Error())
 			stillHeld(t, l)
 		})
 	}
@@ -189,9 +170,9 @@ func TestFullStoreFailsClosedForExclusive(t *testing.T) {
 	flood(t, l, func(lease *throttle.Lease, err error) bool {
 		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, ErrFull)
 	})
-	if s := l.Stats(); s.FailedOpen != 0 || s.StoreErrors != 100 {
-		t.Fatalf("stats %+v, want 100 store errors, none failed open", s)
-	}
+	s := l.Stats()
+	require.Zero(t, s.FailedOpen, "%+v", s)
+	require.Equal(t, uint64(100), s.StoreErrors, "%+v", s)
 	stillHeld(t, l)
 }
 
@@ -201,9 +182,9 @@ func TestFullStoreFailsOver(t *testing.T) {
 	l, _, _ := fullLimiter(t, throttle.Policy{Name: "submit", Window: time.Minute,
 		WhenStoreFails: throttle.FailOver, Fallback: New()})
 	flood(t, l, func(lease *throttle.Lease, err error) bool { return lease != nil && err == nil })
-	if s := l.Stats(); s.FailedOpen != 0 || s.Fallback != 100 {
-		t.Fatalf("stats %+v, want 100 acquisitions granted by the fallback", s)
-	}
+	s := l.Stats()
+	require.Zero(t, s.FailedOpen, "%+v", s)
+	require.Equal(t, uint64(100), s.Fallback, "%+v", s)
 	stillHeld(t, l)
 }
 
@@ -215,22 +196,20 @@ func TestFullStoreKeepsHeldKeys(t *testing.T) {
 	for i := range 16 {
 		req := store.Request{Key: "held" + strconv.Itoa(i), Token: "owner", TTL: time.Minute,
 			Reentrant: i%2 == 1, Fence: i%3 == 0}
-		if g, err := s.Acquire(bg, req); err != nil || !g.Acquired {
-			t.Fatalf("Acquire(%+v): %+v, %v", req, g, err)
-		}
+		g, err := s.Acquire(bg, req)
+		require.NoError(t, err)
+		require.True(t, g.Acquired, "Acquire(%+v)", req)
 	}
 	for i := range 1000 {
 		clk.Advance(time.Millisecond) // 1s in all, well within the TTL
 		_, err := s.Acquire(bg, store.Request{Key: "flood" + strconv.Itoa(i), Token: "t", TTL: time.Minute, Fence: i%2 == 0})
-		if !errors.Is(err, ErrFull) || !errors.Is(err, store.ErrNotApplied) {
-			t.Fatalf("flood key %d: %v, want ErrFull (not applied)", i, err)
-		}
+		require.ErrorIs(t, err, ErrFull, "flood key %d", i)
+		require.ErrorIs(t, err, store.ErrNotApplied, "flood key %d", i)
 	}
 	for i := range 16 {
 		key := "held" + strconv.Itoa(i)
-		if g := acquire(t, s, key, "attacker", time.Minute); g.Acquired || g.Remaining != time.Minute-time.Second {
-			t.Fatalf("%s after the flood: %+v, want still held for 59s", key, g)
-		}
+		require.Equal(t, store.Grant{Remaining: time.Minute - time.Second}, acquire(t, s, key, "attacker", time.Minute),
+			"%s after the flood", key)
 		outcome(t, store.OK)(s.Release(bg, key, "owner"))
 	}
 }

@@ -32,14 +32,14 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// counts returns the number of lock entries, fence counters and watched keys
-// of every shard, expired ones included.
+// counts returns the number of locks, fence counters and watched keys of
+// every shard, expired ones included.
 func (s *Store) counts() (locks, fences, watched int) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		locks += sh.locks.n
-		fences += len(sh.fences)
+		locks += len(sh.locks.m)
+		fences += len(sh.fences.m)
 		watched += len(sh.waiters)
 		sh.mu.Unlock()
 	}

@@ -5,33 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// queued returns how many entries the store's rings hold, and how many of
-// them are live locks (the others, cleared, wait to reach a ring's head).
-func (s *Store) queued() (n, keyed int) {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for k := range sh.locks.rings {
-			g := &sh.locks.rings[k]
-			n += int(g.tail - g.head)
-			for seq := g.head; seq != g.tail; seq++ {
-				if g.at(seq).key != "" {
-					keyed++
-				}
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return n, keyed
-}
-
-// TestExpiryQueueClasses checks that locks of a short TTL are removed once
-// expired although longer ones, released long before they would expire,
-// were queued before them: each TTL class has its own queue.
-func TestExpiryQueueClasses(t *testing.T) {
+// TestExpiryOfMixedTTLs: locks of a short TTL are removed once expired
+// although longer ones, released long before they would expire, were taken
+// before them.
+func TestExpiryOfMixedTTLs(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
 	for i := range 1000 {
@@ -46,27 +28,23 @@ func TestExpiryQueueClasses(t *testing.T) {
 	for i := range 2000 {
 		acquire(t, s, store.Key("p", "later", strconv.Itoa(i)), "t", time.Second)
 	}
-	if locks, _, _ := s.counts(); locks > 2000+50 {
-		t.Fatalf("%d locks stored, want about the 2000 live ones: the expired ones queued behind the hour-long ones stayed", locks)
-	}
+	locks, _, _ := s.counts()
+	require.LessOrEqual(t, locks, 2000+50, "about the 2000 live locks")
 }
 
-// TestExpiryQueueExtended checks that a lock extended (or re-entered)
-// after its first expiry was queued is not removed at that expiry, and is
-// removed at its new one.
-func TestExpiryQueueExtended(t *testing.T) {
+// TestExpiryAfterExtension: a lock extended (or re-entered) is not removed
+// at its first expiry, and is removed at its new one.
+func TestExpiryAfterExtension(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(16)) // one shard: every acquisition reclaims the extended key's queue
+	s := New(WithClock(clk.Now), WithMaxKeys(16)) // one shard
 	acquire(t, s, "k", "a", time.Second)
 	outcome(t, store.OK)(s.Extend(bg, "k", "a", time.Minute))
 	reentrant := store.Request{Key: "r", Token: "o", TTL: time.Second, Reentrant: true}
-	if _, err := s.Acquire(bg, reentrant); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Acquire(bg, reentrant)
+	require.NoError(t, err)
 	reentrant.TTL = time.Minute
-	if _, err := s.Acquire(bg, reentrant); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Acquire(bg, reentrant)
+	require.NoError(t, err)
 	clk.Advance(2 * time.Second)
 	for i := range 10 {
 		key := "other" + strconv.Itoa(i)
@@ -74,9 +52,7 @@ func TestExpiryQueueExtended(t *testing.T) {
 		outcome(t, store.OK)(s.Release(bg, key, "t"))
 	}
 	for _, key := range []string{"k", "r"} {
-		if g := acquire(t, s, key, "b", time.Second); g.Acquired {
-			t.Fatalf("%s: taken by another token after its first expiry: the extension was lost", key)
-		}
+		require.False(t, acquire(t, s, key, "b", time.Second).Acquired, "%s: taken after its first expiry: the extension was lost", key)
 	}
 	clk.Advance(time.Minute)
 	for i := range 10 {
@@ -84,49 +60,28 @@ func TestExpiryQueueExtended(t *testing.T) {
 		acquire(t, s, key, "t", time.Hour)
 		outcome(t, store.OK)(s.Release(bg, key, "t"))
 	}
-	if locks, _, _ := s.counts(); locks != 0 {
-		t.Fatalf("%d locks stored a minute later, want none", locks)
-	}
+	locks, _, _ := s.counts()
+	require.Zero(t, locks, "locks stored a minute later")
 }
 
-// TestExpiryQueueBounded checks that the queues hold about the live locks'
-// expiries, not all that were ever queued.
-func TestExpiryQueueBounded(t *testing.T) {
+// TestExpiryKeepsUpWithAStream: a stream of one-off keys keeps about the
+// live locks stored, not all that were ever taken, and a lock released
+// leaves nothing behind.
+func TestExpiryKeepsUpWithAStream(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
 	for i := range 100_000 {
 		acquire(t, s, store.Key("p", "submit", strconv.Itoa(i)), "t", 10*time.Millisecond)
 		clk.Advance(10 * time.Microsecond) // 1000 live locks
 	}
-	if n, _ := s.queued(); n > 2000 {
-		t.Fatalf("%d expiries queued for about 1000 live locks", n)
-	}
-	if locks, _, _ := s.counts(); locks > 2000 {
-		t.Fatalf("%d locks stored for about 1000 live ones", locks)
-	}
-}
+	locks, _, _ := s.counts()
+	require.LessOrEqual(t, locks, 2000, "locks stored for about 1000 live ones")
 
-// TestExpiryQueueReleased checks that a released lock's queued expiry does
-// not keep its key: its key is cleared, and the entry dropped once no
-// entry with a key follows it.
-func TestExpiryQueueReleased(t *testing.T) {
-	s := New(WithMaxKeys(16)) // one shard, one queue
+	s = New(WithMaxKeys(16))
 	for i := range 100 {
 		key := "job" + strconv.Itoa(i)
 		acquire(t, s, key, "t", time.Hour)
 		outcome(t, store.OK)(s.Release(bg, key, "t"))
 	}
-	if n, _ := s.queued(); n != 0 {
-		t.Fatalf("%d expiries queued after acquisitions each released at once, want 0", n)
-	}
-	acquire(t, s, "a", "t", time.Hour)
-	acquire(t, s, "b", "t", time.Hour)
-	outcome(t, store.OK)(s.Release(bg, "a", "t"))
-	if n, keyed := s.queued(); n != 2 || keyed != 1 {
-		t.Fatalf("%d expiries queued, %d with their key; want 2, 1 (b's)", n, keyed)
-	}
-	outcome(t, store.OK)(s.Release(bg, "b", "t"))
-	if n, _ := s.queued(); n != 0 {
-		t.Fatalf("%d expiries queued once b was released too, want 0", n)
-	}
+	require.Zero(t, s.Len(), "entries left by acquisitions each released at once")
 }

@@ -2,12 +2,13 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -36,16 +37,14 @@ func TestRateCheck(t *testing.T) {
 		{ok, 5, false},
 	} {
 		err := tc.r.Check(tc.cost)
-		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, store.ErrInvalid)) {
-			t.Errorf("%+v.Check(%d) = %v, want ok=%v", tc.r, tc.cost, err, tc.ok)
+		if tc.ok {
+			assert.NoError(t, err, "%+v.Check(%d)", tc.r, tc.cost)
+		} else {
+			assert.ErrorIs(t, err, store.ErrInvalid, "%+v.Check(%d)", tc.r, tc.cost)
 		}
 	}
-	if err := ok.Check(-5); err == nil || !strings.Contains(err.Error(), "refund 5 is above burst 4") {
-		t.Errorf("Check(-5) = %v, want a refund above burst", err)
-	}
-	if got := (store.Rate{Limit: 3, Window: time.Second, Burst: 3}).Interval(); got != 333333*time.Microsecond {
-		t.Errorf("Interval of 3/s = %v, want 333.333ms", got)
-	}
+	assert.ErrorContains(t, ok.Check(-5), "refund 5 is above burst 4")
+	assert.Equal(t, 333333*time.Microsecond, (store.Rate{Limit: 3, Window: time.Second, Burst: 3}).Interval())
 }
 
 // TestQuotaSequence checks decisions worked out by hand: T = 250ms and
@@ -77,21 +76,17 @@ func TestQuotaSequence(t *testing.T) {
 	for i, st := range steps {
 		clk.Advance(st.advance)
 		got, err := s.AllowN(ctx, "k", r, st.cost)
-		if err != nil || got != st.want {
-			t.Fatalf("step %d (+%v, cost %d): %+v, %v; want %+v", i, st.advance, st.cost, got, err, st.want)
-		}
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, st.want, got, "step %d (+%v, cost %d)", i, st.advance, st.cost)
 	}
-	if _, err := s.AllowN(ctx, "k", r, 5); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("cost above burst: %v, want ErrInvalid", err)
-	}
-	if _, err := s.AllowN(ctx, "", r, 1); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("empty key: %v, want ErrInvalid", err)
-	}
+	_, err := s.AllowN(ctx, "k", r, 5)
+	require.ErrorIs(t, err, store.ErrInvalid, "cost above burst")
+	_, err = s.AllowN(ctx, "", r, 1)
+	require.ErrorIs(t, err, store.ErrInvalid, "empty key")
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.AllowN(cctx, "k", r, 1); !errors.Is(err, context.Canceled) {
-		t.Fatalf("done context: %v", err)
-	}
+	_, err = s.AllowN(cctx, "k", r, 1)
+	require.ErrorIs(t, err, context.Canceled, "done context")
 }
 
 // TestQuotaRefund checks refunds (negative costs) against decisions worked
@@ -140,25 +135,21 @@ func TestQuotaRefund(t *testing.T) {
 	for i, st := range steps {
 		clk.Advance(st.advance)
 		got, err := s.AllowN(ctx, "k", st.r, st.cost)
-		if err != nil || got != st.want {
-			t.Fatalf("step %d (+%v, cost %d): %+v, %v; want %+v", i, st.advance, st.cost, got, err, st.want)
-		}
-		if n := s.quotaCount(); n != st.entries {
-			t.Fatalf("step %d (+%v, cost %d): %d entries, want %d", i, st.advance, st.cost, n, st.entries)
-		}
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, st.want, got, "step %d (+%v, cost %d)", i, st.advance, st.cost)
+		require.Equal(t, st.entries, s.quotaCount(), "step %d: entries", i)
 	}
-	if _, err := s.AllowN(ctx, "k", r, -5); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("refund above burst: %v, want ErrInvalid", err)
-	}
+	_, err := s.AllowN(ctx, "k", r, -5)
+	require.ErrorIs(t, err, store.ErrInvalid, "refund above burst")
 
 	// A refund on an expired entry removes it and finds the quota full.
-	if _, err := s.AllowN(ctx, "k", r, 2); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.AllowN(ctx, "k", r, 2)
+	require.NoError(t, err)
 	clk.Advance(500 * ms)
-	if d, err := s.AllowN(ctx, "k", r, -1); err != nil || d != full || s.quotaCount() != 0 {
-		t.Fatalf("refund at the reset: %+v, %v, %d entries", d, err, s.quotaCount())
-	}
+	d, err := s.AllowN(ctx, "k", r, -1)
+	require.NoError(t, err)
+	require.Equal(t, full, d, "refund at the reset")
+	require.Zero(t, s.quotaCount())
 }
 
 // TestQuotaEntryExpires checks that a quota's entry expires at its TAT,
@@ -170,34 +161,29 @@ func TestQuotaEntryExpires(t *testing.T) {
 	ctx := context.Background()
 	r := store.Rate{Limit: 2, Window: time.Second, Burst: 2}
 
-	if d, err := s.AllowN(ctx, "peek", r, 0); err != nil || d != (store.Decision{Allowed: true, Remaining: 2}) {
-		t.Fatalf("peek of a new key: %+v, %v", d, err)
+	allow := func(key string, cost int) store.Decision {
+		t.Helper()
+		d, err := s.AllowN(ctx, key, r, cost)
+		require.NoError(t, err)
+		return d
 	}
-	if n := s.quotaCount(); n != 0 {
-		t.Fatalf("a peek wrote %d entries", n)
-	}
-	d, err := s.AllowN(ctx, "k", r, 2)
-	if err != nil || !d.Allowed || d.ResetAfter != time.Second {
-		t.Fatalf("charge: %+v, %v", d, err)
-	}
+	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("peek", 0), "peek of a new key")
+	require.Zero(t, s.quotaCount(), "a peek writes nothing")
+	d := allow("k", 2)
+	require.True(t, d.Allowed)
+	require.Equal(t, time.Second, d.ResetAfter)
 	tat := s.quotaTAT("k")
-	if d, _ := s.AllowN(ctx, "k", r, 1); d.Allowed || s.quotaTAT("k") != tat {
-		t.Fatalf("refusal: %+v, TAT moved from %v to %v", d, tat, s.quotaTAT("k"))
-	}
-	if locks, _, _ := s.counts(); locks != 0 || s.Len() != 1 {
-		t.Fatal("a quota shows up as a lock")
-	}
+	require.False(t, allow("k", 1).Allowed)
+	require.Equal(t, tat, s.quotaTAT("k"), "a refusal moved the TAT")
+	locks, _, _ := s.counts()
+	require.Zero(t, locks, "a quota shows up as a lock")
+	require.Equal(t, 1, s.Len())
 	clk.Advance(d.ResetAfter - time.Microsecond)
-	if d, _ := s.AllowN(ctx, "k", r, 0); d.Remaining != 1 || s.quotaCount() != 1 {
-		t.Fatalf("1µs before reset: %+v, %d entries", d, s.quotaCount())
-	}
+	require.Equal(t, 1, allow("k", 0).Remaining, "1µs before reset")
+	require.Equal(t, 1, s.quotaCount())
 	clk.Advance(time.Microsecond)
-	if d, _ := s.AllowN(ctx, "k", r, 0); d != (store.Decision{Allowed: true, Remaining: 2}) {
-		t.Fatalf("at reset: %+v", d)
-	}
-	if n := s.quotaCount(); n != 0 {
-		t.Fatalf("%d entries after reset, want 0", n)
-	}
+	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("k", 0), "at reset")
+	require.Zero(t, s.quotaCount(), "entries after reset")
 }
 
 // TestQuotaFull checks WithMaxKeys for quotas: a new quota entry in a full
@@ -209,51 +195,37 @@ func TestQuotaFull(t *testing.T) {
 	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
 	ctx := context.Background()
 	r := store.Rate{Limit: 1, Window: time.Second, Burst: 2}
+	allow := func(key string, cost int) store.Decision {
+		t.Helper()
+		d, err := s.AllowN(ctx, key, r, cost)
+		require.NoError(t, err, "AllowN(%q, %d)", key, cost)
+		return d
+	}
 	for i := range minPerShard {
-		if _, err := s.AllowN(ctx, fmt.Sprint("k", i), r, 1); err != nil {
-			t.Fatalf("key %d: %v", i, err)
-		}
+		allow(fmt.Sprint("k", i), 1)
 	}
-	if _, err := s.AllowN(ctx, "new", r, 1); !errors.Is(err, ErrFull) {
-		t.Fatalf("new key in a full store: %v, want ErrFull", err)
-	}
-	if d, err := s.AllowN(ctx, "new", r, 0); err != nil || d.Remaining != 2 {
-		t.Fatalf("peek in a full store: %+v, %v", d, err)
-	}
-	if d, err := s.AllowN(ctx, "k0", r, 1); err != nil || !d.Allowed {
-		t.Fatalf("live key in a full store: %+v, %v", d, err)
-	}
-	if d, err := s.AllowN(ctx, "k0", r, 1); err != nil || d.Allowed {
-		t.Fatalf("refusal in a full store: %+v, %v", d, err)
-	}
+	_, err := s.AllowN(ctx, "new", r, 1)
+	require.ErrorIs(t, err, ErrFull, "new key in a full store")
+	require.Equal(t, 2, allow("new", 0).Remaining, "peek in a full store")
+	require.True(t, allow("k0", 1).Allowed, "live key in a full store")
+	require.False(t, allow("k0", 1).Allowed, "refusal in a full store")
 	mustAcquire(t, s, store.Request{Key: "lock", Token: "t", TTL: time.Minute})
 	clk.Advance(time.Second) // every key but k0 is full again
-	if d, err := s.AllowN(ctx, "new", r, 1); err != nil || !d.Allowed {
-		t.Fatalf("new key once others expired: %+v, %v", d, err)
-	}
-	if n := s.quotaCount(); n > minPerShard {
-		t.Fatalf("%d quota entries, bound %d", n, minPerShard)
-	}
+	require.True(t, allow("new", 1).Allowed, "new key once others expired")
+	require.LessOrEqual(t, s.quotaCount(), minPerShard)
 
 	// Refunds never need a new entry, so a full shard never refuses one.
 	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
 	for i := range minPerShard {
-		if _, err := s.AllowN(ctx, fmt.Sprint("k", i), r, 2); err != nil {
-			t.Fatalf("key %d: %v", i, err)
-		}
+		allow(fmt.Sprint("k", i), 2)
 	}
-	if d, err := s.AllowN(ctx, "new", r, -1); err != nil || d != (store.Decision{Allowed: true, Remaining: 2}) {
-		t.Fatalf("refund on a new key in a full store: %+v, %v", d, err)
-	}
-	if d, err := s.AllowN(ctx, "k0", r, -1); err != nil || !d.Allowed || d.Remaining != 1 || s.quotaCount() != minPerShard {
-		t.Fatalf("refund on a live key in a full store: %+v, %v, %d entries", d, err, s.quotaCount())
-	}
-	if d, err := s.AllowN(ctx, "k0", r, -2); err != nil || d != (store.Decision{Allowed: true, Remaining: 2}) {
-		t.Fatalf("refund filling a quota in a full store: %+v, %v", d, err)
-	}
-	if d, err := s.AllowN(ctx, "new", r, 1); err != nil || !d.Allowed {
-		t.Fatalf("new key once a refund freed an entry: %+v, %v", d, err)
-	}
+	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("new", -1), "refund on a new key in a full store")
+	d := allow("k0", -1)
+	require.True(t, d.Allowed, "refund on a live key in a full store")
+	require.Equal(t, 1, d.Remaining)
+	require.Equal(t, minPerShard, s.quotaCount())
+	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("k0", -2), "refund filling a quota")
+	require.True(t, allow("new", 1).Allowed, "new key once a refund freed an entry")
 }
 
 // TestQuotaConcurrent charges one key from many goroutines at one instant:
@@ -268,31 +240,24 @@ func TestQuotaConcurrent(t *testing.T) {
 	for range 50 {
 		wg.Go(func() {
 			d, err := s.AllowN(context.Background(), "k", r, 1)
-			if err != nil {
-				t.Error(err)
-				return
-			}
+			assert.NoError(t, err)
 			if d.Allowed {
 				mu.Lock()
 				defer mu.Unlock()
-				if seen[d.Remaining] {
-					t.Errorf("Remaining %d twice", d.Remaining)
-				}
+				assert.False(t, seen[d.Remaining], "Remaining %d twice", d.Remaining)
 				seen[d.Remaining] = true
 			}
 		})
 	}
 	wg.Wait()
-	if len(seen) != r.Burst {
-		t.Fatalf("%d allowed, want %d", len(seen), r.Burst)
-	}
+	require.Len(t, seen, r.Burst, "allowed")
 }
 
 func mustAcquire(t *testing.T, s *Store, req store.Request) {
 	t.Helper()
-	if g, err := s.Acquire(context.Background(), req); err != nil || !g.Acquired {
-		t.Fatalf("acquire: %+v, %v", g, err)
-	}
+	g, err := s.Acquire(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, g.Acquired)
 }
 
 func (s *Store) quotaCount() int {
@@ -300,7 +265,7 @@ func (s *Store) quotaCount() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.quotas)
+		n += len(sh.quotas.m)
 		sh.mu.Unlock()
 	}
 	return n
@@ -310,5 +275,5 @@ func (s *Store) quotaTAT(key string) int64 {
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.quotas[key].tat
+	return sh.quotas.m[key].tat
 }

@@ -11,34 +11,16 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// maxShards is the most shards a store has: enough that goroutines on
-// different keys rarely share a mutex on machines with dozens of cores.
-const maxShards = 64
+const (
+	maxShards     = 64 // enough for dozens of cores
+	shardsPerProc = 4  // so that goroutines running at once rarely share a mutex
+	minPerShard   = 16 // a small store has fewer shards, to keep its bound close
+)
 
-// shardsPerProc is how many shards a store has per processor that runs Go
-// code (GOMAXPROCS) when New is called, up to maxShards: enough that the
-// goroutines running at once rarely share a mutex, and no more, because
-// every shard has parts that each acquisition of a new key touches (its
-// mutex, the heads and tails of its rings: see ring.go), and the fewer
-// shards, the likelier these are still in the CPU's cache (the heads and
-// tails are read and written in order, which the CPU's prefetcher follows
-// for a few streams, not for a hundred). Under a stream of new keys on one
-// processor, 4 shards took 15–20% less time per acquisition than 64 did.
-// The price is contention where goroutines do nothing but call the store:
-// two of them acquiring and releasing on 2 processors took 109 ns per pair
-// with 8 shards against 85 ns with 64; a server spends most of a request
-// elsewhere, and rarely meets another request in its shard.
-const shardsPerProc = 4
-
-// minPerShard is the least capacity per shard; a small store (WithMaxKeys) has
-// fewer shards so that its bound stays close to what was asked.
-const minPerShard = 16
-
-// Store is an in-memory throttle.Store and store.Notifier for one process.
-// It is safe for concurrent use; the zero value is not usable, call New.
+// Store is an in-memory store.Store for one process; see the package
+// documentation. It is safe for concurrent use; make one with New.
 type Store struct {
 	shards   []shard
-	mask     uint64
 	seed     maphash.Seed
 	clock    func() time.Time // nil for time.Now (see now)
 	epoch    time.Time
@@ -46,16 +28,18 @@ type Store struct {
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
+	_ store.InMemory = (*Store)(nil)
 	_ store.Notifier = (*Store)(nil)
+	_ store.Quota    = (*Store)(nil)
+	_ store.Recorder = (*Store)(nil)
 )
 
-// New returns an empty store. Without options it holds up to DefaultMaxKeys
-// locks (DefaultPolicyShare of them for one policy), reads time.Now and keeps
-// fence counters for DefaultFenceTTL.
+// New returns an empty store: without options it holds up to 1<<20 locks,
+// half of them for one policy, reads time.Now and keeps fence counters for
+// 24 hours.
 func New(opts ...Option) *Store {
-	c := config{maxKeys: DefaultMaxKeys, maxRecordBytes: DefaultMaxRecordBytes, fenceTTL: DefaultFenceTTL,
-		policyShare: DefaultPolicyShare}
+	c := config{maxKeys: defaultMaxKeys, maxRecordBytes: defaultMaxRecordBytes,
+		fenceTTL: defaultFenceTTL, policyShare: defaultPolicyShare}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -63,28 +47,19 @@ func New(opts ...Option) *Store {
 	for n > 1 && c.maxKeys/n < minPerShard {
 		n /= 2
 	}
-	s := &Store{
-		shards:   make([]shard, n),
-		mask:     uint64(n - 1),
-		seed:     maphash.MakeSeed(),
-		fenceTTL: c.fenceTTL,
-	}
-	s.epoch = time.Now()
-	if c.clock != nil {
-		s.clock = c.clock
+	s := &Store{shards: make([]shard, n), seed: maphash.MakeSeed(), clock: c.clock,
+		epoch: time.Now(), fenceTTL: c.fenceTTL}
+	if s.clock != nil {
 		s.epoch = s.clock()
 	}
-	per := (c.maxKeys + n - 1) / n
-	perRecord := (c.maxRecordBytes + int64(n) - 1) / int64(n)
 	for i := range s.shards {
-		s.shards[i].init(s.seed, per, perRecord, c.policyShare)
+		s.shards[i].init(&c, n)
 	}
 	return s
 }
 
-// shardCount returns the number of shards of a large store on procs
-// processors: shardsPerProc each, rounded up to a power of two, at most
-// maxShards.
+// shardCount returns the shards of a large store on procs processors:
+// shardsPerProc each, rounded up to a power of two, at most maxShards.
 func shardCount(procs int) int {
 	n := 1
 	for n < shardsPerProc*procs && n < maxShards {
@@ -93,24 +68,13 @@ func shardCount(procs int) int {
 	return n
 }
 
-// shard returns the shard of key.
 func (s *Store) shard(key string) *shard {
-	sh, _ := s.locate(key)
-	return sh
+	return &s.shards[maphash.String(s.seed, key)&uint64(len(s.shards)-1)]
 }
 
-// locate returns the shard of key and the key's tag in the shard's lock
-// table, from one hash of the key.
-func (s *Store) locate(key string) (*shard, uint32) {
-	h := maphash.String(s.seed, key)
-	return &s.shards[h&s.mask], tagOf(h)
-}
-
-// now returns the time since the store was made, for expiries, and, when
-// wall is set, the wall clock in microseconds, for fences, from one clock
-// reading (0 otherwise). With the default clock an expiry needs only the
-// monotonic clock, which time.Since reads without the wall clock (about
-// half the cost of time.Now); only fenced acquisitions read both.
+// now returns the time since the store was made and, when wall is set, the
+// wall clock in microseconds, for fences, from one clock reading. The
+// default clock reads only the monotonic clock when the wall is not needed.
 func (s *Store) now(wall bool) (time.Duration, int64) {
 	if s.clock == nil && !wall {
 		return time.Since(s.epoch), 0
@@ -122,14 +86,10 @@ func (s *Store) now(wall bool) (time.Duration, int64) {
 	return t.Sub(s.epoch), t.UnixMicro()
 }
 
-// maxTTL caps TTLs (at about 146 years) so that an expiry time cannot
-// overflow.
-const maxTTL = time.Duration(1 << 62)
-
-// ceilMillis rounds d up to a whole millisecond, as Redis rounds PX and
-// PTTL, so that both stores report the same Remaining.
+// ceilMillis rounds d up to a whole millisecond, as Redis rounds PX, capped
+// so that an expiry cannot overflow.
 func ceilMillis(d time.Duration) time.Duration {
-	d = min(d, maxTTL)
+	d = min(d, time.Duration(1<<62))
 	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
@@ -140,12 +100,10 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// Acquire takes req.Key for req.Token if it is free (or, for a Reentrant
-// request, already held by req.Token as a reentrant lock). It fails with
-// ErrFull when a new lock does not fit: the shard is full, or the key's
-// policy holds its share of it (see WithMaxKeys and WithPolicyShare); with an error
-// matching store.ErrInvalid for an empty token or a TTL that is not
-// positive, and with ctx.Err() when ctx is done.
+// Acquire takes req.Key for req.Token if it is free, or re-enters it for a
+// reentrant request of its owner. It fails with ErrFull when a new lock does
+// not fit (see WithMaxKeys and WithPolicyShare), with store.ErrInvalid for
+// an empty token or a TTL that is not positive, and with ctx.Err().
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -158,47 +116,14 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now(req.Fence)
-	sh, tag := s.locate(req.Key)
+	sh := s.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-
-	if l, i, held := sh.live(req.Key, tag, now); held {
-		if l.token != req.Token || (req.Reentrant != (l.holds > 0)) {
-			return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
-		}
-		if !req.Reentrant {
-			// Our own token: a retry of an acquisition whose answer was
-			// lost. The key is ours as it stands.
-			g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: 1}
-			if req.Fence {
-				f := sh.nextFence(req.Key, now, wall, s.fenceTTL)
-				l.fence, g.Fence = f, f
-				sh.locks.at(i).l = l // nextFence leaves the index alone
-			}
-			return g, nil
-		}
-		if l.holds == math.MaxInt32 {
-			return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", store.ErrInvalid)
-		}
-		if req.Fence && l.fence == 0 {
-			l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
-		}
-		l.holds++
-		if now+ttl > l.expires { // a re-entry never shortens the hold
-			l.expires = now + ttl
-			sh.setExpiry(req.Key, tag, l, now)
-		} else {
-			sh.locks.at(i).l = l
-		}
-		g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: int(l.holds)}
-		if req.Fence {
-			g.Fence = l.fence
-		}
-		return g, nil
+	if l, held := sh.locks.get(req.Key, now); held {
+		return s.acquireHeld(sh, req, l, ttl, now, wall)
 	}
-
 	pol := sh.pols.id(req.Key)
-	if !sh.roomForLock(pol, now) {
+	if !sh.locks.room(pol, 1, now) {
 		return store.Grant{}, ErrFull
 	}
 	l := lock{token: req.Token, expires: now + ttl, pol: pol}
@@ -208,87 +133,103 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if req.Fence {
 		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 	}
-	if !sh.add(req.Key, tag, l, ttl) {
-		return store.Grant{}, ErrFull
-	}
+	sh.locks.set(req.Key, l)
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
 
-// Release frees key if token holds it, or drops one hold of a reentrant lock
-// held more than once (store.StillHeld). Freeing the key also deletes its
-// record (see Record). Waiters from Watch are woken when the key is freed.
-// It returns ctx.Err() when ctx is done.
+// acquireHeld answers an acquisition of a key held by l: refused for another
+// token or kind of hold, granted as it stands for the holder's retry of a
+// plain lock, and a re-entry that never shortens the hold for its owner.
+func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, ttl, now time.Duration, wall int64) (store.Grant, error) {
+	if l.token != req.Token || req.Reentrant != (l.holds > 0) {
+		return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
+	}
+	if l.holds == math.MaxInt32 {
+		return store.Grant{}, fmt.Errorf("%w: memstore: too many holds of one key", store.ErrInvalid)
+	}
+	if req.Reentrant {
+		l.holds++
+		l.expires = max(l.expires, now+ttl)
+	}
+	if req.Fence && (l.fence == 0 || !req.Reentrant) {
+		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
+	}
+	sh.locks.set(req.Key, l)
+	g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: max(int(l.holds), 1)}
+	if req.Fence {
+		g.Fence = l.fence
+	}
+	return g, nil
+}
+
+// Release frees key if token holds it, deleting its record and waking its
+// watchers, or drops one hold of a reentrant lock held more than once
+// (store.StillHeld).
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	return s.ifOwned(ctx, key, token, func(sh *shard, _ uint32, i int, l lock, _ time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) store.Outcome {
 		if l.holds > 1 {
 			l.holds--
-			sh.locks.at(i).l = l
+			sh.locks.set(key, l)
 			return store.StillHeld
 		}
-		sh.locks.remove(i)
-		if r, ok := sh.recordOf(key); ok {
-			sh.dropRecord(key, r)
+		sh.locks.drop(key, l)
+		if r, ok := sh.records.m[key]; ok {
+			sh.records.drop(key, r)
 		}
 		sh.notify(key)
 		return store.OK
 	})
 }
 
-// Extend sets the time to live of key to ttl (rounded up to a millisecond) if
-// token holds it; a reentrant key's is raised, never lowered. It fails
-// with an error matching store.ErrInvalid when ttl is not positive and with
-// ctx.Err() when ctx is done.
+// Extend sets key's time to live to ttl, rounded up to a millisecond, if
+// token holds it; a reentrant key's is raised, never lowered, because one
+// owner's holds share it.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	return s.ifOwned(ctx, key, token, func(sh *shard, tag uint32, _ int, l lock, now time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
 		expires := now + ceilMillis(ttl)
 		if l.holds > 0 {
-			// One owner's holds share a reentrant key's TTL: never lower it.
 			expires = max(expires, l.expires)
 		}
-		if expires != l.expires {
-			l.expires = expires
-			sh.setExpiry(key, tag, l, now)
-		}
+		l.expires = expires
+		sh.locks.set(key, l)
 		return store.OK
 	})
 }
 
-// ifOwned is the token check Release and Extend share: under key's shard
-// lock, it runs change with key's lock and index slot (see shard.live) when
-// token holds key, and otherwise reports store.Gone or store.HeldByOther
-// without changing anything.
+// ifOwned runs change under key's shard lock when token holds key, and
+// otherwise reports store.Gone or store.HeldByOther, changing nothing.
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, tag uint32, i int, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	now, _ := s.now(false)
-	sh, tag := s.locate(key)
+	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l, i, held := sh.live(key, tag, now)
+	l, held := sh.locks.get(key, now)
 	switch {
 	case !held:
 		return store.Gone, nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}
-	return change(sh, tag, i, l, now), nil
+	return change(sh, l, now), nil
 }
 
-// Len returns how many keys the store holds now (locks, fencing counters,
-// quotas and records), expired ones not yet removed included: what its memory
-// grows with, for a gauge such as promthrottle's throttle_memstore_keys.
-// It locks each shard in turn: call it at scrape time, not per request.
+// Len returns how many entries the store holds (locks, fence counters,
+// quotas and records, expired ones not yet removed included), for a gauge of
+// its memory such as promthrottle's. It locks every shard in turn: call it
+// when scraped, not per request.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.locks.n + len(sh.fences) + len(sh.quotas) + len(sh.records)
+		n += len(sh.locks.m) + len(sh.fences.m) + len(sh.quotas.m) + len(sh.records.m)
 		sh.mu.Unlock()
 	}
 	return n

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -24,19 +26,13 @@ func TestConformanceShared(t *testing.T) {
 func TestLen(t *testing.T) {
 	bg := context.Background()
 	s := memstore.New()
-	if n := s.Len(); n != 0 {
-		t.Fatalf("Len of a new store = %d", n)
-	}
+	require.Zero(t, s.Len(), "a new store")
 	for i := range 10 {
 		k := store.Key("throttle", "len", strconv.Itoa(i))
-		if _, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i < 3}); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i < 3})
+		require.NoError(t, err)
 	}
-	if _, err := s.AllowN(bg, "q", store.Rate{Limit: 1, Window: time.Minute, Burst: 1}, 1); err != nil {
-		t.Fatal(err)
-	}
-	if n := s.Len(); n != 10+3+1 {
-		t.Fatalf("Len = %d, want 14: 10 locks, 3 fence counters, 1 quota", n)
-	}
+	_, err := s.AllowN(bg, "q", store.Rate{Limit: 1, Window: time.Minute, Burst: 1}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 10+3+1, s.Len(), "10 locks, 3 fence counters, 1 quota")
 }

@@ -6,13 +6,11 @@ import (
 	"sync"
 )
 
-// Watch returns a channel that receives a value when key is freed by a
-// Release, and a stop function that removes the waiter (safe to call more
-// than once). The channel has room for one signal and the store never blocks
-// on it. Expiry does not signal: the Limiter also polls with backoff, which
-// catches an expired key. Each call adds one waiter until stop, so the
-// memory it takes is bounded by the callers. It returns ctx.Err() when ctx
-// is done.
+// Watch returns a channel that receives a value when key is released or
+// recorded, and a stop function that removes the waiter (safe to call more
+// than once). The channel holds one signal and the store never blocks on it.
+// Expiry does not signal: the Limiter also polls with backoff, which finds
+// an expired key. It fails with ctx.Err().
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -20,14 +18,10 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 	ch := make(chan struct{}, 1)
 	sh := s.shard(key)
 	sh.mu.Lock()
-	if sh.waiters == nil {
-		sh.waiters = make(map[string][]chan struct{})
-	}
 	sh.waiters[key] = append(sh.waiters[key], ch)
 	sh.mu.Unlock()
-
 	var once sync.Once
-	stop := func() {
+	return ch, func() {
 		once.Do(func() {
 			sh.mu.Lock()
 			defer sh.mu.Unlock()
@@ -38,6 +32,5 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 				sh.waiters[key] = ws
 			}
 		})
-	}
-	return ch, stop, nil
+	}, nil
 }

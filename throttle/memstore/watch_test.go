@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -21,28 +23,25 @@ func signalled(ch <-chan struct{}) bool {
 func TestWatchSignalsOnlyWhenFreed(t *testing.T) {
 	s := New()
 	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
-	s.Acquire(bg, req)
-	s.Acquire(bg, req)
-	ch1, stop1, err := s.Watch(bg, "k")
-	if err != nil {
-		t.Fatal(err)
+	for range 2 {
+		_, err := s.Acquire(bg, req)
+		require.NoError(t, err)
 	}
-	ch2, stop2, _ := s.Watch(bg, "k")
-	other, stopOther, _ := s.Watch(bg, "other")
+	ch1, stop1, err := s.Watch(bg, "k")
+	require.NoError(t, err)
+	ch2, stop2, err := s.Watch(bg, "k")
+	require.NoError(t, err)
+	other, stopOther, err := s.Watch(bg, "other")
+	require.NoError(t, err)
 	defer stopOther()
 
 	outcome(t, store.HeldByOther)(s.Release(bg, "k", "x"))
 	outcome(t, store.StillHeld)(s.Release(bg, "k", "o"))
-	if signalled(ch1) || signalled(ch2) {
-		t.Fatal("signalled while the key is still held")
-	}
+	require.False(t, signalled(ch1) || signalled(ch2), "signalled while the key is still held")
 	outcome(t, store.OK)(s.Release(bg, "k", "o"))
-	if !signalled(ch1) || !signalled(ch2) {
-		t.Fatal("a waiter was not signalled when the key was freed")
-	}
-	if signalled(other) {
-		t.Fatal("a waiter of another key was signalled")
-	}
+	require.True(t, signalled(ch1), "a waiter was not signalled when the key was freed")
+	require.True(t, signalled(ch2), "a waiter was not signalled when the key was freed")
+	require.False(t, signalled(other), "a waiter of another key was signalled")
 	// Signals never block the store, even when nobody reads.
 	for range 3 {
 		acquire(t, s, "k", "a", time.Minute)
@@ -52,34 +51,26 @@ func TestWatchSignalsOnlyWhenFreed(t *testing.T) {
 	stop1()
 	acquire(t, s, "k", "a", time.Minute)
 	outcome(t, store.OK)(s.Release(bg, "k", "a"))
-	if !signalled(ch2) {
-		t.Fatal("stopping one waiter silenced another")
-	}
+	require.True(t, signalled(ch2), "stopping one waiter silenced another")
 	stop2()
-	if _, _, watched := s.counts(); watched != 1 {
-		t.Fatalf("%d watched keys after stop, want 1 (other)", watched)
-	}
+	_, _, watched := s.counts()
+	require.Equal(t, 1, watched, "watched keys after stop (other)")
 }
 
 func TestWatchCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if _, _, err := New().Watch(ctx, "k"); err == nil {
-		t.Fatal("Watch with a cancelled context returned no error")
-	}
+	_, _, err := New().Watch(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestLimiterWaitIsWokenByRelease(t *testing.T) {
 	s := New()
 	l, err := throttle.New(s, throttle.Policy{Name: "wait", Wait: time.Minute,
 		Backoff: func(int) time.Duration { return time.Hour }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	first, err := l.Acquire(bg, "id")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
 		lease, err := l.Acquire(bg, "id")
@@ -89,15 +80,11 @@ func TestLimiterWaitIsWokenByRelease(t *testing.T) {
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // let the waiter start waiting; not required for correctness
-	if err := first.Release(bg); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, first.Release(bg))
 	select {
 	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter was not woken by the release (its backoff is an hour)")
+		require.Fail(t, "the waiter was not woken by the release (its backoff is an hour)")
 	}
 }
