@@ -2,7 +2,12 @@
 
 package keyfuncs
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 // TestAllocs pins the allocation budget of the funcs on the hot path of
 // every throttled request (the race detector changes allocation counts,
@@ -10,6 +15,7 @@ import "testing"
 func TestAllocs(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 	firstOf := FirstOf(Header("X-User-ID"), RemoteIP())
+	const uuid = `"8e03978e-40d5-43e8-bc93-6894a57f9324"`
 	tests := []struct {
 		name string
 		f    Func
@@ -25,14 +31,12 @@ func TestAllocs(t *testing.T) {
 		{"Header", Header("X-User-ID"), []string{"192.0.2.1:1", "X-User-ID", "42"}, 0},
 		{"FirstOf header", firstOf, []string{"192.0.2.1:1", "X-User-ID", "42"}, 1},
 		{"FirstOf fallback", firstOf, []string{"192.0.2.1:1"}, 1},
+		{"IdempotencyKey quoted", IdempotencyKey(), []string{"192.0.2.1:1", "Idempotency-Key", uuid}, 0},
 	}
 	for _, tt := range tests {
 		r := req(tt.req[0], tt.req[1:]...)
-		if _, err := tt.f(r); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if n := testing.AllocsPerRun(100, func() { _, _ = tt.f(r) }); n > tt.max {
-			t.Errorf("%s: %v allocs per request, want <= %v", tt.name, n, tt.max)
-		}
+		_, err := tt.f(r)
+		require.NoError(t, err, tt.name)
+		assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _, _ = tt.f(r) }), tt.max, "%s: allocations per request", tt.name)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The benchmarks run one key func on one prepared request, single
@@ -14,9 +16,8 @@ import (
 
 func benchKey(b *testing.B, f Func, r *http.Request) {
 	b.Helper()
-	if _, err := f(r); err != nil {
-		b.Fatal(err)
-	}
+	_, err := f(r)
+	require.NoError(b, err)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

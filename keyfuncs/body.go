@@ -11,97 +11,65 @@ import (
 	"net/http"
 )
 
-const (
-	bodySource = "body"
-	maxPresize = 32 << 10
+var (
+	errBodyTooLarge   = &Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than the hashing limit"}
+	errBodyUnreadable = badRequest("body", "unreadable")
 )
 
-// BodyHash keys on the SHA-256 of the request body, written as unpadded
-// base64url (43 characters, short enough to be stored as is). Joined with a
-// user key it recognises the very same submission sent twice (a double
-// click, a client retry) while letting different submissions through.
+// BodyHash keys on the SHA-256 of the request body, as unpadded base64url
+// (43 characters). Joined with a user key it recognises the very same
+// submission sent twice (a double click, a client retry) while letting
+// different submissions through.
 //
-// At most maxBytes are hashed, and at most maxBytes+1 read to find out: a
-// longer body (or a Content-Length above maxBytes, checked before reading)
-// gives a *Error with status 413, so memory stays bounded whatever the
-// client sends. The body is put back for the handler in every case, read
-// or not, failed or not: r.Body then yields the bytes already read followed
-// by the unread rest, and closing it closes the original body. A nil body
-// and http.NoBody hash as the empty body. A body that fails to read gives a
-// 400, or a 413 if the error is an *http.MaxBytesError.
+// At most maxBytes are hashed and held in memory: a longer body, or a
+// Content-Length over maxBytes (checked before reading, so a client that
+// sent "Expect: 100-continue" is refused without uploading), gives a 413
+// *Error. A body that fails to read gives a 400, or a 413 for an
+// *http.MaxBytesError. The body is put back for the handler in every case:
+// r.Body yields the bytes read, then the unread rest, and closing it closes
+// the original. A nil body and http.NoBody hash as the empty body.
 //
-// Up to maxBytes are held in memory per request while the key is built. For
-// endpoints that take large uploads, keep maxBytes small and put an
-// http.MaxBytesReader in front of the handler to bound what the handler
-// itself reads. BodyHash panics if maxBytes is negative.
-//
-// A client that sends "Expect: 100-continue" holds its body back until the
-// server answers 100 Continue, which net/http does when the body is first
-// read, so that a request refused on its headers costs no upload. BodyHash
-// keeps to that as far as a key made of the body can:
-//
-//   - a Content-Length over maxBytes gives the 413 *Error before anything
-//     is read, so the request is refused without 100 Continue;
-//   - any other body is read, and so asked for, also when the request then
-//     turns out to be a duplicate, since the body is the identity: nothing
-//     else tells a resent submission from a new one. Refusing with 417
-//     Expectation Failed instead would save no upload (a client that
-//     handles 417 sends the request again, body included, without the
-//     expectation; one that does not just fails), so BodyHash does not.
-//
-// To turn duplicates away without asking for their bodies, key on the
-// client's Idempotency-Key first and on the body only when it is missing:
-// IdempotencyKey(IdempotencyFallback(BodyHash(n))) reads no body when the
-// header is present, and refuses a malformed one rather than hashing the
-// body instead (Idempotent adds the user and the route). In a Join, put
-// BodyHash last: Join stops at the first
-// function that fails, so a request lacking another part of its key, such
-// as a user header, is then refused with 400 before its body is asked for.
+// Any other body is read, and so asked for, even when the request turns out
+// to be a duplicate: nothing else tells a resent submission from a new one.
+// To turn duplicates away without reading their bodies, key on the
+// client's Idempotency-Key and on the body only without it (IdempotencyKey
+// with IdempotencyFallback(BodyHash(n))), and put BodyHash last in a Join,
+// which stops at the first func that fails. BodyHash panics if maxBytes is
+// negative.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
 	}
-	if maxBytes == math.MaxInt64 {
-		maxBytes-- // maxBytes+1 must not overflow
-	}
+	maxBytes = min(maxBytes, math.MaxInt64-1) // maxBytes+1 is read
 	return func(r *http.Request) (string, error) {
-		if r.Body == nil || r.Body == http.NoBody {
-			return hashString(nil), nil
-		}
-		if r.ContentLength > maxBytes {
-			return "", tooLarge()
-		}
-		orig := r.Body
-		var buf bytes.Buffer
-		if r.ContentLength > 0 {
-			// Content-Length is only the client's claim: pre-size for it,
-			// but not beyond a modest amount that a client can make us
-			// allocate without sending anything.
-			buf.Grow(int(min(r.ContentLength+1, maxPresize)))
-		}
-		_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
-		read := buf.Bytes()
 		switch {
-		case err != nil:
-			r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return "", tooLarge()
-			}
-			return "", &Error{Status: http.StatusBadRequest, Source: bodySource, Reason: "unreadable"}
-		case int64(len(read)) > maxBytes:
-			r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
-			return "", tooLarge()
+		case r.Body == nil || r.Body == http.NoBody:
+			return hashString(nil), nil
+		case r.ContentLength > maxBytes:
+			return "", errBodyTooLarge
 		}
-		// The whole body has been read (the limit was not reached, so the
-		// original returned EOF).
-		r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
-		return hashString(read), nil
+		return hashBody(r, maxBytes)
 	}
 }
 
-func tooLarge() error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Source: bodySource, Reason: "longer than the hashing limit"}
+// hashBody reads up to maxBytes+1 bytes of r.Body, puts them back in front
+// of the rest, and hashes them when that was the whole body.
+func hashBody(r *http.Request, maxBytes int64) (string, error) {
+	orig := r.Body
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
+	read := buf.Bytes()
+	whole := err == nil && int64(len(read)) <= maxBytes
+	if whole { // the original returned EOF: nothing is left to read
+		r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
+		return hashString(read), nil
+	}
+	r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) {
+		return "", errBodyUnreadable
+	}
+	return "", errBodyTooLarge
 }
 
 func hashString(b []byte) string {
@@ -114,4 +82,29 @@ func hashString(b []byte) string {
 type restoredBody struct {
 	io.Reader
 	io.Closer
+}
+
+// BodyFingerprint returns the SHA-256 of r's body as BodyHash(maxBytes)
+// computes it, with the same limits and errors, and the body put back. It
+// is the idempotency fingerprint of the draft: stored with the response to
+// the first request under an idempotency key, it tells a later request
+// that reuses the key for another payload, which the draft says to refuse
+// with 422 rather than answer with a response that does not belong to it.
+func BodyFingerprint(r *http.Request, maxBytes int64) (string, error) {
+	return BodyHash(maxBytes)(r)
+}
+
+// IdempotencyFingerprint is the fingerprint the adapters store with a
+// Replay policy's first response: BodyFingerprint with
+// DefaultIdempotencyBodyLimit when the request carries an Idempotency-Key
+// field, and "" otherwise (a request keyed by its body's hash cannot bring
+// another body under the same key, so its body is not read twice). A body
+// over the limit gets the 413 *Error, as a request whose body cannot be
+// compared must not be answered with another request's response; a route
+// that takes larger bodies passes its own fingerprint with a larger limit.
+func IdempotencyFingerprint(r *http.Request) (string, error) {
+	if len(r.Header[idempotencyHeader]) == 0 {
+		return "", nil
+	}
+	return BodyFingerprint(r, DefaultIdempotencyBodyLimit)
 }

@@ -3,7 +3,6 @@ package keyfuncs
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -15,41 +14,10 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(s[:])
-}
-
-// closeTracker records whether the original body was closed.
-type closeTracker struct {
-	io.Reader
-	closed bool
-}
-
-func (c *closeTracker) Close() error { c.closed = true; return nil }
-
-func bodyReq(body io.Reader, contentLength int64) (*http.Request, *closeTracker) {
-	r := httptest.NewRequest(http.MethodPost, "/", nil)
-	ct := &closeTracker{Reader: body}
-	r.Body = ct
-	r.ContentLength = contentLength
-	return r, ct
-}
-
-// checkRestored reads r.Body to the end, compares it with want, and checks
-// that closing it closes the original.
-func checkRestored(t *testing.T, r *http.Request, ct *closeTracker, want []byte) {
-	t.Helper()
-	got, err := io.ReadAll(r.Body)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("restored body: %d bytes, %v; want %d bytes", len(got), err, len(want))
-	}
-	if err := r.Body.Close(); err != nil || !ct.closed {
-		t.Fatalf("closing the restored body: %v, original closed %v", err, ct.closed)
-	}
-}
 
 func TestBodyHash(t *testing.T) {
 	tests := []struct {
@@ -67,9 +35,8 @@ func TestBodyHash(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, ct := bodyReq(iotest.HalfReader(bytes.NewReader(tt.body)), tt.cl)
 			got, err := BodyHash(64)(r)
-			if err != nil || got != sha(tt.body) {
-				t.Fatalf("got %q, %v; want %q", got, err, sha(tt.body))
-			}
+			require.NoError(t, err)
+			assert.Equal(t, sha(tt.body), got)
 			checkRestored(t, r, ct, tt.body)
 		})
 	}
@@ -80,9 +47,8 @@ func TestBodyHashDistinguishesBodies(t *testing.T) {
 	a, _ := f(httptest.NewRequest(http.MethodPost, "/", strings.NewReader("a")))
 	b, _ := f(httptest.NewRequest(http.MethodPost, "/", strings.NewReader("b")))
 	a2, _ := f(httptest.NewRequest(http.MethodPost, "/", strings.NewReader("a")))
-	if a == b || a != a2 {
-		t.Fatalf("a=%q b=%q a again=%q", a, b, a2)
-	}
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, a, a2)
 }
 
 func TestBodyHashNoBody(t *testing.T) {
@@ -90,12 +56,9 @@ func TestBodyHashNoBody(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Body = body
 		got, err := BodyHash(10)(r)
-		if err != nil || got != sha(nil) {
-			t.Fatalf("%v: got %q, %v", body, got, err)
-		}
-		if r.Body != body {
-			t.Fatalf("body replaced")
-		}
+		require.NoError(t, err)
+		assert.Equal(t, sha(nil), got)
+		assert.Equal(t, body, r.Body, "body replaced")
 	}
 }
 
@@ -118,9 +81,7 @@ func TestBodyHashTooLarge(t *testing.T) {
 		r, ct := bodyReq(src, int64(len(big)))
 		_, err := BodyHash(1000)(r)
 		wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
-		if src.n != 0 {
-			t.Fatalf("read %d bytes although Content-Length was over the limit", src.n)
-		}
+		require.Zero(t, src.n, "read although Content-Length was over the limit")
 		checkRestored(t, r, ct, big)
 	})
 	t.Run("zero limit", func(t *testing.T) {
@@ -156,13 +117,10 @@ func TestBodyHashReadError(t *testing.T) {
 	wantErr(t, err, http.StatusBadRequest, "body", "10.0.0.1", "partial")
 	// The handler still sees what was read, then the same error.
 	got, rerr := io.ReadAll(r.Body)
-	if string(got) != "partial" || !errors.Is(rerr, boom) {
-		t.Fatalf("restored body: %q, %v", got, rerr)
-	}
-	_ = r.Body.Close()
-	if !ct.closed {
-		t.Fatal("original body not closed")
-	}
+	assert.Equal(t, "partial", string(got))
+	require.ErrorIs(t, rerr, boom)
+	require.NoError(t, r.Body.Close())
+	assert.True(t, ct.closed, "original body not closed")
 }
 
 func TestBodyHashHandlerSeesBody(t *testing.T) {
@@ -172,7 +130,7 @@ func TestBodyHashHandlerSeesBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if key, err = BodyHash(1 << 20)(r); err != nil {
-			http.Error(w, err.Error(), err.(*Error).HTTPStatus())
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		seen, _ = io.ReadAll(r.Body)
@@ -180,22 +138,15 @@ func TestBodyHashHandlerSeesBody(t *testing.T) {
 	defer srv.Close()
 	body := bytes.Repeat([]byte("payload-"), 10_000)
 	resp, err := http.Post(srv.URL, "application/octet-stream", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Equal(seen, body) || key != sha(body) {
-		t.Fatalf("status %d, handler saw %d bytes, key %q", resp.StatusCode, len(seen), key)
-	}
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, bytes.Equal(seen, body), "the handler saw %d bytes of %d", len(seen), len(body))
+	assert.Equal(t, sha(body), key)
 }
 
 func TestBodyHashNegativePanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("no panic")
-		}
-	}()
-	BodyHash(-1)
+	assert.Panics(t, func() { BodyHash(-1) })
 }
 
 // rawExpect sends a POST with "Expect: 100-continue" and the given framing
@@ -205,32 +156,23 @@ func TestBodyHashNegativePanics(t *testing.T) {
 func rawExpect(t *testing.T, srv *httptest.Server, framing, body string) (continued bool, status int) {
 	t.Helper()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
 	head := "POST / HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\n" + framing + "\r\n\r\n"
-	if _, err := io.WriteString(conn, head); err != nil {
-		t.Fatal(err)
-	}
+	_, err = io.WriteString(conn, head)
+	require.NoError(t, err)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if resp.StatusCode == http.StatusContinue {
 		continued = true
-		if _, err := io.WriteString(conn, body); err != nil {
-			t.Fatal(err)
-		}
-		if resp, err = http.ReadResponse(br, nil); err != nil {
-			t.Fatal(err)
-		}
+		_, err = io.WriteString(conn, body)
+		require.NoError(t, err)
+		resp, err = http.ReadResponse(br, nil)
+		require.NoError(t, err)
 	}
-	resp.Body.Close()
+	require.NoError(t, resp.Body.Close())
 	return continued, resp.StatusCode
 }
 
@@ -241,13 +183,14 @@ func TestBodyHashExpectContinue(t *testing.T) {
 	const limit = 16
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := BodyHash(limit)(r)
-		if err != nil {
-			w.WriteHeader(err.(*Error).HTTPStatus())
+		var ke *Error
+		if errors.As(err, &ke) {
+			w.WriteHeader(ke.HTTPStatus())
 			return
 		}
 		got, err := io.ReadAll(r.Body)
 		if err != nil || key != sha(got) || string(got) != "small" {
-			t.Errorf("handler read %q, %v; key %q", got, err, key)
+			w.WriteHeader(http.StatusInternalServerError)
 		}
 	}))
 	defer srv.Close()
@@ -263,9 +206,70 @@ func TestBodyHashExpectContinue(t *testing.T) {
 		// Without a length, only reading tells.
 		{"chunked, over the limit", "Transfer-Encoding: chunked", chunked, true, http.StatusRequestEntityTooLarge},
 	} {
-		continued, status := rawExpect(t, srv, tc.framing, tc.body)
-		if continued != tc.continued || status != tc.status {
-			t.Errorf("%s: 100 Continue sent %v, then %d; want %v, then %d", tc.name, continued, status, tc.continued, tc.status)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			continued, status := rawExpect(t, srv, tc.framing, tc.body)
+			assert.Equal(t, tc.continued, continued, "100 Continue sent")
+			assert.Equal(t, tc.status, status)
+		})
 	}
+}
+
+func TestBodyFingerprint(t *testing.T) {
+	bodies := [][]byte{nil, []byte(`{"amount":10}`), []byte(`{"amount":11}`), []byte("\x00\xff"), bytes.Repeat([]byte("a"), 64)}
+	seen := map[string]int{}
+	for i, body := range bodies {
+		r, ct := bodyReq(iotest.HalfReader(bytes.NewReader(body)), -1)
+		got, err := BodyFingerprint(r, 64)
+		require.NoError(t, err)
+		require.Equal(t, sha(body), got)
+		raw, err := base64.RawURLEncoding.DecodeString(got)
+		require.NoError(t, err)
+		require.Len(t, raw, 32)
+		require.Len(t, got, 43)
+		require.NotContains(t, seen, got, "body %d shares a fingerprint", i)
+		seen[got] = i
+		checkRestored(t, r, ct, body)
+
+		// The same body again gives the same fingerprint, also when read
+		// back from the restored body of an earlier pass.
+		r2, _ := bodyReq(bytes.NewReader(body), int64(len(body)))
+		again, _ := BodyFingerprint(r2, 64)
+		require.Equal(t, got, again)
+		again, _ = BodyFingerprint(r2, 64)
+		require.Equal(t, got, again, "restored")
+	}
+
+	for _, cl := range []int64{-1, 65} {
+		body := bytes.Repeat([]byte("b"), 65)
+		r, ct := bodyReq(bytes.NewReader(body), cl)
+		_, err := BodyFingerprint(r, 64)
+		wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
+		checkRestored(t, r, ct, body)
+	}
+	assert.Panics(t, func() { _, _ = BodyFingerprint(httptest.NewRequest(http.MethodPost, "/", nil), -1) })
+}
+
+// IdempotencyFingerprint reads the body only under an Idempotency-Key, and
+// refuses a body over DefaultIdempotencyBodyLimit with 413 rather than
+// comparing part of it.
+func TestIdempotencyFingerprint(t *testing.T) {
+	body := []byte(`{"amount":10}`)
+	r, ct := bodyReq(bytes.NewReader(body), -1)
+	got, err := IdempotencyFingerprint(r)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a fingerprint without an Idempotency-Key")
+	assert.Equal(t, ct, r.Body, "the body was read without an Idempotency-Key")
+
+	r.Header.Set("Idempotency-Key", `"k-1"`)
+	got, err = IdempotencyFingerprint(r)
+	require.NoError(t, err)
+	assert.Equal(t, sha(body), got)
+	checkRestored(t, r, ct, body)
+
+	big := bytes.Repeat([]byte("x"), DefaultIdempotencyBodyLimit+1)
+	r, ct = bodyReq(bytes.NewReader(big), -1)
+	r.Header.Set("Idempotency-Key", `"k-1"`)
+	_, err = IdempotencyFingerprint(r)
+	wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
+	checkRestored(t, r, ct, big)
 }

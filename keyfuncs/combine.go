@@ -10,18 +10,14 @@ import (
 // FirstOf is a fallback chain: it keys on the first of fs that succeeds,
 // such as the user ID header when present and the client IP otherwise. The
 // identity is store.JoinID(strconv.Itoa(i), value), i being the index of
-// the function that answered, so a user whose ID happens to read "192.0.2.1"
-// never shares a key with the client at that address.
-//
-// If every function fails, FirstOf returns the last one's error (for the
-// usual FirstOf(Header(...), RemoteIP()) that is the one about the remote
-// address). It panics if fs is empty or holds a nil function: a programming
-// error.
+// the func that answered, so a user whose ID reads "192.0.2.1" never shares
+// a key with the client at that address. If every func fails, the last
+// one's error is returned.
 //
 // FirstOf and Join work on any key function type, so the one pair serves
-// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.FullPath()) is
-// a ginadapter.KeyFunc, and the identity it builds is the one a Func chain
-// builds from the same values.
+// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.FullPath())
+// is a ginadapter.KeyFunc. Both panic if fs is empty or holds a nil func,
+// a programming error, and copy fs.
 func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("FirstOf", fs)
 	return func(a A) (string, error) {
@@ -38,9 +34,8 @@ func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 
 // Join keys on all of fs together, such as a user and a route, joined with
 // store.JoinID so that different lists of values never give the same
-// identity. The first error is returned as is; no partial key is built. Like
-// FirstOf it works on any key function type, and panics if fs is empty or
-// holds a nil function.
+// identity. It stops at the first error and returns it as is, so put a
+// costly func (BodyHash) last.
 func Join[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("Join", fs)
 	return func(a A) (string, error) {
@@ -57,8 +52,6 @@ func Join[F ~func(A) (string, error), A any](fs ...F) F {
 	}
 }
 
-// checked copies fs, so that later changes to the caller's slice have no
-// effect, after checking that it is usable.
 func checked[F any](name string, fs []F) []F {
 	if len(fs) == 0 {
 		panic("keyfuncs: " + name + " needs at least one key function")

@@ -9,53 +9,39 @@ import (
 )
 
 // ContextValue keys on r.Context().Value(key), typically a user ID that an
-// authentication middleware stored there, which is the most trustworthy
-// identity a request carries. The value may be a string (or a type whose
-// underlying type is string), a fmt.Stringer, or any integer kind (int,
-// int64, uint32, a named type such as `type UserID int64`, ...).
-//
-// A nil or empty value gives a 400 *Error with source "context value" and
-// reason "missing"; a value of another type gives reason "unsupported
-// type", a programming error that still must not lump users together. The
-// middleware that sets the value must run before the throttle middleware.
+// authentication middleware stored there: the most trustworthy identity a
+// request carries. That middleware must run before the throttle's. The
+// value is read as FromValue reads it, with source "context value".
 func ContextValue(key any) Func {
-	const source = "context value"
 	return func(r *http.Request) (string, error) {
-		return FromValue(r.Context().Value(key), source)
+		return FromValue(r.Context().Value(key), "context value")
 	}
 }
 
-// FromValue turns a value that an earlier middleware stored (a context value,
-// gin's c.Get, echo's c.Get) into an identity, with the rules of
-// ContextValue: strings and string kinds, integer kinds and fmt.Stringer
-// values are accepted. A nil or empty value gives a 400 *Error "missing", a
-// value of another type a 400 *Error "unsupported type"; source names where
-// the value came from in that error. It serves key functions for other
-// frameworks.
+// FromValue turns a value an earlier middleware stored (a context value,
+// gin's or echo's c.Get) into an identity, for the key functions of every
+// adapter: a string or string kind, any integer kind (such as a named
+// `type UserID int64`), or a fmt.Stringer. A nil or empty value gives a
+// 400 *Error "missing", a value of another type a 400 *Error "unsupported
+// type": a programming error that still must not lump users together.
+// source names where the value came from.
 func FromValue(v any, source string) (string, error) {
 	s, ok := valueString(v)
 	switch {
 	case !ok:
-		return "", &Error{Status: http.StatusBadRequest, Source: source,
-			Reason: "unsupported type (want a string, fmt.Stringer or integer)"}
+		return "", badRequest(source, "unsupported type (want a string, fmt.Stringer or integer)")
 	case s == "":
 		return "", missing(source)
 	}
 	return s, nil
 }
 
-// valueString converts a context value; ok is false for unsupported types.
-// nil values, including nil pointers behind a fmt.Stringer, give "".
+// valueString converts a stored value; ok is false for unsupported types.
+// nil, including a nil pointer behind a fmt.Stringer, gives "".
 func valueString(v any) (s string, ok bool) {
 	switch v := v.(type) {
 	case nil:
 		return "", true
-	case string:
-		return v, true
-	case int:
-		return strconv.Itoa(v), true
-	case int64:
-		return strconv.FormatInt(v, 10), true
 	case fmt.Stringer:
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 			return "", true
@@ -74,19 +60,19 @@ func valueString(v any) (s string, ok bool) {
 	return "", false
 }
 
-// FromIP turns a client address that a framework computed (gin's
-// c.ClientIP, echo's c.RealIP) into an identity, normalised as RemoteIP
-// normalises the peer's (an IPv4-mapped IPv6 address becomes IPv4), so that
-// one client has one identity in every adapter. An empty value gives a 400
-// *Error "missing", anything but a plain IP address (a zone included) a 400
+// FromIP turns a client address a framework computed (gin's c.ClientIP,
+// echo's c.RealIP) into an identity, normalised as RemoteIP normalises the
+// peer's (an IPv4-mapped IPv6 address becomes IPv4), so that one client has
+// one identity in every adapter. An empty value gives a 400 *Error
+// "missing", anything but a plain IP address (a zone included) a 400
 // *Error "not an IP address"; source names where the value came from.
 func FromIP(s, source string) (string, error) {
 	if s == "" {
-		return "", &Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
+		return "", missing(source)
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
-		return "", &Error{Status: http.StatusBadRequest, Source: source, Reason: "not an IP address"}
+		return "", badRequest(source, "not an IP address")
 	}
 	return a.Unmap().String(), nil
 }

@@ -1,10 +1,12 @@
 package keyfuncs
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -22,16 +24,14 @@ func TestCookieValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Cookie("demo_user")(req("1.2.3.4:1", "Cookie", tt.header))
-			if err != nil || got != tt.want {
-				t.Fatalf("Cookie: %q gives %q, %v; want %q", tt.header, got, err, tt.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 	// Several Cookie lines (HTTP/2 may split them) are all searched.
-	r := req("1.2.3.4:1", "Cookie", "a=1", "Cookie", "demo_user=on-line-2")
-	if got, err := Cookie("demo_user")(r); err != nil || got != "on-line-2" {
-		t.Fatalf("second Cookie line: %q, %v", got, err)
-	}
+	got, err := Cookie("demo_user")(req("1.2.3.4:1", "Cookie", "a=1", "Cookie", "demo_user=on-line-2"))
+	require.NoError(t, err)
+	assert.Equal(t, "on-line-2", got)
 }
 
 // A missing, empty or malformed cookie is a 400 naming the cookie and
@@ -39,25 +39,20 @@ func TestCookieValues(t *testing.T) {
 func TestCookieMissing(t *testing.T) {
 	f := Cookie("demo_user")
 	var first error
-	for _, c := range []string{"", "other=secret-1", "demo_user=", "Demo_User=secret-2", "demo_user=bad\"secret-3",
-		"demo_user=bad\x01secret-4", "demo_users=secret-5"} {
+	for _, c := range []string{"", "a=1", "session", "other=secret-1", "demo_user=", "Demo_User=secret-2",
+		"demo_user=bad\"secret-3", "demo_user=bad\x01secret-4", "demo_users=secret-5"} {
 		r := req("1.2.3.4:1")
 		if c != "" {
 			r.Header.Set("Cookie", c)
 		}
 		got, err := f(r)
-		if got != "" {
-			t.Fatalf("Cookie %q: got identity %q, want none", c, got)
-		}
+		assert.Empty(t, got, "Cookie %q", c)
 		wantErr(t, err, http.StatusBadRequest, `cookie "demo_user"`, "secret")
-		if err.Error() != `keyfuncs: cookie "demo_user": missing` {
-			t.Fatalf("Cookie %q: error text %q", c, err)
-		}
+		require.EqualError(t, err, `keyfuncs: cookie "demo_user": missing`)
 		if first == nil {
 			first = err
-		} else if err != first {
-			t.Fatalf("Cookie %q: a new error value, want the shared one", c)
 		}
+		require.Same(t, first, err, "Cookie %q: a new error value, want the shared one", c)
 	}
 }
 
@@ -66,12 +61,9 @@ func TestCookieMissing(t *testing.T) {
 func TestCookieLongValueGivesBoundedKey(t *testing.T) {
 	big := strings.Repeat("c", 64<<10)
 	got, err := Cookie("demo_user")(req("1.2.3.4:1", "Cookie", "demo_user="+big))
-	if err != nil || got != big {
-		t.Fatalf("len %d, %v", len(got), err)
-	}
-	if k := store.Key("throttle", "submit", got); len(k) > 200 {
-		t.Fatalf("stored key is %d bytes", len(k))
-	}
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+	assert.LessOrEqual(t, len(store.Key("throttle", "submit", got)), 200)
 }
 
 // The examples' chain: X-User-ID, else the cookie, else the client IP. The
@@ -81,25 +73,17 @@ func TestCookieInFirstOf(t *testing.T) {
 	id := func(r *http.Request) string {
 		t.Helper()
 		v, err := user(r)
-		if err != nil {
-			t.Fatalf("FirstOf: %v", err)
-		}
+		require.NoError(t, err)
 		return v
 	}
 	byHeader := id(req("192.0.2.1:1", "X-User-ID", "192.0.2.1", "Cookie", "demo_user=192.0.2.1"))
 	byCookie := id(req("192.0.2.1:1", "Cookie", "demo_user=192.0.2.1"))
 	byIP := id(req("192.0.2.1:1"))
-	if byHeader == byCookie || byCookie == byIP || byHeader == byIP {
-		t.Fatalf("identities collide: header %q, cookie %q, IP %q", byHeader, byCookie, byIP)
-	}
-	if got := id(req("198.51.100.7:1", "Cookie", "demo_user=192.0.2.1")); got != byCookie {
-		t.Fatalf("the cookie's identity depends on the peer: %q and %q", got, byCookie)
-	}
-	if got := id(req("192.0.2.1:1", "Cookie", "demo_user=")); got != byIP {
-		t.Fatalf("an empty cookie did not fall through to the IP: %q, want %q", got, byIP)
-	}
-	var ke *Error
-	if _, err := user(req("not-an-address")); !errors.As(err, &ke) {
-		t.Fatalf("no source at all: err %v, want the IP's *Error", err)
-	}
+	assert.NotEqual(t, byHeader, byCookie)
+	assert.NotEqual(t, byCookie, byIP)
+	assert.NotEqual(t, byHeader, byIP)
+	assert.Equal(t, byCookie, id(req("198.51.100.7:1", "Cookie", "demo_user=192.0.2.1")), "the cookie's identity depends on the peer")
+	assert.Equal(t, byIP, id(req("192.0.2.1:1", "Cookie", "demo_user=")), "an empty cookie did not fall through to the IP")
+	_, err := user(req("not-an-address"))
+	wantErr(t, err, http.StatusBadRequest, "remote address")
 }

@@ -3,29 +3,23 @@ package keyfuncs
 import "net/http"
 
 // Error is returned by a Func that cannot build an identity from a request:
-// a header is missing, a body is longer than the hashing limit, a peer
-// address cannot be parsed. The middleware answers it with Status.
-//
-// A Func may return the same *Error for every request that fails the same
-// way (a missing header is common on anonymous traffic, and sharing the
-// value saves an allocation each time): treat it as read-only.
+// a header is missing, a body is over the hashing limit, a peer address
+// cannot be parsed. Source and Reason are fixed texts that never hold a
+// value from the request, so the error is safe to log and to show the
+// client. A Func may return one shared *Error for every request that fails
+// the same way (anonymous traffic often lacks a header): treat it as
+// read-only.
 type Error struct {
-	// Status is the HTTP status to answer with: 400 Bad Request, or 413
-	// Content Too Large for an over-long body.
-	Status int
-	// Source names what was missing or bad, such as `header "X-User-ID"`.
-	// It is safe to log and to show the client; it never holds the
-	// request's own values.
-	Source string
-	// Reason says what was wrong with Source, such as "missing".
-	Reason string
+	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
+	Source string // what was missing or bad, such as `header "X-User-ID"`
+	Reason string // what was wrong with Source, such as "missing"
 }
 
-// Error returns "keyfuncs: <source>: <reason>", safe to log and to show the
-// client since neither part holds a value from the request.
+// Error returns "keyfuncs: <source>: <reason>".
 func (e *Error) Error() string { return "keyfuncs: " + e.Source + ": " + e.Reason }
 
-// HTTPStatus returns the status the middleware answers with.
+// HTTPStatus returns the status the middleware answers with: Status, or
+// 400 when it is unset.
 func (e *Error) HTTPStatus() int {
 	if e.Status == 0 {
 		return http.StatusBadRequest
@@ -33,8 +27,10 @@ func (e *Error) HTTPStatus() int {
 	return e.Status
 }
 
+func badRequest(source, reason string) *Error {
+	return &Error{Status: http.StatusBadRequest, Source: source, Reason: reason}
+}
+
 // missing returns the error for an absent or empty source. Funcs build it
 // once, when they are made, and return it for every request.
-func missing(source string) error {
-	return &Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
-}
+func missing(source string) error { return badRequest(source, "missing") }

@@ -8,12 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/go-throttle/throttle/echoadapter"
-	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/nethttp"
-	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
 func ExampleIdempotencyKey() {
@@ -35,20 +30,24 @@ func ExampleIdempotencyKey() {
 	}
 
 	_, err := key(httptest.NewRequest(http.MethodPost, "/orders", nil))
-	fmt.Println(err, errors.Is(err, keyfuncs.ErrNoIdempotencyKey))
+	fmt.Println(err)
 	// Output:
 	// 8e03978e-40d5-43e8-bc93-6894a57f9324
 	// 8e03978e-40d5-43e8-bc93-6894a57f9324
 	// order 7 "retry"
 	// refused: keyfuncs: header "Idempotency-Key": a list of keys; send exactly one
 	// refused: keyfuncs: header "Idempotency-Key": malformed: only \" and \\ may be escaped in a quoted key
-	// keyfuncs: header "Idempotency-Key": missing true
+	// keyfuncs: header "Idempotency-Key": missing
 }
 
-func ExampleIdempotent() {
-	// The user comes from the authentication in front of the handler;
-	// here a gateway sets X-User-ID.
-	key := keyfuncs.Idempotent(keyfuncs.Header("X-User-ID"))
+// The client's key scoped by user and route, and the body's hash for a
+// request without one. gin and echo set no r.Pattern: there the same Join
+// is built in the adapter's key function type, such as
+// keyfuncs.Join(ginadapter.Value("user"), ginadapter.Request(keyfuncs.Method()),
+// ginadapter.FullPath(), ginadapter.Request(idem)).
+func ExampleIdempotencyKey_scoped() {
+	idem := keyfuncs.IdempotencyKey(keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit)))
+	key := keyfuncs.Join(keyfuncs.Header("X-User-ID"), keyfuncs.Method(), keyfuncs.Pattern(), idem)
 
 	// The key function runs inside the mux, where r.Pattern is set, as
 	// nethttp.Middleware(limiter, key) does when it wraps each route's
@@ -97,68 +96,6 @@ func ExampleIdempotent() {
 	// another route, another lock: true
 	// no key: the same body is the same submission: true
 	// handlers read every body: true
-}
-
-// With the middleware: a retry under the same key within the window is
-// turned away, while another user's request with the same key, or the
-// same user's with a new key, goes through.
-func ExampleIdempotent_middleware() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "orders"})
-	if err != nil {
-		panic(err)
-	}
-	key := keyfuncs.Idempotent(keyfuncs.Header("X-User-ID"))
-	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-	})
-	mux := http.NewServeMux()
-	// Inside the mux, per route, so that the key sees r.Pattern.
-	mux.Handle("POST /orders", nethttp.Middleware(limiter, key)(orders))
-
-	for _, c := range []struct{ user, idemKey string }{
-		{"alice", `"k-1"`},
-		{"alice", `"k-1"`}, // a retry
-		{"bob", `"k-1"`},   // the same key from somebody else
-		{"alice", `"k-2"`},
-		{"alice", `"k-3`}, // malformed
-	} {
-		r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"n":1}`))
-		r.Header.Set("X-User-ID", c.user)
-		r.Header.Set("Idempotency-Key", c.idemKey)
-		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, r)
-		fmt.Println(c.user, c.idemKey, rec.Code)
-	}
-	// Output:
-	// alice "k-1" 201
-	// alice "k-1" 429
-	// bob "k-1" 201
-	// alice "k-2" 201
-	// alice "k-3 400
-}
-
-// gin sets no r.Pattern, so the key is joined in gin's own key function
-// type, with the route from c.FullPath. Not run: it only shows the wiring.
-func ExampleIdempotent_gin() {
-	key := keyfuncs.Join(
-		ginadapter.Value("user"), // set by your authentication middleware
-		ginadapter.Request(keyfuncs.Method()),
-		ginadapter.FullPath(),
-		ginadapter.Request(keyfuncs.IdempotencyKey(
-			keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit)))),
-	)
-	_ = key // ginadapter.ContextMiddleware(limiter, key)
-}
-
-// echo sets no r.Pattern either. The route comes from c.Path. Not run.
-func ExampleIdempotent_echo() {
-	key := keyfuncs.Join(
-		echoadapter.Value("user"),
-		echoadapter.Request(keyfuncs.Method()),
-		echoadapter.Path(),
-		echoadapter.Request(keyfuncs.IdempotencyKey(keyfuncs.RequireIdempotencyKey())),
-	)
-	_ = key // echoadapter.ContextMiddleware(limiter, key)
 }
 
 func ExampleBodyFingerprint() {

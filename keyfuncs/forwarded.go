@@ -7,97 +7,76 @@ import (
 	"strings"
 )
 
-// Bounds on the forwarding headers ForwardedIP reads. Go's server accepts
-// up to 1 MB of headers by default; a real chain of proxies is a handful of
-// hops, so anything beyond these limits is rejected with a 400 instead of
-// being walked, which keeps the work per request small and linear.
+// Bounds on the forwarding headers ForwardedIP reads: a real chain of
+// proxies is a handful of hops, while Go's server accepts a megabyte of
+// headers, so a longer header is refused rather than walked.
 const (
-	// MaxForwardedBytes is the most header text (all lines of
-	// X-Forwarded-For or Forwarded together) ForwardedIP accepts.
-	MaxForwardedBytes = 64 << 10
-	// MaxForwardedHops is the most list elements ForwardedIP walks or
-	// parses in one request.
-	MaxForwardedHops = 100
+	maxForwardedBytes = 64 << 10 // all lines of the header together
+	maxForwardedHops  = 100      // list elements walked or parsed
 )
 
-const (
-	xffName       = "X-Forwarded-For"
-	forwardedName = "Forwarded"
-)
+const xffSource = `header "X-Forwarded-For"`
 
 var (
-	xffSource       = `header "X-Forwarded-For"`
-	forwardedSource = `header "Forwarded"`
+	errXFFTooLarge   = badRequest(xffSource, "too large")
+	errXFFHops       = badRequest(xffSource, "too many hops")
+	errXFFUnparsable = badRequest(xffSource, "unparsable address")
 )
 
-// FromForwarded makes ForwardedIP read the standard RFC 7239 Forwarded
-// header (its for= parameters) instead of X-Forwarded-For. Only the chosen
-// header is read, never both: a proxy that sets one usually passes the
-// other through from the client untouched, so falling back from one to the
-// other would let a client pick its own address. RemoteIP ignores it.
+// FromForwarded makes ForwardedIP read the RFC 7239 Forwarded header (its
+// for= parameters) instead of X-Forwarded-For. Only the chosen header is
+// read, never both: a proxy that sets one usually passes the other through
+// from the client untouched, so falling back from one to the other would
+// let a client pick its own address. RemoteIP ignores it.
 func FromForwarded() IPOption {
 	return func(c *ipConfig) { c.forwarded = true }
 }
 
-// ForwardedIP keys on the client address as reported by trusted proxies: a
-// load balancer, a CDN, a reverse proxy. trusted lists the proxies'
-// addresses (see ParsePrefixes); only they are believed.
+// ForwardedIP keys on the client address as reported by trusted proxies (a
+// load balancer, a CDN, a reverse proxy), normalised and grouped like
+// RemoteIP's. trusted lists the proxies (see ParsePrefixes); only they are
+// believed. A peer that is not trusted is the client, whatever headers it
+// sent: believing them would let every request pick a fresh identity.
 //
-// If the direct peer (r.RemoteAddr) is not trusted, its forwarding headers
-// are ignored and the peer itself is the client: anybody can send an
-// X-Forwarded-For header, so believing it from an arbitrary peer would let
-// every request pick a fresh identity and escape the limit. If the peer is
-// trusted, the X-Forwarded-For header (all its lines, comma-separated; or
-// Forwarded with FromForwarded) is walked from right to left, skipping
-// addresses of trusted proxies; the first address that is not trusted is
-// the client. When every hop is trusted (an internal caller), the leftmost
-// one is the client; with no header at all, the peer is.
+// From a trusted peer, X-Forwarded-For (all its lines; or Forwarded, with
+// FromForwarded) is walked from right to left, skipping trusted addresses:
+// the first untrusted one is the client. When every hop is trusted (an
+// internal caller) the leftmost one is; with no header at all, the peer.
+// The leftmost value is never taken blindly, as the client wrote it.
 //
-// Right to left, because each proxy appends the address it received the
-// connection from: the right end was written by proxies you trust, the
-// left end by whoever sent the request. The leftmost value is never taken
-// blindly.
-//
-// A hop that cannot be parsed, or an obfuscated or "unknown" Forwarded node,
-// where the client should be gives a *Error with status 400 instead of a
-// key that many clients would share, and so do headers longer than
-// MaxForwardedBytes or with more than MaxForwardedHops elements. The result
-// is normalised and grouped like RemoteIP's.
-//
-// ForwardedIP panics if a trusted prefix is the zero netip.Prefix (a
-// programming error). An empty trusted list makes it behave as RemoteIP.
+// A hop that cannot be parsed, or an obfuscated or "unknown" Forwarded node
+// where the client should be, gives a 400 *Error instead of a key many
+// clients would share, and so does a header over 64 KiB or 100 elements.
+// An empty trusted list makes ForwardedIP behave as RemoteIP; a zero
+// netip.Prefix in it makes it panic.
 func ForwardedIP(trusted []netip.Prefix, opts ...IPOption) Func {
 	c := newIPConfig(opts)
-	t := make(trustList, 0, len(trusted))
+	t := make(trustList, len(trusted))
 	for i, p := range trusted {
 		if !p.IsValid() {
 			panic(fmt.Sprintf("keyfuncs: ForwardedIP: trusted prefix %d is not valid", i))
 		}
-		t = append(t, normalisePrefix(p))
+		t[i] = normalisePrefix(p)
+	}
+	walk, name := walkXFF, "X-Forwarded-For"
+	if c.forwarded {
+		walk, name = walkForwarded, "Forwarded"
 	}
 	return func(r *http.Request) (string, error) {
-		host, peer, err := parseRemote(r.RemoteAddr)
-		if err != nil {
-			return "", err
+		host, addr, ok := parseHostPort(r.RemoteAddr)
+		if !ok {
+			return "", errBadRemote
 		}
-		if !t.contains(peer) {
-			return c.format(host, peer), nil
+		if t.contains(addr) {
+			h, a, err := walk(r.Header[name], t)
+			if err != nil {
+				return "", err
+			}
+			if a.IsValid() {
+				host, addr = h, a
+			}
 		}
-		var found bool
-		var h string
-		var a netip.Addr
-		if c.forwarded {
-			h, a, found, err = walkForwarded(r.Header[forwardedName], t)
-		} else {
-			h, a, found, err = walkXFF(r.Header[xffName], t)
-		}
-		if err != nil {
-			return "", err
-		}
-		if found {
-			host, peer = h, a
-		}
-		return c.format(host, peer), nil
+		return c.format(host, addr), nil
 	}
 }
 
@@ -112,10 +91,6 @@ func (t trustList) contains(a netip.Addr) bool {
 	return false
 }
 
-func fwdError(source, reason string) error {
-	return &Error{Status: http.StatusBadRequest, Source: source, Reason: reason}
-}
-
 func totalLen(lines []string) int {
 	n := 0
 	for _, l := range lines {
@@ -125,35 +100,33 @@ func totalLen(lines []string) int {
 }
 
 // walkXFF walks X-Forwarded-For from right to left and returns the first
-// untrusted address, or the leftmost one if all are trusted. found is false
-// when the header holds no address at all.
-func walkXFF(lines []string, t trustList) (host string, addr netip.Addr, found bool, err error) {
-	if totalLen(lines) > MaxForwardedBytes {
-		return "", netip.Addr{}, false, fwdError(xffSource, "too large")
+// untrusted address, or the leftmost one if all are trusted, or no address
+// if the header holds none. Elements left of the client are not parsed.
+func walkXFF(lines []string, t trustList) (host string, addr netip.Addr, err error) {
+	if totalLen(lines) > maxForwardedBytes {
+		return "", netip.Addr{}, errXFFTooLarge
 	}
 	hops := 0
 	for li := len(lines) - 1; li >= 0; li-- {
 		line := lines[li]
-		end := len(line)
-		for end >= 0 {
+		for end := len(line); end >= 0; {
 			start := strings.LastIndexByte(line[:end], ',') + 1
 			item := strings.Trim(line[start:end], " \t")
 			end = start - 1
-			if hops++; hops > MaxForwardedHops {
-				return "", netip.Addr{}, false, fwdError(xffSource, "too many hops")
+			if hops++; hops > maxForwardedHops {
+				return "", netip.Addr{}, errXFFHops
 			}
-			if item == "" {
-				continue // empty list elements are allowed and ignored (RFC 9110, 5.6.1)
+			if item == "" { // empty elements are allowed (RFC 9110, 5.6.1)
+				continue
 			}
-			h, a, ok := parseHostPort(item)
-			if !ok {
-				return "", netip.Addr{}, false, fwdError(xffSource, "unparsable address")
+			var ok bool
+			if host, addr, ok = parseHostPort(item); !ok {
+				return "", netip.Addr{}, errXFFUnparsable
 			}
-			host, addr, found = h, a, true
-			if !t.contains(a) {
-				return host, addr, true, nil
+			if !t.contains(addr) {
+				return host, addr, nil
 			}
 		}
 	}
-	return host, addr, found, nil
+	return host, addr, nil
 }

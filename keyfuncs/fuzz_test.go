@@ -2,14 +2,17 @@ package keyfuncs
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -26,10 +29,7 @@ func FuzzForwardedIP(f *testing.F) {
 	f.Add("10.0.0.1:80", "[fe80::1%eth0]:1", `for="\"quoted\"", for="a\\`, true, true)
 	f.Add("[fe80::1%25en0]:1", "\x00\xff", "for=\x00;;;,,", false, false)
 	f.Add("10.0.0.1", "2001:db8::1, 2001:db8::2", `FOR="2001:db8::9"`, true, true)
-	trusted, err := ParsePrefixes("10.0.0.0/8", "2001:db8::/32", "::1")
-	if err != nil {
-		f.Fatal(err)
-	}
+	trusted := mustPrefixes(f, "10.0.0.0/8", "2001:db8::/32", "::1")
 	f.Fuzz(func(t *testing.T, remote, xff, fwd string, group, useForwarded bool) {
 		var opts []IPOption
 		if group {
@@ -48,18 +48,16 @@ func FuzzForwardedIP(f *testing.F) {
 		got, err := ForwardedIP(trusted, opts...)(r)
 		if err != nil {
 			var ke *Error
-			if !errors.As(err, &ke) || ke.HTTPStatus() != http.StatusBadRequest || ke.Source == "" {
-				t.Fatalf("error %v (%T) is not a 400 *Error", err, err)
-			}
+			require.ErrorAs(t, err, &ke)
+			require.Equal(t, http.StatusBadRequest, ke.HTTPStatus())
+			require.NotEmpty(t, ke.Source)
 			return
 		}
 		checkCanonical(t, got, group)
-		direct, derr := RemoteIP(opts...)(r)
-		if derr != nil {
-			t.Fatalf("ForwardedIP succeeded where RemoteIP failed: %v", derr)
-		}
-		if _, peer, _ := parseHostPort(remote); !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(peer) }) && got != direct {
-			t.Fatalf("untrusted peer %q: got %q", direct, got)
+		direct, err := RemoteIP(opts...)(r)
+		require.NoError(t, err, "ForwardedIP succeeded where RemoteIP failed")
+		if _, peer, _ := parseHostPort(remote); !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(peer) }) {
+			require.Equal(t, direct, got, "an untrusted peer")
 		}
 	})
 }
@@ -70,18 +68,15 @@ func checkCanonical(t *testing.T, got string, group bool) {
 	t.Helper()
 	if group && strings.Contains(got, "/") {
 		p, err := netip.ParsePrefix(got)
-		if err != nil || p.Bits() != 64 || !p.Addr().Is6() || p.Addr().Is4In6() || p != p.Masked() || p.String() != got {
-			t.Fatalf("grouped result %q is not a canonical /64", got)
-		}
+		require.NoError(t, err)
+		require.True(t, p.Bits() == 64 && p.Addr().Is6() && !p.Addr().Is4In6() && p == p.Masked() && p.String() == got,
+			"grouped result %q is not a canonical /64", got)
 		return
 	}
 	a, err := netip.ParseAddr(got)
-	if err != nil || a.Zone() != "" || a.Is4In6() || a.String() != got {
-		t.Fatalf("result %q is not a canonical IP (%v)", got, err)
-	}
-	if group && a.Is6() {
-		t.Fatalf("IPv6 result %q not grouped", got)
-	}
+	require.NoError(t, err)
+	require.True(t, a.Zone() == "" && !a.Is4In6() && a.String() == got, "result %q is not a canonical IP", got)
+	require.False(t, group && a.Is6(), "IPv6 result %q not grouped", got)
 }
 
 // FuzzJoinFirstOf: different component lists give different identities,
@@ -97,32 +92,18 @@ func FuzzJoinFirstOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string, i, j uint8) {
 		la, lb := strings.Split(a, "\xff"), strings.Split(b, "\xff")
 		ka, err := Join(statics(la)...)(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		kb, err := Join(statics(lb)...)(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (ka == kb) != slices.Equal(la, lb) {
-			t.Fatalf("Join(%q) = %q, Join(%q) = %q", la, ka, lb, kb)
-		}
-		if sa, sb := store.Key("t", "p", ka), store.Key("t", "p", kb); (sa == sb) != (ka == kb) {
-			t.Fatalf("stored keys %q and %q", sa, sb)
-		}
+		require.NoError(t, err)
+		require.Equal(t, slices.Equal(la, lb), ka == kb, "Join(%q) = %q, Join(%q) = %q", la, ka, lb, kb)
+		require.Equal(t, ka == kb, store.Key("t", "p", ka) == store.Key("t", "p", kb), "stored keys")
 
 		ni, nj := int(i%4), int(j%4)
 		fa, err := FirstOf(append(fails(ni), Static(a))...)(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		fb, err := FirstOf(append(fails(nj), Static(b))...)(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (fa == fb) != (ni == nj && a == b) {
-			t.Fatalf("FirstOf(%d fails, %q) = %q, FirstOf(%d fails, %q) = %q", ni, a, fa, nj, b, fb)
-		}
+		require.NoError(t, err)
+		require.Equal(t, ni == nj && a == b, fa == fb, "FirstOf(%d fails, %q) = %q, FirstOf(%d fails, %q) = %q", ni, a, fa, nj, b, fb)
 	})
 }
 
@@ -150,7 +131,7 @@ func FuzzBodyHash(f *testing.F) {
 	f.Add([]byte("hello"), uint16(4), uint8(2))
 	f.Add([]byte("\x00\xff:{}%\r\n"), uint16(100), uint8(3))
 	f.Add(bytes.Repeat([]byte("ab"), 5000), uint16(9999), uint8(4))
-	f.Fuzz(func(t *testing.T, body []byte, max uint16, mode uint8) {
+	f.Fuzz(func(t *testing.T, body []byte, limit uint16, mode uint8) {
 		var src io.Reader = bytes.NewReader(body)
 		switch mode % 3 {
 		case 1:
@@ -163,15 +144,114 @@ func FuzzBodyHash(f *testing.F) {
 			cl = int64(len(body))
 		}
 		r, ct := bodyReq(src, cl)
-		got, err := BodyHash(int64(max))(r)
-		if len(body) > int(max) {
-			var ke *Error
-			if !errors.As(err, &ke) || ke.HTTPStatus() != http.StatusRequestEntityTooLarge {
-				t.Fatalf("%d bytes over limit %d: %q, %v", len(body), max, got, err)
-			}
-		} else if err != nil || got != sha(body) {
-			t.Fatalf("%d bytes, limit %d: %q, %v", len(body), max, got, err)
+		got, err := BodyHash(int64(limit))(r)
+		if len(body) > int(limit) {
+			wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
+		} else {
+			require.NoError(t, err)
+			require.Equal(t, sha(body), got)
 		}
 		checkRestored(t, r, ct, body)
+	})
+}
+
+// FuzzIdempotencyKey: what IdempotencyKey accepts is 1 to 255 characters of
+// printable ASCII; it accepts a quoted value exactly when httpsfv parses it
+// as an Item holding such a String, with the same text, and a bare value
+// exactly when it is printable ASCII without spaces, double quotes and
+// commas; every refusal is one of the constant errors, which hold nothing
+// the request sent.
+func FuzzIdempotencyKey(f *testing.F) {
+	for _, s := range []string{
+		`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, `8e03978e-40d5-43e8-bc93-6894a57f9324`,
+		`"a\"b\\c"`, `"a\nb"`, `""`, ``, ` "x" `, `"x";v=1`, `"x"; v`, `"x";v=`, `"x", "y"`, `a,b`, `a b`,
+		`"x";b;i=-12;d=1.5;s="x;y\"";t=*tok/x:y;bs=:YWJj:;f=?0;dt=@1700000000;ds=%"caf%c3%a9"`,
+		`"x";v=:YQ:`, `"x";v=:Y===:`, `"x";v=1.2345`, `"x";v=1234567890123.5`, `"x";v=%"%ff"`, `"x";v=@1.5`,
+		"\"caf\xc3\xa9\"", "\"\x00\"", "a\x7f", `"unclosed`, `"x"y`, `abc;v=1`, "\"x\"\t", `"x",`,
+		`"` + strings.Repeat("k", 255) + `"`, strings.Repeat("k", 256),
+	} {
+		f.Add(s, "", false)
+	}
+	f.Add(`"a"`, `"b"`, true)
+	f.Add("a", "", true)
+	f.Fuzz(func(t *testing.T, v, second string, twoLines bool) {
+		lines := []string{v}
+		if twoLines {
+			lines = append(lines, second)
+		}
+		got, err := IdempotencyKey()(idemReq(lines...))
+		if err != nil {
+			require.Contains(t, idemErrors, err)
+		}
+		if twoLines {
+			require.Equal(t, errIdemRepeated, err)
+			return
+		}
+		if err == nil {
+			require.True(t, len(got) >= 1 && len(got) <= maxIdempotencyKeyLength, "accepted %d characters", len(got))
+			require.False(t, strings.ContainsFunc(got, func(r rune) bool { return r < 0x20 || r > 0x7e }), "accepted %q", got)
+		}
+
+		// The oracle for the form the value has.
+		var want string
+		var wantOK bool
+		if trimmed := strings.Trim(v, " "); strings.HasPrefix(trimmed, `"`) {
+			it, perr := httpsfv.UnmarshalItem([]string{v})
+			want, wantOK = it.Value.(string)
+			wantOK = wantOK && perr == nil && want != "" && len(want) <= maxIdempotencyKeyLength
+		} else {
+			want = trimmed
+			wantOK = want != "" && len(want) <= maxIdempotencyKeyLength &&
+				!strings.ContainsFunc(want, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '"' || r == ',' })
+		}
+		require.Equal(t, wantOK, err == nil, "%q: got %q, %v", v, got, err)
+		if wantOK {
+			require.Equal(t, want, got)
+		}
+
+		// With a fallback, a present key is tagged and never falls back.
+		fk, ferr := IdempotencyKey(IdempotencyFallback(Static("fallback")))(idemReq(lines...))
+		require.Equal(t, err, ferr, "with a fallback")
+		if err == nil {
+			require.Equal(t, store.JoinID("0", got), fk)
+		}
+	})
+}
+
+// FuzzIdempotentScoping: two requests to one route share a stored key
+// exactly when they come from the same user with the same idempotency key
+// (whatever its spelling), or, both without a key, with the same body.
+func FuzzIdempotentScoping(f *testing.F) {
+	f.Add("alice", `"k-1"`, "a", "alice", "k-1", "b")
+	f.Add("alice", `"k-1"`, "a", "bob", `"k-1"`, "a")
+	f.Add("alice", "", "a", "alice", "", "a")
+	f.Add("alice", "", "a", "alice", "", "b")
+	f.Add("a:b", `"c"`, "", "a", `"b:c"`, "")
+	f.Add("alice", "1:x", "", "alice", "", "x")
+	key := idempotent(Header("X-User-ID"))
+	f.Fuzz(func(t *testing.T, user1, key1, body1, user2, key2, body2 string) {
+		build := func(user, k, body string) (stored, parsed string, ok bool) {
+			r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(body))
+			r.Pattern = "POST /orders"
+			r.Header["X-User-Id"] = []string{user}
+			parsed = "body " + sha([]byte(body))
+			if k != "" {
+				r.Header["Idempotency-Key"] = []string{k}
+				p, err := IdempotencyKey()(idemReq(k))
+				if err != nil {
+					_, err = key(r)
+					require.Error(t, err, "a key IdempotencyKey refuses was accepted: %q", k)
+					return "", "", false
+				}
+				parsed = "key " + p
+			}
+			id, err := key(r)
+			return store.Key("throttle", "idempotent", id), parsed, err == nil
+		}
+		s1, p1, ok1 := build(user1, key1, body1)
+		s2, p2, ok2 := build(user2, key2, body2)
+		if ok1 && ok2 {
+			require.Equal(t, user1 == user2 && p1 == p2, s1 == s2, "(%q, %s) -> %q; (%q, %s) -> %q", user1, p1, s1, user2, p2, s2)
+		}
 	})
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -25,40 +28,23 @@ func TestHeader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Header("X-User-ID")(req("1.2.3.4:1", tt.hdr...))
-			if err != nil || got != tt.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 	for _, hdr := range [][]string{nil, {"X-User-ID", ""}, {"X-Other", "42"}} {
 		_, err := Header("X-User-ID")(req("1.2.3.4:1", hdr...))
 		wantErr(t, err, http.StatusBadRequest, `header "X-User-ID"`)
-		if err.Error() != `keyfuncs: header "X-User-ID": missing` {
-			t.Fatalf("error text %q", err)
-		}
+		require.EqualError(t, err, `keyfuncs: header "X-User-ID": missing`)
 	}
 }
 
 func TestHeaderMegabyteValueGivesBoundedKey(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 	got, err := Header("X-User-ID")(req("1.2.3.4:1", "X-User-ID", big))
-	if err != nil || got != big {
-		t.Fatalf("len %d, %v", len(got), err)
-	}
-	if k := store.Key("throttle", "submit", got); len(k) > 200 {
-		t.Fatalf("stored key is %d bytes", len(k))
-	}
-}
-
-func TestCookie(t *testing.T) {
-	r := req("1.2.3.4:1", "Cookie", "a=1; session=s3cr3t; b=2")
-	if got, err := Cookie("session")(r); err != nil || got != "s3cr3t" {
-		t.Fatalf("got %q, %v", got, err)
-	}
-	for _, c := range []string{"", "a=1", "session=", "session"} {
-		_, err := Cookie("session")(req("1.2.3.4:1", "Cookie", c))
-		wantErr(t, err, http.StatusBadRequest, `cookie "session"`)
-	}
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+	assert.LessOrEqual(t, len(store.Key("throttle", "submit", got)), 200)
 }
 
 func TestQuery(t *testing.T) {
@@ -76,18 +62,15 @@ func TestQuery(t *testing.T) {
 		{"bad%zz=1&id=9", "9"},
 	}
 	for _, tt := range tests {
-		r := httptest.NewRequest(http.MethodGet, "/?"+tt.query, nil)
-		got, err := Query("id")(r)
-		if err != nil || got != tt.want {
-			t.Errorf("?%s: got %q, %v; want %q", tt.query, got, err, tt.want)
-		}
+		got, err := Query("id")(httptest.NewRequest(http.MethodGet, "/?"+tt.query, nil))
+		require.NoError(t, err, tt.query)
+		assert.Equal(t, tt.want, got, tt.query)
 	}
 	// The joined list is injective: ?id=a&id=b and ?id=a:b differ.
 	ab, _ := Query("id")(httptest.NewRequest(http.MethodGet, "/?id=a&id=b", nil))
 	joined, _ := Query("id")(httptest.NewRequest(http.MethodGet, "/?id=a%3Ab", nil))
-	if ab == joined {
-		t.Fatalf("two values and one joined value share %q", ab)
-	}
+	assert.NotEqual(t, ab, joined)
+
 	for _, q := range []string{"", "x=1", "id=", "id=&id=", "id", "ids=1"} {
 		_, err := Query("id")(httptest.NewRequest(http.MethodGet, "/?"+q, nil))
 		wantErr(t, err, http.StatusBadRequest, `query "id"`)
@@ -107,12 +90,10 @@ func TestPathValueAndPattern(t *testing.T) {
 		gotPattern, patErr = Pattern()(r)
 	})
 	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/orders/a%3Ab/pay", nil))
-	if idErr != nil || gotID != "a:b" {
-		t.Fatalf("PathValue = %q, %v", gotID, idErr)
-	}
-	if patErr != nil || gotPattern != "POST /orders/{id}/pay" {
-		t.Fatalf("Pattern = %q, %v", gotPattern, patErr)
-	}
+	require.NoError(t, idErr)
+	assert.Equal(t, "a:b", gotID)
+	require.NoError(t, patErr)
+	assert.Equal(t, "POST /orders/{id}/pay", gotPattern)
 
 	r := httptest.NewRequest(http.MethodPost, "/orders/1/pay", nil) // not routed
 	_, err := PathValue("id")(r)
@@ -123,19 +104,19 @@ func TestPathValueAndPattern(t *testing.T) {
 
 func TestMethod(t *testing.T) {
 	for _, m := range []string{http.MethodPost, http.MethodDelete, "PURGE"} {
-		if got, err := Method()(httptest.NewRequest(m, "/", nil)); err != nil || got != m {
-			t.Errorf("Method = %q, %v; want %q", got, err, m)
-		}
+		got, err := Method()(httptest.NewRequest(m, "/", nil))
+		require.NoError(t, err)
+		assert.Equal(t, m, got)
 	}
-	if got, _ := Method()(&http.Request{}); got != http.MethodGet {
-		t.Errorf("empty method = %q, want GET", got)
-	}
+	got, err := Method()(&http.Request{})
+	require.NoError(t, err)
+	assert.Equal(t, http.MethodGet, got, "an empty method")
 }
 
 func TestStatic(t *testing.T) {
-	if got, err := Static("report")(req("")); err != nil || got != "report" {
-		t.Fatalf("got %q, %v", got, err)
-	}
+	got, err := Static("report")(req(""))
+	require.NoError(t, err)
+	assert.Equal(t, "report", got)
 }
 
 type ctxKey struct{}
@@ -149,6 +130,10 @@ type stringer struct{ s string }
 func (s *stringer) String() string { return s.s }
 
 func TestContextValue(t *testing.T) {
+	withValue := func(v any) *http.Request {
+		r := req("1.2.3.4:1")
+		return r.WithContext(context.WithValue(r.Context(), ctxKey{}, v))
+	}
 	tests := []struct {
 		name string
 		v    any
@@ -165,34 +150,35 @@ func TestContextValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := req("1.2.3.4:1")
-			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, tt.v))
-			got, err := ContextValue(ctxKey{})(r)
-			if err != nil || got != tt.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
-			}
+			got, err := ContextValue(ctxKey{})(withValue(tt.v))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 	var nilStringer *stringer
 	for _, v := range []any{nil, "", nilStringer, &stringer{}, userName("")} {
-		r := req("1.2.3.4:1")
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, v))
-		_, err := ContextValue(ctxKey{})(r)
+		_, err := ContextValue(ctxKey{})(withValue(v))
 		wantErr(t, err, http.StatusBadRequest, "context value")
-		if !strings.HasSuffix(err.Error(), "missing") {
-			t.Errorf("%#v: %v", v, err)
-		}
+		assert.ErrorContains(t, err, "missing", "%#v", v)
 	}
 	for _, v := range []any{1.5, []byte("x"), struct{}{}, true} {
-		r := req("1.2.3.4:1")
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, v))
-		_, err := ContextValue(ctxKey{})(r)
+		_, err := ContextValue(ctxKey{})(withValue(v))
 		wantErr(t, err, http.StatusBadRequest, "context value")
-		if !strings.Contains(err.Error(), "unsupported type") {
-			t.Errorf("%#v: %v", v, err)
-		}
+		assert.ErrorContains(t, err, "unsupported type", "%#v", v)
 	}
 	// Not set at all.
 	_, err := ContextValue(ctxKey{})(req("1.2.3.4:1"))
 	wantErr(t, err, http.StatusBadRequest, "context value")
+}
+
+func TestFromIP(t *testing.T) {
+	for in, want := range map[string]string{"192.0.2.1": "192.0.2.1", "::ffff:192.0.2.1": "192.0.2.1", "2001:DB8::1": "2001:db8::1"} {
+		got, err := FromIP(in, "gin client IP")
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+	for _, in := range []string{"", "fe80::1%eth0", "192.0.2.1:80", "nope"} {
+		_, err := FromIP(in, "gin client IP")
+		wantErr(t, err, http.StatusBadRequest, "gin client IP", in)
+	}
 }

@@ -1,10 +1,17 @@
 package keyfuncs
 
 import (
-	"errors"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // req builds a server request from peer with the given header lines
@@ -20,30 +27,61 @@ func req(peer string, hdr ...string) *http.Request {
 
 // wantErr checks that err is a *Error with status and source, and that its
 // text does not leak any of the given request values.
-func wantErr(t *testing.T, err error, status int, source string, leaks ...string) {
+func wantErr(t testing.TB, err error, status int, source string, leaks ...string) {
 	t.Helper()
 	var ke *Error
-	if !errors.As(err, &ke) {
-		t.Fatalf("err = %v (%T), want *Error", err, err)
-	}
-	if ke.HTTPStatus() != status || ke.Source != source {
-		t.Fatalf("err = %+v, want status %d source %s", ke, status, source)
-	}
-	if ke.Reason == "" {
-		t.Fatalf("err %+v has no reason", ke)
-	}
+	require.ErrorAs(t, err, &ke)
+	assert.Equal(t, status, ke.HTTPStatus(), "status of %v", err)
+	assert.Equal(t, source, ke.Source)
+	assert.NotEmpty(t, ke.Reason)
 	for _, l := range leaks {
-		if l != "" && (containsStr(ke.Error(), l)) {
-			t.Fatalf("error %q leaks request value %q", ke.Error(), l)
+		if l != "" {
+			assert.NotContains(t, ke.Error(), l, "the error leaks a request value")
 		}
 	}
 }
 
-func containsStr(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
+func mustPrefixes(t testing.TB, s ...string) []netip.Prefix {
+	t.Helper()
+	p, err := ParsePrefixes(s...)
+	require.NoError(t, err)
+	return p
+}
+
+func fail(status int, source string) Func {
+	return func(*http.Request) (string, error) {
+		return "", &Error{Status: status, Source: source, Reason: "missing"}
 	}
-	return false
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(s[:])
+}
+
+// closeTracker records whether the original body was closed.
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return nil }
+
+func bodyReq(body io.Reader, contentLength int64) (*http.Request, *closeTracker) {
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	ct := &closeTracker{Reader: body}
+	r.Body = ct
+	r.ContentLength = contentLength
+	return r, ct
+}
+
+// checkRestored reads r.Body to the end, compares it with want, and checks
+// that closing it closes the original.
+func checkRestored(t testing.TB, r *http.Request, ct *closeTracker, want []byte) {
+	t.Helper()
+	got, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(got, want), "restored body: %d bytes, want %d", len(got), len(want))
+	require.NoError(t, r.Body.Close())
+	require.True(t, ct.closed, "closing the restored body leaves the original open")
 }

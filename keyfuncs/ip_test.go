@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRemoteIP(t *testing.T) {
@@ -33,29 +36,24 @@ func TestRemoteIP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := RemoteIP(tt.opts...)(req(tt.remote))
-			if err != nil || got != tt.want {
-				t.Fatalf("RemoteIP(%q) = %q, %v; want %q", tt.remote, got, err, tt.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
 
 func TestRemoteIPSameClientSameKey(t *testing.T) {
 	f := RemoteIP(GroupIPv6(64))
-	a, _ := f(req("[2001:db8:1:2::a]:1"))
-	b, _ := f(req("[2001:db8:1:2:ffff::b%en0]:2"))
-	c, _ := f(req("[2001:db8:1:3::a]:1"))
-	if a != b {
-		t.Fatalf("same /64 gave %q and %q", a, b)
+	key := func(remote string) string {
+		t.Helper()
+		k, err := f(req(remote))
+		require.NoError(t, err)
+		return k
 	}
-	if a == c {
-		t.Fatalf("different /64 gave one key %q", a)
-	}
-	v4, _ := f(req("1.2.3.4:1"))
-	mapped, _ := f(req("[::ffff:1.2.3.4]:9"))
-	if v4 != mapped {
-		t.Fatalf("1.2.3.4 = %q, ::ffff:1.2.3.4 = %q", v4, mapped)
-	}
+	a := key("[2001:db8:1:2::a]:1")
+	assert.Equal(t, a, key("[2001:db8:1:2:ffff::b%en0]:2"), "one /64")
+	assert.NotEqual(t, a, key("[2001:db8:1:3::a]:1"), "another /64")
+	assert.Equal(t, key("1.2.3.4:1"), key("[::ffff:1.2.3.4]:9"), "IPv4 and IPv4-mapped")
 }
 
 func TestRemoteIPInvalid(t *testing.T) {
@@ -70,35 +68,27 @@ func TestRemoteIPInvalid(t *testing.T) {
 }
 
 func TestGroupIPv6Panics(t *testing.T) {
-	for _, bits := range []int{-1, 129} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("GroupIPv6(%d) did not panic", bits)
-				}
-			}()
-			GroupIPv6(bits)
-		}()
-	}
+	assert.Panics(t, func() { GroupIPv6(-1) })
+	assert.Panics(t, func() { GroupIPv6(129) })
 }
 
 // TestCanonicalIPv4Host checks RemoteIP's fast path against the general
-// one: wherever it answers, the general path gives the same identity.
+// one: wherever it answers, the general path gives the same identity, and
+// it misses no canonical IPv4 peer.
 func TestCanonicalIPv4Host(t *testing.T) {
 	for _, s := range []string{
 		"192.0.2.1:1234", "192.0.2.1", "0.0.0.0:0", "255.255.255.255:65535", "10.0.0.1:_obf",
 		"256.0.0.1:1", "01.2.3.4:1", "1.2.3:1", "1.2.3.4.5:1", "1..3.4:1", ".1.2.3:1", "1.2.3.4.:1",
 		"1.2.3.4:", "1.2.3.4:a:b", "1.2.3.4:12/", "[::1]:1", "::ffff:1.2.3.4", "1.2.3.4%eth0:1", "", ":1", "1.2.3.04:1",
 	} {
-		host, ok := canonicalIPv4Host(s)
-		gh, addr, err := parseRemote(s)
-		switch {
-		case ok && err != nil:
-			t.Errorf("%q: fast path %q, general path %v", s, host, err)
-		case ok && newIPConfig(nil).format(gh, addr) != host:
-			t.Errorf("%q: fast path %q, general path %q", s, host, newIPConfig(nil).format(gh, addr))
-		case !ok && err == nil && addr.Is4() && isPlainIPv4(gh) && strings.Count(s, ":") <= 1:
-			t.Errorf("%q: canonical IPv4 %q missed by the fast path", s, gh)
+		host, fast := canonicalIPv4Host(s)
+		gh, addr, ok := parseHostPort(s)
+		if fast {
+			require.True(t, ok, "%q: fast path %q, general path fails", s, host)
+			require.Equal(t, newIPConfig(nil).format(gh, addr), host, s)
+		} else {
+			missed := ok && addr.Is4() && strings.Trim(gh, "0123456789.") == "" && strings.Count(s, ":") <= 1
+			assert.False(t, missed, "%q: canonical IPv4 %q missed by the fast path", s, gh)
 		}
 	}
 }

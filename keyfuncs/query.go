@@ -9,39 +9,34 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Query keys on the values of the URL query parameter name (?name=...), in
-// the order they appear, joined with store.JoinID (even a single one, whose
-// separators are then escaped), so that ?id=a&id=b and ?id=a:b give
-// different identities. The query is
-// scanned for name only, without building url.Values for the whole query.
-//
-// Only the URL is read, never a POST form body. A parameter that is absent,
-// or whose values are all empty, gives a 400 *Error with source
-// `query "<name>"`; so does a value with a malformed %-escape, which would
+// Query keys on the values of the URL query parameter name, in order,
+// joined with store.JoinID (even a single one), so that ?id=a&id=b and
+// ?id=a:b differ. Only the URL is read, never a form body. A parameter
+// that is absent or whose values are all empty gives a 400 *Error with
+// source `query "<name>"`, and so does a malformed %-escape, which would
 // otherwise be dropped and make two different requests look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
 	errMissing := missing(source)
+	errEscape := badRequest(source, "malformed escape")
 	return func(r *http.Request) (string, error) {
+		if r.URL == nil {
+			return "", errMissing
+		}
 		var buf [4]string
-		vals := buf[:0]
-		nonEmpty := false
-		if r.URL != nil {
-			q := r.URL.RawQuery
-			for q != "" {
-				var pair string
-				pair, q, _ = strings.Cut(q, "&")
-				k, v, _ := strings.Cut(pair, "=")
-				k, err := url.QueryUnescape(k)
-				if err != nil || k != name {
-					continue
-				}
-				if v, err = url.QueryUnescape(v); err != nil {
-					return "", &Error{Status: http.StatusBadRequest, Source: source, Reason: "malformed escape"}
-				}
-				vals = append(vals, v)
-				nonEmpty = nonEmpty || v != ""
+		vals, nonEmpty := buf[:0], false
+		for q := r.URL.RawQuery; q != ""; {
+			var pair string
+			pair, q, _ = strings.Cut(q, "&")
+			k, v, _ := strings.Cut(pair, "=")
+			if k, err := url.QueryUnescape(k); err != nil || k != name {
+				continue
 			}
+			v, err := url.QueryUnescape(v)
+			if err != nil {
+				return "", errEscape
+			}
+			vals, nonEmpty = append(vals, v), nonEmpty || v != ""
 		}
 		if !nonEmpty {
 			return "", errMissing

@@ -5,154 +5,175 @@ import (
 	"strings"
 )
 
+const forwardedSource = `header "Forwarded"`
+
+var (
+	errFwdTooLarge   = badRequest(forwardedSource, "too large")
+	errFwdHops       = badRequest(forwardedSource, "too many hops")
+	errFwdMalformed  = badRequest(forwardedSource, "malformed")
+	errFwdHidden     = badRequest(forwardedSource, "obfuscated or unknown client address")
+	errFwdUnparsable = badRequest(forwardedSource, "unparsable address")
+)
+
 // forHop is the for= parameter of one Forwarded element.
 type forHop struct {
-	node    string // value, without quotes; may hold quoted-pairs if escaped
+	node    string // the value without its quotes, quoted-pairs unresolved
 	has     bool   // the element has a for= parameter
-	escaped bool   // node holds backslash escapes
+	escaped bool   // node holds quoted-pairs
 }
 
-// walkForwarded parses RFC 7239 Forwarded lines and walks their for= nodes
-// from right to left like walkXFF. The structure of the whole header is
-// checked (a stray quote could otherwise make a client's text swallow what
-// a proxy appended), but node values are only looked at up to the client.
-func walkForwarded(lines []string, t trustList) (host string, addr netip.Addr, found bool, err error) {
-	if totalLen(lines) > MaxForwardedBytes {
-		return "", netip.Addr{}, false, fwdError(forwardedSource, "too large")
+// walkForwarded walks the for= nodes of RFC 7239 Forwarded lines from right
+// to left like walkXFF. The whole header is parsed first, since a stray
+// quote could otherwise make a client's text swallow what a proxy appended,
+// but nodes are only read up to the client.
+func walkForwarded(lines []string, t trustList) (host string, addr netip.Addr, err error) {
+	if totalLen(lines) > maxForwardedBytes {
+		return "", netip.Addr{}, errFwdTooLarge
 	}
 	var buf [16]forHop
 	hops := buf[:0]
 	for _, line := range lines {
-		if hops, err = parseForwardedLine(line, hops); err != nil {
-			return "", netip.Addr{}, false, err
+		if hops, err = appendForwarded(hops, line); err != nil {
+			return "", netip.Addr{}, err
 		}
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
-		hop := hops[i]
-		if !hop.has {
-			return "", netip.Addr{}, false, fwdError(forwardedSource, "obfuscated or unknown client address")
-		}
-		node := hop.node
-		if hop.escaped {
-			node = unquote(node)
-		}
-		if strings.EqualFold(node, "unknown") || strings.HasPrefix(node, "_") {
-			return "", netip.Addr{}, false, fwdError(forwardedSource, "obfuscated or unknown client address")
-		}
-		h, a, ok := parseHostPort(node)
-		if !ok {
-			return "", netip.Addr{}, false, fwdError(forwardedSource, "unparsable address")
-		}
-		host, addr, found = h, a, true
-		if !t.contains(a) {
-			return host, addr, true, nil
+		if host, addr, err = hops[i].address(); err != nil || !t.contains(addr) {
+			break
 		}
 	}
-	return host, addr, found, nil
+	return host, addr, err
 }
 
-// parseForwardedLine appends the for= parameters of the elements of one
-// header line to hops:
+// address parses the node of h, which must name an address: without for=,
+// or with an obfuscated ("_abc") or "unknown" node, the client is unknown,
+// and a guess would give many clients one key.
+func (h forHop) address() (string, netip.Addr, error) {
+	node := h.node
+	if h.escaped {
+		node = unquote(node)
+	}
+	if !h.has || strings.EqualFold(node, "unknown") || strings.HasPrefix(node, "_") {
+		return "", netip.Addr{}, errFwdHidden
+	}
+	host, addr, ok := parseHostPort(node)
+	if !ok {
+		return "", netip.Addr{}, errFwdUnparsable
+	}
+	return host, addr, nil
+}
+
+// fwdParser reads one Forwarded line (RFC 7239, section 4):
 //
 //	Forwarded         = 1#forwarded-element
 //	forwarded-element = [ forwarded-pair ] *( ";" [ forwarded-pair ] )
 //	forwarded-pair    = token "=" value
 //	value             = token / quoted-string
-//
-// Parameter names are case-insensitive. Unquoted values may also hold ':',
-// '[' and ']', which some proxies write without the quotes RFC 7239 asks
-// for; nothing else is relaxed.
-func parseForwardedLine(s string, hops []forHop) ([]forHop, error) {
-	malformed := func() ([]forHop, error) { return hops, fwdError(forwardedSource, "malformed") }
-	i := 0
-	for {
-		i = skipOWS(s, i)
-		if i == len(s) {
-			return hops, nil
-		}
-		if s[i] == ',' { // empty element
-			i++
+type fwdParser struct {
+	s string
+	i int
+}
+
+// appendForwarded appends the for= parameter of each element of line,
+// skipping empty elements.
+func appendForwarded(hops []forHop, line string) ([]forHop, error) {
+	p := fwdParser{s: line}
+	for p.skip(isOWS); p.i < len(p.s); p.skip(isOWS) {
+		if p.next(',') {
 			continue
 		}
-		var hop forHop
-		for i < len(s) && s[i] != ',' {
-			if s[i] == ';' {
-				i = skipOWS(s, i+1)
-				continue
-			}
-			start := i
-			for i < len(s) && isTchar(s[i]) {
-				i++
-			}
-			name := s[start:i]
-			if name == "" || i == len(s) || s[i] != '=' {
-				return malformed()
-			}
-			i++
-			var val string
-			escaped := false
-			if i < len(s) && s[i] == '"' {
-				i++
-				vs := i
-				for ; i < len(s) && s[i] != '"'; i++ {
-					if s[i] == '\\' {
-						escaped = true
-						i++
-					}
-				}
-				if i >= len(s) {
-					return malformed() // unterminated quoted-string
-				}
-				val = s[vs:i]
-				i++
-			} else {
-				vs := i
-				for i < len(s) && (isTchar(s[i]) || s[i] == ':' || s[i] == '[' || s[i] == ']') {
-					i++
-				}
-				if i == vs {
-					return malformed()
-				}
-				val = s[vs:i]
-			}
-			if strings.EqualFold(name, "for") {
-				if hop.has {
-					return malformed() // RFC 7239: at most once per element
-				}
-				hop = forHop{node: val, has: true, escaped: escaped}
-			}
-			i = skipOWS(s, i)
-			if i < len(s) && s[i] != ';' && s[i] != ',' {
-				return malformed()
-			}
-		}
-		if len(hops) == MaxForwardedHops {
-			return hops, fwdError(forwardedSource, "too many hops")
+		hop, err := p.element()
+		switch {
+		case err != nil:
+			return hops, err
+		case len(hops) == maxForwardedHops:
+			return hops, errFwdHops
 		}
 		hops = append(hops, hop)
 	}
+	return hops, nil
 }
 
-func skipOWS(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
+// element reads the pairs of one element and the ',' that ends it.
+// Parameter names are case-insensitive; for= may appear once.
+func (p *fwdParser) element() (hop forHop, err error) {
+	for !p.next(',') && p.i < len(p.s) {
+		if p.next(';') {
+			p.skip(isOWS)
+			continue
+		}
+		name := p.skip(isTchar)
+		if name == "" || !p.next('=') {
+			return hop, errFwdMalformed
+		}
+		node, escaped, ok := p.value()
+		isFor := strings.EqualFold(name, "for")
+		if !ok || isFor && hop.has {
+			return hop, errFwdMalformed
+		}
+		if p.skip(isOWS); p.i < len(p.s) && p.s[p.i] != ';' && p.s[p.i] != ',' {
+			return hop, errFwdMalformed
+		}
+		if isFor {
+			hop = forHop{node: node, has: true, escaped: escaped}
+		}
 	}
-	return i
+	return hop, nil
 }
+
+// value reads a token or a quoted-string and returns its content. A token
+// may also hold ':', '[' and ']', which some proxies write without the
+// quotes RFC 7239 asks for; nothing else is relaxed.
+func (p *fwdParser) value() (content string, escaped, ok bool) {
+	if !p.next('"') {
+		v := p.skip(isNodeChar)
+		return v, false, v != ""
+	}
+	start := p.i
+	for ; p.i < len(p.s) && p.s[p.i] != '"'; p.i++ {
+		if p.s[p.i] == '\\' {
+			escaped = true
+			p.i++
+		}
+	}
+	if p.i >= len(p.s) {
+		return "", false, false
+	}
+	p.i++
+	return p.s[start : p.i-1], escaped, true
+}
+
+// skip reads the bytes that match and returns them.
+func (p *fwdParser) skip(match func(byte) bool) string {
+	start := p.i
+	for p.i < len(p.s) && match(p.s[p.i]) {
+		p.i++
+	}
+	return p.s[start:p.i]
+}
+
+// next reads c if it comes next.
+func (p *fwdParser) next(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func isOWS(c byte) bool { return c == ' ' || c == '\t' }
 
 // isTchar reports whether c may appear in an HTTP token (RFC 9110, 5.6.2).
 func isTchar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
+
+func isNodeChar(c byte) bool { return isTchar(c) || c == ':' || c == '[' || c == ']' }
 
 // unquote resolves the quoted-pairs of a quoted-string's content.
 func unquote(s string) string {
 	var b strings.Builder
-	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
 			i++

@@ -5,11 +5,10 @@ import (
 	"strconv"
 )
 
-// PathValue keys on the wildcard name of the route the request matched in
-// Go 1.22+ http.ServeMux, such as {id} in "POST /orders/{id}/pay"
-// (r.PathValue). A missing or empty value gives a 400 *Error with source
-// `path value "<name>"`. gin and echo do not fill r.PathValue: use their
-// adapters' own path sources there.
+// PathValue keys on the wildcard name of the http.ServeMux route the
+// request matched, such as {id} in "POST /orders/{id}/pay". A missing or
+// empty value gives a 400 *Error with source `path value "<name>"`. gin
+// and echo do not fill r.PathValue: use their adapters' path sources.
 func PathValue(name string) Func {
 	errMissing := missing("path value " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
@@ -20,12 +19,12 @@ func PathValue(name string) Func {
 	}
 }
 
-// Pattern keys on the http.ServeMux pattern the request matched
-// (r.Pattern, such as "POST /orders/{id}"), so that one limit covers a
-// whole route whatever its path values. Combine it with a user key through
-// Join to throttle each user per route. A request that did not go through
-// a Go 1.23+ ServeMux has no pattern and gives a 400 *Error with source
-// "route pattern"; gin and echo adapters offer their own route sources.
+// Pattern keys on the http.ServeMux pattern the request matched, such as
+// "POST /orders/{id}", so that one limit covers a whole route whatever its
+// path values. The mux sets it when it dispatches, so install the
+// middleware on each route, inside the mux: a request that went through no
+// ServeMux route gives a 400 *Error with source "route pattern". gin and
+// echo adapters offer their own route sources.
 func Pattern() Func {
 	errMissing := missing("route pattern")
 	return func(r *http.Request) (string, error) {
@@ -37,7 +36,8 @@ func Pattern() Func {
 }
 
 // Method keys on the request method, such as "POST", typically joined with
-// a user and a route. An empty method means GET, as in net/http.
+// a user and a route (a pattern such as "/carts" names no method). An
+// empty method means GET, as in net/http.
 func Method() Func {
 	return func(r *http.Request) (string, error) {
 		if r.Method == "" {
