@@ -1,8 +1,8 @@
 package echoadapter
 
 import (
-	"context"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,8 +40,6 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.Mi
 }
 
 // newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-// Middleware calls its keyfuncs.Func directly rather than through Request,
-// one indirect call fewer per request.
 func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts []Option) echo.MiddlewareFunc {
 	if l == nil {
 		panic("echoadapter: middleware needs a non-nil Limiter")
@@ -50,16 +48,7 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	writes := cfg.reject == nil // the guard answers duplicates itself
-	if writes {
-		cfg.reject = defaultReject
-	}
-	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip,
-		reject: cfg.reject, writes: writes}
-	m.cost, m.fingerprint = m.g.Inputs(cfg.cost, cfg.fingerprint)
-	// Echo applies middleware anew on every request, so this closure is
-	// made per request: it captures only m and next, for a small
-	// allocation with two pointers to write, as echo's own middleware do.
+	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { return m.serve(c, next) }
 	}
@@ -67,14 +56,11 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 
 // middleware is one ContextMiddleware: its guard and options.
 type middleware struct {
-	g           *guard.Guard
-	key         KeyFunc       // nil when reqKey is set
-	reqKey      keyfuncs.Func // called without a Request adapter around it
-	skip        func(c echo.Context) bool
-	reject      RejectHandler
-	writes      bool // reject is defaultReject: see guard.BeginOrWrite
-	cost        func(*http.Request) (int, error)
-	fingerprint func(*http.Request) (string, error)
+	g      *guard.Guard
+	key    KeyFunc       // nil when reqKey is set
+	reqKey keyfuncs.Func // called without a Request adapter around it
+	skip   func(c echo.Context) bool
+	reject RejectHandler // nil: the guard writes its default answers
 }
 
 // serve guards one request on its way to next.
@@ -89,62 +75,52 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	} else {
 		id, err = m.key(c)
 	}
-	if err != nil {
-		return orNext(c, next, m.reject, m.g.BadKey(err))
-	}
-	r := c.Request()
-	cost := 1
-	if m.cost != nil {
-		if cost, err = m.cost(r); err != nil {
-			return orNext(c, next, m.reject, m.g.BadCost(err))
-		}
-	}
-	parent := r.Context()
-	var ctx context.Context
-	var ticket guard.Ticket
-	var rej *guard.Rejection
-	if m.fingerprint != nil {
-		fp, err := m.fingerprint(r)
-		if err != nil {
-			return orNext(c, next, m.reject, m.g.BadKey(err))
-		}
-		ctx, ticket, rej = m.g.BeginReplay(parent, id, fp)
-	} else {
-		var out http.ResponseWriter // nil: every rejection goes to m.reject
-		if m.writes {
-			out = c.Response()
-		}
-		var written bool
-		if ctx, ticket, rej, written = m.g.BeginOrWrite(parent, id, cost, out); written {
-			return nil
-		}
-	}
-	switch {
-	case rej == nil:
-	case rej.Replay != nil:
-		rej.Replay.Write(c.Response())
-		return nil
-	default:
+	x := exchanges.Get().(*exchange)
+	x.c, x.next = c, next
+	_, rej := m.g.Serve(x, id, err, m.reject == nil)
+	err = x.err
+	*x = exchange{}
+	exchanges.Put(x)
+	if rej != nil {
 		return m.reject(c, rej)
 	}
-	if ctx != parent {
-		c.SetRequest(r.WithContext(ctx))
+	return err
+}
+
+// exchanges recycles exchanges, one per request, which a pooled one spares
+// an allocation. An exchange goes back once its handler has returned, as
+// echo's contexts do.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// exchange is one request, as the guard sees it, and the error its handler
+// returned.
+type exchange struct {
+	c    echo.Context
+	next echo.HandlerFunc
+	err  error
+}
+
+// Request returns the request, for the guard.
+func (x *exchange) Request() *http.Request { return x.c.Request() }
+
+// Writer returns c.Response(), which the guard answers rejections on.
+func (x *exchange) Writer() http.ResponseWriter { return x.c.Response() }
+
+// Next runs the handler with r, its response fed to capture, and returns
+// the status the client gets.
+func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
+	c := x.c
+	if r != c.Request() {
+		c.SetRequest(r)
 	}
-	res := c.Response()
-	ticket.SetHeaders(res.Header())
-	capture := ticket.Capture()
 	if capture != nil {
+		res := c.Response()
 		w := res.Writer
 		res.Writer = &captureWriter{ResponseWriter: w, capture: capture}
 		defer func() { res.Writer = w }()
 	}
-	ticket.Run(ctx, func() int {
-		err = next(c)
-		s := status(c, err)
-		capture.WriteHeader(res.Header(), s) // no body: the header goes out now
-		return s
-	})
-	return err
+	x.err = x.next(c)
+	return status(c, x.err)
 }
 
 // status is the status the client gets for a handler that returned err:
@@ -170,13 +146,4 @@ func status(c echo.Context, err error) int {
 		return http.StatusInternalServerError
 	}
 	return he.Code
-}
-
-// orNext answers with rej a request whose key or cost could not be built,
-// or, under a dry run (rej nil), lets it through unguarded.
-func orNext(c echo.Context, next echo.HandlerFunc, reject RejectHandler, rej *guard.Rejection) error {
-	if rej != nil {
-		return reject(c, rej)
-	}
-	return next(c)
 }

@@ -12,18 +12,16 @@ import (
 type Option func(*config)
 
 type config struct {
-	skip        func(c echo.Context) bool
-	reject      RejectHandler
-	cost        func(*http.Request) (int, error)
-	fingerprint func(*http.Request) (string, error)
-	guard       []guard.Option
+	reject RejectHandler
+	guard  []guard.Option
+	skip   func(c echo.Context) bool
 }
 
 // WithFingerprint makes f compute the body fingerprint a Replay policy
 // stores with a key's first response, exactly as nethttp.WithFingerprint
 // (default keyfuncs.IdempotencyFingerprint). Other modes ignore it.
 func WithFingerprint(f func(r *http.Request) (string, error)) Option {
-	return func(c *config) { c.fingerprint = f }
+	return func(c *config) { c.guard = append(c.guard, guard.WithFingerprint(f)) }
 }
 
 // WithRecording sets what a Replay policy records of a key's first
@@ -38,7 +36,11 @@ func WithRecording(r guard.Recording) Option {
 // 413. f takes the *http.Request, so that one cost function serves every
 // framework. Other modes ignore the cost; a nil f keeps it at 1.
 func WithCost(f func(r *http.Request) (int, error)) Option {
-	return func(c *config) { c.cost = f }
+	return func(c *config) {
+		if f != nil {
+			c.guard = append(c.guard, guard.WithCost(f))
+		}
+	}
 }
 
 // RejectHandler answers a request that does not go ahead: a duplicate, a
@@ -81,10 +83,4 @@ func WithSkipper(skip func(c echo.Context) bool) Option {
 func HTTPError(c echo.Context, rej *guard.Rejection) *echo.HTTPError {
 	guard.SetHeaders(c.Response().Header(), rej)
 	return echo.NewHTTPError(rej.Status, guard.Detail(rej))
-}
-
-// defaultReject writes the shared problem+json answer.
-func defaultReject(c echo.Context, rej *guard.Rejection) error {
-	guard.Write(c.Response(), rej)
-	return nil
 }

@@ -1,7 +1,6 @@
 package ginadapter
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -41,8 +40,6 @@ func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.Han
 }
 
 // newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-// Middleware calls its keyfuncs.Func directly rather than through Request,
-// one indirect call fewer per request.
 func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts []Option) gin.HandlerFunc {
 	if l == nil {
 		panic("ginadapter: middleware needs a non-nil Limiter")
@@ -51,12 +48,7 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	writes := cfg.reject == nil // the guard answers duplicates itself
-	if writes {
-		cfg.reject = defaultReject
-	}
 	g, reject := guard.New(l, cfg.guard...), cfg.reject
-	costOf, fingerprint := g.Inputs(cfg.cost, cfg.fingerprint)
 	return func(c *gin.Context) {
 		var id string
 		var err error
@@ -65,71 +57,38 @@ func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts 
 		} else {
 			id, err = key(c)
 		}
-		var rej *guard.Rejection
-		cost, fp := 1, ""
-		switch {
-		case err != nil:
-			rej = g.BadKey(err)
-		case costOf != nil:
-			if cost, err = costOf(c.Request); err != nil {
-				rej = g.BadCost(err)
-			}
-		case fingerprint != nil:
-			if fp, err = fingerprint(c.Request); err != nil {
-				rej = g.BadKey(err)
-			}
-		}
-		if err != nil {
-			if rej != nil { // nil: a dry run lets the request through
-				reject(c, rej)
-				c.Abort()
-			}
-			return
-		}
-		parent := c.Request.Context()
-		var ctx context.Context
-		var ticket guard.Ticket
-		if fingerprint != nil {
-			ctx, ticket, rej = g.BeginReplay(parent, id, fp)
-		} else {
-			var out http.ResponseWriter // nil: every rejection goes to reject
-			if writes {
-				out = c.Writer
-			}
-			var written bool
-			if ctx, ticket, rej, written = g.BeginOrWrite(parent, id, cost, out); written {
-				c.Abort()
-				return
-			}
-		}
-		switch {
-		case rej == nil:
-		case rej.Replay != nil:
-			rej.Replay.Write(c.Writer)
-			c.Abort()
-			return
-		default:
+		ran, rej := g.Serve(exchange{c}, id, err, reject == nil)
+		if rej != nil {
 			reject(c, rej)
+		}
+		if !ran {
 			c.Abort()
-			return
 		}
-		if ctx != parent {
-			c.Request = c.Request.WithContext(ctx)
-		}
-		ticket.SetHeaders(c.Writer.Header())
-		capture := ticket.Capture()
-		if capture != nil {
-			w := c.Writer
-			c.Writer = &captureWriter{ResponseWriter: w, capture: capture}
-			defer func() { c.Writer = w }()
-		}
-		ticket.Run(ctx, func() int {
-			c.Next()
-			s := status(c)
-			capture.WriteHeader(c.Writer.Header(), s) // no body: the header goes out now
-			return s
-		})
 	}
+}
+
+// exchange is a *gin.Context seen as the request's guard.Exchange (a
+// struct of one pointer, which an interface holds without an allocation).
+type exchange struct{ c *gin.Context }
+
+// Request returns the request, for the guard.
+func (x exchange) Request() *http.Request { return x.c.Request }
+
+// Writer returns c.Writer, which the guard answers rejections on.
+func (x exchange) Writer() http.ResponseWriter { return x.c.Writer }
+
+// Next runs the rest of the chain with r, its response fed to capture, and
+// returns the status the client gets.
+func (x exchange) Next(r *http.Request, capture *guard.Capture) int {
+	c := x.c
+	c.Request = r
+	if capture != nil {
+		w := c.Writer
+		c.Writer = &captureWriter{ResponseWriter: w, capture: capture}
+		defer func() { c.Writer = w }()
+	}
+	c.Next()
+	return status(c)
 }
 
 // status is the status the client gets, or will get, for the chain that has

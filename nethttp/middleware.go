@@ -1,7 +1,6 @@
 package nethttp
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
@@ -32,99 +31,29 @@ func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(htt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	writes := cfg.reject == nil // the guard answers duplicates itself
-	if writes {
-		cfg.reject = defaultReject
-	}
 	g := guard.New(l, cfg.guard...)
-	cfg.cost, cfg.fingerprint = g.Inputs(cfg.cost, cfg.fingerprint)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
 		}
-		return &handler{g: g, key: key, cost: cfg.cost, fingerprint: cfg.fingerprint, next: next,
-			reject: cfg.reject, writes: writes}
+		return &handler{g: g, key: key, next: next, reject: cfg.reject}
 	}
 }
 
+// handler is the guarded handler Middleware returns.
 type handler struct {
-	g           *guard.Guard
-	key         keyfuncs.Func
-	cost        func(*http.Request) (int, error)
-	fingerprint func(*http.Request) (string, error)
-	next        http.Handler
-	reject      RejectHandler
-	writes      bool // reject is defaultReject: see guard.BeginOrWrite
+	g      *guard.Guard
+	key    keyfuncs.Func
+	next   http.Handler
+	reject RejectHandler // nil: the guard writes its default answers
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	if err != nil {
-		h.unguarded(w, r, h.g.BadKey(err))
-		return
-	}
-	cost := 1
-	if h.cost != nil {
-		if cost, err = h.cost(r); err != nil {
-			h.unguarded(w, r, h.g.BadCost(err))
-			return
-		}
-	}
-	parent := r.Context()
-	var (
-		ctx    context.Context
-		ticket guard.Ticket
-		rej    *guard.Rejection
-	)
-	if h.fingerprint != nil {
-		fp, err := h.fingerprint(r)
-		if err != nil {
-			h.unguarded(w, r, h.g.BadKey(err))
-			return
-		}
-		ctx, ticket, rej = h.g.BeginReplay(parent, id, fp)
-	} else {
-		var out http.ResponseWriter // nil: every rejection goes to h.reject
-		if h.writes {
-			out = w
-		}
-		var written bool
-		if ctx, ticket, rej, written = h.g.BeginOrWrite(parent, id, cost, out); written {
-			return
-		}
-	}
-	switch {
-	case rej == nil:
-	case rej.Replay != nil:
-		rej.Replay.Write(w)
-		return
-	default:
-		h.reject(w, r, rej)
-		return
-	}
-	if ctx != parent {
-		r = r.WithContext(ctx)
-	}
-	ticket.SetHeaders(w.Header())
-	rec := newRecorder(w, ticket.Capture())
-	ticket.Run(ctx, func() int {
-		h.next.ServeHTTP(rec, r)
-		status := rec.result()
-		// A handler that wrote nothing: its header goes out now.
-		rec.capture.WriteHeader(w.Header(), status)
-		return status
-	})
-	// Not reached when the handler panicked: that recorder is left to
-	// the garbage collector.
-	rec.free()
-}
-
-// unguarded answers a request whose key or cost could not be built with
-// rej, or, under a dry run (rej nil), lets it through unguarded.
-func (h *handler) unguarded(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
+	x := newRecorder(w, r, h.next)
+	_, rej := h.g.Serve((*exchange)(x), id, err, h.reject == nil)
+	x.free()
 	if rej != nil {
 		h.reject(w, r, rej)
-		return
 	}
-	h.next.ServeHTTP(w, r)
 }

@@ -10,10 +10,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	reject      RejectHandler
-	cost        func(*http.Request) (int, error)
-	fingerprint func(*http.Request) (string, error)
-	guard       []guard.Option
+	reject RejectHandler
+	guard  []guard.Option
 }
 
 // WithFingerprint makes f compute the body fingerprint a Replay policy
@@ -23,7 +21,7 @@ type config struct {
 // requests that carry an Idempotency-Key field. f returning "" skips the
 // check; an error of f is answered as a bad key. Other modes ignore it.
 func WithFingerprint(f func(r *http.Request) (string, error)) Option {
-	return func(c *config) { c.fingerprint = f }
+	return func(c *config) { c.guard = append(c.guard, guard.WithFingerprint(f)) }
 }
 
 // WithRecording sets what a Replay policy records of a key's first
@@ -40,7 +38,11 @@ func WithRecording(r guard.Recording) Option {
 // through. f runs after the key function and before the store is asked.
 // Other modes ignore the cost. A nil f keeps the cost at 1.
 func WithCost(f func(r *http.Request) (int, error)) Option {
-	return func(c *config) { c.cost = f }
+	return func(c *config) {
+		if f != nil {
+			c.guard = append(c.guard, guard.WithCost(f))
+		}
+	}
 }
 
 // RejectHandler answers a request that does not go ahead: a duplicate, a
@@ -62,9 +64,4 @@ func WithRejectHandler(h RejectHandler) Option {
 			c.reject = h
 		}
 	}
-}
-
-// defaultReject writes the shared problem+json answer.
-func defaultReject(w http.ResponseWriter, _ *http.Request, rej *guard.Rejection) {
-	guard.Write(w, rej)
 }

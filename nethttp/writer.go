@@ -22,6 +22,10 @@ type recorder struct {
 	http.ResponseWriter
 	status  int
 	capture *guard.Capture
+	// r and next are the request and the handler, for the guard's
+	// Exchange methods.
+	r    *http.Request
+	next http.Handler
 }
 
 // recorders recycles recorders: one is made for every admitted request,
@@ -31,11 +35,31 @@ type recorder struct {
 // and the writers in them, on the same contract).
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
-// newRecorder returns a recorder of w feeding capture; free gives it back.
-func newRecorder(w http.ResponseWriter, capture *guard.Capture) *recorder {
+// newRecorder returns a recorder of w for r on its way to next; free gives
+// it back. It is the request's guard.Exchange, too.
+func newRecorder(w http.ResponseWriter, r *http.Request, next http.Handler) *recorder {
 	rec := recorders.Get().(*recorder)
-	*rec = recorder{ResponseWriter: w, capture: capture}
+	*rec = recorder{ResponseWriter: w, r: r, next: next}
 	return rec
+}
+
+// exchange is a recorder seen as the request's guard.Exchange: a type of
+// its own, so that the handler's ResponseWriter has no such methods.
+type exchange recorder
+
+// Request returns the request, for the guard.
+func (x *exchange) Request() *http.Request { return x.r }
+
+// Writer returns the server's writer, which the guard answers rejections on.
+func (x *exchange) Writer() http.ResponseWriter { return x.ResponseWriter }
+
+// Next serves r with the guarded handler, through the recorder, feeding c,
+// and returns the status the client got.
+func (x *exchange) Next(r *http.Request, c *guard.Capture) int {
+	w := (*recorder)(x)
+	w.capture = c
+	w.next.ServeHTTP(w, r)
+	return w.result()
 }
 
 // free puts w back into the pool, without the writer and capture it

@@ -34,11 +34,11 @@ func TestCachedAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := New(l)
-		_, tk, rej := g.Begin(context.Background(), "u")
+		_, tk, rej := g.begin1(context.Background(), "u")
 		if rej != nil {
 			t.Fatalf("%s: first request turned away: %+v", p.Name, rej)
 		}
-		defer tk.Finish(context.Background(), http.StatusOK, false)
+		defer tk.finish(context.Background(), http.StatusOK, false)
 		for c, change := range []func(*Rejection){
 			func(*Rejection) {}, // the cached answer, checked below
 			func(r *Rejection) { r.Status = http.StatusServiceUnavailable },
@@ -54,7 +54,7 @@ func TestCachedAnswers(t *testing.T) {
 			func(r *Rejection) { r.Reason = ReasonBadKey },
 		} {
 			for range 2 { // the second answer comes from the cache filled by the first
-				_, _, rej := g.Begin(context.Background(), "u")
+				_, _, rej := g.begin1(context.Background(), "u")
 				if rej == nil || rej.g != g {
 					t.Fatalf("%s: duplicate: %+v, want a rejection of the guard", p.Name, rej)
 				}

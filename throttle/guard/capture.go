@@ -101,12 +101,12 @@ func newRecording(r Recording) recording {
 	return rc
 }
 
-// Capture copies a Replay request's response as the handler writes it, for
-// Finish to record. Adapters feed it from their response writer: the
-// header when the status is sent (also when the handler wrote nothing and
-// the status goes out after it returns), every body write, and Abandon when
-// the handler flushes or hijacks. A capture that never got a status is not
-// recorded: the duplicates are then turned away as in Dedupe. Ticket.Capture returns nil for requests that
+// Capture copies a Replay request's response as the handler writes it, to
+// be recorded for the key's duplicates. Adapters feed it from their
+// response writer (see Exchange.Next): the header when the status is sent,
+// every body write, and Abandon when the handler flushes or hijacks. A
+// capture that never got a status is not recorded: the duplicates are then
+// turned away as in Dedupe. Serve hands a nil Capture to requests that
 // record nothing, and every method of a nil Capture does nothing, so an
 // adapter calls them unconditionally. It is not safe for concurrent use, as
 // a response writer is not.

@@ -53,73 +53,41 @@ func (c *miniCtx) String(status int, s string) {
 // The adapter starts here.
 
 // throttleMini guards the rest of the chain with l, keyed by key. reject
-// answers the requests turned away; writeProblem is the standard answer.
+// answers the requests turned away; nil lets the guard answer them as every
+// adapter does by default.
 func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	g := guard.New(l) // once, when the middleware is built
-	replay := l.Policy().Mode == throttle.Replay
 	return func(c *miniCtx) {
-		// 1. The identity; without one, BadKey says 400 or 413 (nil in
-		// a dry run: the request goes on unguarded).
 		id, err := key(c.Request)
-		if err != nil {
-			if rej := g.BadKey(err); rej != nil {
-				reject(c, rej)
-				c.Abort()
-			}
-			return
-		}
-		// 2. The decision. BeginReplay is Begin for every mode but
-		// Replay, which also compares request bodies.
-		var fingerprint string
-		if replay {
-			if fingerprint, err = keyfuncs.IdempotencyFingerprint(c.Request); err != nil {
-				if rej := g.BadKey(err); rej != nil {
-					reject(c, rej)
-					c.Abort()
-				}
-				return
-			}
-		}
-		parent := c.Request.Context()
-		ctx, ticket, rej := g.BeginReplay(parent, id, fingerprint)
-		switch {
-		case rej == nil:
-		case rej.Replay != nil: // the first request's answer, as it was
-			rej.Replay.Write(miniWriter{c})
-			c.Abort()
-			return
-		default:
+		ran, rej := g.Serve(miniExchange{c}, id, err, reject == nil)
+		if rej != nil {
 			reject(c, rej)
+		}
+		if !ran {
 			c.Abort()
-			return
 		}
-		// 3. The RateLimit headers, then the rest of the chain, under the
-		// context Begin returned, reporting the status the client gets;
-		// the first request of a Replay key hands its response to the
-		// capture, which mini has whole once the chain returned.
-		// 4. No recover.
-		ticket.SetHeaders(c.Header)
-		if ctx != parent {
-			c.Request = c.Request.WithContext(ctx)
-		}
-		ticket.Run(ctx, func() int {
-			c.Next()
-			if c.Status == 0 {
-				c.Status = http.StatusOK
-			}
-			capture := ticket.Capture()
-			capture.WriteHeader(c.Header, c.Status)
-			capture.Write(c.Body.Bytes())
-			return c.Status
-		})
 	}
 }
 
-// writeProblem answers rej exactly as the other adapters do: guard.Write
-// through a ResponseWriter over the framework's context. (Log rej.Err here
-// if you like; never send it.)
-func writeProblem(c *miniCtx, rej *guard.Rejection) {
-	guard.Write(miniWriter{c}, rej)
+// miniExchange is a miniCtx as the guard sees it.
+type miniExchange struct{ c *miniCtx }
+
+func (x miniExchange) Request() *http.Request      { return x.c.Request }
+func (x miniExchange) Writer() http.ResponseWriter { return miniWriter(x) }
+
+// Next runs the rest of the chain with r. mini collects the whole response
+// before sending it, so the capture of a Replay's first request gets it
+// once the chain returned.
+func (x miniExchange) Next(r *http.Request, capture *guard.Capture) int {
+	c := x.c
+	c.Request = r
+	c.Next()
+	if c.Status == 0 {
+		c.Status = http.StatusOK
+	}
+	capture.WriteHeader(c.Header, c.Status)
+	capture.Write(c.Body.Bytes())
+	return c.Status
 }
 
 // miniWriter is an http.ResponseWriter that writes to a miniCtx.
@@ -140,8 +108,8 @@ func (w miniWriter) Write(b []byte) (int, error) {
 
 // The adapter ends here.
 
-// An adapter for another framework is the four steps of the package
-// documentation in that framework's idioms. The same user's second
+// An adapter for another framework translates its request, response and
+// abort idioms for Guard.Serve. The same user's second
 // submission within the 5 s window is turned away, and a request without a
 // user is never throttled under a shared key.
 func Example() {
@@ -150,7 +118,7 @@ func Example() {
 		panic(err)
 	}
 	app := []miniHandler{
-		throttleMini(limiter, keyfuncs.Header("X-User-ID"), writeProblem),
+		throttleMini(limiter, keyfuncs.Header("X-User-ID"), nil),
 		func(c *miniCtx) { c.String(http.StatusOK, "submitted\n") },
 	}
 

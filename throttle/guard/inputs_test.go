@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -17,48 +20,37 @@ import (
 func TestInputs(t *testing.T) {
 	cost := func(*http.Request) (int, error) { return 2, nil }
 	fp := func(*http.Request) (string, error) { return "mine", nil }
-	guardFor := func(mode throttle.Mode) *Guard {
+	guardFor := func(mode throttle.Mode, opts ...Option) *Guard {
 		p := throttle.Policy{Name: "p", Mode: mode}
 		if mode == throttle.Quota {
 			p.Limit = 10
 		}
 		l, err := throttle.New(memstore.New(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return New(l)
+		require.NoError(t, err)
+		return New(l, opts...)
 	}
-	r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"a"}`))
+	body := func() *http.Request {
+		return httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"a"}`))
+	}
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive, throttle.Quota, throttle.Replay} {
-		g := guardFor(mode)
-		c, f := g.Inputs(cost, fp)
-		if got := c != nil; got != (mode == throttle.Quota) {
-			t.Errorf("%v: cost kept = %v", mode, got)
+		g := guardFor(mode, WithCost(cost), WithFingerprint(fp))
+		assert.Equal(t, mode == throttle.Quota, g.cost != nil, "%v: cost kept", mode)
+		if g.cost != nil {
+			n, _ := g.cost(body())
+			assert.Equal(t, 2, n, "%v: the given cost function", mode)
 		}
-		if c != nil {
-			if n, _ := c(r); n != 2 {
-				t.Errorf("%v: cost %d, want the given function's 2", mode, n)
-			}
+		assert.Equal(t, mode == throttle.Replay, g.fingerprint != nil, "%v: fingerprint kept", mode)
+		if g.fingerprint != nil {
+			s, _ := g.fingerprint(body())
+			assert.Equal(t, "mine", s, "%v: the given fingerprint function", mode)
 		}
-		if got := f != nil; got != (mode == throttle.Replay) {
-			t.Errorf("%v: fingerprint kept = %v", mode, got)
-		}
-		if f != nil {
-			if s, _ := f(r); s != "mine" {
-				t.Errorf("%v: fingerprint %q, want the given function's", mode, s)
-			}
-		}
-		if _, f := g.Inputs(nil, nil); mode == throttle.Replay {
-			want, err := keyfuncs.IdempotencyFingerprint(httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"a"}`)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f == nil {
-				t.Fatalf("%v: no default fingerprint", mode)
-			}
-			if got, _ := f(httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"a"}`))); got != want {
-				t.Errorf("%v: default fingerprint %q, want keyfuncs.IdempotencyFingerprint's %q", mode, got, want)
-			}
+		if mode == throttle.Replay {
+			g := guardFor(mode)
+			require.NotNil(t, g.fingerprint, "no default fingerprint")
+			want, err := keyfuncs.IdempotencyFingerprint(body())
+			require.NoError(t, err)
+			got, _ := g.fingerprint(body())
+			assert.Equal(t, want, got, "default fingerprint")
 		}
 	}
 }

@@ -35,8 +35,8 @@ func TestLeaselessTickets(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := New(l)
-			begin := func(id string) Ticket {
-				_, tk, rej := g.Begin(ctx, id)
+			begin := func(id string) ticket {
+				_, tk, rej := g.begin1(ctx, id)
 				switch {
 				case rej != nil:
 					steps = append(steps, fmt.Sprintf("%s rejected %d", id, rej.Status))
@@ -46,19 +46,19 @@ func TestLeaselessTickets(t *testing.T) {
 					t.Fatalf("%v with an Observer: admitted with lease %v, hold %+v: want a lease", mode, tk.lease, tk.hold)
 				default:
 					h := http.Header{}
-					tk.SetHeaders(h)
+					tk.setHeaders(h)
 					steps = append(steps, fmt.Sprintf("%s admitted %v", id, h))
 				}
 				return tk
 			}
 			tk := begin("a")
 			begin("a")
-			tk.Finish(ctx, http.StatusInternalServerError, false) // Dedupe frees a, Cooldown keeps it
+			tk.finish(ctx, http.StatusInternalServerError, false) // Dedupe frees a, Cooldown keeps it
 			tk = begin("a")
-			tk.Finish(ctx, http.StatusOK, false)
+			tk.finish(ctx, http.StatusOK, false)
 			begin("a")
 			tk = begin("b")
-			tk.Finish(ctx, 0, true) // a panic
+			tk.finish(ctx, 0, true) // a panic
 			begin("b")
 			return steps, l.Stats()
 		}
@@ -85,10 +85,10 @@ func TestLeaselessStoreFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := New(l)
-		if _, tk, rej := g.Begin(ctx, "a"); rej != nil || !tk.hold.Held() {
+		if _, tk, rej := g.begin1(ctx, "a"); rej != nil || !tk.hold.Held() {
 			t.Fatalf("%v: first key: ticket %+v, rejection %+v", fail, tk, rej)
 		}
-		_, tk, rej := g.Begin(ctx, "b")
+		_, tk, rej := g.begin1(ctx, "b")
 		switch {
 		case fail == throttle.FailOpen && (rej != nil || tk.hold.Held() || tk.lease != nil):
 			t.Errorf("full store failing open: ticket %+v, rejection %+v: want a ticket that holds nothing", tk, rej)

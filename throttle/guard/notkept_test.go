@@ -38,21 +38,37 @@ func (s *failingRecords) Record(ctx context.Context, key, token string, rec []by
 	return s.Store.Record(ctx, key, token, rec)
 }
 
-// runOriginal admits the first request of key k1 on g and finishes it as
-// a success whose handler wrote a 201.
+// runOriginal serves the first request of key k1 on g, a success whose
+// handler writes a 201.
 func runOriginal(t *testing.T, g *guard.Guard) {
 	runKey(t, g, "k1", `{"id":"1"}`)
 }
 
-// runKey admits the first request of key on g and finishes it as a success
-// whose handler wrote a 201 with body.
+// runKey serves the first request of key on g, a success whose handler
+// writes a 201 with body.
 func runKey(t *testing.T, g *guard.Guard, key, body string) {
-	_, ticket, rej := g.BeginReplay(context.Background(), key, "")
+	t.Helper()
+	x := newExchange(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(body))
+	})
+	ran, rej := g.Serve(x, key, nil, false)
 	require.Nil(t, rej)
-	c := ticket.Capture()
-	c.WriteHeader(http.Header{"Content-Type": {"application/json"}}, http.StatusCreated)
-	c.Write([]byte(body))
-	ticket.Finish(context.Background(), http.StatusCreated, false)
+	require.True(t, ran)
+}
+
+// duplicate serves a duplicate of key on g, whose handler must not run, and
+// returns the rejection left to answer and what Serve wrote.
+func duplicate(t *testing.T, g *guard.Guard, key string) (*guard.Rejection, *httptest.ResponseRecorder) {
+	x := newExchange(func(http.ResponseWriter, *http.Request) { t.Error("a duplicate ran") })
+	_, rej := g.Serve(x, key, nil, false)
+	return rej, x.w.(*httptest.ResponseRecorder)
+}
+
+// replayed reports whether rec is a replayed 201.
+func replayed(rec *httptest.ResponseRecorder) bool {
+	return rec.Code == http.StatusCreated && rec.Header().Get("Idempotent-Replayed") == "true"
 }
 
 // TestRecordRetried: a record write that fails while the store has a
@@ -64,11 +80,9 @@ func TestRecordRetried(t *testing.T) {
 	require.NoError(t, err)
 	g := guard.New(l)
 	runOriginal(t, g)
-	_, _, rej := g.BeginReplay(context.Background(), "k1", "")
-	require.NotNil(t, rej)
-	assert.Equal(t, guard.ReasonReplayed, rej.Reason)
-	require.NotNil(t, rej.Replay)
-	assert.Equal(t, http.StatusCreated, rej.Replay.Status)
+	rej, rec := duplicate(t, g, "k1")
+	require.Nil(t, rej)
+	assert.True(t, replayed(rec), "answer %d %v", rec.Code, rec.Header())
 	assert.Equal(t, uint64(2), l.Stats().StoreErrors)
 }
 
@@ -83,7 +97,7 @@ func TestRecordNotKept(t *testing.T) {
 	runOriginal(t, g)
 	done := make(chan *guard.Rejection, 1)
 	go func() {
-		_, _, rej := g.BeginReplay(context.Background(), "k1", "")
+		rej, _ := duplicate(t, g, "k1")
 		done <- rej
 	}()
 	select {
@@ -112,8 +126,8 @@ func TestRecordLater(t *testing.T) {
 	g := guard.New(l)
 	runOriginal(t, g)
 	require.Eventually(t, func() bool {
-		_, _, rej := g.BeginReplay(context.Background(), "k1", "")
-		return rej != nil && rej.Reason == guard.ReasonReplayed
+		rej, rec := duplicate(t, g, "k1")
+		return rej == nil && replayed(rec)
 	}, 20*time.Second, 100*time.Millisecond)
 	assert.Equal(t, uint64(7), l.Stats().StoreErrors)
 }
@@ -130,7 +144,7 @@ func TestRecordBudgetSpent(t *testing.T) {
 	runKey(t, g, "k2", strings.Repeat("y", 200)) // does not fit
 	done := make(chan *guard.Rejection, 1)
 	go func() {
-		_, _, rej := g.BeginReplay(context.Background(), "k2", "")
+		rej, _ := duplicate(t, g, "k2")
 		done <- rej
 	}()
 	select {
@@ -140,8 +154,8 @@ func TestRecordBudgetSpent(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the duplicate waited for a record that never comes")
 	}
-	_, _, rej := g.BeginReplay(context.Background(), "k1", "")
-	require.NotNil(t, rej)
-	assert.Equal(t, guard.ReasonReplayed, rej.Reason)
+	rej, rec := duplicate(t, g, "k1")
+	require.Nil(t, rej)
+	assert.True(t, replayed(rec))
 	assert.Equal(t, uint64(1), l.Stats().NotKept)
 }

@@ -23,36 +23,28 @@ func WithRecording(r Recording) Option {
 // near.
 const inFlightRetry = time.Second
 
-// BeginReplay decides a request of a Replay policy whose identity is id and
-// whose body has the given fingerprint (keyfuncs.BodyFingerprint; "" to not
-// compare bodies), with Limiter.Claim:
+// beginReplay decides a request of a Replay policy whose identity is id and
+// whose body has the given fingerprint ("" to not compare bodies), with
+// Limiter.Claim:
 //
-//   - The first request of the key is admitted: run it with the ticket,
-//     feeding the response it writes to Ticket.Capture, and Finish records
-//     it when it succeeds (or releases the key when it fails).
+//   - The first request of the key goes ahead, its response captured, and
+//     its ticket records it when it succeeds (or releases the key when it
+//     fails).
 //   - A duplicate of a recorded success gets a rejection whose Replay is
-//     that response, to be written with Response.Write: the same status,
-//     recorded headers and body, plus Idempotent-Replayed: true. Reason
-//     ReasonReplayed.
+//     that response: the same status, recorded headers and body, plus
+//     Idempotent-Replayed: true. Reason ReasonReplayed.
 //   - A duplicate whose fingerprint differs from the recorded one reused the
 //     key for another request: 422 Unprocessable Content, ReasonKeyReused
 //     (draft-ietf-httpapi-idempotency-key-header-07 section 2.7).
-//   - A duplicate of a success whose response could not be kept (larger
-//     than Recording.MaxBody or than the store keeps, or the store failed
-//     while it was written) gets 409 Conflict at once, ReasonNotKept,
-//     until the window ends: the request was processed, and is not
-//     processed again.
+//   - A duplicate of a success whose response could not be kept gets 409
+//     Conflict at once, ReasonNotKept, until the window ends: the request
+//     was processed, and is not processed again.
 //   - A duplicate whose original is still in flight when Policy.Wait ends
-//     gets 409 Conflict with Retry-After: 1, ReasonInFlight (the draft's
-//     answer to a retry of a request still being processed).
+//     gets 409 Conflict with Retry-After: 1, ReasonInFlight.
 //
 // The store-error policy (Replay fails closed by default), Policy.DryRun
-// and a cancelled ctx are handled as in BeginN. On another mode's Guard,
-// BeginReplay is BeginN with a cost of 1.
-func (g *Guard) BeginReplay(ctx context.Context, id, fingerprint string) (context.Context, Ticket, *Rejection) {
-	if g.p.Mode != throttle.Replay {
-		return g.BeginN(ctx, id, 1)
-	}
+// and a cancelled ctx are handled as for the other modes.
+func (g *Guard) beginReplay(ctx context.Context, id, fingerprint string) (context.Context, ticket, *Rejection) {
 	lease, rec, err := g.l.Claim(ctx, id)
 	switch {
 	case err != nil:
@@ -62,11 +54,11 @@ func (g *Guard) BeginReplay(ctx context.Context, id, fingerprint string) (contex
 		}
 		return g.reject(ctx, rej)
 	case rec != nil:
-		return ctx, Ticket{}, g.replay(rec, fingerprint)
+		return ctx, ticket{}, g.replay(rec, fingerprint)
 	case lease == nil: // the store failed open: unguarded
-		return ctx, Ticket{g: g}, nil
+		return ctx, ticket{g: g}, nil
 	}
-	t := Ticket{g: g, lease: lease, capture: &Capture{rc: &g.rc}, fingerprint: fingerprint}
+	t := ticket{g: g, lease: lease, capture: &Capture{rc: &g.rc}, fingerprint: fingerprint}
 	if g.p.Fence {
 		ctx = throttle.WithLease(ctx, lease)
 	}
@@ -103,7 +95,7 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 // store takes the record, the key stays held with none, so that
 // duplicates get 409 (in flight), never a second run of the handler.
 // Lease.Record logs and counts every failure.
-func (t *Ticket) record(ctx context.Context) {
+func (t *ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
 	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
 	notKept := false

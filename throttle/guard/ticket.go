@@ -8,14 +8,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
 
-// Ticket is an admitted request's hold on its key, which Run or Finish ends
-// as the policy's mode says. Every ticket BeginN returns must be ended once:
-// an Exclusive lease is otherwise refreshed, and its key held, for ever.
-// A ticket of a request let through because the store failed open holds
-// nothing, and ending it does nothing. Its methods take a pointer: a
-// ticket is 152 bytes, which a call by value would copy each time;
-// keep it in a variable and call them on that.
-type Ticket struct {
+// ticket is an admitted request's hold on its key, which run ends as the
+// policy's mode says. A ticket of a request let through because the store
+// failed open holds nothing, and ending it does nothing.
+type ticket struct {
 	g     *Guard
 	lease *throttle.Lease
 	// hold is the key held without a lease (see package admit), when
@@ -39,12 +35,7 @@ type Ticket struct {
 	fingerprint string
 }
 
-// Capture returns the Capture to feed the request's response to, so that
-// Finish can record it: non-nil only for the first request of a Replay
-// policy's key. Its methods do nothing on nil.
-func (t *Ticket) Capture() *Capture { return t.capture }
-
-// SetHeaders sets the RateLimit-Policy and RateLimit fields of
+// setHeaders sets the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-11 on an admitted request's
 // response, so that clients can pace themselves before they are turned
 // away. Call it before the handler writes its header. A request holding
@@ -52,7 +43,7 @@ func (t *Ticket) Capture() *Capture { return t.capture }
 // Cooldown, t=Window; a Quota request gets what remains and how long until
 // more is (see SetHeaders for rejections). A request let through because
 // the store failed open gets RateLimit-Policy alone: its quota is unknown.
-func (t *Ticket) SetHeaders(h http.Header) {
+func (t *ticket) setHeaders(h http.Header) {
 	if t.g == nil {
 		return
 	}
@@ -67,17 +58,14 @@ func (t *Ticket) SetHeaders(h http.Header) {
 	}
 }
 
-// Finish ends the request's hold once the handler has returned with status
+// finish ends the request's hold once the handler has returned with status
 // (or panicked): Cooldown keeps the key for its window; Dedupe releases it
 // when the handler failed (Policy.Failed) or panicked; Replay does the same
-// and, when the handler succeeded, records its response (what Capture
-// captured) for the key's duplicates; Exclusive stops
-// refreshing and releases; a Quota under CountOnlyFailures gives the cost
-// back when the handler succeeded. It is Run for frameworks whose hooks
-// before and after the handler are separate, so that nothing can be
-// wrapped around it. ctx is the context BeginN returned; the release runs
-// even if it was cancelled. Calling Finish again does nothing.
-func (t *Ticket) Finish(ctx context.Context, status int, panicked bool) {
+// and, when the handler succeeded, records its captured response for the
+// key's duplicates; Exclusive stops refreshing and releases; a Quota under
+// CountOnlyFailures gives the cost back when the handler succeeded. The
+// release runs even if ctx was cancelled.
+func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	if t.g == nil {
 		return
 	}
@@ -127,20 +115,19 @@ func (t *Ticket) Finish(ctx context.Context, status int, panicked bool) {
 	}
 }
 
-// Run runs the rest of the request (the handler, or the framework's chain)
-// and then ends the hold, as Finish does, with the status next reports: the
-// one the client got, 200 when the handler wrote nothing. When next panics or
-// calls runtime.Goexit, the hold ends as a failure. Nothing is recovered: the
-// panic keeps unwinding with its own value and stack, to http.Server or the
+// run runs the rest of the request and then ends the hold, as finish
+// does, with the status next reports. When next panics or calls
+// runtime.Goexit, the hold ends as a failure. Nothing is recovered: the panic
+// keeps unwinding with its own value and stack, to http.Server or the
 // framework's recovery middleware, once the key is released.
-func (t *Ticket) Run(ctx context.Context, next func() (status int)) {
+func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	returned := false
 	defer func() {
 		if !returned {
-			t.Finish(ctx, 0, true)
+			t.finish(ctx, 0, true)
 		}
 	}()
 	status := next()
 	returned = true
-	t.Finish(ctx, status, false)
+	t.finish(ctx, status, false)
 }

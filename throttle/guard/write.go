@@ -133,8 +133,8 @@ var (
 )
 
 // SetHeaders sets Retry-After and the RateLimit-Policy and RateLimit
-// fields of draft-ietf-httpapi-ratelimit-headers-11 (see Ticket.SetHeaders
-// for admitted requests), so that a rejection handler writing its own body
+// fields of draft-ietf-httpapi-ratelimit-headers-11 (Serve sets them on
+// admitted requests too), so that a rejection handler writing its own body
 // still tells clients when to retry. A duplicate within a 5 s window, 3 s
 // before it ends, gets:
 //
