@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -22,33 +21,33 @@ import (
 // client gets, a returned error counting as echo will render it: see
 // "Status of the handler" in the package documentation. Middleware panics
 // when l or key is nil: a wiring mistake to catch at start-up.
-func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
+func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
 	if key == nil {
 		panic("echoadapter: Middleware needs a non-nil key function")
 	}
-	return newMiddleware(l, nil, key, opts)
+	return newMiddleware(g, nil, key, opts)
 }
 
 // ContextMiddleware is Middleware with a key built from the echo.Context,
 // for echo's own identity sources (RealIP(e), Value, Path). See the package
 // documentation for what echo trusts when it computes RealIP.
-func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
+func ContextMiddleware(g *guard.Guard, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
 	if key == nil {
 		panic("echoadapter: ContextMiddleware needs a non-nil key function")
 	}
-	return newMiddleware(l, key, nil, opts)
+	return newMiddleware(g, key, nil, opts)
 }
 
 // newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts []Option) echo.MiddlewareFunc {
-	if l == nil {
-		panic("echoadapter: middleware needs a non-nil Limiter")
+func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Option) echo.MiddlewareFunc {
+	if g == nil {
+		panic("echoadapter: middleware needs a non-nil Guard")
 	}
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	m := &middleware{g: guard.New(l, cfg.guard...), key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
+	m := &middleware{g: g, key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { return m.serve(c, next) }
 	}

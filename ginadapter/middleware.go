@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -22,33 +21,33 @@ import (
 // as a failure: see "Status of the handler" in the package documentation.
 // Middleware panics when l or key is nil: a wiring mistake to catch at
 // start-up.
-func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
+func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
 	if key == nil {
 		panic("ginadapter: Middleware needs a non-nil key function")
 	}
-	return newMiddleware(l, nil, key, opts)
+	return newMiddleware(g, nil, key, opts)
 }
 
 // ContextMiddleware is Middleware with a key built from the *gin.Context,
 // for gin's own identity sources (ClientIP(e), Value, FullPath). See the
 // package documentation for what gin trusts when it computes ClientIP.
-func ContextMiddleware(l *throttle.Limiter, key KeyFunc, opts ...Option) gin.HandlerFunc {
+func ContextMiddleware(g *guard.Guard, key KeyFunc, opts ...Option) gin.HandlerFunc {
 	if key == nil {
 		panic("ginadapter: ContextMiddleware needs a non-nil key function")
 	}
-	return newMiddleware(l, key, nil, opts)
+	return newMiddleware(g, key, nil, opts)
 }
 
 // newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-func newMiddleware(l *throttle.Limiter, key KeyFunc, reqKey keyfuncs.Func, opts []Option) gin.HandlerFunc {
-	if l == nil {
-		panic("ginadapter: middleware needs a non-nil Limiter")
+func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Option) gin.HandlerFunc {
+	if g == nil {
+		panic("ginadapter: middleware needs a non-nil Guard")
 	}
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g, reject := guard.New(l, cfg.guard...), cfg.reject
+	reject := cfg.reject
 	return func(c *gin.Context) {
 		var id string
 		var err error

@@ -1,8 +1,6 @@
 package ginadapter
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -13,33 +11,6 @@ type Option func(*config)
 
 type config struct {
 	reject RejectHandler
-	guard  []guard.Option
-}
-
-// WithFingerprint makes f compute the body fingerprint a Replay policy
-// stores with a key's first response, exactly as nethttp.WithFingerprint
-// (default keyfuncs.IdempotencyFingerprint). Other modes ignore it.
-func WithFingerprint(f func(r *http.Request) (string, error)) Option {
-	return func(c *config) { c.guard = append(c.guard, guard.WithFingerprint(f)) }
-}
-
-// WithRecording sets what a Replay policy records of a key's first
-// response, as nethttp.WithRecording. Other modes ignore it.
-func WithRecording(r guard.Recording) Option {
-	return func(c *config) { c.guard = append(c.guard, guard.WithRecording(r)) }
-}
-
-// WithCost makes each request of a Quota policy cost what f says of it
-// instead of 1 (its batch length, say), exactly as nethttp.WithCost: an
-// error of f is answered as a bad key, a cost above the policy's Burst gets
-// 413. f takes the *http.Request, so that one cost function serves every
-// framework. Other modes ignore the cost; a nil f keeps it at 1.
-func WithCost(f func(r *http.Request) (int, error)) Option {
-	return func(c *config) {
-		if f != nil {
-			c.guard = append(c.guard, guard.WithCost(f))
-		}
-	}
 }
 
 // RejectHandler answers a request that does not go ahead: a duplicate, a

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -23,15 +22,14 @@ import (
 //
 // Middleware panics when l or key is nil: that is a wiring mistake to catch
 // at start-up, not something a request can cause.
-func Middleware(l *throttle.Limiter, key keyfuncs.Func, opts ...Option) func(http.Handler) http.Handler {
-	if l == nil || key == nil {
-		panic("nethttp: Middleware needs a non-nil Limiter and key function")
+func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) func(http.Handler) http.Handler {
+	if g == nil || key == nil {
+		panic("nethttp: Middleware needs a non-nil Guard and key function")
 	}
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g := guard.New(l, cfg.guard...)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")

@@ -14,8 +14,8 @@ import (
 //
 // Do returns the acquisition's error when fn did not run; otherwise fn's
 // error, joined with ErrLost when the lease was lost meanwhile.
-func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
-	lease, err := l.acquire(ctx, id, l.p.LeaseTTL)
+func (l *limiter) Do(ctx context.Context, id string, fn func(context.Context) error) error {
+	lease, err := l.acquire(ctx, id, l.p.TTL)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (l *Limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 }
 
 // observeRelease tells the Observer that lease was released for reason.
-func (l *Limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
+func (l *limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
 	if l.p.Observer != nil {
 		l.observe(ctx, Event{Kind: Released, Hold: lease.Held(), Reason: reason})
 	}

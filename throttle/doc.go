@@ -3,7 +3,7 @@
 // in a shared store: Redis in production, memory on one machine.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
-//	limiter, err := throttle.New(redisstore.New(client), throttle.Policy{Name: "submit"})
+//	limiter, err := throttle.New(redisstore.New(client), throttle.policy{Name: "submit"})
 //	if err != nil {
 //		log.Fatal(err)
 //	}

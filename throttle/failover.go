@@ -16,7 +16,7 @@ import (
 // refused there, before the store is asked, when the store is back. Across
 // processes the guarantee during an outage is only as wide as the fallback:
 // per process for a memstore.
-func (l *Limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
+func (l *limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
 	gf, err := l.bounded(ctx, fb, req)
 	if err != nil {
@@ -38,7 +38,7 @@ func (l *Limiter) tryFailOver(ctx context.Context, req store.Request, sent int64
 
 // tryPrimary asks the store after the fallback granted gf (nil when the
 // fallback failed), and keeps the fallback's hold as the lease's mirror.
-func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent int64) (*Lease, time.Duration, error) {
+func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
 	g, err := l.call(ctx, req, monoNow())
 	if err != nil {
@@ -70,7 +70,7 @@ func (l *Limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 
 // releaseLocal gives back the fallback's hold of a request that did not get
 // the key after all.
-func (l *Limiter) releaseLocal(fb Store, req store.Request) {
+func (l *limiter) releaseLocal(fb Store, req store.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
 	defer cancel()
 	if _, err := fb.Release(ctx, req.Key, req.Token); err != nil {

@@ -30,7 +30,7 @@ type health struct {
 }
 
 // failed records a store error (the caller logs it).
-func (h *health) failed(l *Limiter) {
+func (h *health) failed(l *limiter) {
 	h.failing.Store(true)
 	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
 		if h.downUntil.Swap(monoNow()+int64(probeInterval)) == 0 {
@@ -40,7 +40,7 @@ func (h *health) failed(l *Limiter) {
 }
 
 // answered records an answer of the store.
-func (h *health) answered(l *Limiter) {
+func (h *health) answered(l *limiter) {
 	if h.fails.Load() != 0 {
 		h.fails.Store(0)
 	}

@@ -15,7 +15,7 @@ import (
 // bytes on 64-bit platforms): its stores are the Limiter's, named by two
 // flags. (In-memory Dedupe and Cooldown middleware skips it.)
 type Lease struct {
-	l     *Limiter
+	l     *limiter
 	key   string
 	token string
 	ttl   time.Duration
@@ -44,7 +44,7 @@ type Lease struct {
 // newLease returns the lease of an acquisition of req sent at sent (see
 // monoNow) that the Limiter's store, or its Fallback when fallback is set,
 // granted with g.
-func newLease(l *Limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
+func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
 	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL,
 		fence: g.Fence, holds: int32(g.Holds), reentrant: req.Reentrant, onFallback: fallback}
 	// The key's real TTL may differ from the one asked: a re-entry of a

@@ -24,20 +24,18 @@ func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 
 // Limiter takes keys in a Store under one Policy. It is safe for concurrent
 // use; make one per policy at start-up and share it.
-type Limiter struct {
+type limiter struct {
 	store    Store
 	notifier store.Notifier
 	quota    store.Quota    // the store, for a Quota policy
 	recorder store.Recorder // the store, for a Replay policy
-	p        Policy
+	p        policy
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
 	// are store.InMemory (asked once in New, not with a type assertion per
 	// call): calls to them need no Policy.Timeout bound.
 	storeLocal, fallbackLocal bool
-	// leaseless says that guard's tickets may hold the key without a
-	// Lease (see admitHeld).
-	leaseless bool
+
 
 	health  health
 	logs    logGates
@@ -48,9 +46,9 @@ type Limiter struct {
 	live, fallbackLive *liveness
 }
 
-// New returns a Limiter on st under policy p, whose zero fields take their
-// defaults. It fails with ErrInvalid when p is not usable.
-func New(st Store, p Policy) (*Limiter, error) {
+// newLimiter returns a limiter on st under policy p, whose zero fields take
+// their defaults. It fails with ErrInvalid when p is not usable.
+func newLimiter(st Store, p policy) (*limiter, error) {
 	if st == nil {
 		return nil, invalid("nil store")
 	}
@@ -63,7 +61,7 @@ func New(st Store, p Policy) (*Limiter, error) {
 	// store error, which WhenStoreFails turns into admissions when failing
 	// open: refuse the policy now instead.
 	if r, ok := st.(interface{ Refuses(store.Request) error }); ok {
-		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL(),
+		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 			Fence: p.Fence, Reentrant: p.Reentrant}
 		if err := r.Refuses(req); err != nil {
 			return nil, fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
@@ -72,17 +70,17 @@ func New(st Store, p Policy) (*Limiter, error) {
 	if err := remoteWindow(st, p); err != nil {
 		return nil, err
 	}
-	if p.Mode == Quota {
+	if p.Mode == ModeQuota {
 		if err := quotaStores(st, p); err != nil {
 			return nil, err
 		}
 	}
-	if p.Mode == Replay {
+	if p.Mode == ModeReplay {
 		if err := recordStores(st, p); err != nil {
 			return nil, err
 		}
 	}
-	l := &Limiter{store: st, p: p}
+	l := &limiter{store: st, p: p}
 	l.live = livenessOf(st)
 	if p.Fallback != nil {
 		l.fallbackLive = livenessOf(p.Fallback)
@@ -92,7 +90,6 @@ func New(st Store, p Policy) (*Limiter, error) {
 	l.recorder, _ = st.(store.Recorder)
 	_, l.storeLocal = st.(store.InMemory)
 	_, l.fallbackLocal = p.Fallback.(store.InMemory)
-	l.leaseless = leaseless(l.storeLocal, &l.p)
 	return l, nil
 }
 
@@ -108,8 +105,8 @@ const minRemoteTTL = 3 * time.Millisecond
 // released and be counted as a store failure, which failing open turns
 // into no limit at all. A Quota keeps no lock, and an Exclusive key's
 // LeaseTTL is at least as long already.
-func remoteWindow(st Store, p Policy) error {
-	if p.Mode == Quota || p.TTL() >= minRemoteTTL {
+func remoteWindow(st Store, p policy) error {
+	if p.Mode == ModeQuota || p.TTL >= minRemoteTTL {
 		return nil
 	}
 	_, local := st.(store.InMemory)
@@ -121,13 +118,13 @@ func remoteWindow(st Store, p Policy) error {
 		return nil
 	}
 	return invalid("policy %q: window %v is shorter than %v, the least a key on a store outside this process can be held for "+
-		"(a grant is valid for its TTL less a clock-drift allowance of 2ms and 1%%, from when it was asked for)", p.Name, p.Window, minRemoteTTL)
+		"(a grant is valid for its TTL less a clock-drift allowance of 2ms and 1%%, from when it was asked for)", p.Name, p.TTL, minRemoteTTL)
 }
 
 // quotaStores checks that the store (and the Fallback, under FailOver) of a
 // Quota policy keep quotas. A store without them would fail every request,
 // which failing open would turn into no limit at all.
-func quotaStores(st Store, p Policy) error {
+func quotaStores(st Store, p policy) error {
 	if why := keepsQuotas(st); why != "" {
 		return invalid("policy %q: a Quota policy needs a store that keeps quotas: %s", p.Name, why)
 	}
@@ -148,11 +145,8 @@ func keepsQuotas(st Store) string {
 	return ""
 }
 
-// Policy returns the limiter's policy with its defaults filled in.
-func (l *Limiter) Policy() Policy { return l.p }
-
 // key returns the stored key for id under this limiter's policy.
-func (l *Limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
+func (l *limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
 
 // keyTokenBuf is the size of the stack buffer request builds a key and a
 // token in: a default prefix, a policy name and an identity of up to about
@@ -167,7 +161,7 @@ const keyTokenBuf = 160
 // mostly live and die together; what keeps the key longer keeps the
 // token's 31 bytes too (a memstore fence counter keeps its key for the
 // fence TTL).
-func (l *Limiter) request(ctx context.Context, id string, ttl time.Duration) store.Request {
+func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) store.Request {
 	req := store.Request{TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
 	if req.Reentrant {
 		req.Token = ownerFrom(ctx)
@@ -186,19 +180,8 @@ func (l *Limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 	return req
 }
 
-// Acquire takes the key for id for Policy.TTL() and returns the lease only
-// on success. It fails with a *ContendedError when somebody holds the key
-// (after waiting up to Policy.Wait), with ErrStore when the store failed, or
-// with ctx.Err().
-func (l *Limiter) Acquire(ctx context.Context, id string) (*Lease, error) {
-	return l.acquire(ctx, id, l.p.TTL())
-}
-
 // acquire is Acquire for ttl.
-func (l *Limiter) acquire(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
-	if l.p.Mode == Quota {
-		return nil, invalid("policy %q is a Quota: use AllowN", l.p.Name)
-	}
+func (l *limiter) acquire(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
 	req := l.request(ctx, id, ttl)
 	// The first try is sent now, which is also when the wait (if any)
 	// starts: one clock reading for both.
@@ -227,7 +210,7 @@ func earliest(a, b time.Time) time.Time {
 // store is a Notifier, a release wakes it at once. When look is not nil, it
 // is called after every attempt that finds the key held, and the wait ends
 // with the record it returns, if any (Claim).
-func (l *Limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look lookFunc) (*Lease, []byte, error) {
+func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look lookFunc) (*Lease, []byte, error) {
 	var wake <-chan struct{}
 	if l.notifier != nil {
 		// Setting up the watch is a store call: it ends with the wait,
@@ -280,7 +263,7 @@ type lookFunc func(ctx context.Context) ([]byte, error)
 
 // attempt is one try of a waiting acquisition and, when the key is held and
 // look is not nil, one look for its record.
-func (l *Limiter) attempt(ctx context.Context, req store.Request, look lookFunc) (*Lease, []byte, time.Duration, error) {
+func (l *limiter) attempt(ctx context.Context, req store.Request, look lookFunc) (*Lease, []byte, time.Duration, error) {
 	lease, rem, err := l.try(ctx, req)
 	if lease != nil || err != nil || look == nil {
 		return lease, nil, rem, err
@@ -291,12 +274,12 @@ func (l *Limiter) attempt(ctx context.Context, req store.Request, look lookFunc)
 
 // try makes one acquisition (see tryFailOver for FailOver). It returns a
 // lease, or the holder's remaining time, or an error.
-func (l *Limiter) try(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
+func (l *limiter) try(ctx context.Context, req store.Request) (*Lease, time.Duration, error) {
 	return l.tryAt(ctx, req, monoNow())
 }
 
 // tryAt is try sent at the monotonic time sent (see monoNow).
-func (l *Limiter) tryAt(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
+func (l *limiter) tryAt(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -316,7 +299,7 @@ func (l *Limiter) tryAt(ctx context.Context, req store.Request, sent int64) (*Le
 // too late), so the key is released in the background once the store
 // answers. It returns the caller's context error when that ended first, and
 // a store error otherwise.
-func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent int64, err error) error {
+func (l *limiter) failed(ctx context.Context, st Store, req store.Request, sent int64, err error) error {
 	l.releaseLater(ctx, st, req, sent, err)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -329,7 +312,7 @@ func (l *Limiter) failed(ctx context.Context, st Store, req store.Request, sent 
 // quota decision, a record read) and logs it; for the primary store it
 // also records it in the store's health. A shed call is no store error:
 // the store answers (see watch); it is logged as what it is.
-func (l *Limiter) countFailure(st Store, op string, err error) {
+func (l *limiter) countFailure(st Store, op string, err error) {
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
 			"op", op, "waiting", l.live.waiting.Load())
@@ -354,7 +337,7 @@ func (l *Limiter) countFailure(st Store, op string, err error) {
 // machine's clock during the call, so there is no reply that could come
 // late and no other clock to drift from, and the check would cost a clock
 // reading on every admission for nothing.
-func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
+func (l *limiter) granted(ctx context.Context, fallback bool, mirror Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
 		return nil, g.Remaining, nil
@@ -382,7 +365,7 @@ func (l *Limiter) granted(ctx context.Context, fallback bool, mirror Store, req 
 var errLate = errors.New("the grant arrived after its validity ran out")
 
 // call makes one acquisition in the store, bounded as watch says. sent is when the call starts (see monoNow), for the Observer.
-func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
+func (l *limiter) call(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
 	g, err := l.bounded(ctx, l.store, req)
 	if l.p.Observer != nil {
 		l.storeCallSince(ctx, "acquire", sent, callFailed(ctx, err))
@@ -392,7 +375,7 @@ func (l *Limiter) call(ctx context.Context, req store.Request, sent int64) (stor
 
 // bounded is call in st, the store or the Fallback, without the Observer's
 // report, bounded as watch says.
-func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
+func (l *limiter) bounded(ctx context.Context, st Store, req store.Request) (store.Grant, error) {
 	var g store.Grant
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		g, err = st.Acquire(ctx, req)
@@ -404,7 +387,7 @@ func (l *Limiter) bounded(ctx context.Context, st Store, req store.Request) (sto
 // logDryRun logs, at most once a second, that a request went ahead under
 // Policy.DryRun although err (an ErrContended) would have turned it away;
 // the Observer counts every one.
-func (l *Limiter) logDryRun(err error) {
+func (l *limiter) logDryRun(err error) {
 	var ce *ContendedError
 	if !errors.As(err, &ce) {
 		return
@@ -420,15 +403,15 @@ func (l *Limiter) logDryRun(err error) {
 // failed open: the request goes ahead unguarded, logged and counted. Under
 // Policy.DryRun, ErrContended still says what would have happened; the
 // caller lets the request through. The Observer is told the outcome.
-func (l *Limiter) Admit(ctx context.Context, id string) (*Lease, error) {
-	lease, err := l.acquire(ctx, id, l.p.TTL())
+func (l *limiter) Admit(ctx context.Context, id string) (*Lease, error) {
+	lease, err := l.acquire(ctx, id, l.p.TTL)
 	return lease, l.admitted(ctx, lease != nil && lease.onFallback, err)
 }
 
 // admitted applies the policy to the outcome err of an admission (nil when
 // granted, by the Fallback when fallback is set) and returns Admit's
 // error: err itself, or nil when a store error fails open.
-func (l *Limiter) admitted(ctx context.Context, fallback bool, err error) error {
+func (l *limiter) admitted(ctx context.Context, fallback bool, err error) error {
 	if err == nil || !isStoreError(err) {
 		if l.p.DryRun && err != nil {
 			l.logDryRun(err)
@@ -445,7 +428,7 @@ func (l *Limiter) admitted(ctx context.Context, fallback bool, err error) error 
 // fail open, err to turn the request away. A shed request (see watch) is
 // turned away whatever WhenStoreFails says: the store answers, so letting
 // it through would admit the duplicates of a burst.
-func (l *Limiter) storeFailed(ctx context.Context, err error) error {
+func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	switch {
 	case isShed(err):
 		l.stats.shed.Add(1)
@@ -476,7 +459,7 @@ func isStoreError(err error) bool {
 // observeAdmission tells the Observer the outcome of an admission that the
 // store decided (or the caller's context ended): admitted (by the store or
 // its fallback), with cost for a quota, or rejected.
-func (l *Limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
+func (l *limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
 	switch {
 	case err == nil && fallback:
 		l.observe(ctx, Event{Kind: Fallback, Cost: cost})
@@ -489,7 +472,7 @@ func (l *Limiter) observeAdmission(ctx context.Context, fallback bool, cost int,
 
 // observeRejection tells the Observer of a rejection (or, under DryRun, a
 // would-be rejection); other errors (the caller's context) are no outcome.
-func (l *Limiter) observeRejection(ctx context.Context, err error) {
+func (l *limiter) observeRejection(ctx context.Context, err error) {
 	var ce *ContendedError
 	switch {
 	case !errors.As(err, &ce):

@@ -166,14 +166,14 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 // nothing of the store's. A store in this process (store.InMemory) cannot
 // hang: its call is not watched, and the call returned is nil, whose end
 // returns the error it is given.
-func (l *Limiter) watch(ctx context.Context, st Store) (context.Context, *storeCall) {
+func (l *limiter) watch(ctx context.Context, st Store) (context.Context, *storeCall) {
 	return l.watchSince(ctx, st, monoNow(), 0)
 }
 
 // watchSince is watch for a call retried since first (see callStore),
 // whose load limit counts from then: loadWaits × Policy.Timeout, or
 // patience when that is longer.
-func (l *Limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
+func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	local, lv := l.storeLocal, l.live
 	if st != l.store {
 		local, lv = l.fallbackLocal, l.fallbackLive
@@ -194,7 +194,7 @@ func (l *Limiter) watchSince(ctx context.Context, st Store, first int64, patienc
 
 // detach is watch for a call that must run even when the caller gave up
 // (Release, Record): ctx's values without its cancellation.
-func (l *Limiter) detach(ctx context.Context, st Store) (context.Context, *storeCall) {
+func (l *limiter) detach(ctx context.Context, st Store) (context.Context, *storeCall) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -342,7 +342,7 @@ var errRetry = errors.New("the reply came too late: send the call again")
 // patience, when longer than the load limit, is how long the call may wait
 // for a store that answers: a record of a Replay response waits as long as
 // its key is held, since its duplicates wait for it.
-func (l *Limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
+func (l *limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
 	first := monoNow()
 	for {
 		cctx, c := l.watchSince(ctx, st, first, patience)

@@ -43,7 +43,7 @@ func (g *logGates) gate(kind string) *logGate {
 
 // logLimited writes a line of kind at level, at most once a second per
 // kind, with the count of the lines of that kind held back since the last.
-func (l *Limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
+func (l *limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
 	ok, held := l.logs.gate(kind).pass()
 	if !ok {
 		return
@@ -58,7 +58,7 @@ func (l *Limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
 // logStoreError logs a store error of the operation op ("acquire",
 // "quota", "record", "release-fallback"…), at most once a second per
 // operation; Stats counts every one.
-func (l *Limiter) logStoreError(op string, err error) {
+func (l *limiter) logStoreError(op string, err error) {
 	l.logLimited(slog.LevelWarn, "store error "+op, "throttle: store error", "op", op,
 		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
 }

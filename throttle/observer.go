@@ -118,7 +118,7 @@ type Event struct {
 
 // observe tells the policy's Observer of e, filling in the policy's name
 // and mode. It does nothing without an Observer.
-func (l *Limiter) observe(ctx context.Context, e Event) {
+func (l *limiter) observe(ctx context.Context, e Event) {
 	if l.p.Observer == nil {
 		return
 	}
@@ -128,7 +128,7 @@ func (l *Limiter) observe(ctx context.Context, e Event) {
 
 // storeCall reports a store call that started at start (zero when no
 // Observer is set, which skips the report) and failed with err.
-func (l *Limiter) storeCall(ctx context.Context, op string, start time.Time, err error) {
+func (l *limiter) storeCall(ctx context.Context, op string, start time.Time, err error) {
 	if start.IsZero() {
 		return
 	}
@@ -137,7 +137,7 @@ func (l *Limiter) storeCall(ctx context.Context, op string, start time.Time, err
 
 // storeCallSince is storeCall for a call sent at the monotonic time sent
 // (see monoNow).
-func (l *Limiter) storeCallSince(ctx context.Context, op string, sent int64, err error) {
+func (l *limiter) storeCallSince(ctx context.Context, op string, sent int64, err error) {
 	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Duration(monoNow() - sent)})
 }
 
@@ -153,7 +153,7 @@ func callFailed(ctx context.Context, err error) error {
 
 // startCall returns the time a store call starts, or the zero time when no
 // Observer will be told of it.
-func (l *Limiter) startCall() time.Time {
+func (l *limiter) startCall() time.Time {
 	if l.p.Observer == nil {
 		return time.Time{}
 	}

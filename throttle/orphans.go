@@ -46,7 +46,7 @@ const orphanSettle = time.Second
 // request made with an owner from the context may be a re-entry, and
 // releasing it could drop the hold of an outer acquisition that is still
 // running (the key then expires by itself instead).
-func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent int64, cause error) {
+func (l *limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent int64, cause error) {
 	if errors.Is(cause, store.ErrNotApplied) || (req.Reentrant && ownerFrom(ctx) == req.Token) {
 		return
 	}
@@ -68,7 +68,7 @@ func (l *Limiter) releaseLater(ctx context.Context, st Store, req store.Request,
 // does not answer, or finds missing for less than orphanSettle, until the
 // key has expired by itself. A store that refuses the call outright
 // (store.ErrNotApplied) ends the attempt.
-func (l *Limiter) releaseOrphans() {
+func (l *limiter) releaseOrphans() {
 	o := &l.orphans
 	pause := 10 * time.Millisecond
 	for {

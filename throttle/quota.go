@@ -14,38 +14,83 @@ import (
 // documents every field.
 type Decision = store.Decision
 
-// Allow is AllowN with a cost of 1.
-func (l *Limiter) Allow(ctx context.Context, id string) (Decision, error) {
-	return l.AllowN(ctx, id, 1)
+// QuotaConfig configures a Quota. Only Name is required. The rate is not
+// here: it is a value of each call, so that requests may have rates of
+// their own (a plan's, a tier's).
+type QuotaConfig struct {
+	// Name names the quota in stored keys and in the RateLimit headers: 1
+	// to 64 bytes of printable ASCII without '"' or '\'.
+	Name string
+	// Wait is how long Allow may sleep for the quota to refill, when it
+	// will have refilled within the wait. Zero means decide at once.
+	Wait time.Duration
+	Options
 }
 
-// AllowN decides whether a request of cost from id fits in a Quota
-// policy's quota now, and charges it when it does: one store call (on
-// Redis one round trip, two for a returning user while most users are new,
-// timed by the Redis server's clock, so that processes with skewed clocks
-// agree). A refused request is not an error: it is a
+// Quota is rate limiting proper: it decides whether a request of a key
+// fits in a Rate now, with one store call (on Redis one round trip, timed
+// by the Redis server's clock, so that processes with skewed clocks agree).
+// It keeps no lock but one timestamp per key (the generic cell rate
+// algorithm, GCRA), which expires when the quota is full again. It is safe
+// for concurrent use; make one per policy at start-up and share it.
+type Quota struct{ l *limiter }
+
+// NewQuota returns a Quota on st configured by c. It fails with ErrInvalid
+// when c is not usable or st (or, under FailOver, the Fallback) keeps no
+// quotas (store.Quota).
+func NewQuota(st Store, c QuotaConfig) (*Quota, error) {
+	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeQuota, Wait: c.Wait, Options: c.Options})
+	if err != nil {
+		return nil, err
+	}
+	return &Quota{l}, nil
+}
+
+// Allow decides whether a request of cost from id fits in r now, and
+// charges it when it does. A refused request is not an error: it is a
 // Decision whose Allowed is false and whose RetryAfter says when the same
-// cost would fit. With Policy.Wait, AllowN sleeps for the quota to refill
-// when it will have within the wait, and decides again.
+// cost would fit. With Wait, Allow sleeps for the quota to refill when it
+// will have within the wait, and decides again.
 //
 // Cost 0 peeks without charging. A negative cost gives back -cost requests
 // charged earlier (never more than makes the quota full), for a request
-// that turned out not to count. AllowN fails with ErrInvalid for a policy
-// that is not Quota or a cost beyond ±Burst (a cost above Burst could never
-// be allowed: it is the caller's mistake, not a rejection), with ErrStore
-// when the store failed (under FailOver, the Fallback decides instead), or
-// with ctx.Err().
-func (l *Limiter) AllowN(ctx context.Context, id string, cost int) (Decision, error) {
-	d, _, err := l.allowN(ctx, id, cost)
+// that turned out not to count. Allow fails with ErrInvalid for a rate that
+// is not usable or a cost beyond ±Burst (a cost above Burst could never be
+// allowed: it is the caller's mistake, not a rejection), with ErrStore when
+// the store failed (under FailOver, the Fallback decides instead), or with
+// ctx.Err().
+func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (Decision, error) {
+	d, _, err := q.l.allowN(ctx, id, r, cost)
 	return d, err
 }
 
-// allowN is AllowN that also says whether the Fallback decided.
-func (l *Limiter) allowN(ctx context.Context, id string, cost int) (Decision, bool, error) {
-	if l.p.Mode != Quota {
-		return Decision{}, false, invalid("policy %q is %v, not Quota: use Acquire", l.p.Name, l.p.Mode)
+// Admit is Allow with WhenStoreFails applied, for a request that must be
+// answered now: package guard builds the middleware on it. A request of
+// cost 0 is allowed only while one of cost 1 would be. An allowed request
+// gets its Decision and no error; a refused one gets its Decision too (for
+// the RateLimit headers) and a *ContendedError that says when to retry;
+// ErrStore when failing closed, ErrInvalid or the context's error come with
+// a nil Decision; nil and no error mean that the store failed open: the
+// request goes ahead unmetered, logged and counted.
+func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*Decision, error) {
+	var d Decision
+	return q.l.admitN(ctx, id, r, cost, &d)
+}
+
+// Config returns the quota's config with its defaults filled in.
+func (q *Quota) Config() QuotaConfig {
+	return QuotaConfig{Name: q.l.p.Name, Wait: q.l.p.Wait, Options: q.l.p.Options}
+}
+
+// Stats returns a snapshot of the quota's counters.
+func (q *Quota) Stats() Stats { return q.l.Stats() }
+
+// allowN decides a request of cost in r, and says whether the Fallback
+// decided.
+func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Decision, bool, error) {
+	if r.Burst == 0 {
+		r.Burst = r.Limit
 	}
-	r := l.p.rate()
 	if err := r.Check(cost); err != nil {
 		return Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
@@ -77,7 +122,7 @@ func (l *Limiter) allowN(ctx context.Context, id string, cost int) (Decision, bo
 // allowOnce makes one quota decision: in the store, bounded by
 // Policy.Timeout, or in the Fallback under FailOver while the store is
 // down or when it fails. It says whether the Fallback decided.
-func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
+func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, false, err
 	}
@@ -102,7 +147,7 @@ func (l *Limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 }
 
 // allowFallback decides in the Fallback store under FailOver.
-func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
+func (l *limiter) allowFallback(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
 	d, err := l.allowBounded(ctx, l.p.Fallback.(store.Quota), key, r, cost) // not timed, as in tryFailOver
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -120,7 +165,7 @@ func (l *Limiter) allowFallback(ctx context.Context, key string, r store.Rate, c
 
 // allowIn calls q.AllowN bounded by Policy.Timeout, as call does for
 // acquisitions.
-func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
+func (l *limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
 	start := l.startCall()
 	d, err := l.allowBounded(ctx, q, key, r, cost)
 	l.storeCall(ctx, "quota", start, callFailed(ctx, err))
@@ -128,7 +173,7 @@ func (l *Limiter) allowIn(ctx context.Context, q store.Quota, key string, r stor
 }
 
 // allowBounded is allowIn without the Observer's report.
-func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
+func (l *limiter) allowBounded(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
 	st := l.store
 	if q != l.quota {
 		st = l.p.Fallback
@@ -143,7 +188,7 @@ func (l *Limiter) allowBounded(ctx context.Context, q store.Quota, key string, r
 
 // count adds a decision to the Stats: an allowed charge to Acquired, a
 // refusal to Rejected; peeks and refunds count as neither.
-func (l *Limiter) count(d Decision, cost int) {
+func (l *limiter) count(d Decision, cost int) {
 	switch {
 	case cost <= 0:
 	case d.Allowed:
@@ -153,33 +198,14 @@ func (l *Limiter) count(d Decision, cost int) {
 	}
 }
 
-// AdmitN is AllowN with Policy.WhenStoreFails applied, for a request that
-// must be answered now: the Quota counterpart of Admit, on which package
-// guard builds the middleware. A request of cost 0 is allowed only while
-// one of cost 1 would be. An allowed request gets its Decision and no
-// error; a refused one gets its Decision too (for the RateLimit headers)
-// and a *ContendedError that says when to retry; ErrStore when failing
-// closed, ErrInvalid or the context's error come with a nil Decision; nil
-// and no error mean that the store failed open: the request goes ahead
-// unmetered, logged and counted.
-func (l *Limiter) AdmitN(ctx context.Context, id string, cost int) (*Decision, error) {
-	// Small enough to be inlined (TestAdmitNInlined), so that a caller
-	// that only reads the decision keeps it on its stack: one allocation
-	// less per request.
-	var d Decision
-	return l.admitN(ctx, id, cost, &d)
-}
-
-// admitN is AdmitN with the decision written into out, which it returns,
-// or nil when there is none (failed open, failed closed, or an error
-// before deciding). The caller's storage, rather than a result of its
-// own, keeps AdmitN's call to it cheap enough for AdmitN to be inlined.
-func (l *Limiter) admitN(ctx context.Context, id string, cost int, out *Decision) (*Decision, error) {
-	d, fallback, err := l.allowN(ctx, id, cost)
+// admitN is allowN with WhenStoreFails applied, for a request that must
+// be answered now, the decision put in out: see Quota.Admit.
+func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *Decision) (*Decision, error) {
+	d, fallback, err := l.allowN(ctx, id, r, cost)
 	if err == nil && cost == 0 && d.Remaining == 0 {
 		// A free request goes ahead only while a paid one would: it must
 		// not slip past a spent quota (a login form's, say).
-		d.Allowed, d.RetryAfter = false, l.p.rate().NextRefill(d)
+		d.Allowed, d.RetryAfter = false, r.NextRefill(d)
 	}
 	switch {
 	case err == nil && d.Allowed:

@@ -4,37 +4,80 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Claim decides a request of a Replay policy. The first request of a key
-// gets a lease: it runs, then records its answer with Lease.Record when it
-// succeeded, or releases the lease when it failed, so that a retry runs
-// afresh. A duplicate gets the record of the request that holds the key,
-// to answer with instead of running again (nil lease, non-nil record; an
-// empty record is a record). A duplicate that finds the key held but no
-// record yet (the first request is still in flight) waits for one, up to
-// Policy.Wait and ctx, woken by the store's notification when the holder
-// records or releases, or at its next backoff poll otherwise; if the holder
-// releases (it failed), exactly one of the waiters gets the key and the
-// others wait for its record. When the wait runs out, Claim fails with a
-// *ContendedError.
-//
-// Like Admit, Claim applies Policy.WhenStoreFails: ErrStore when failing
-// closed (the Replay default: an order must not run twice because the
-// store is down), nil lease, nil record and no error when failing open (the
-// request runs unguarded), the Fallback's decision under FailOver. Under
-// Policy.DryRun a duplicate is neither replayed nor kept waiting: it gets
-// ErrContended at once, which the caller ignores. The Observer is told the
-// outcome: Admitted, Replayed or Rejected.
-//
-// Claim fails with ErrInvalid on a policy that is not Replay.
-func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
-	if l.p.Mode != Replay {
-		return nil, nil, invalid("policy %q is not a Replay policy: use Admit", l.p.Name)
+// ReplayConfig configures a Replay. Only Name is required.
+type ReplayConfig struct {
+	// Name names the policy in stored keys and in the RateLimit headers: 1
+	// to 64 bytes of printable ASCII without '"' or '\'.
+	Name string
+	// TTL is how long a key's first answer is replayed to its duplicates
+	// (and its key held). Default 5 s; an API taking Idempotency-Key
+	// usually keeps answers for a day.
+	TTL time.Duration
+	// Wait is how long a duplicate waits for an original still in flight
+	// to record its answer: default 5 s, negative for not at all.
+	Wait time.Duration
+	// Fence gives the first request a fencing token (Lease.Fence).
+	Fence bool
+	Options
+}
+
+// Replay answers a duplicate with the first request's response instead of
+// turning it away: the first request of a key runs under the key and, when
+// it succeeds, its response is recorded next to the key for the TTL
+// (Lease.Record); a duplicate gets that record, and one that arrives while
+// the first is still in flight waits for it. A double-clicked "Place order"
+// then lands on the order page, and a retried POST gets the order id of the
+// attempt that went through. It needs a store that keeps records
+// (store.Recorder: memstore and redisstore, not redlock) and fails closed by
+// default: an order must not be placed twice because the store is down.
+type Replay struct{ l *limiter }
+
+// NewReplay returns a Replay on st configured by c. It fails with
+// ErrInvalid when c is not usable or st (or, under FailOver, the Fallback)
+// keeps no records.
+func NewReplay(st Store, c ReplayConfig) (*Replay, error) {
+	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeReplay, TTL: c.TTL, Wait: c.Wait, Fence: c.Fence, Options: c.Options})
+	if err != nil {
+		return nil, err
 	}
-	req := l.request(ctx, id, l.p.Window) // a Replay policy is never Reentrant
+	return &Replay{l}, nil
+}
+
+// Config returns the replay's config with its defaults filled in.
+func (r *Replay) Config() ReplayConfig {
+	p := r.l.p
+	return ReplayConfig{Name: p.Name, TTL: p.TTL, Wait: p.Wait, Fence: p.Fence, Options: p.Options}
+}
+
+// Stats returns a snapshot of the replay's counters.
+func (r *Replay) Stats() Stats { return r.l.Stats() }
+
+// Claim decides a request. The first request of a key gets a lease: it
+// runs, then records its answer with Lease.Record when it succeeded, or
+// releases the lease when it failed, so that a retry runs afresh. A
+// duplicate gets the record of the request that holds the key, to answer
+// with instead of running again (nil lease, non-nil record; an empty record
+// is a record). A duplicate that finds the key held but no record yet (the
+// first request is still in flight) waits for one, up to Wait and ctx,
+// woken by the store's notification when the holder records or releases,
+// or at its next backoff poll otherwise; if the holder releases (it
+// failed), exactly one of the waiters gets the key and the others wait for
+// its record. When the wait runs out, Claim fails with a *ContendedError.
+//
+// Claim applies WhenStoreFails: ErrStore when failing closed (the default),
+// nil lease, nil record and no error when failing open (the request runs
+// unguarded), the Fallback's decision under FailOver. Under DryRun a
+// duplicate is neither replayed nor kept waiting: it gets ErrContended at
+// once, which the caller ignores. The Observer is told the outcome:
+// Admitted, Replayed or Rejected.
+func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
+	l := r.l
+	req := l.request(ctx, id, l.p.TTL) // a Replay policy is never Reentrant
 	lease, record, err = l.claim(ctx, req)
 	if err == nil || !errors.Is(err, ErrStore) {
 		if l.p.DryRun && err != nil {
@@ -59,7 +102,7 @@ func (l *Limiter) Claim(ctx context.Context, id string) (lease *Lease, record []
 }
 
 // claim is Claim before the store-error policy and the Observer.
-func (l *Limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte, error) {
+func (l *limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte, error) {
 	sent := monoNow()
 	lease, remaining, err := l.tryAt(ctx, req, sent)
 	if lease != nil || err != nil {
@@ -82,7 +125,7 @@ func (l *Limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte,
 // recorded reads key's record, nil when it has none: from the store, or
 // under FailOver from the Fallback while the store is skipped or when it
 // fails to answer (the Fallback holds a copy of this process's records).
-func (l *Limiter) recorded(ctx context.Context, key string) ([]byte, error) {
+func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 	failOver := l.p.WhenStoreFails == FailOver
 	if failOver && l.health.skip() {
 		return l.readRecord(ctx, l.p.Fallback, key)
@@ -99,7 +142,7 @@ func (l *Limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 // readRecord is one Recorded call to st, bounded by Policy.Timeout. A store
 // failure is counted and returned as ErrStore, the caller's context error
 // as itself.
-func (l *Limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
+func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
 	start := l.startCall()
 	var rec []byte
@@ -186,7 +229,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 // recordStores checks that the store (and the Fallback, under FailOver) of
 // a Replay policy keep records: without them every duplicate would wait for
 // a record that never comes.
-func recordStores(st Store, p Policy) error {
+func recordStores(st Store, p policy) error {
 	stores := []Store{st}
 	if p.WhenStoreFails == FailOver {
 		stores = append(stores, p.Fallback)

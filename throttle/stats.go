@@ -20,7 +20,7 @@ type counters struct {
 }
 
 // Stats returns a snapshot of the limiter's counters.
-func (l *Limiter) Stats() Stats {
+func (l *limiter) Stats() Stats {
 	c := &l.stats
 	return Stats{
 		Acquired:    c.acquired.Load(),

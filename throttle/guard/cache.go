@@ -3,8 +3,6 @@ package guard
 import (
 	"strconv"
 	"sync/atomic"
-
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // What the guard answers on the hot paths repeats: a Dedupe guard turns
@@ -61,16 +59,13 @@ const cachedLimitSeconds = 300
 // for a rejection made elsewhere or given another policy by the
 // application's rejection handler before it calls Write.
 func (rej *Rejection) cached() *Guard {
-	if g := rej.g; g != nil && rej.Policy == &g.p {
-		return g
-	}
-	return nil
+	return rej.g
 }
 
 // body returns Body(rej), shared with other responses when it is the
 // Guard's cached answer to a duplicate: the caller must not change it.
 func body(rej *Rejection) []byte {
-	if g := rej.cached(); g != nil && rej.Reason == ReasonContended && rej.Status == g.p.RejectStatus {
+	if g := rej.cached(); g != nil && rej.Reason == ReasonContended && rej.Status == g.p.status {
 		return g.contendedBody
 	}
 	return buildBody(rej)
@@ -96,9 +91,9 @@ type quotaFields struct {
 	c         *fieldCache
 }
 
-func newQuotaFields(p *throttle.Policy) *quotaFields {
-	q := &quotaFields{name: p.Name, burst: p.Burst, tN: int(min(seconds(p.Window), quotaSeconds-2)) + 2}
-	rN := min(p.Burst+1, 2*quotaEdge)
+func newQuotaFields(p *policy) *quotaFields {
+	q := &quotaFields{name: p.name, burst: p.rate.Burst, tN: int(min(seconds(p.window), quotaSeconds-2)) + 2}
+	rN := min(p.rate.Burst+1, 2*quotaEdge)
 	q.c = newFieldCache(rN*q.tN, func(n int64) string {
 		r, t := int(n)/q.tN, n%int64(q.tN)-1
 		if r >= quotaEdge {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // The RateLimit fields follow draft-ietf-httpapi-ratelimit-headers-11
@@ -39,23 +38,23 @@ import (
 // before its refund. Both only understate what the client may send.
 
 // policyField returns the RateLimit-Policy value of p.
-func policyField(p *throttle.Policy) string {
+func policyField(p *policy) string {
 	b := make([]byte, 0, 64)
-	b = strconv.AppendQuote(b, p.Name)
-	switch p.Mode {
+	b = strconv.AppendQuote(b, p.name)
+	switch p.mode {
 	case throttle.Exclusive:
 		return string(append(b, `;q=1;qu="concurrent-requests"`...))
-	case throttle.Quota:
+	case throttle.ModeQuota:
 		b = append(b, ";q="...)
-		b = strconv.AppendInt(b, int64(p.Limit), 10)
+		b = strconv.AppendInt(b, int64(p.rate.Limit), 10)
 	default:
 		b = append(b, ";q=1"...)
 	}
 	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, seconds(p.Window), 10)
-	if p.Mode == throttle.Quota && p.Burst != p.Limit {
+	b = strconv.AppendInt(b, seconds(p.window), 10)
+	if p.mode == throttle.ModeQuota && p.rate.Burst != p.rate.Limit {
 		b = append(b, ";throttle-burst="...)
-		b = strconv.AppendInt(b, int64(p.Burst), 10)
+		b = strconv.AppendInt(b, int64(p.rate.Burst), 10)
 	}
 	return string(b)
 }
@@ -75,14 +74,14 @@ func limitField(name string, r int, t int64) string {
 }
 
 // quotaLimitField returns the RateLimit value for a Quota decision.
-func quotaLimitField(p *throttle.Policy, d *throttle.Decision) string {
-	return limitField(p.Name, d.Remaining, refillSeconds(p, d))
+func quotaLimitField(p *policy, d *throttle.Decision) string {
+	return limitField(p.name, d.Remaining, refillSeconds(p, d))
 }
 
 // refillSeconds is the t of a Quota decision's RateLimit value: the
 // seconds until one more request refills, or -1 when the quota is full.
-func refillSeconds(p *throttle.Policy, d *throttle.Decision) int64 {
-	if r := (store.Rate{Limit: p.Limit, Window: p.Window}).NextRefill(*d); r > 0 {
+func refillSeconds(p *policy, d *throttle.Decision) int64 {
+	if r := p.rate.NextRefill(*d); r > 0 {
 		return seconds(r)
 	}
 	return -1

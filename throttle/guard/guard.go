@@ -4,22 +4,24 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
 
-// Guard is one Limiter's request handling, minus the framework. Make one
-// per middleware, when the middleware is built: it works out once what
-// every admitted response repeats (the RateLimit-Policy field, and the
-// RateLimit field of a lock's holder), so that a request pays only for
-// what is its own. It is safe for concurrent use.
+// Guard is one limiter's request handling, minus the framework: Lock,
+// Quota or Replay makes one per middleware, when the middleware is built.
+// It works out once what every admitted response repeats (the
+// RateLimit-Policy field, and the RateLimit field of a lock's holder), so
+// that a request pays only for what is its own. It is safe for concurrent
+// use.
 type Guard struct {
-	l *throttle.Limiter
-	p throttle.Policy
-	// path admits and releases the lock modes' requests, without a lease
-	// where the Limiter can (see package admit).
-	path admit.Path[throttle.Lease]
+	p policy
+	// lock, quota and replay is the limiter the guard decides with: one
+	// of them is set.
+	lock   *throttle.Lock
+	quota  *throttle.Quota
+	replay *throttle.Replay
 
 	// policyField is the RateLimit-Policy value, the same on every
 	// response.
@@ -32,43 +34,143 @@ type Guard struct {
 	rc recording
 
 	// contendedBody is the problem body of a request turned away for its
-	// key or quota (RejectStatus, ReasonContended), and rejectedFields the
-	// RateLimit values of such rejections by their t: see cache.go.
+	// key or quota (ReasonContended), and rejectedFields the RateLimit
+	// values of such rejections by their t: see cache.go.
 	contendedBody  []byte
 	rejectedFields *fieldCache
 	// quotaFields caches the RateLimit values of a Quota policy's
 	// decisions (nil for other modes): see cache.go.
 	quotaFields *quotaFields
 	// cost and fingerprint are the policy's per-request functions, nil
-	// when it uses none (see inputs).
+	// when it uses none.
 	cost        func(*http.Request) (int, error)
 	fingerprint func(*http.Request) (string, error)
 }
 
-// New returns the Guard of l, configured by opts. It panics when l is nil:
-// a wiring mistake to catch at start-up.
-func New(l *throttle.Limiter, opts ...Option) *Guard {
-	if l == nil {
-		panic("guard: New needs a non-nil Limiter")
+// policy is what the guard needs to know of its limiter and options.
+type policy struct {
+	name string
+	mode throttle.Mode
+	// window is a lock's or a Replay's TTL, a Quota's rate window.
+	window time.Duration
+	rate   throttle.Rate // a Quota's, Burst filled in
+	// status is the status of a request turned away for its key or quota.
+	status int
+	// failed tells a failed request from its status (WithFailed).
+	failed func(status int) bool
+	// countOnlyFailures refunds a Quota's successful requests.
+	countOnlyFailures bool
+	fence, reentrant  bool
+	dryRun            bool
+	observer          throttle.Observer
+}
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// WithStatus sets the status of a request turned away because its key is
+// held or its quota spent: by default 429 Too Many Requests, or 409
+// Conflict for an Exclusive lock. It must be a 4xx or 5xx status. (A Replay
+// duplicate whose original is still in flight when its wait ends gets 409
+// whatever this says.)
+func WithStatus(status int) Option {
+	return func(g *Guard) {
+		if status >= 400 && status <= 599 {
+			g.p.status = status
+		}
 	}
-	g := &Guard{l: l, p: l.Policy(), rc: newRecording(Recording{})}
-	g.path = admit.For.(func(*throttle.Limiter) admit.Path[throttle.Lease])(l)
+}
+
+// WithFailed tells from the handler's status whether the request failed:
+// Dedupe and Replay then release its key (Replay records nothing), and
+// CountOnlyFailures keeps its charge. Default: status >= 400.
+func WithFailed(failed func(status int) bool) Option {
+	return func(g *Guard) {
+		if failed != nil {
+			g.p.failed = failed
+		}
+	}
+}
+
+// CountOnlyFailures makes a Quota charge only failed requests (see
+// WithFailed): a login form allowing 5 wrong passwords per 15 minutes, for
+// which successes cost nothing. Each request is charged before the handler
+// runs and refunded when it succeeds, so requests running at the same time
+// can never together exceed the quota: of 50 concurrent wrong passwords
+// against a Burst of 5, exactly 5 reach the handler. The price is that
+// successes in flight hold quota until they return. Other guards ignore it.
+func CountOnlyFailures() Option {
+	return func(g *Guard) { g.p.countOnlyFailures = true }
+}
+
+// Lock returns the Guard of l: each request holds its key as l's Mode says
+// (Dedupe, Cooldown or Exclusive; see package throttle). It panics when l
+// is nil: a wiring mistake to catch at start-up.
+func Lock(l *throttle.Lock, opts ...Option) *Guard {
+	if l == nil {
+		panic("guard: Lock needs a non-nil *throttle.Lock")
+	}
+	c := l.Config()
+	g := &Guard{lock: l, p: policy{name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant}}
+	return g.init(c.Options, opts)
+}
+
+// Quota returns the Guard of q under rate r: each request is charged 1
+// (WithCost for another cost) and turned away while r is spent. It panics
+// when q is nil or r is not usable: a wiring mistake to catch at start-up.
+func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
+	if q == nil {
+		panic("guard: Quota needs a non-nil *throttle.Quota")
+	}
+	if r.Burst == 0 {
+		r.Burst = r.Limit
+	}
+	if err := r.Check(0); err != nil {
+		panic("guard: " + err.Error())
+	}
+	c := q.Config()
+	g := &Guard{quota: q, p: policy{name: c.Name, mode: throttle.ModeQuota, window: r.Window, rate: r}}
+	g = g.init(c.Options, opts)
+	g.quotaFields = newQuotaFields(&g.p)
+	return g
+}
+
+// Replay returns the Guard of r: the first request of a key runs and its
+// response is recorded; its duplicates get that response again (see
+// package throttle). The body's fingerprint (WithFingerprint) tells a
+// reused key from a retry. It panics when r is nil.
+func Replay(r *throttle.Replay, opts ...Option) *Guard {
+	if r == nil {
+		panic("guard: Replay needs a non-nil *throttle.Replay")
+	}
+	c := r.Config()
+	g := &Guard{replay: r, p: policy{name: c.Name, mode: throttle.ModeReplay, window: c.TTL, fence: c.Fence}}
+	return g.init(c.Options, opts)
+}
+
+// init applies the limiter's options and opts, and works out what every
+// response repeats.
+func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
+	g.p.dryRun, g.p.observer = o.DryRun, o.Observer
+	g.p.status = http.StatusTooManyRequests
+	if g.p.mode == throttle.Exclusive {
+		g.p.status = http.StatusConflict
+	}
+	g.p.failed = func(status int) bool { return status >= 400 }
+	g.rc = newRecording(Recording{})
 	for _, o := range opts {
 		o(g)
 	}
 	g.inputs()
 	g.policyField = []string{policyField(&g.p)}
 	t := int64(-1) // no "t" for Exclusive: the hold lasts as long as the work
-	if g.p.Mode != throttle.Exclusive {
-		t = seconds(g.p.Window)
+	if g.p.mode != throttle.Exclusive {
+		t = seconds(g.p.window)
 	}
-	g.heldField = []string{limitField(g.p.Name, 0, t)}
-	g.contendedBody = buildBody(&Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, Policy: &g.p})
-	name := g.p.Name
+	g.heldField = []string{limitField(g.p.name, 0, t)}
+	g.contendedBody = buildBody(&Rejection{Status: g.p.status, Reason: ReasonContended, g: g})
+	name := g.p.name
 	g.rejectedFields = newFieldCache(cachedLimitSeconds+1, func(t int64) string { return limitField(name, 0, t) })
-	if g.p.Mode == throttle.Quota {
-		g.quotaFields = newQuotaFields(&g.p)
-	}
 	return g
 }
 
@@ -89,30 +191,30 @@ func (g *Guard) quotaField(d *throttle.Decision) []string {
 // the Rejection, and begin reports written. A request let through because
 // the store failed open gets a ticket that holds nothing.
 func (g *Guard) begin(ctx context.Context, id string, cost int, fingerprint string, w http.ResponseWriter) (_ context.Context, _ ticket, _ *Rejection, written bool) {
-	switch g.p.Mode {
-	case throttle.Quota:
+	switch {
+	case g.quota != nil:
 		return g.beginQuota(ctx, id, cost, w)
-	case throttle.Replay:
+	case g.replay != nil:
 		ctx, t, rej := g.beginReplay(ctx, id, fingerprint)
 		return ctx, t, rej, false
 	}
-	lease, hold, err := g.path.Admit(ctx, id)
+	lease, err := g.lock.Admit(ctx, id)
 	if err != nil {
-		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.DryRun {
+		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
 			g.writeContended(w, err, ce, nil)
 			return ctx, ticket{}, nil, true
 		}
 		ctx, t, rej := g.reject(ctx, g.rejection(err))
 		return ctx, t, rej, false
 	}
-	t := ticket{g: g, lease: lease, hold: hold}
+	t := ticket{g: g, lease: lease}
 	if lease == nil {
 		return ctx, t, nil, false
 	}
 	switch {
-	case g.p.Mode == throttle.Exclusive:
+	case g.p.mode == throttle.Exclusive:
 		ctx, t.stop = lease.KeepAlive(ctx)
-	case g.p.Fence || g.p.Reentrant:
+	case g.p.fence || g.p.reentrant:
 		ctx = throttle.WithLease(ctx, lease)
 	}
 	return ctx, t, nil, false
@@ -120,7 +222,7 @@ func (g *Guard) begin(ctx context.Context, id string, cost int, fingerprint stri
 
 // beginQuota is begin for a Quota policy.
 func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
-	if cost < 0 || cost > g.p.Burst {
+	if cost < 0 || cost > g.p.rate.Burst {
 		g.observe(ctx, throttle.Event{Kind: throttle.KeyError})
 		status := http.StatusBadRequest
 		if cost > 0 {
@@ -128,9 +230,9 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.Resp
 		}
 		return ctx, ticket{}, g.newRejection(status, ReasonBadCost, throttle.ErrInvalid), false
 	}
-	d, err := g.l.AdmitN(ctx, id, cost)
+	d, err := g.quota.Admit(ctx, id, g.p.rate, cost)
 	if err != nil {
-		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.DryRun {
+		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
 			g.writeContended(w, err, ce, d)
 			return ctx, ticket{}, nil, true
 		}
@@ -146,7 +248,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.Resp
 	t := ticket{g: g}
 	if d != nil {
 		t.quota, t.hasQuota = *d, true
-		if g.p.CountOnlyFailures {
+		if g.p.countOnlyFailures {
 			t.id, t.refund = id, cost
 		}
 	}
@@ -159,23 +261,23 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.Resp
 // HTTPStatus method (a *keyfuncs.Error says 413 for a body too long to
 // hash); any other status is ignored, since the request, not the server, is
 // at fault. Such a request is never put under a key shared with others,
-// and the store is not asked. Under Policy.DryRun it returns nil: the
+// and the store is not asked. Under DryRun it returns nil: the
 // request goes ahead, unguarded, and is only counted.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	g.observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
-	if g.p.DryRun {
+	if g.p.dryRun {
 		return nil
 	}
 	return g.newRejection(clientStatus(err), reason, err)
 }
 
-// reject returns rej as begin's answer, except under Policy.DryRun, where
+// reject returns rej as begin's answer, except under DryRun, where
 // the request goes ahead with a ticket that holds nothing but, when it was
 // turned away for its key or quota (which the Limiter observed as
 // DryRunRejected), the rejection's RateLimit fields. A request whose client
 // left is answered as ever: nobody is waiting for it.
 func (g *Guard) reject(ctx context.Context, rej *Rejection) (context.Context, ticket, *Rejection) {
-	if g.p.DryRun && rej.Reason != ReasonCanceled {
+	if g.p.dryRun && rej.Reason != ReasonCanceled {
 		t := ticket{g: g}
 		if rej.Reason == ReasonContended {
 			t.dryRun = rej
@@ -200,8 +302,8 @@ func clientStatus(err error) int {
 // observe tells the policy's Observer, if any, of e: the events only the
 // guard sees (key errors, releases with their reason).
 func (g *Guard) observe(ctx context.Context, e throttle.Event) {
-	if g.p.Observer != nil {
-		e.Policy, e.Mode = g.p.Name, g.p.Mode
-		g.p.Observer.Observe(ctx, e)
+	if g.p.observer != nil {
+		e.Policy, e.Mode = g.p.name, g.p.mode
+		g.p.observer.Observe(ctx, e)
 	}
 }

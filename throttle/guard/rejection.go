@@ -101,14 +101,9 @@ type Rejection struct {
 	// 0 when there is nothing to wait for; -1 when the key is held without
 	// an expiry (by something other than throttle).
 	RetryAfter time.Duration
-	// Policy is the Limiter's policy, defaults filled in: its Name and
-	// Mode (and, for a Quota, its Limit, Burst and Window) make the
-	// RateLimit headers, and name the policy in logs. It points to the
-	// Guard's own copy, shared by all its rejections (copying a Policy
-	// into each would cost a duplicate's answer a sixth of its time):
-	// read it, do not change it. In a Rejection built by hand, nil reads
-	// as the zero Policy.
-	Policy *throttle.Policy
+	// Policy names the limiter that turned the request away, for logs
+	// and custom answers.
+	Policy string
 	// Decision is the Quota decision that refused the request, for the
 	// RateLimit field's remaining quota; nil for other modes and reasons.
 	Decision *throttle.Decision
@@ -126,20 +121,21 @@ type Rejection struct {
 	g *Guard
 }
 
-// zeroPolicy is what a Rejection without a Policy reads.
-var zeroPolicy throttle.Policy
+// zeroPolicy is what a Rejection made elsewhere than in a Guard reads.
+var zeroPolicy policy
 
-// policy returns rej.Policy, or the zero Policy when it is nil.
-func (rej *Rejection) policy() *throttle.Policy {
-	if rej.Policy == nil {
+// policy returns the policy of the Guard that made rej, or the zero policy
+// for a Rejection made elsewhere.
+func (rej *Rejection) policy() *policy {
+	if rej.g == nil {
 		return &zeroPolicy
 	}
-	return rej.Policy
+	return &rej.g.p
 }
 
 // newRejection returns a rejection under g's policy.
 func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
-	return &Rejection{Status: status, Reason: reason, Policy: &g.p, Err: err, g: g}
+	return &Rejection{Status: status, Reason: reason, Policy: g.p.name, Err: err, g: g}
 }
 
 // rejection turns an error of Limiter.Admit or AdmitN into the answer for
@@ -174,8 +170,8 @@ func (g *Guard) rejection(err error) *Rejection {
 // Rejection stays on the stack: Write keeps nothing of it. d is copied, so
 // that the caller's decision, which may be on its stack, stays there.
 func (g *Guard) writeContended(w http.ResponseWriter, err error, ce *throttle.ContendedError, d *throttle.Decision) {
-	rej := Rejection{Status: g.p.RejectStatus, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
-		Policy: &g.p, Err: err, g: g}
+	rej := Rejection{Status: g.p.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
+		Policy: g.p.name, Err: err, g: g}
 	if d != nil {
 		dc := *d
 		rej.Decision = &dc
@@ -186,7 +182,7 @@ func (g *Guard) writeContended(w http.ResponseWriter, err error, ce *throttle.Co
 // contended returns the rejection of a request turned away because ce
 // (err, or wrapped in it) says its key is held or its quota spent.
 func (g *Guard) contended(err error, ce *throttle.ContendedError) *Rejection {
-	r := g.newRejection(g.p.RejectStatus, ReasonContended, err)
+	r := g.newRejection(g.p.status, ReasonContended, err)
 	r.RetryAfter = ce.RetryAfter
 	return r
 }

@@ -9,9 +9,6 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// Option configures a Guard.
-type Option func(*Guard)
-
 // WithRecording sets what a Replay policy records of its first responses;
 // other modes ignore it. See Recording for the defaults.
 func WithRecording(r Recording) Option {
@@ -39,40 +36,40 @@ const inFlightRetry = time.Second
 //   - A duplicate of a success whose response could not be kept gets 409
 //     Conflict at once, ReasonNotKept, until the window ends: the request
 //     was processed, and is not processed again.
-//   - A duplicate whose original is still in flight when Policy.Wait ends
+//   - A duplicate whose original is still in flight when the Replay's Wait ends
 //     gets 409 Conflict with Retry-After: 1, ReasonInFlight.
 //
-// The store-error policy (Replay fails closed by default), Policy.DryRun
+// The store-error policy (Replay fails closed by default), DryRun
 // and a cancelled ctx are handled as for the other modes.
 func (g *Guard) beginReplay(ctx context.Context, id, fingerprint string) (context.Context, ticket, *Rejection) {
-	lease, rec, err := g.l.Claim(ctx, id)
+	lease, rec, err := g.replay.Claim(ctx, id)
 	switch {
 	case err != nil:
 		rej := g.rejection(err)
-		if rej.Reason == ReasonContended && !g.p.DryRun {
+		if rej.Reason == ReasonContended && !g.p.dryRun {
 			rej.Status, rej.Reason, rej.RetryAfter = http.StatusConflict, ReasonInFlight, inFlightRetry
 		}
 		return g.reject(ctx, rej)
 	case rec != nil:
-		return ctx, ticket{}, g.replay(rec, fingerprint)
+		return ctx, ticket{}, g.replayed(rec, fingerprint)
 	case lease == nil: // the store failed open: unguarded
 		return ctx, ticket{g: g}, nil
 	}
 	t := ticket{g: g, lease: lease, capture: &Capture{rc: &g.rc}, fingerprint: fingerprint}
-	if g.p.Fence {
+	if g.p.fence {
 		ctx = throttle.WithLease(ctx, lease)
 	}
 	return ctx, t, nil
 }
 
 // replay returns the answer to a duplicate that found rec.
-func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
+func (g *Guard) replayed(b []byte, fingerprint string) *Rejection {
 	rec, err := decodeRecord(b)
 	switch {
 	case err != nil:
 		// Not this version's, or damaged: turn the duplicate away for
 		// a moment rather than answer with what may not be the original.
-		rej := g.newRejection(g.p.RejectStatus, ReasonContended, err)
+		rej := g.newRejection(g.p.status, ReasonContended, err)
 		rej.RetryAfter = time.Second
 		return rej
 	case fingerprint != "" && rec.fingerprint != "" && fingerprint != rec.fingerprint:
@@ -82,7 +79,7 @@ func (g *Guard) replay(b []byte, fingerprint string) *Rejection {
 		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
 		return rej
 	}
-	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: &g.p, Replay: rec.resp, g: g}
+	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: g.p.name, Replay: rec.resp, g: g}
 }
 
 // record stores the response of a Replay request that succeeded, as its

@@ -127,11 +127,11 @@ func WithFingerprint(f func(r *http.Request) (string, error)) Option {
 // Serve calls only those: a cost only under a Quota, a fingerprint only under
 // a Replay (keyfuncs.IdempotencyFingerprint when none was set).
 func (g *Guard) inputs() {
-	if g.p.Mode != throttle.Quota {
+	if g.p.mode != throttle.ModeQuota {
 		g.cost = nil
 	}
 	switch {
-	case g.p.Mode != throttle.Replay:
+	case g.p.mode != throttle.ModeReplay:
 		g.fingerprint = nil
 	case g.fingerprint == nil:
 		g.fingerprint = keyfuncs.IdempotencyFingerprint

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/internal/admit"
 )
 
 // ticket is an admitted request's hold on its key, which run ends as the
@@ -14,10 +13,7 @@ import (
 type ticket struct {
 	g     *Guard
 	lease *throttle.Lease
-	// hold is the key held without a lease (see package admit), when
-	// lease is nil.
-	hold admit.Hold
-	stop context.CancelFunc
+	stop  context.CancelFunc
 	// quota is the decision that admitted a Quota request, when hasQuota
 	// is set (not a pointer: that would cost an allocation per request).
 	quota    throttle.Decision
@@ -53,7 +49,7 @@ func (t *ticket) setHeaders(h http.Header) {
 		h["Ratelimit"] = rejectedLimit(t.dryRun, t.dryRun.cached())
 	case t.hasQuota:
 		h["Ratelimit"] = t.g.quotaField(&t.quota)
-	case t.lease != nil || t.hold.Held():
+	case t.lease != nil:
 		h["Ratelimit"] = t.g.heldField
 	}
 }
@@ -69,33 +65,29 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	if t.g == nil {
 		return
 	}
-	failed := panicked || t.g.p.Failed(status)
+	failed := panicked || t.g.p.failed(status)
 	if t.refund > 0 {
 		if !failed {
 			// A refund that fails leaves the charge in place: the user
 			// pays for one success, the safe side of a login limit.
-			_, _ = t.g.l.AllowN(context.WithoutCancel(ctx), t.id, -t.refund)
+			_, _ = t.g.quota.Allow(context.WithoutCancel(ctx), t.id, t.g.p.rate, -t.refund)
 		}
 		return
 	}
 	if t.lease == nil {
-		if t.hold.Held() && t.g.p.Mode == throttle.Dedupe && failed {
-			// A leaseless hold: no Observer to tell (see package admit).
-			_ = t.g.path.Release(ctx, t.hold)
-		}
 		return
 	}
 	if t.stop != nil {
 		t.stop()
 	}
-	switch t.g.p.Mode {
+	switch t.g.p.mode {
 	case throttle.Cooldown:
 		return
 	case throttle.Dedupe:
 		if !failed {
 			return
 		}
-	case throttle.Replay:
+	case throttle.ModeReplay:
 		if !failed {
 			t.record(ctx)
 			return
@@ -103,7 +95,7 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	}
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
-	if err := t.lease.Release(ctx); err == nil && t.g.p.Observer != nil {
+	if err := t.lease.Release(ctx); err == nil && t.g.p.observer != nil {
 		reason := throttle.ReleaseDone
 		switch {
 		case panicked:

@@ -54,14 +54,14 @@ func Detail(rej *Rejection) string {
 	switch rej.Reason {
 	case ReasonContended:
 		switch {
-		case rej.policy().Mode == throttle.Exclusive:
+		case rej.policy().mode == throttle.Exclusive:
 			return "The same request is already in progress. Retry after it finishes."
-		case rej.policy().Mode == throttle.Quota && rej.policy().CountOnlyFailures:
+		case rej.policy().mode == throttle.ModeQuota && rej.policy().countOnlyFailures:
 			return "Too many failed attempts. Retry after the time Retry-After gives."
-		case rej.policy().Mode == throttle.Quota:
+		case rej.policy().mode == throttle.ModeQuota:
 			return "Too many requests. Retry after the time Retry-After gives."
 		}
-		if rej.policy().Mode == throttle.Replay {
+		if rej.policy().mode == throttle.ModeReplay {
 			return "The same request was received moments ago and its response cannot be repeated. Retry after the window ends."
 		}
 		return "The same request was received moments ago. Retry after the window ends."
@@ -115,7 +115,7 @@ func retryAfter(rej *Rejection) int64 {
 	case rej.RetryAfter > 0:
 		return seconds(rej.RetryAfter)
 	case rej.RetryAfter < 0:
-		return seconds(rej.policy().TTL())
+		return seconds(rej.policy().window)
 	case rej.Reason == ReasonContended:
 		return 1
 	}
@@ -153,7 +153,7 @@ func SetHeaders(h http.Header, rej *Rejection) {
 		h["Retry-After"] = retryAfterFields.get(secs)
 	}
 	p := rej.policy()
-	if p.Name == "" {
+	if p.name == "" {
 		return
 	}
 	g := rej.cached()
@@ -185,7 +185,7 @@ func rejectedLimitField(rej *Rejection) string {
 	if rej.Decision != nil {
 		return quotaLimitField(rej.policy(), rej.Decision)
 	}
-	return limitField(rej.policy().Name, 0, retryAfter(rej))
+	return limitField(rej.policy().name, 0, retryAfter(rej))
 }
 
 // Body returns the RFC 9457 problem+json document for a rejection, for
@@ -208,17 +208,17 @@ func buildBody(rej *Rejection) []byte {
 	b = strconv.AppendInt(b, int64(rej.Status), 10)
 	b = append(b, `,"detail":`...)
 	b = strconv.AppendQuote(b, Detail(rej))
-	if typ == quotaExceeded && rej.policy().Name != "" {
+	if typ == quotaExceeded && rej.policy().name != "" {
 		// quota-exceeded: draft -11 names the policies exceeded.
 		b = append(b, `,"violated-policies":[`...)
-		b = strconv.AppendQuote(b, rej.policy().Name)
+		b = strconv.AppendQuote(b, rej.policy().name)
 		b = append(b, ']')
 	}
 	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused || rej.Reason == ReasonNotKept {
 		// How long a key's first response is kept: the client may
 		// retry with the same key within it and get that response.
 		b = append(b, `,"retention-seconds":`...)
-		b = strconv.AppendInt(b, seconds(rej.policy().Window), 10)
+		b = strconv.AppendInt(b, seconds(rej.policy().window), 10)
 	}
 	return append(b, "}\n"...)
 }

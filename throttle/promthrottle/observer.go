@@ -54,7 +54,7 @@ type Observer struct {
 
 // modes holds a policy's series by throttle.Mode, the last slot serving
 // every mode the core does not define (labelled "unknown").
-type modes [throttle.Replay + 2]atomic.Pointer[series]
+type modes [throttle.ModeReplay + 2]atomic.Pointer[series]
 
 // The label values of the fixed enums, by slot.
 var (

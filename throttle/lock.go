@@ -1,0 +1,101 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// LockConfig configures a Lock. Only Name is required: LockConfig{Name:
+// "submit"} is a working Dedupe lock with a 5 s window.
+type LockConfig struct {
+	// Name names the lock in stored keys and in the RateLimit headers: 1
+	// to 64 bytes of printable ASCII without '"' or '\'.
+	Name string
+	// Mode is Dedupe (the zero value), Cooldown or Exclusive: how long the
+	// middleware (package guard) holds a request's key.
+	Mode Mode
+	// TTL is how long a key is held: the window of a Dedupe or Cooldown
+	// key (default 5 s), the lease of an Exclusive key and of Do
+	// (default 30 s for Exclusive), refreshed every TTL/3 while the work
+	// runs. A key on a store outside this process is held at least 3 ms.
+	TTL time.Duration
+	// MaxHold, when positive, caps how long Do and an Exclusive request
+	// keep a key: the lease is not refreshed past it and the work's context
+	// is cancelled with ErrLost.
+	MaxHold time.Duration
+	// Wait is how long an acquisition waits for a held key, retrying with
+	// Backoff and woken early by a release, before it gives up with
+	// ErrContended. Zero means try once.
+	Wait time.Duration
+	// Backoff paces the retries of a waiting acquisition. Default
+	// ExponentialJitter(10*time.Millisecond, time.Second).
+	Backoff Backoff
+	// Fence asks every acquisition for a fencing token (Lease.Fence). It
+	// costs no extra round trip.
+	Fence bool
+	// Reentrant lets the owner carried in a context (WithOwner) take a key
+	// it already holds; the key is freed when every hold is released.
+	Reentrant bool
+	Options
+}
+
+// Lock holds keys: one request or one job per key at a time, or per window.
+// It is safe for concurrent use; make one per policy at start-up and share
+// it.
+type Lock struct{ l *limiter }
+
+// NewLock returns a Lock on st configured by c, whose zero fields take their
+// defaults. It fails with ErrInvalid when c is not usable, or when st cannot
+// keep what c asks for (a Redlock store refuses Fence and Reentrant).
+func NewLock(st Store, c LockConfig) (*Lock, error) {
+	if c.Mode > Exclusive {
+		return nil, invalid("lock %q: mode %v is not a lock's (Dedupe, Cooldown or Exclusive)", c.Name, c.Mode)
+	}
+	l, err := newLimiter(st, policy{Name: c.Name, Mode: c.Mode, TTL: c.TTL, MaxHold: c.MaxHold, Wait: c.Wait,
+		Backoff: c.Backoff, Fence: c.Fence, Reentrant: c.Reentrant, Options: c.Options})
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{l}, nil
+}
+
+// Acquire takes the key for id for the TTL and returns the lease only on
+// success. It fails with a *ContendedError when somebody holds the key
+// (after waiting up to Wait), with ErrStore when the store failed, or with
+// ctx.Err().
+func (k *Lock) Acquire(ctx context.Context, id string) (*Lease, error) {
+	return k.l.acquire(ctx, id, k.l.p.TTL)
+}
+
+// Admit is Acquire with WhenStoreFails applied, for a request that must be
+// answered now: package guard builds the middleware on it. A lease admits
+// the request; an error (ErrContended, ErrStore when failing closed, or the
+// context's) turns it away; nil and no error mean that the store failed
+// open: the request goes ahead unguarded, logged and counted. Under DryRun,
+// ErrContended still says what would have happened; the caller lets the
+// request through. The Observer is told the outcome.
+func (k *Lock) Admit(ctx context.Context, id string) (*Lease, error) {
+	return k.l.Admit(ctx, id)
+}
+
+// Do runs fn while holding the key for id, for work such as background
+// jobs: it acquires for the TTL (waiting up to Wait), keeps the lease alive
+// while fn runs (see Lease.KeepAlive), and releases when fn returns or
+// panics. fn's context carries the lease (LeaseFrom) and is cancelled with
+// cause ErrLost if the lease is lost.
+//
+// Do returns the acquisition's error when fn did not run; otherwise fn's
+// error, joined with ErrLost when the lease was lost meanwhile.
+func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error) error {
+	return k.l.Do(ctx, id, fn)
+}
+
+// Config returns the lock's config with its defaults filled in.
+func (k *Lock) Config() LockConfig {
+	p := k.l.p
+	return LockConfig{Name: p.Name, Mode: p.Mode, TTL: p.TTL, MaxHold: p.MaxHold, Wait: p.Wait,
+		Backoff: p.Backoff, Fence: p.Fence, Reentrant: p.Reentrant, Options: p.Options}
+}
+
+// Stats returns a snapshot of the lock's counters.
+func (k *Lock) Stats() Stats { return k.l.Stats() }
