@@ -19,7 +19,7 @@ const maxOrphans = 4096
 // broke after the command was sent, or the grant came too late to use. The
 // caller generated the token, so a token-checked release frees such a key
 // as soon as the store answers, instead of leaving it held by nobody for a
-// whole TTL. One goroutine per Limiter works through them while there are
+// whole TTL. One goroutine per limiter works through them while there are
 // any, and exits when there are none.
 type orphans struct {
 	mu      sync.Mutex
@@ -64,7 +64,7 @@ func (l *limiter) releaseLater(ctx context.Context, st Store, req store.Request,
 }
 
 // releaseOrphans releases the queued keys, each with a token-checked Release
-// bounded by Policy.Timeout, retrying with a growing pause those the store
+// bounded by Options.Timeout, retrying with a growing pause those the store
 // does not answer, or finds missing for less than orphanSettle, until the
 // key has expired by itself. A store that refuses the call outright
 // (store.ErrNotApplied) ends the attempt.
@@ -83,27 +83,8 @@ func (l *limiter) releaseOrphans() {
 		o.mu.Unlock()
 		var retry []orphan
 		for _, or := range batch {
-			if time.Now().After(or.until) {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
-			out, err := or.st.Release(ctx, or.key, or.token)
-			cancel()
-			switch {
-			case errors.Is(err, store.ErrNotApplied):
-				// The server refuses connections: nobody is there to
-				// ask, and one that restarts empty has lost the key.
-				// Otherwise it expires by itself.
-			case err != nil:
+			if l.releaseOrphan(&or) {
 				retry = append(retry, or)
-			case out == store.Gone:
-				now := time.Now()
-				if or.goneSince.IsZero() {
-					or.goneSince = now
-				}
-				if now.Sub(or.goneSince) < orphanSettle {
-					retry = append(retry, or)
-				}
 			}
 		}
 		if len(retry) == 0 {
@@ -116,4 +97,30 @@ func (l *limiter) releaseOrphans() {
 		time.Sleep(pause)
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// releaseOrphan tries to release or once, and reports whether to try again.
+func (l *limiter) releaseOrphan(or *orphan) (again bool) {
+	if time.Now().After(or.until) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
+	out, err := or.st.Release(ctx, or.key, or.token)
+	cancel()
+	switch {
+	case errors.Is(err, store.ErrNotApplied):
+		// The server refuses connections: nobody is there to ask, and
+		// one that restarts empty has lost the key. Otherwise it expires
+		// by itself.
+		return false
+	case err != nil:
+		return true
+	case out == store.Gone:
+		now := time.Now()
+		if or.goneSince.IsZero() {
+			or.goneSince = now
+		}
+		return now.Sub(or.goneSince) < orphanSettle
+	}
+	return false
 }

@@ -162,20 +162,8 @@ func (p policy) withDefaults() (policy, error) {
 	if err := checkName(p.Name); err != nil {
 		return p, err
 	}
-	if p.TTL == 0 {
-		p.TTL = DefaultTTL
-		if p.Mode == Exclusive {
-			p.TTL = DefaultLeaseTTL
-		}
-	}
-	if p.TTL < time.Millisecond || (p.Mode == Exclusive && p.TTL < 3*time.Millisecond) {
-		return p, invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
-	}
-	if p.Mode == ModeReplay && p.Wait == 0 {
-		p.Wait = defaultReplayWait
-	}
-	if p.MaxHold < 0 || (p.Wait < 0 && p.Mode != ModeReplay) || p.Timeout < 0 {
-		return p, invalid("policy %q: durations must not be negative", p.Name)
+	if err := p.durations(); err != nil {
+		return p, err
 	}
 	if p.Prefix == "" {
 		p.Prefix = DefaultPrefix
@@ -187,6 +175,26 @@ func (p policy) withDefaults() (policy, error) {
 		p.Timeout = DefaultTimeout
 	}
 	return p, p.failMode()
+}
+
+// durations fills in and checks the TTL, the waits and the timeout.
+func (p *policy) durations() error {
+	if p.TTL == 0 {
+		p.TTL = DefaultTTL
+		if p.Mode == Exclusive {
+			p.TTL = DefaultLeaseTTL
+		}
+	}
+	if p.Mode == ModeReplay && p.Wait == 0 {
+		p.Wait = defaultReplayWait
+	}
+	switch {
+	case p.TTL < time.Millisecond || (p.Mode == Exclusive && p.TTL < 3*time.Millisecond):
+		return invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
+	case p.MaxHold < 0 || (p.Wait < 0 && p.Mode != ModeReplay) || p.Timeout < 0:
+		return invalid("policy %q: durations must not be negative", p.Name)
+	}
+	return nil
 }
 
 // checkName checks a policy name: 1 to 64 bytes of printable ASCII without

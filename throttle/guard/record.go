@@ -109,22 +109,31 @@ func decodeRecord(b []byte) (record, error) {
 		}
 		return rec, nil
 	}
+	resp, err := d.response()
+	if err != nil {
+		return record{}, err
+	}
+	rec.resp = resp
+	return rec, nil
+}
+
+// response decodes a recorded response: status, header lines, body.
+func (d *decoder) response() (*Response, error) {
 	status := d.uvarint()
 	lines := d.uvarint()
 	if d.err != nil || status < 100 || status > 999 || lines > maxRecordHeaders {
-		return record{}, errBadRecord
+		return nil, errBadRecord
 	}
 	resp := &Response{Status: int(status), Header: make(http.Header, lines)}
 	for range lines {
 		k, v := d.str(), d.str()
 		if d.err != nil || k == "" {
-			return record{}, errBadRecord
+			return nil, errBadRecord
 		}
 		resp.Header[k] = append(resp.Header[k], v)
 	}
 	resp.Body = d.b
-	rec.resp = resp
-	return rec, nil
+	return resp, nil
 }
 
 // decoder reads a record's fields, remembering the first error.

@@ -66,45 +66,51 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 		return
 	}
 	failed := panicked || t.g.p.failed(status)
-	if t.refund > 0 {
+	switch {
+	case t.refund > 0:
 		if !failed {
 			// A refund that fails leaves the charge in place: the user
 			// pays for one success, the safe side of a login limit.
 			_, _ = t.g.quota.Allow(context.WithoutCancel(ctx), t.id, t.g.p.rate, -t.refund)
 		}
 		return
-	}
-	if t.lease == nil {
+	case t.lease == nil:
 		return
-	}
-	if t.stop != nil {
+	case t.stop != nil:
 		t.stop()
 	}
-	switch t.g.p.mode {
-	case throttle.Cooldown:
+	if !failed && t.keeps(ctx) {
 		return
-	case throttle.Dedupe:
-		if !failed {
-			return
-		}
-	case throttle.ModeReplay:
-		if !failed {
-			t.record(ctx)
-			return
-		}
 	}
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
 	if err := t.lease.Release(ctx); err == nil && t.g.p.observer != nil {
-		reason := throttle.ReleaseDone
-		switch {
-		case panicked:
-			reason = throttle.ReleasePanic
-		case failed:
-			reason = throttle.ReleaseFailed
-		}
-		t.g.observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: reason})
+		t.g.observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: releaseReason(failed, panicked)})
 	}
+}
+
+// keeps reports whether a request that succeeded keeps its key (Dedupe,
+// Cooldown, Replay, the last after recording its response) rather than
+// releasing it (Exclusive).
+func (t *ticket) keeps(ctx context.Context) bool {
+	switch t.g.p.mode {
+	case throttle.Exclusive:
+		return false
+	case throttle.ModeReplay:
+		t.record(ctx)
+	}
+	return true
+}
+
+// releaseReason says why a key is released.
+func releaseReason(failed, panicked bool) throttle.ReleaseReason {
+	switch {
+	case panicked:
+		return throttle.ReleasePanic
+	case failed:
+		return throttle.ReleaseFailed
+	}
+	return throttle.ReleaseDone
 }
 
 // run runs the rest of the request and then ends the hold, as finish

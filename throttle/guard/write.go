@@ -53,47 +53,60 @@ func problemType(rej *Rejection) string {
 func Detail(rej *Rejection) string {
 	switch rej.Reason {
 	case ReasonContended:
-		switch {
-		case rej.policy().mode == throttle.Exclusive:
-			return "The same request is already in progress. Retry after it finishes."
-		case rej.policy().mode == throttle.ModeQuota && rej.policy().countOnlyFailures:
-			return "Too many failed attempts. Retry after the time Retry-After gives."
-		case rej.policy().mode == throttle.ModeQuota:
-			return "Too many requests. Retry after the time Retry-After gives."
-		}
-		if rej.policy().mode == throttle.ModeReplay {
-			return "The same request was received moments ago and its response cannot be repeated. Retry after the window ends."
-		}
-		return "The same request was received moments ago. Retry after the window ends."
+		return contendedDetail(rej.policy())
 	case ReasonBadKey:
-		// A keyfuncs.Error's Source and Reason are fixed texts that never
-		// hold the request's values: safe to name for the client, who
-		// learns which value to send or fix.
-		var ke *keyfuncs.Error
-		switch {
-		case errors.As(rej.Err, &ke) && ke.Status == http.StatusRequestEntityTooLarge:
-			return "The request body is too large to identify the request: " + ke.Source + ": " + ke.Reason + "."
-		case errors.As(rej.Err, &ke):
-			return "The request cannot be identified: " + ke.Source + ": " + ke.Reason + "."
-		case rej.Status == http.StatusRequestEntityTooLarge:
-			return "The request body is too large to identify the request."
-		}
-		return "The request lacks what is needed to identify it."
+		return badKeyDetail(rej)
 	case ReasonBadCost:
 		if rej.Status == http.StatusRequestEntityTooLarge {
 			return "The request is too large: it costs more than the rate limit allows at once."
 		}
 		return "The request's cost could not be worked out."
-	case ReasonStoreUnavailable:
-		return "Rate limiting is temporarily unavailable. Retry shortly."
-	case ReasonInFlight:
-		return "A request with the same idempotency key is still being processed. Retry shortly to get its response."
-	case ReasonKeyReused:
-		return "The idempotency key was already used for a request with a different body. Use a new key for a new request."
-	case ReasonNotKept:
-		return "A request with the same idempotency key was processed and succeeded, but its response was not kept. It is not processed again until the key expires."
+	}
+	if d, ok := details[rej.Reason]; ok {
+		return d
 	}
 	return "The request was not processed."
+}
+
+// details are the fixed explanations of the other reasons.
+var details = map[Reason]string{
+	ReasonStoreUnavailable: "Rate limiting is temporarily unavailable. Retry shortly.",
+	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
+	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
+	ReasonNotKept: "A request with the same idempotency key was processed and succeeded, but its response was not kept. " +
+		"It is not processed again until the key expires.",
+}
+
+// contendedDetail explains a request turned away for its key or quota.
+func contendedDetail(p *policy) string {
+	switch {
+	case p.mode == throttle.Exclusive:
+		return "The same request is already in progress. Retry after it finishes."
+	case p.mode == throttle.ModeQuota && p.countOnlyFailures:
+		return "Too many failed attempts. Retry after the time Retry-After gives."
+	case p.mode == throttle.ModeQuota:
+		return "Too many requests. Retry after the time Retry-After gives."
+	case p.mode == throttle.ModeReplay:
+		return "The same request was received moments ago and its response cannot be repeated. Retry after the window ends."
+	}
+	return "The same request was received moments ago. Retry after the window ends."
+}
+
+// badKeyDetail explains a request that could not be identified. A
+// keyfuncs.Error's Source and Reason are fixed texts that never hold the
+// request's values: safe to name for the client, who learns which value to
+// send or fix.
+func badKeyDetail(rej *Rejection) string {
+	var ke *keyfuncs.Error
+	switch {
+	case errors.As(rej.Err, &ke) && ke.Status == http.StatusRequestEntityTooLarge:
+		return "The request body is too large to identify the request: " + ke.Source + ": " + ke.Reason + "."
+	case errors.As(rej.Err, &ke):
+		return "The request cannot be identified: " + ke.Source + ": " + ke.Reason + "."
+	case rej.Status == http.StatusRequestEntityTooLarge:
+		return "The request body is too large to identify the request."
+	}
+	return "The request lacks what is needed to identify it."
 }
 
 // seconds returns d in whole seconds, rounded up, at least 1: the form of
