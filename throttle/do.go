@@ -7,8 +7,8 @@ import (
 )
 
 // Do runs fn while holding the key for id, for work such as background jobs:
-// it acquires for Policy.LeaseTTL whatever the Mode (waiting up to
-// Policy.Wait), keeps the lease alive while fn runs (see KeepAlive), and
+// it acquires for the TTL whatever the Mode (waiting up to
+// Wait), keeps the lease alive while fn runs (see KeepAlive), and
 // releases when fn returns or panics. fn's context carries the lease
 // (LeaseFrom) and is cancelled with cause ErrLost if the lease is lost.
 //

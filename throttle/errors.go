@@ -8,7 +8,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// The errors to branch on with errors.Is. Every error of a Limiter or a
+// The errors to branch on with errors.Is. Every error of a limiter or a
 // Lease matches at most one of them; context errors stay themselves.
 var (
 	// ErrContended: somebody else holds the key. The error is a
@@ -22,13 +22,13 @@ var (
 	// ErrNotHeld: Release or Extend found the key no longer held by the
 	// lease.
 	ErrNotHeld = errors.New("throttle: lease not held")
-	// ErrInvalid: a Policy or argument is not usable; the text says why.
+	// ErrInvalid: a config or argument is not usable; the text says why.
 	// Stores return it too (it is store.ErrInvalid).
 	ErrInvalid = store.ErrInvalid
 )
 
 // ContendedError is the ErrContended of an acquisition that found the key
-// held, or of a request that a Quota refused (AdmitN).
+// held, or of a request that a Quota refused (Admit).
 type ContendedError struct {
 	// RetryAfter is how long the holder keeps the key, as the store says:
 	// at least 1ms, or -1 when the key has no expiry. For a Quota, how

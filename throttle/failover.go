@@ -9,7 +9,7 @@ import (
 
 // tryFailOver makes one acquisition under FailOver.
 //
-// The fallback store mirrors every hold of this Limiter, so that within one
+// The fallback store mirrors every hold of this limiter, so that within one
 // process a key is never granted twice: it is asked first, always. A key
 // that a lease on the store holds is therefore refused by the fallback when
 // the store fails, and a key that the fallback granted during an outage is

@@ -16,7 +16,7 @@ const probeInterval = time.Second
 // narrow every lock to one process for nothing.
 const downAfter = 3
 
-// health is what a Limiter knows of its store: whether it is failing, since
+// health is what a limiter knows of its store: whether it is failing, since
 // when FailOver skips it, and when it last logged an error.
 type health struct {
 	// fails counts acquisitions in a row that the store failed.

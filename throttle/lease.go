@@ -12,7 +12,7 @@ import (
 // by itself after its TTL unless extended. It is safe for concurrent use.
 //
 // A lease is made for most admitted requests, so it is kept small (88
-// bytes on 64-bit platforms): its stores are the Limiter's, named by two
+// bytes on 64-bit platforms): its stores are the limiter's, named by two
 // flags. (In-memory Dedupe and Cooldown middleware skips it.)
 type Lease struct {
 	l     *limiter
@@ -42,7 +42,7 @@ type Lease struct {
 }
 
 // newLease returns the lease of an acquisition of req sent at sent (see
-// monoNow) that the Limiter's store, or its Fallback when fallback is set,
+// monoNow) that the limiter's store, or its Fallback when fallback is set,
 // granted with g.
 func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
 	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL,
@@ -59,7 +59,7 @@ func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent 
 	return ls
 }
 
-// holder returns the store that holds the lease's key: the Limiter's store,
+// holder returns the store that holds the lease's key: the limiter's store,
 // or its Fallback.
 func (ls *Lease) holder() Store {
 	if ls.onFallback {
@@ -86,7 +86,7 @@ func (ls *Lease) setValid(sent int64, ttl time.Duration) {
 	ls.validUntil.Store(sent + int64(ttl-store.Drift(ttl)))
 }
 
-// Fence returns the acquisition's fencing token under Policy.Fence, else 0.
+// Fence returns the acquisition's fencing token under LockConfig.Fence, else 0.
 // It strictly increases for the key across every process sharing the store;
 // see the package documentation for how to use it.
 func (ls *Lease) Fence() int64 { return ls.fence }
@@ -101,7 +101,7 @@ func (ls *Lease) ValidFor() time.Duration {
 // Release frees the key if the lease still holds it (a reentrant key loses
 // one hold). It fails with ErrNotHeld when the key expired or changed hands
 // (nothing is freed, and a second Release gets it too) or with ErrStore. It
-// runs even when ctx is cancelled, bounded by Policy.Timeout instead.
+// runs even when ctx is cancelled, bounded by Options.Timeout instead.
 func (ls *Lease) Release(ctx context.Context) error {
 	if ls.released.Swap(true) {
 		return ErrNotHeld

@@ -22,7 +22,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // places that need one (deadlines); it keeps its monotonic reading.
 func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 
-// Limiter takes keys in a Store under one Policy. It is safe for concurrent
+// limiter takes keys in a Store under one Policy. It is safe for concurrent
 // use; make one per policy at start-up and share it.
 type limiter struct {
 	store    Store
@@ -33,9 +33,8 @@ type limiter struct {
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
 	// are store.InMemory (asked once in New, not with a type assertion per
-	// call): calls to them need no Policy.Timeout bound.
+	// call): calls to them need no Options.Timeout bound.
 	storeLocal, fallbackLocal bool
-
 
 	health  health
 	logs    logGates
@@ -154,7 +153,7 @@ func (l *limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name,
 const keyTokenBuf = 160
 
 // request returns the store request that acquires the key for id for ttl:
-// the key, and a new token (or, under Policy.Reentrant, the owner ctx
+// the key, and a new token (or, under LockConfig.Reentrant, the owner ctx
 // carries, if any). The key and the token are built into one buffer and
 // become one string, which they share: one allocation instead of two for
 // every acquisition. The lease and the store's lock keep both, so they
@@ -206,7 +205,7 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // wait retries a held key with backoff until it is acquired, deadline (the
-// start of the acquisition plus Policy.Wait) passes or ctx ends. When the
+// start of the acquisition plus LockConfig.Wait) passes or ctx ends. When the
 // store is a Notifier, a release wakes it at once. When look is not nil, it
 // is called after every attempt that finds the key held, and the wait ends
 // with the record it returns, if any (Claim).
@@ -385,7 +384,7 @@ func (l *limiter) bounded(ctx context.Context, st Store, req store.Request) (sto
 }
 
 // logDryRun logs, at most once a second, that a request went ahead under
-// Policy.DryRun although err (an ErrContended) would have turned it away;
+// Options.DryRun although err (an ErrContended) would have turned it away;
 // the Observer counts every one.
 func (l *limiter) logDryRun(err error) {
 	var ce *ContendedError
@@ -396,12 +395,12 @@ func (l *limiter) logDryRun(err error) {
 		"mode", l.p.Mode.String(), "retry_after", ce.RetryAfter)
 }
 
-// Admit is Acquire with Policy.WhenStoreFails applied, for a request that
+// Admit is Acquire with Options.WhenStoreFails applied, for a request that
 // must be answered now; package guard builds the middleware on it. A lease
 // admits the request; an error (ErrContended, ErrStore when failing closed,
 // or the context's) turns it away; nil and no error mean that the store
 // failed open: the request goes ahead unguarded, logged and counted. Under
-// Policy.DryRun, ErrContended still says what would have happened; the
+// Options.DryRun, ErrContended still says what would have happened; the
 // caller lets the request through. The Observer is told the outcome.
 func (l *limiter) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := l.acquire(ctx, id, l.p.TTL)

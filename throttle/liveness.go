@@ -17,17 +17,17 @@ import (
 //
 // A store that answers, however slowly, is not down. Under a burst the
 // calls of a process queue for the client's connections and for the CPU,
-// and a call may wait far longer than Policy.Timeout while the store
+// and a call may wait far longer than Options.Timeout while the store
 // answers thousands of others. Failing such a call open would let a
 // duplicate through exactly when duplicates arrive; failing it closed would
 // answer a healthy burst with 503s. So a call is not ended by its own age
 // but by the store's silence:
 //
 //   - it fails as an outage once the store has answered no call of any
-//     Limiter in this process for a whole Policy.Timeout while it waited
+//     limiter in this process for a whole Options.Timeout while it waited
 //     (a stopped, hung or unreachable Redis); WhenStoreFails applies;
 //   - while the store keeps answering, it waits: up to the caller's own
-//     deadline, and at most loadWaits × Policy.Timeout (3 s at the
+//     deadline, and at most loadWaits × Options.Timeout (3 s at the
 //     default); past that, or when more than maxWaiting calls already wait
 //     for the store, the process is saturated and the request is shed:
 //     turned away with 503 and a Retry-After, counted as Shed, never let
@@ -35,13 +35,13 @@ import (
 //   - an error the store returns (connection refused, reset) fails at once,
 //     as before.
 const (
-	// loadWaits is how many Policy.Timeouts a call may wait for a store
+	// loadWaits is how many Options.Timeouts a call may wait for a store
 	// that keeps answering other calls.
 	loadWaits = 30
 	// maxWaiting is how many calls may wait for one store at once before
 	// new ones are shed without being sent.
 	maxWaiting = 10000
-	// busyQuiets is how many Policy.Timeouts a store must be silent for
+	// busyQuiets is how many Options.Timeouts a store must be silent for
 	// before a call counts it down in a process too busy to read replies
 	// promptly (see quiet): 1 s at the default.
 	busyQuiets = 10
@@ -51,7 +51,7 @@ const (
 )
 
 // errSilent is the cause of a store call ended because the store answered
-// nothing for a whole Policy.Timeout: the outage WhenStoreFails is for.
+// nothing for a whole Options.Timeout: the outage WhenStoreFails is for.
 var errSilent = errors.New("the store answered no call for the whole timeout")
 
 // errShed is the cause of a store call ended, or never sent, because the
@@ -63,7 +63,7 @@ func isShed(err error) bool { return errors.Is(err, errShed) }
 
 // liveness is what the Limiters of one store in this process know of it
 // together: when it last answered a call, and how many calls wait for it.
-// Shared, so that a Limiter whose first call queues behind another's burst
+// Shared, so that a limiter whose first call queues behind another's burst
 // still sees the store answer.
 type liveness struct {
 	answered atomic.Int64 // monoNow of the latest call the store answered; 0: none yet
@@ -82,8 +82,8 @@ func (lv *liveness) answer() {
 }
 
 // livenesses maps a store (by the address it points to) to its liveness,
-// weakly: an entry lives as long as a Limiter holds the liveness, and that
-// Limiter holds the store, so an address is not reused while its entry is
+// weakly: an entry lives as long as a limiter holds the liveness, and that
+// limiter holds the store, so an address is not reused while its entry is
 // alive.
 var livenesses struct {
 	sync.Mutex
@@ -162,7 +162,7 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 // watch returns the context of one call to a store outside this process,
 // bounded by the rule above, and the call, whose end must be called with
 // the store's error once it returned. ctx's cancellation ends it too. st
-// is the store called: the Limiter's, or its Fallback, whose answers say
+// is the store called: the limiter's, or its Fallback, whose answers say
 // nothing of the store's. A store in this process (store.InMemory) cannot
 // hang: its call is not watched, and the call returned is nil, whose end
 // returns the error it is given.
@@ -171,7 +171,7 @@ func (l *limiter) watch(ctx context.Context, st Store) (context.Context, *storeC
 }
 
 // watchSince is watch for a call retried since first (see callStore),
-// whose load limit counts from then: loadWaits × Policy.Timeout, or
+// whose load limit counts from then: loadWaits × Options.Timeout, or
 // patience when that is longer.
 func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	local, lv := l.storeLocal, l.live

@@ -28,7 +28,7 @@ func (g *logGate) pass() (bool, int64) {
 	return true, g.suppressed.Swap(0)
 }
 
-// logGates are a Limiter's gates, one per kind of line ("store error
+// logGates are a limiter's gates, one per kind of line ("store error
 // acquire", "shed"…), made on first use.
 type logGates struct{ m sync.Map }
 

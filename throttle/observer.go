@@ -5,13 +5,12 @@ import (
 	"time"
 )
 
-// Observer is told of every decision and lease event of a Limiter whose
-// Policy.Observer it is, for metrics and traces: packages promthrottle
+// Observer is told of every decision and lease event of a limiter whose// Options.Observer it is, for metrics and traces: packages promthrottle
 // (Prometheus) and otelthrottle (OpenTelemetry) implement it. Observe is
 // called on the request's goroutine, synchronously, so it must be quick and
 // must not block; ctx is the caller's context (for the request's span). An
 // Event never carries a key, a token or a client address, so no observer
-// can leak one. A Limiter without an Observer pays nothing: not even the
+// can leak one. A limiter without an Observer pays nothing: not even the
 // clock readings that time store calls.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
@@ -19,9 +18,9 @@ type Observer interface {
 
 // EventKind says what an Event reports:
 //
-//	Admitted        a request went ahead (Admit, AdmitN): holding its key, or charged Cost
+//	Admitted        a request went ahead (Admit): holding its key, or charged Cost
 //	Rejected        a request was turned away: key held or quota spent, for RetryAfter
-//	DryRunRejected  under Policy.DryRun, a request that would have been Rejected went ahead
+//	DryRunRejected  under Options.DryRun, a request that would have been Rejected went ahead
 //	FailedOpen      the store failed; the request went ahead unguarded
 //	FailedClosed    the store failed; the request was turned away
 //	Shed            the store answers, but this process waited for it too long or with too many calls: turned away (503)
@@ -31,8 +30,8 @@ type Observer interface {
 //	Released        a held key was given back after Hold, for Reason
 //	Extended        a lease's refresher extended it
 //	Lost            a held lease expired or was taken before it was released
-//	FallbackOn      under FailOver, the Limiter stopped asking the failing store
-//	FallbackOff     the store answered again, and the Limiter went back to it
+//	FallbackOn      under FailOver, the limiter stopped asking the failing store
+//	FallbackOff     the store answered again, and the limiter went back to it
 //	Replayed        a Replay duplicate got the first request's recorded answer (Claim)
 type EventKind uint8
 
@@ -74,7 +73,7 @@ var kindNames = [...]string{
 
 // ReleaseReason says why a key was released: ReleaseDone when the work or
 // handler returned and the mode releases then (Exclusive, Do);
-// ReleaseFailed when it failed (Policy.Failed, or Do's work returned an
+// ReleaseFailed when it failed (guard.WithFailed, or Do's work returned an
 // error) and Dedupe or Do gives the key back; ReleasePanic when it panicked.
 type ReleaseReason uint8
 
@@ -99,7 +98,7 @@ func (r ReleaseReason) String() string {
 }
 
 // Event is one thing an Observer is told; see EventKind for which fields
-// each kind fills (the others are zero). Policy and Mode are the Limiter's,
+// each kind fills (the others are zero). Policy and Mode are the limiter's,
 // so every label value is bounded. Op is "acquire", "release", "extend",
 // "quota", "record" (Lease.Record) or "recorded" (a Replay duplicate's read). Latency times a StoreCall, Hold a Released key, and RetryAfter is
 // what a Rejected (or DryRunRejected) request's client should wait.

@@ -120,7 +120,7 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Deci
 }
 
 // allowOnce makes one quota decision: in the store, bounded by
-// Policy.Timeout, or in the Fallback under FailOver while the store is
+// Options.Timeout, or in the Fallback under FailOver while the store is
 // down or when it fails. It says whether the Fallback decided.
 func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -163,7 +163,7 @@ func (l *limiter) allowFallback(ctx context.Context, key string, r store.Rate, c
 	return d, true, nil
 }
 
-// allowIn calls q.AllowN bounded by Policy.Timeout, as call does for
+// allowIn calls q.AllowN bounded by Options.Timeout, as call does for
 // acquisitions.
 func (l *limiter) allowIn(ctx context.Context, q store.Quota, key string, r store.Rate, cost int) (Decision, error) {
 	start := l.startCall()

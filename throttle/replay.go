@@ -139,7 +139,7 @@ func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 	return rec, err
 }
 
-// readRecord is one Recorded call to st, bounded by Policy.Timeout. A store
+// readRecord is one Recorded call to st, bounded by Options.Timeout. A store
 // failure is counted and returned as ErrStore, the caller's context error
 // as itself.
 func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
@@ -178,7 +178,7 @@ func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte,
 // longer holds the key, ErrInvalid when the store refuses rec (too large
 // for it, see memstore.WithMaxRecordBytes) or does not keep records, or
 // ErrStore. It runs even when ctx is cancelled (the client may have left;
-// its retry still wants the answer), bounded by Policy.Timeout.
+// its retry still wants the answer), bounded by Options.Timeout.
 //
 // Under FailOver the Fallback's mirror of the hold gets a copy, so that
 // duplicates reaching this process are still answered while the store

@@ -2,7 +2,7 @@ package throttle
 
 import "sync/atomic"
 
-// Stats are a Limiter's counters since it was made: contention, store
+// Stats are a limiter's counters since it was made: contention, store
 // health and lost leases, for your metrics.
 type Stats struct {
 	Acquired    uint64 // acquisitions granted, the fallback's included
