@@ -10,7 +10,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns echo middleware that admits each request under l,
+// Middleware returns echo middleware that decides each request with g,
 // keyed by the identity key builds from c.Request(). Because keyfuncs work
 // on the *http.Request, the stored key is the one the nethttp and gin
 // adapters build for the same request.
@@ -20,7 +20,7 @@ import (
 // Fence or Reentrant. When it returns, the hold ends with the status the
 // client gets, a returned error counting as echo will render it: see
 // "Status of the handler" in the package documentation. Middleware panics
-// when l or key is nil: a wiring mistake to catch at start-up.
+// when g or key is nil: a wiring mistake to catch at start-up.
 func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
 	if key == nil {
 		panic("echoadapter: Middleware needs a non-nil key function")

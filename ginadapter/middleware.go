@@ -9,7 +9,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns gin middleware that admits each request under l, keyed
+// Middleware returns gin middleware that decides each request with g, keyed
 // by the identity key builds from c.Request. Because keyfuncs work on the
 // *http.Request, the stored key is the one the nethttp and echo adapters
 // build for the same request.
@@ -19,7 +19,7 @@ import (
 // Fence or Reentrant. When it returns, the hold ends with the status the
 // client gets, an error left in c.Errors with no response written counting
 // as a failure: see "Status of the handler" in the package documentation.
-// Middleware panics when l or key is nil: a wiring mistake to catch at
+// Middleware panics when g or key is nil: a wiring mistake to catch at
 // start-up.
 func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
 	if key == nil {

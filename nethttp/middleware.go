@@ -7,9 +7,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns middleware that admits each request under l, keyed by
-// the identity key builds from it (combined with the policy name by
-// l.Key). It is the one-line way to guard a handler; see the package
+// Middleware returns middleware that decides each request with g, keyed by
+// the identity key builds from it. It is the one-line way to guard a handler; see the package
 // documentation for the responses.
 //
 // The handler runs with the request's context, or with one carrying the
@@ -20,7 +19,7 @@ import (
 // Exclusive modes) and keeps unwinding unchanged, so that http.Server or
 // your recovery middleware still sees it.
 //
-// Middleware panics when l or key is nil: that is a wiring mistake to catch
+// Middleware panics when g or key is nil: that is a wiring mistake to catch
 // at start-up, not something a request can cause.
 func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) func(http.Handler) http.Handler {
 	if g == nil || key == nil {
