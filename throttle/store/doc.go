@@ -1,12 +1,12 @@
 // Package store is for the authors of throttle stores: the Store interface a
-// throttle.Limiter keeps its locks in, the request and answer types of its
+// throttle limiter keeps its locks in, the request and answer types of its
 // three calls, the optional capabilities a store may add (Notifier,
 // InMemory, Quota, Recorder), and the helpers every implementation shares:
 // the key layout (Key, FenceKey, RecordKey), unique tokens (NewToken) and
 // the drift allowance (Drift).
 //
-// Users of the middleware or of throttle.Limiter.Do never need this package:
-// they pick memstore or redisstore and hand it to throttle.New. Write a store
+// Users of the middleware or of throttle.Lock.Do never need this package:
+// they pick memstore or redisstore and hand it to throttle.NewLock, NewQuota or NewReplay. Write a store
 // of your own when your locks must live somewhere else, and check it with
 // storetest.Run, the conformance suite every store in this module passes.
 //
@@ -23,7 +23,7 @@
 // A store that cannot serve some kinds of request (the Redlock store refuses
 // fencing and reentrancy: they cannot be made safe over independent masters)
 // has a method Refuses(Request) error that returns an error matching
-// ErrInvalid for them. throttle.New then refuses a policy that asks for
+// ErrInvalid for them. throttle.NewLock then refuses a config that asks for
 // them, rather than failing every acquisition at run time, and storetest
 // skips the checks that need them.
 package store

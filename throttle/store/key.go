@@ -47,7 +47,7 @@ const keyBuf = 128
 
 // AppendKey appends Key(prefix, policy, id) to dst and returns the extended
 // slice. It lets a caller build the key into a buffer of its own, together
-// with other bytes (the throttle.Limiter builds the key and the token of an
+// with other bytes (the throttle limiter builds the key and the token of an
 // acquisition into one string, one allocation for both).
 func AppendKey(dst []byte, prefix, policy, id string) []byte {
 	dst = append(dst, prefix...)

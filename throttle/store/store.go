@@ -13,7 +13,7 @@ import (
 // in this module passes, and a store of your own should pass it too.
 //
 // Every method takes the caller's context first and must return promptly when
-// it is done. Stores return their own errors unchanged; the throttle.Limiter
+// it is done. Stores return their own errors unchanged; the throttle limiter
 // wraps them so that callers can tell "the store failed" (throttle.ErrStore)
 // apart from "somebody holds the key" (throttle.ErrContended), which is not
 // an error here but a Grant that was not Acquired.
@@ -42,7 +42,7 @@ type Store interface {
 // Notifier is implemented by stores that can tell a waiting acquirer that a
 // key was released, so that a hand-over takes about one round trip instead
 // of a polling interval. Stores without it are polled with the policy's
-// backoff (throttle.Policy.Backoff).
+// backoff (throttle.LockConfig.Backoff).
 type Notifier interface {
 	// Watch returns a channel that receives a value (without blocking the
 	// store: extra signals are dropped) after key is released, and a stop
@@ -130,8 +130,8 @@ func (o Outcome) String() string {
 }
 
 // InMemory is implemented by stores that answer from the process's own
-// memory without waiting on I/O, such as memstore. The throttle.Limiter
-// skips the per-call throttle.Policy.Timeout for them: it could never fire,
+// memory without waiting on I/O, such as memstore. The throttle limiter
+// skips the per-call throttle.Options.Timeout for them: it could never fire,
 // and setting it up costs a timer and a context on every request.
 type InMemory interface {
 	Store
@@ -149,7 +149,7 @@ var ErrInvalid = errors.New("throttle: invalid argument")
 // is full. Wrap such errors with it (fmt.Errorf("...: %w: %w",
 // store.ErrNotApplied, err)). Any other error of Acquire leaves the outcome
 // unknown: the command may have taken the key with the request's token after
-// all, so the throttle.Limiter releases that token in the background once
+// all, so the throttle limiter releases that token in the background once
 // the store answers again; ErrNotApplied spares it the work.
 var ErrNotApplied = errors.New("throttle: store call not applied")
 

@@ -52,7 +52,7 @@ const tokenLen = 31
 // AppendToken appends a new token, as NewToken makes, to dst and returns
 // the extended slice: for a caller that builds the token into a buffer of
 // its own, with other bytes, to spare it an allocation of its own (the
-// throttle.Limiter builds a request's key and token into one string).
+// throttle limiter builds a request's key and token into one string).
 func AppendToken(dst []byte) []byte {
 	dst = append(dst, tokenPrefix...)
 	return seq.Append(dst, tokenSeq.Add(1))
