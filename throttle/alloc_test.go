@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -22,6 +25,9 @@ import (
 // the call, its context.WithCancelCause (context and cancel function), its
 // timer and the timer's function, and the Done channel, which a store that
 // waits on it (go-redis does) makes.
+//
+// The measured functions check their results without testify: its
+// t.Helper call and variadic arguments would allocate.
 func TestAllocs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -37,57 +43,58 @@ func TestAllocs(t *testing.T) {
 		{"memstore", memstore.New(), 2, 2},
 		{"remote", remote{}, 8, 8},
 	} {
-		l, err := throttle.New(c.st, throttle.Policy{Name: "allocs", Timeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := 0
-		admit := func() {
-			if _, err := l.Admit(ctx, ids[i]); err != nil {
-				t.Fatalf("%s: admission of %s: %v", c.name, ids[i], err)
+		t.Run(c.name, func(t *testing.T) {
+			config := throttle.LockConfig{Name: "allocs", Options: throttle.Options{Timeout: time.Second}}
+			l := newLock(t, c.st, config)
+			i := 0
+			var failed error
+			admit := func() {
+				if _, err := l.Admit(ctx, ids[i]); err != nil && failed == nil {
+					failed = err
+				}
+				i++
 			}
-			i++
-		}
-		for i < 2000 { // the store's maps grow now, not while measured
-			admit()
-		}
-		if n := testing.AllocsPerRun(1000, admit); n > c.admitted {
-			t.Errorf("%s: %v allocations per admission, want at most %v", c.name, n, c.admitted)
-		}
-		if c.name == "remote" {
-			l, _ = throttle.New(remote{held: true}, throttle.Policy{Name: "allocs", Timeout: time.Second})
-		}
-		n := testing.AllocsPerRun(1000, func() {
-			if _, err := l.Admit(ctx, ids[0]); !errors.Is(err, throttle.ErrContended) {
-				t.Fatalf("%s: admission of a held key: %v", c.name, err)
+			for i < 2000 { // the store's maps grow now, not while measured
+				admit()
 			}
+			n := testing.AllocsPerRun(1000, admit)
+			require.NoError(t, failed, "admission")
+			assert.LessOrEqual(t, n, c.admitted, "allocations per admission")
+			t.Logf("%v allocations per admission", n)
+
+			if c.name == "remote" {
+				l = newLock(t, remote{held: true}, config)
+			}
+			n = testing.AllocsPerRun(1000, func() {
+				if _, err := l.Admit(ctx, ids[0]); !errors.Is(err, throttle.ErrContended) && failed == nil {
+					failed = err
+				}
+			})
+			require.NoError(t, failed, "admission of a held key: want ErrContended")
+			assert.LessOrEqual(t, n, c.rejected, "allocations per rejection")
+			t.Logf("%v allocations per rejection", n)
 		})
-		if n > c.rejected {
-			t.Errorf("%s: %v allocations per rejection, want at most %v", c.name, n, c.rejected)
-		}
 	}
 }
 
-// TestAdmitNInlined pins what keeps an admitted quota request at one
-// allocation on a memory store (the key): Limiter.AdmitN is small enough
-// to be inlined, so that a caller that only reads the decision keeps it on
-// its own stack. A change that makes AdmitN too costly to inline moves the
+// TestQuotaAdmitInlined pins what keeps an admitted quota request at one
+// allocation on a memory store (the key): Quota.Admit is small enough to
+// be inlined, so that a caller that only reads the decision keeps it on
+// its own stack. A change that makes Admit too costly to inline moves the
 // decision to the heap, and this test sees the second allocation.
-func TestAdmitNInlined(t *testing.T) {
-	l, err := throttle.New(memstore.New(), throttle.Policy{Name: "allocs", Mode: throttle.Quota, Limit: 1 << 20, Window: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestQuotaAdmitInlined(t *testing.T) {
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "allocs"})
+	rate := throttle.Rate{Limit: 1 << 20, Window: time.Hour}
 	ctx := context.Background()
-	_, _ = l.AdmitN(ctx, "u", 1) // the key's entry is made now, not while measured
+	_, _ = q.Admit(ctx, "u", rate, 1) // the key's entry is made now, not while measured
+	var failed error
 	n := testing.AllocsPerRun(1000, func() {
-		d, err := l.AdmitN(ctx, "u", 1)
-		if allowed := d != nil && d.Allowed; err != nil || !allowed {
-			// Not d itself: passed on, it would escape here.
-			t.Fatalf("AdmitN: allowed %v, %v", allowed, err)
+		d, err := q.Admit(ctx, "u", rate, 1)
+		// Not d itself: passed on, it would escape here.
+		if allowed := d != nil && d.Allowed; (err != nil || !allowed) && failed == nil {
+			failed = errors.Join(errors.New("Admit: not allowed"), err)
 		}
 	})
-	if n > 1 {
-		t.Errorf("%v allocations per admitted quota request, want at most 1 (the key)", n)
-	}
+	require.NoError(t, failed)
+	assert.LessOrEqual(t, n, 1.0, "allocations per admitted quota request, want at most 1 (the key)")
 }

@@ -3,7 +3,6 @@ package throttle_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-// crashPolicy is shared by the holder process and the test.
-func crashPolicy() throttle.Policy {
-	return throttle.Policy{Name: "crash", Mode: throttle.Exclusive, LeaseTTL: time.Second, Timeout: time.Second}
+// crashConfig is shared by the holder process and the test.
+func crashConfig() throttle.LockConfig {
+	return throttle.LockConfig{Name: "crash", Mode: throttle.Exclusive, TTL: time.Second,
+		Options: throttle.Options{Timeout: time.Second}}
 }
 
 // TestKilledHolderFreesKeyAfterTTL runs a holder in another process, kills it
@@ -26,17 +28,13 @@ func crashPolicy() throttle.Policy {
 // holder blocks others for at most one lease.
 func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 	b := redisBackend(t)
-	p := crashPolicy()
+	c := crashConfig()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=holder", "HOLDER_REDIS="+b.srv.Addr)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	waited := false
 	t.Cleanup(func() {
 		if !waited {
@@ -45,52 +43,40 @@ func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "held" {
-		t.Fatalf("holder said %q, %v; want \"held\"", line, err)
-	}
+	require.NoError(t, err, "holder said %q", line)
+	require.Equal(t, "held", strings.TrimSpace(line), "the holder's line")
 
-	l := newLimiter(t, b.store, p)
+	l := newLock(t, b.store, c)
 	key := l.StoredKey("job")
 	ctx := context.Background()
 	// Let the holder's refresher extend the key a few times, so that the
 	// key outlives its first TTL only thanks to the (soon dead) process.
-	time.Sleep(2 * p.LeaseTTL)
-	if _, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
-		t.Fatalf("key not held by the live holder after 2 TTLs: %v", err)
-	}
+	time.Sleep(2 * c.TTL)
+	_, err = l.Acquire(ctx, "job")
+	require.ErrorIs(t, err, throttle.ErrContended, "key not held by the live holder after 2 TTLs")
 
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	waited = true
 	killed := time.Now()
 	pttl, err := b.rdb.PTTL(ctx, key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pttl <= 0 || pttl > p.LeaseTTL {
-		t.Fatalf("PTTL right after the kill is %v, want in (0, %v]", pttl, p.LeaseTTL)
-	}
-	if _, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
-		t.Fatalf("key free right after the kill (PTTL was %v): %v", pttl, err)
-	}
+	require.NoError(t, err)
+	require.Positive(t, pttl, "PTTL right after the kill")
+	require.LessOrEqual(t, pttl, c.TTL, "PTTL right after the kill")
+	_, err = l.Acquire(ctx, "job")
+	require.ErrorIs(t, err, throttle.ErrContended, "key free right after the kill (PTTL was %v)", pttl)
 
 	var lease *throttle.Lease
-	if !waitFor(p.LeaseTTL+5*time.Second, func() bool {
+	require.True(t, waitFor(c.TTL+5*time.Second, func() bool {
 		lease, err = l.Acquire(ctx, "job")
 		return err == nil
-	}) {
-		t.Fatalf("key not free %v after the holder was killed: %v", time.Since(killed), err)
-	}
+	}), "key not free %v after the holder was killed: %v", time.Since(killed), err)
 	freed := time.Since(killed)
 	defer lease.Release(ctx)
 	t.Logf("killed holder's key had PTTL %v, was acquired %v after the kill", pttl, freed)
 	// The key may not become free before its TTL ran out. A small margin
 	// absorbs the time between the kill and the PTTL reading.
-	if freed < pttl-50*time.Millisecond {
-		t.Fatalf("key free %v after the kill, before its PTTL %v ran out", freed, pttl)
-	}
+	require.GreaterOrEqual(t, freed, pttl-50*time.Millisecond, "key free after the kill, before its PTTL %v ran out", pttl)
 }
 
 // runHolder is the helper process of TestKilledHolderFreesKeyAfterTTL: it
@@ -98,7 +84,7 @@ func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 func runHolder() error {
 	rdb := newClient(os.Getenv("HOLDER_REDIS"))
 	defer rdb.Close()
-	l, err := throttle.New(redisstore.New(rdb), crashPolicy())
+	l, err := throttle.NewLock(redisstore.New(rdb), crashConfig())
 	if err != nil {
 		return err
 	}

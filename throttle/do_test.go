@@ -3,9 +3,11 @@ package throttle_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -17,38 +19,26 @@ func TestDoRunsWorkUnderLease(t *testing.T) {
 	boom := errors.New("boom")
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "do", Mode: throttle.Exclusive, Fence: true})
+			l := newLock(t, b.store, throttle.LockConfig{Name: "do", Mode: throttle.Exclusive, Fence: true})
 			for _, want := range []error{nil, boom} {
 				runs := 0
 				err := l.Do(context.Background(), "job", func(ctx context.Context) error {
 					runs++
 					lease := throttle.LeaseFrom(ctx)
-					switch {
-					case lease == nil:
-						t.Error("work context carries no lease")
-					case lease.Key() != l.StoredKey("job"):
-						t.Errorf("lease key %q, want %q", lease.Key(), l.StoredKey("job"))
-					case lease.Fence() <= 0:
-						t.Errorf("fence %d, want > 0", lease.Fence())
-					case lease.Holds() != 1:
-						t.Errorf("holds %d, want 1", lease.Holds())
-					case lease.ValidFor() <= 0 || lease.ValidFor() > lease.TTL():
-						t.Errorf("ValidFor %v outside (0, %v]", lease.ValidFor(), lease.TTL())
+					if assert.NotNil(t, lease, "work context carries no lease") {
+						assert.Equal(t, l.StoredKey("job"), lease.Key(), "lease key")
+						assert.Positive(t, lease.Fence(), "fence")
+						assert.Equal(t, 1, lease.Holds(), "holds")
+						assert.Positive(t, lease.ValidFor(), "ValidFor")
+						assert.LessOrEqual(t, lease.ValidFor(), lease.TTL(), "ValidFor")
 					}
-					if !b.held(t, l.StoredKey("job")) {
-						t.Error("key not held while the work runs")
-					}
+					assert.True(t, b.held(t, l.StoredKey("job")), "key not held while the work runs")
 					return want
 				})
-				if err != want { // the work's error must come back unwrapped
-					t.Fatalf("Do = %v, want %v", err, want)
-				}
-				if runs != 1 {
-					t.Fatalf("work ran %d times", runs)
-				}
-				if b.held(t, l.StoredKey("job")) {
-					t.Fatal("key still held after Do returned")
-				}
+				// The work's error must come back unwrapped.
+				require.Equal(t, want, err, "Do")
+				require.Equal(t, 1, runs, "work runs")
+				require.False(t, b.held(t, l.StoredKey("job")), "key still held after Do returned")
 			}
 		})
 	}
@@ -60,7 +50,7 @@ func TestDoRunsWorkUnderLease(t *testing.T) {
 func TestDoCallerCancelled(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "do", Mode: throttle.Exclusive, LeaseTTL: 300 * time.Millisecond})
+			l := newLock(t, b.store, throttle.LockConfig{Name: "do", Mode: throttle.Exclusive, TTL: 300 * time.Millisecond})
 			ctx, cancel := context.WithCancel(context.Background())
 			err := l.Do(ctx, "job", func(wctx context.Context) error {
 				cancel()
@@ -68,9 +58,7 @@ func TestDoCallerCancelled(t *testing.T) {
 				return context.Cause(wctx)
 			})
 			isOnly(t, err, context.Canceled)
-			if b.held(t, l.StoredKey("job")) {
-				t.Fatal("key still held after a cancelled Do returned")
-			}
+			require.False(t, b.held(t, l.StoredKey("job")), "key still held after a cancelled Do returned")
 		})
 	}
 }
@@ -79,29 +67,24 @@ func TestDoCallerCancelled(t *testing.T) {
 // checks that errors.Is / errors.As tell them apart.
 func TestDoErrorsAreDistinguishable(t *testing.T) {
 	b := redisBackend(t)
-	p := throttle.Policy{Name: "errs", Mode: throttle.Exclusive, LeaseTTL: 2 * time.Second}
-	l := newLimiter(t, b.store, p)
+	c := throttle.LockConfig{Name: "errs", Mode: throttle.Exclusive, TTL: 2 * time.Second}
+	l := newLock(t, b.store, c)
 	ctx := context.Background()
 	notRun := func(context.Context) error {
-		t.Error("work ran although the acquisition failed")
+		assert.Fail(t, "work ran although the acquisition failed")
 		return nil
 	}
 
 	t.Run("contended", func(t *testing.T) {
 		lease, err := l.Acquire(ctx, "held")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer lease.Release(ctx)
 		err = l.Do(ctx, "held", notRun)
 		isOnly(t, err, throttle.ErrContended)
 		var ce *throttle.ContendedError
-		if !errors.As(err, &ce) {
-			t.Fatalf("%v is not a *ContendedError", err)
-		}
-		if ce.RetryAfter <= 0 || ce.RetryAfter > p.LeaseTTL {
-			t.Fatalf("RetryAfter %v outside (0, %v]", ce.RetryAfter, p.LeaseTTL)
-		}
+		require.ErrorAs(t, err, &ce)
+		require.Positive(t, ce.RetryAfter)
+		require.LessOrEqual(t, ce.RetryAfter, c.TTL)
 	})
 
 	t.Run("context cancelled", func(t *testing.T) {
@@ -118,19 +101,13 @@ func TestDoErrorsAreDistinguishable(t *testing.T) {
 
 	t.Run("not held", func(t *testing.T) {
 		lease, err := l.Acquire(ctx, "released")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lease.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
 		isOnly(t, lease.Release(ctx), throttle.ErrNotHeld)
 		isOnly(t, lease.Extend(ctx, time.Second), throttle.ErrNotHeld)
 
 		lease, err = l.Acquire(ctx, "deleted")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		mustRedis(t, b.rdb.Del(ctx, lease.Key()).Err())
 		isOnly(t, lease.Extend(ctx, time.Second), throttle.ErrNotHeld)
 		isOnly(t, lease.Release(ctx), throttle.ErrNotHeld)
@@ -146,7 +123,7 @@ func TestDoErrorsAreDistinguishable(t *testing.T) {
 	})
 
 	t.Run("invalid", func(t *testing.T) {
-		_, err := throttle.New(b.store, throttle.Policy{Name: "bad", LeaseTTL: time.Microsecond})
+		_, err := throttle.NewLock(b.store, throttle.LockConfig{Name: "bad", Mode: throttle.Exclusive, TTL: time.Microsecond})
 		isOnly(t, err, throttle.ErrInvalid)
 	})
 
@@ -154,28 +131,20 @@ func TestDoErrorsAreDistinguishable(t *testing.T) {
 	t.Run("store down", func(t *testing.T) {
 		b.srv.Kill(t)
 		err := l.Do(ctx, "any", notRun)
-		if !errors.Is(err, throttle.ErrStore) {
-			t.Fatalf("Do = %v, want ErrStore", err)
-		}
-		for _, other := range []error{throttle.ErrContended, throttle.ErrLost, throttle.ErrNotHeld} {
-			if errors.Is(err, other) {
-				t.Fatalf("%v also matches %v", err, other)
-			}
-		}
-		if errors.Unwrap(err) == nil || !strings.Contains(err.Error(), "store acquire") {
-			t.Fatalf("%v: want a store error for acquire with a cause", err)
-		}
+		isOnly(t, err, throttle.ErrStore)
+		require.Error(t, errors.Unwrap(err), "want a store error with a cause")
+		require.ErrorContains(t, err, "store acquire", "want a store error for acquire")
 	})
 }
 
-// TestDoMaxHold checks that Policy.MaxHold ends work that holds the key too
-// long, with cause ErrLost, no earlier than the cap, and that the key is
+// TestDoMaxHold checks that LockConfig.MaxHold ends work that holds the key
+// too long, with cause ErrLost, no earlier than the cap, and that the key is
 // released.
 func TestDoMaxHold(t *testing.T) {
 	const lease, maxHold = 200 * time.Millisecond, 700 * time.Millisecond
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "cap", Mode: throttle.Exclusive, LeaseTTL: lease, MaxHold: maxHold})
+			l := newLock(t, b.store, throttle.LockConfig{Name: "cap", Mode: throttle.Exclusive, TTL: lease, MaxHold: maxHold})
 			var held time.Duration
 			err := l.Do(context.Background(), "job", func(ctx context.Context) error {
 				start := time.Now()
@@ -183,20 +152,14 @@ func TestDoMaxHold(t *testing.T) {
 				case <-ctx.Done():
 					held = time.Since(start)
 				case <-time.After(maxHold + 10*time.Second):
-					t.Error("MaxHold did not end the work")
+					assert.Fail(t, "MaxHold did not end the work")
 				}
 				return nil
 			})
 			isOnly(t, err, throttle.ErrLost)
-			if !strings.Contains(err.Error(), "hold limit") {
-				t.Errorf("error %q does not name the hold limit", err)
-			}
-			if held < maxHold-50*time.Millisecond {
-				t.Fatalf("work cancelled after %v, before MaxHold %v", held, maxHold)
-			}
-			if b.held(t, l.StoredKey("job")) {
-				t.Fatal("key still held after Do returned")
-			}
+			assert.ErrorContains(t, err, "hold limit", "the error does not name the hold limit")
+			require.GreaterOrEqual(t, held, maxHold-50*time.Millisecond, "work cancelled before MaxHold")
+			require.False(t, b.held(t, l.StoredKey("job")), "key still held after Do returned")
 		})
 	}
 }
@@ -206,18 +169,31 @@ func TestDoMaxHold(t *testing.T) {
 func TestDoPanicReleases(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "panic", Mode: throttle.Exclusive, LeaseTTL: 300 * time.Millisecond})
-			func() {
-				defer func() {
-					if r := recover(); r != "work panicked" {
-						t.Fatalf("recovered %v, want the work's panic", r)
-					}
-				}()
+			l := newLock(t, b.store, throttle.LockConfig{Name: "panic", Mode: throttle.Exclusive, TTL: 300 * time.Millisecond})
+			require.PanicsWithValue(t, "work panicked", func() {
 				_ = l.Do(context.Background(), "job", func(context.Context) error { panic("work panicked") })
-			}()
-			if b.held(t, l.StoredKey("job")) {
-				t.Fatal("key still held after the work panicked")
-			}
+			}, "want the work's panic")
+			require.False(t, b.held(t, l.StoredKey("job")), "key still held after the work panicked")
+		})
+	}
+}
+
+// TestDoHoldsForTTL checks that Do holds its key for the Lock's TTL in
+// every mode, refreshing it while the work runs: a Dedupe Lock's Do is
+// still one job at a time.
+func TestDoHoldsForTTL(t *testing.T) {
+	b := memBackend(t)
+	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive} {
+		t.Run(mode.String(), func(t *testing.T) {
+			l := newLock(t, b.store, throttle.LockConfig{Name: "ttl-" + mode.String(), Mode: mode, TTL: time.Minute})
+			err := l.Do(context.Background(), "job", func(ctx context.Context) error {
+				assert.Equal(t, time.Minute, throttle.LeaseFrom(ctx).TTL())
+				_, err := l.Acquire(context.Background(), "job")
+				assert.ErrorIs(t, err, throttle.ErrContended, "a second holder while Do runs")
+				return nil
+			})
+			require.NoError(t, err)
+			require.False(t, b.held(t, l.StoredKey("job")), "key still held after Do returned")
 		})
 	}
 }

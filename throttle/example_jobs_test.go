@@ -40,13 +40,13 @@ func (s *stock) set(qty int, fence int64) error {
 // process takes the key; when it wakes up it still believes it holds the
 // lock. Its fencing token is lower than the new holder's, so the row refuses
 // its late write.
-func ExampleLimiter_Do_fencing() {
-	l, err := throttle.New(memstore.New(), throttle.Policy{
-		Name:     "stock",
-		Mode:     throttle.Exclusive,
-		LeaseTTL: 50 * time.Millisecond,
-		Fence:    true,
-		Wait:     time.Second,
+func ExampleLock_Do_fencing() {
+	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{
+		Name:  "stock",
+		Mode:  throttle.Exclusive,
+		TTL:   50 * time.Millisecond,
+		Fence: true,
+		Wait:  time.Second,
 	})
 	if err != nil {
 		panic(err)
@@ -79,11 +79,11 @@ func ExampleLimiter_Do_fencing() {
 	// qty: 9
 }
 
-// With Policy.Wait, Do waits for a key that is held instead of failing at
+// With LockConfig.Wait, Do waits for a key that is held instead of failing at
 // once; the memory store (like the Redis store) wakes the waiter as soon as
 // the holder releases, so the hand-over does not wait for a retry.
-func ExampleLimiter_Do_wait() {
-	l, err := throttle.New(memstore.New(), throttle.Policy{
+func ExampleLock_Do_wait() {
+	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{
 		Name: "report",
 		Mode: throttle.Exclusive,
 		Wait: 10 * time.Second,
@@ -112,7 +112,7 @@ func ExampleLimiter_Do_wait() {
 	fmt.Println("second:", err)
 
 	// Without Wait, a held key fails at once with a *ContendedError.
-	try, _ := throttle.New(memstore.New(), throttle.Policy{Name: "report", Mode: throttle.Exclusive})
+	try, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "report", Mode: throttle.Exclusive})
 	_ = try.Do(ctx, "monthly", func(ctx context.Context) error {
 		var ce *throttle.ContendedError
 		err := try.Do(context.Background(), "monthly", func(context.Context) error { return nil })
@@ -127,11 +127,11 @@ func ExampleLimiter_Do_wait() {
 	// busy: true
 }
 
-// Under a Reentrant policy the work's context carries its owner, so code it
+// Under a Reentrant lock the work's context carries its owner, so code it
 // calls can take the same key again instead of blocking on itself. The key is
 // freed when the outermost Do returns.
-func ExampleLimiter_Do_reentrant() {
-	l, err := throttle.New(memstore.New(), throttle.Policy{
+func ExampleLock_Do_reentrant() {
+	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{
 		Name:      "order",
 		Mode:      throttle.Exclusive,
 		Reentrant: true,

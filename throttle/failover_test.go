@@ -10,16 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func failOverLimiter(t *testing.T, mode throttle.Mode) (*throttle.Limiter, *switchStore) {
+func failOverLock(t *testing.T, mode throttle.Mode) (*throttle.Lock, *switchStore) {
 	t.Helper()
 	primary := &switchStore{Store: memstore.New()}
-	l := newLimiter(t, primary, throttle.Policy{Name: "fo", Mode: mode, Window: time.Minute,
-		WhenStoreFails: throttle.FailOver, Fallback: memstore.New()})
+	l := newLock(t, primary, throttle.LockConfig{Name: "fo", Mode: mode, TTL: time.Minute,
+		Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: memstore.New()}})
 	return l, primary
 }
 
@@ -27,104 +30,79 @@ func failOverLimiter(t *testing.T, mode throttle.Mode) (*throttle.Limiter, *swit
 // the fallback; three in a row do, until a probe finds the store back.
 func TestFailOverSwitchesOnEvidence(t *testing.T) {
 	ctx := context.Background()
-	l, primary := failOverLimiter(t, throttle.Dedupe)
+	l, primary := failOverLock(t, throttle.Dedupe)
 
 	primary.down.Store(true)
-	if lease, err := l.Admit(ctx, "a"); lease == nil || err != nil {
-		t.Fatalf("first request during the outage: %v %v", lease, err)
-	}
-	if _, err := l.Admit(ctx, "a"); !errors.Is(err, throttle.ErrContended) {
-		t.Fatalf("the fallback should still turn duplicates away, got %v", err)
-	}
+	lease, err := l.Admit(ctx, "a")
+	require.NoError(t, err, "first request during the outage")
+	require.NotNil(t, lease, "first request during the outage")
+	_, err = l.Admit(ctx, "a")
+	require.ErrorIs(t, err, throttle.ErrContended, "the fallback should still turn duplicates away")
 	primary.down.Store(false)
 	calls := primary.calls.Load()
-	if lease, err := l.Admit(ctx, "b"); lease == nil || err != nil {
-		t.Fatalf("after one failure: %v %v", lease, err)
-	}
-	if primary.calls.Load() == calls {
-		t.Fatal("one failure sent the next request to the fallback without asking the store")
-	}
+	lease, err = l.Admit(ctx, "b")
+	require.NoError(t, err, "after one failure")
+	require.NotNil(t, lease, "after one failure")
+	require.NotEqual(t, calls, primary.calls.Load(), "one failure sent the next request to the fallback without asking the store")
 
 	primary.down.Store(true)
 	for i := range 3 {
-		l.Admit(ctx, "fail-"+string(rune('0'+i)))
+		_, _ = l.Admit(ctx, "fail-"+string(rune('0'+i)))
 	}
 	calls = primary.calls.Load()
-	l.Admit(ctx, "skipped")
-	if primary.calls.Load() != calls {
-		t.Fatal("after three failures in a row the store was still asked within the probe interval")
-	}
+	_, _ = l.Admit(ctx, "skipped")
+	require.Equal(t, calls, primary.calls.Load(), "after three failures in a row the store was still asked within the probe interval")
 
 	primary.down.Store(false)
-	deadline := time.Now().Add(5 * time.Second)
-	for primary.calls.Load() == calls {
-		if time.Now().After(deadline) {
-			t.Fatal("the limiter never probed the store again")
-		}
-		l.Admit(ctx, "probe-"+time.Now().String())
+	require.True(t, waitFor(5*time.Second, func() bool {
+		_, _ = l.Admit(ctx, "probe-"+time.Now().String())
 		time.Sleep(50 * time.Millisecond)
-	}
+		return primary.calls.Load() != calls
+	}), "the lock never probed the store again")
 	before := primary.calls.Load()
-	if lease, _ := l.Admit(ctx, "c"); lease == nil {
-		t.Fatal("no lease after recovery")
-	}
-	if primary.calls.Load() == before {
-		t.Fatal("requests did not go back to the store after it recovered")
-	}
-	if s := l.Stats(); s.Fallback < 2 || s.StoreErrors < 4 {
-		t.Fatalf("stats %+v", s)
-	}
+	lease, _ = l.Admit(ctx, "c")
+	require.NotNil(t, lease, "no lease after recovery")
+	require.NotEqual(t, before, primary.calls.Load(), "requests did not go back to the store after it recovered")
+	s := l.Stats()
+	require.GreaterOrEqual(t, s.Fallback, uint64(2), "Stats %+v", s)
+	require.GreaterOrEqual(t, s.StoreErrors, uint64(4), "Stats %+v", s)
 }
 
 // TestFailOverOneHolderPerProcess: within one process, FailOver never
-// grants a key that a live lease of the Limiter holds, whichever store that
+// grants a key that a live lease of the Lock holds, whichever store that
 // lease came from.
 func TestFailOverOneHolderPerProcess(t *testing.T) {
 	ctx := context.Background()
 	t.Run("held in the store, then the store fails", func(t *testing.T) {
-		l, primary := failOverLimiter(t, throttle.Exclusive)
+		l, primary := failOverLock(t, throttle.Exclusive)
 		lease, err := l.Acquire(ctx, "job")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		primary.down.Store(true)
-		if l2, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
-			t.Fatalf("the fallback granted a key a live lease holds: %v %v", l2, err)
-		}
+		_, err = l.Acquire(ctx, "job")
+		require.ErrorIs(t, err, throttle.ErrContended, "the fallback granted a key a live lease holds")
 		primary.down.Store(false)
-		if err := lease.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if l3, err := l.Acquire(ctx, "job"); err != nil {
-			t.Fatalf("after release: %v", err)
-		} else {
-			_ = l3.Release(ctx)
-		}
+		require.NoError(t, lease.Release(ctx))
+		l3, err := l.Acquire(ctx, "job")
+		require.NoError(t, err, "after release")
+		_ = l3.Release(ctx)
 	})
 	t.Run("held in the fallback, then the store is back", func(t *testing.T) {
-		l, primary := failOverLimiter(t, throttle.Exclusive)
+		l, primary := failOverLock(t, throttle.Exclusive)
 		primary.down.Store(true)
 		lease, err := l.Acquire(ctx, "job")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		primary.down.Store(false)
 		for range 5 { // whatever the store's health state
-			if l2, err := l.Acquire(ctx, "job"); !errors.Is(err, throttle.ErrContended) {
-				t.Fatalf("the store granted a key a live fallback lease holds: %v %v", l2, err)
-			}
+			_, err := l.Acquire(ctx, "job")
+			require.ErrorIs(t, err, throttle.ErrContended, "the store granted a key a live fallback lease holds")
 		}
-		if err := lease.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, lease.Release(ctx))
 		l3, err := l.Acquire(ctx, "job")
-		if err != nil {
-			t.Fatalf("after release: %v", err)
-		}
+		require.NoError(t, err, "after release")
 		_ = l3.Release(ctx)
 	})
 	t.Run("concurrent, store flapping", func(t *testing.T) {
-		l, primary := failOverLimiter(t, throttle.Exclusive)
+		l, primary := failOverLock(t, throttle.Exclusive)
 		var mu sync.Mutex
 		holders := 0
 		var wg sync.WaitGroup
@@ -150,9 +128,8 @@ func TestFailOverOneHolderPerProcess(t *testing.T) {
 					}
 					mu.Lock()
 					holders++
-					if holders > 1 {
+					if !assert.LessOrEqual(t, holders, 1, "two live leases of one key in one process") {
 						mu.Unlock()
-						t.Error("two live leases of one key in one process")
 						return
 					}
 					mu.Unlock()
@@ -184,19 +161,17 @@ func (s lostReply) Acquire(ctx context.Context, req store.Request) (store.Grant,
 var errReplyLost = errors.New("reply lost")
 
 // TestAmbiguousAcquireIsReleased: an acquisition whose outcome is unknown
-// does not leave a lock that nobody owns: the Limiter releases its own token
+// does not leave a lock that nobody owns: the Lock releases its own token
 // in the background.
 func TestAmbiguousAcquireIsReleased(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Exclusive} {
 		t.Run(mode.String(), func(t *testing.T) {
 			inner := memstore.New()
-			l := newLimiter(t, lostReply{inner}, throttle.Policy{Name: "amb", Mode: mode, Window: time.Minute})
-			if _, err := l.Acquire(ctx, "u"); !errors.Is(err, throttle.ErrStore) {
-				t.Fatalf("Acquire = %v, want ErrStore", err)
-			}
-			key := l.StoredKey("u")
-			waitFree(t, inner, key)
+			l := newLock(t, lostReply{inner}, throttle.LockConfig{Name: "amb", Mode: mode, TTL: time.Minute})
+			_, err := l.Acquire(ctx, "u")
+			require.ErrorIs(t, err, throttle.ErrStore)
+			waitFree(t, inner, l.StoredKey("u"))
 		})
 	}
 }
@@ -207,15 +182,11 @@ func waitFree(t *testing.T, st throttle.Store, key string) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		g, err := st.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if g.Acquired {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %s is still held by a token nobody owns (%v left)", key, g.Remaining)
-		}
+		require.False(t, time.Now().After(deadline), "key %s is still held by a token nobody owns (%v left)", key, g.Remaining)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -237,13 +208,12 @@ func (s slowReply) Acquire(ctx context.Context, req store.Request) (store.Grant,
 func TestNoWorkOnSpentValidity(t *testing.T) {
 	ctx := context.Background()
 	inner := memstore.New()
-	l := newLimiter(t, slowReply{inner, 20 * time.Millisecond}, throttle.Policy{Name: "late",
-		Mode: throttle.Exclusive, LeaseTTL: 10 * time.Millisecond, Timeout: time.Second})
+	l := newLock(t, slowReply{inner, 20 * time.Millisecond}, throttle.LockConfig{Name: "late",
+		Mode: throttle.Exclusive, TTL: 10 * time.Millisecond, Options: throttle.Options{Timeout: time.Second}})
 	ran := false
 	err := l.Do(ctx, "job", func(context.Context) error { ran = true; return nil })
-	if ran || !errors.Is(err, throttle.ErrStore) {
-		t.Fatalf("Do ran the work (%v) or returned %v, want ErrStore", ran, err)
-	}
+	require.False(t, ran, "Do ran the work")
+	require.ErrorIs(t, err, throttle.ErrStore)
 	waitFree(t, inner, l.StoredKey("job"))
 }
 
@@ -255,7 +225,7 @@ type watchBlocks struct {
 	deadline time.Time
 }
 
-func (s *watchBlocks) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+func (s *watchBlocks) Watch(ctx context.Context, _ string) (<-chan struct{}, func(), error) {
 	s.mu.Lock()
 	s.deadline, _ = ctx.Deadline()
 	s.mu.Unlock()
@@ -263,51 +233,46 @@ func (s *watchBlocks) Watch(ctx context.Context, key string) (<-chan struct{}, f
 	return nil, nil, ctx.Err()
 }
 
-// TestWaitBoundsTheWatch: Policy.Wait bounds the whole wait, setting up the
-// release notification included.
+// TestWaitBoundsTheWatch: LockConfig.Wait bounds the whole wait, setting
+// up the release notification included.
 func TestWaitBoundsTheWatch(t *testing.T) {
 	ctx := context.Background()
 	st := &watchBlocks{Store: memstore.New()}
 	const wait = 50 * time.Millisecond
-	l := newLimiter(t, st, throttle.Policy{Name: "w", Window: time.Minute, Wait: wait, Timeout: time.Second})
-	if _, err := l.Acquire(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
+	l := newLock(t, st, throttle.LockConfig{Name: "w", TTL: time.Minute, Wait: wait, Options: throttle.Options{Timeout: time.Second}})
+	_, err := l.Acquire(ctx, "k")
+	require.NoError(t, err)
 	start := time.Now()
-	if _, err := l.Acquire(ctx, "k"); !errors.Is(err, throttle.ErrContended) {
-		t.Fatalf("second Acquire = %v, want ErrContended", err)
-	}
+	_, err = l.Acquire(ctx, "k")
+	require.ErrorIs(t, err, throttle.ErrContended, "second Acquire")
 	st.mu.Lock()
 	dl := st.deadline
 	st.mu.Unlock()
 	// The deadline is computed from the acquisition's own start, a few
-	// microseconds after ours: allow for that, far below Policy.Timeout.
-	if dl.IsZero() || dl.Sub(start) > wait+wait/2 {
-		t.Fatalf("Watch got deadline %v after the start, want Policy.Wait %v (Timeout is 1s)", dl.Sub(start), wait)
-	}
+	// microseconds after ours: allow for that, far below Options.Timeout.
+	require.False(t, dl.IsZero(), "Watch got no deadline")
+	require.LessOrEqual(t, dl.Sub(start), wait+wait/2, "Watch's deadline after the start: want LockConfig.Wait %v (Timeout is 1s)", wait)
 }
 
 // TestStoreRecoveryLogged: when the store answers again after failing, the
-// policy's logger says so once.
+// lock's logger says so once.
 func TestStoreRecoveryLogged(t *testing.T) {
 	ctx := context.Background()
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
 	primary := &switchStore{Store: memstore.New()}
-	l := newLimiter(t, primary, throttle.Policy{Name: "rec", Logger: logger})
+	l := newLock(t, primary, throttle.LockConfig{Name: "rec", Options: throttle.Options{Logger: logger}})
 	primary.down.Store(true)
-	l.Admit(ctx, "a")
-	l.Admit(ctx, "b")
+	_, _ = l.Admit(ctx, "a")
+	_, _ = l.Admit(ctx, "b")
 	primary.down.Store(false)
-	l.Admit(ctx, "c")
-	l.Admit(ctx, "d")
+	_, _ = l.Admit(ctx, "c")
+	_, _ = l.Admit(ctx, "d")
 	mu.Lock()
 	out := buf.String()
 	mu.Unlock()
-	if n := strings.Count(out, "store answers again"); n != 1 {
-		t.Fatalf("recovery logged %d times, want 1:\n%s", n, out)
-	}
+	require.Equal(t, 1, strings.Count(out, "store answers again"), "recovery logged, want once:\n%s", out)
 }
 
 type lockedWriter struct {

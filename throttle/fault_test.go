@@ -2,12 +2,13 @@ package throttle_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -49,9 +50,9 @@ var faults = []fault{
 }
 
 // TestStoreFaults produces each fault against a real Redis, for each
-// store-error policy and mode, and asserts the promise:
+// store-error mode (WhenStoreFails) and lock mode, and asserts the promise:
 //
-//   - the decision is the policy's: through unguarded (open), 503 (closed),
+//   - the decision is the config's: through unguarded (open), 503 (closed),
 //     or a lock in the fallback (over);
 //   - it is bounded: the request is decided within the store timeout, not
 //     the client's seconds-long defaults (checked only as a hang detector);
@@ -90,18 +91,17 @@ func TestStoreFaults(t *testing.T) {
 func faultCase(t *testing.T, f fault, srv *redistest.Server, proxy *faultproxy.Proxy, direct *redis.Client,
 	st throttle.Store, fail throttle.FailMode, mode throttle.Mode) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "fault-" + t.Name(), Mode: mode, Window: 30 * time.Second,
-		LeaseTTL: 30 * time.Second, WhenStoreFails: fail, Timeout: 100 * time.Millisecond}
+	c := throttle.LockConfig{Name: "fault-" + t.Name(), Mode: mode, TTL: 30 * time.Second,
+		Options: throttle.Options{WhenStoreFails: fail, Timeout: 100 * time.Millisecond}}
 	if fail == throttle.FailOver {
-		p.Fallback = memstore.New()
+		c.Fallback = memstore.New()
 	}
-	l := newLimiter(t, st, p)
+	l := newLock(t, st, c)
 
 	// A key held before the fault, and a connection the client has used.
 	held, err := l.Admit(ctx, "held")
-	if err != nil || held == nil {
-		t.Fatalf("before the fault: %v %v", held, err)
-	}
+	require.NoError(t, err, "before the fault")
+	require.NotNil(t, held, "before the fault")
 	defer held.Release(ctx)
 
 	f.on(t, srv, proxy)
@@ -113,42 +113,32 @@ func faultCase(t *testing.T, f fault, srv *redistest.Server, proxy *faultproxy.P
 	}()
 	start := time.Now()
 	lease, err := l.Admit(ctx, "u")
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("the decision took %v with a 100ms store timeout", d)
-	}
+	assert.LessOrEqual(t, time.Since(start), 3*time.Second, "the decision took too long with a 100ms store timeout")
 	switch {
 	case f.retried:
-		if lease == nil || err != nil {
-			t.Errorf("a command retried after a reset = %v, %v; want the key granted to its own token", lease, err)
-		} else if n, _ := direct.Exists(ctx, l.StoredKey("u")).Result(); n != 1 {
-			t.Errorf("the retried grant's key is not in Redis")
+		if assert.NoError(t, err, "a command retried after a reset: want the key granted to its own token") &&
+			assert.NotNil(t, lease, "a command retried after a reset: want the key granted to its own token") {
+			n, _ := direct.Exists(ctx, l.StoredKey("u")).Result()
+			assert.Equal(t, int64(1), n, "the retried grant's key is not in Redis")
 		}
-		if l2, err := l.Admit(ctx, "u"); !errors.Is(err, throttle.ErrContended) {
-			t.Errorf("a second request for the granted key = %v, %v; want ErrContended", l2, err)
-		}
+		_, err := l.Admit(ctx, "u")
+		assert.ErrorIs(t, err, throttle.ErrContended, "a second request for the granted key")
 	case fail == throttle.FailOpen:
-		if lease != nil || err != nil {
-			t.Errorf("FailOpen: Admit = %v, %v; want through unguarded (nil, nil)", lease, err)
-		}
+		assert.NoError(t, err, "FailOpen: want through unguarded (nil, nil)")
+		assert.Nil(t, lease, "FailOpen: want through unguarded (nil, nil)")
 	case fail == throttle.FailClosed:
-		if lease != nil || !errors.Is(err, throttle.ErrStore) {
-			t.Errorf("FailClosed: Admit = %v, %v; want ErrStore", lease, err)
-		}
+		assert.ErrorIs(t, err, throttle.ErrStore, "FailClosed")
+		assert.Nil(t, lease, "FailClosed")
 	case fail == throttle.FailOver:
-		if lease == nil || err != nil {
-			t.Errorf("FailOver: Admit = %v, %v; want a lease from the fallback", lease, err)
-		}
-		if l2, err := l.Admit(ctx, "u"); !errors.Is(err, throttle.ErrContended) {
-			t.Errorf("FailOver: a second request for a key the fallback holds = %v, %v; want ErrContended", l2, err)
-		}
-		if l2, err := l.Admit(ctx, "held"); !errors.Is(err, throttle.ErrContended) {
-			t.Errorf("FailOver: a request for a key held in Redis before the fault = %v, %v; want ErrContended", l2, err)
-		}
+		assert.NoError(t, err, "FailOver: want a lease from the fallback")
+		assert.NotNil(t, lease, "FailOver: want a lease from the fallback")
+		_, err := l.Admit(ctx, "u")
+		assert.ErrorIs(t, err, throttle.ErrContended, "FailOver: a second request for a key the fallback holds")
+		_, err = l.Admit(ctx, "held")
+		assert.ErrorIs(t, err, throttle.ErrContended, "FailOver: a request for a key held in Redis before the fault")
 	}
 	if lease != nil {
-		if err := lease.Release(ctx); err != nil {
-			t.Errorf("releasing the lease taken during the fault: %v", err)
-		}
+		assert.NoError(t, lease.Release(ctx), "releasing the lease taken during the fault")
 	}
 
 	f.off(t, srv, proxy)
@@ -165,7 +155,7 @@ func faultCase(t *testing.T, f fault, srv *redistest.Server, proxy *faultproxy.P
 		}
 		if time.Now().After(deadline) {
 			ttl, _ := direct.PTTL(ctx, key).Result()
-			t.Fatalf("key %s is still held in Redis by nobody (%v left, %v)", key, ttl, err)
+			require.Failf(t, "lock left behind", "key %s is still held in Redis by nobody (%v left, %v)", key, ttl, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -182,7 +172,7 @@ func faultCase(t *testing.T, f fault, srv *redistest.Server, proxy *faultproxy.P
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the store is not used again after the fault (last: %v %v)", lease, err)
+			require.Failf(t, "store not used again", "the store is not used again after the fault (last: %v %v)", lease, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

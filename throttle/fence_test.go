@@ -11,21 +11,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-// fencePolicy is the policy of the cross-process fencing test; the helper
+// fenceConfig is the config of the cross-process fencing test; the helper
 // processes and the test share it.
-func fencePolicy() throttle.Policy {
-	return throttle.Policy{
-		Name:     "fence",
-		Mode:     throttle.Exclusive,
-		LeaseTTL: 5 * time.Second,
-		Fence:    true,
-		Wait:     time.Minute,
-		Backoff:  throttle.ExponentialJitter(time.Millisecond, 20*time.Millisecond),
-		Timeout:  time.Second, // a loaded machine must not turn into store errors
+func fenceConfig() throttle.LockConfig {
+	return throttle.LockConfig{
+		Name:    "fence",
+		Mode:    throttle.Exclusive,
+		TTL:     5 * time.Second,
+		Fence:   true,
+		Wait:    time.Minute,
+		Backoff: throttle.ExponentialJitter(time.Millisecond, 20*time.Millisecond),
+		Options: throttle.Options{Timeout: time.Second}, // a loaded machine must not turn into store errors
 	}
 }
 
@@ -49,35 +52,23 @@ func TestFenceIncreasesAcrossProcesses(t *testing.T) {
 			"FENCER_COUNT="+strconv.Itoa(each))
 		outs[i] = new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cmd.Start())
 		cmds[i] = cmd
 	}
 	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("fencer %d: %v\n%s", i, err, outs[i])
-		}
+		assert.NoError(t, cmd.Wait(), "fencer %d: %s", i, outs[i])
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	fences, err := b.rdb.LRange(context.Background(), fenceList, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fences) != procs*each {
-		t.Fatalf("%d fences recorded, want %d", len(fences), procs*each)
-	}
+	require.NoError(t, err)
+	require.Len(t, fences, procs*each, "fences recorded")
 	prev := int64(0)
 	for i, s := range fences {
 		f, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("fence %d: %q", i, s)
-		}
-		if f <= prev {
-			t.Fatalf("fence %d is %d after %d: not strictly increasing", i, f, prev)
-		}
+		require.NoError(t, err, "fence %d: %q", i, s)
+		require.Greater(t, f, prev, "fence %d: not strictly increasing", i)
 		prev = f
 	}
 	t.Logf("%d acquisitions by %d processes, fences %s..%s", len(fences), procs, fences[0], fences[len(fences)-1])
@@ -93,7 +84,7 @@ func runFencer() error {
 	defer rdb.Close()
 	store := redisstore.New(rdb)
 	defer store.Close()
-	l, err := throttle.New(store, fencePolicy())
+	l, err := throttle.NewLock(store, fenceConfig())
 	if err != nil {
 		return err
 	}
@@ -110,7 +101,7 @@ func runFencer() error {
 }
 
 // TestFenceIncreasesAcrossGoroutines is the same check within one process,
-// for both stores: goroutines with their own Limiters take one key in turn.
+// for both stores: goroutines with their own Locks take one key in turn.
 func TestFenceIncreasesAcrossGoroutines(t *testing.T) {
 	const workers, each = 8, 100
 	for _, b := range backends(t) {
@@ -120,7 +111,7 @@ func TestFenceIncreasesAcrossGoroutines(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
 			for range workers {
-				l := newLimiter(t, b.store, fencePolicy())
+				l := newLock(t, b.store, fenceConfig())
 				wg.Go(func() {
 					for range each {
 						err := l.Do(context.Background(), fenceID, func(ctx context.Context) error {
@@ -140,34 +131,45 @@ func TestFenceIncreasesAcrossGoroutines(t *testing.T) {
 			wg.Wait()
 			close(errs)
 			for err := range errs {
-				t.Fatal(err)
+				require.NoError(t, err)
 			}
-			if len(fences) != workers*each {
-				t.Fatalf("%d fences, want %d", len(fences), workers*each)
-			}
+			require.Len(t, fences, workers*each, "fences")
 			for i := 1; i < len(fences); i++ {
-				if fences[i] <= fences[i-1] {
-					t.Fatalf("fence %d is %d after %d: not strictly increasing", i, fences[i], fences[i-1])
-				}
+				require.Greater(t, fences[i], fences[i-1], "fence %d: not strictly increasing", i)
 			}
 		})
 	}
 }
 
-// TestFenceZeroWithoutPolicy checks that a lease has no fencing token unless
-// the policy asks for one.
-func TestFenceZeroWithoutPolicy(t *testing.T) {
+// TestFenceZeroWithoutConfig checks that a lease has no fencing token unless
+// the config asks for one.
+func TestFenceZeroWithoutConfig(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "nofence", Mode: throttle.Exclusive})
+			l := newLock(t, b.store, throttle.LockConfig{Name: "nofence", Mode: throttle.Exclusive})
 			lease, err := l.Acquire(context.Background(), "x")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lease.Release(context.Background())
-			if lease.Fence() != 0 {
-				t.Fatalf("fence %d without Policy.Fence", lease.Fence())
-			}
+			require.Zero(t, lease.Fence(), "fence without LockConfig.Fence")
+		})
+	}
+}
+
+// TestReplayFence checks that ReplayConfig.Fence gives the first request a
+// fencing token, and that it grows with every claim of the key.
+func TestReplayFence(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			r := newReplay(t, b.store, throttle.ReplayConfig{Name: "rfence", Fence: true, Wait: -1})
+			first, _, err := r.Claim(ctx, "x")
+			require.NoError(t, err)
+			require.Positive(t, first.Fence())
+			require.NoError(t, first.Release(ctx))
+			second, _, err := r.Claim(ctx, "x")
+			require.NoError(t, err)
+			defer second.Release(ctx)
+			require.Greater(t, second.Fence(), first.Fence())
 		})
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -27,14 +30,14 @@ func benchBackends(b *testing.B) []backend {
 // bounded counter table filling up rather than the Do path.
 func BenchmarkDoUncontended(b *testing.B) {
 	for _, be := range benchBackends(b) {
-		l := newLimiter(b, be.store, throttle.Policy{Name: "bench", Mode: throttle.Exclusive})
+		l := newLock(b, be.store, throttle.LockConfig{Name: "bench", Mode: throttle.Exclusive})
 		noop := func(context.Context) error { return nil }
 		ctx := context.Background()
 		b.Run(be.name+"/serial", func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if err := l.Do(ctx, strconv.Itoa(i), noop); err != nil {
-					b.Fatal(err)
+					require.NoError(b, err) // only on failure: testify's b.Helper call would be timed
 				}
 			}
 		})
@@ -44,7 +47,7 @@ func BenchmarkDoUncontended(b *testing.B) {
 				prefix := store.NewToken() // distinct keys per goroutine too
 				for i := 0; pb.Next(); i++ {
 					if err := l.Do(ctx, prefix+strconv.Itoa(i), noop); err != nil {
-						b.Error(err)
+						assert.NoError(b, err) // not require: this is not the benchmark's goroutine
 						return
 					}
 				}
@@ -81,10 +84,10 @@ func BenchmarkHandOver(b *testing.B) {
 }
 
 func benchHandOver(b *testing.B, store throttle.Store, tries uint64) {
-	p := throttle.Policy{Name: "handover", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
-	holder := newLimiter(b, store, p)
-	p.Wait = 10 * time.Second
-	waiter := newLimiter(b, store, p)
+	c := throttle.LockConfig{Name: "handover", Mode: throttle.Exclusive, TTL: 30 * time.Second}
+	holder := newLock(b, store, c)
+	c.Wait = 10 * time.Second
+	waiter := newLock(b, store, c)
 	ctx := context.Background()
 	type result struct {
 		at    time.Time
@@ -95,9 +98,7 @@ func benchHandOver(b *testing.B, store throttle.Store, tries uint64) {
 	got := make(chan result)
 	for b.Loop() {
 		lease, err := holder.Acquire(ctx, "k")
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		before := waiter.Stats().Rejected
 		go func() {
 			l, err := waiter.Acquire(ctx, "k")
@@ -108,17 +109,11 @@ func benchHandOver(b *testing.B, store throttle.Store, tries uint64) {
 		}
 		time.Sleep(20 * time.Millisecond)
 		start := time.Now()
-		if err := lease.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, lease.Release(ctx))
 		r := <-got
-		if r.err != nil {
-			b.Fatal(r.err)
-		}
+		require.NoError(b, r.err)
 		lat = append(lat, r.at.Sub(start))
-		if err := r.lease.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, r.lease.Release(ctx))
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")

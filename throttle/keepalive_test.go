@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -22,9 +22,9 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 	const ttl, work = 400 * time.Millisecond, 1300 * time.Millisecond
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "keepalive", Mode: throttle.Exclusive, LeaseTTL: ttl}
-			holder := newLimiter(t, b.store, p)
-			contender := newLimiter(t, b.store, p)
+			c := throttle.LockConfig{Name: "keepalive", Mode: throttle.Exclusive, TTL: ttl}
+			holder := newLock(t, b.store, c)
+			contender := newLock(t, b.store, c)
 			ctx := context.Background()
 			tries := 0
 			err := holder.Do(ctx, "job", func(wctx context.Context) error {
@@ -41,18 +41,12 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 				}
 				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tries < 10 {
-				t.Fatalf("contender tried only %d times", tries)
-			}
-			if b.held(t, holder.StoredKey("job")) {
-				t.Fatal("key still held after Do returned")
-			}
-			if s := holder.Stats(); s.Lost != 0 || s.Acquired != 1 {
-				t.Fatalf("holder stats %+v, want 1 acquired and 0 lost", s)
-			}
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, tries, 10, "contender tries")
+			require.False(t, b.held(t, holder.StoredKey("job")), "key still held after Do returned")
+			s := holder.Stats()
+			require.Zero(t, s.Lost, "holder stats %+v", s)
+			require.Equal(t, uint64(1), s.Acquired, "holder stats %+v", s)
 		})
 	}
 }
@@ -62,28 +56,19 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 // plain context.Canceled (not ErrLost), and the lease can be released after.
 func TestKeepAliveStopIsIdempotent(t *testing.T) {
 	b := memBackend(t)
-	l := newLimiter(t, b.store, throttle.Policy{Name: "stop", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Millisecond})
+	l := newLock(t, b.store, throttle.LockConfig{Name: "stop", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond})
 	ctx := context.Background()
 	lease, err := l.Acquire(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wctx, stop := lease.KeepAlive(ctx)
-	if throttle.LeaseFrom(wctx) != lease {
-		t.Fatal("work context does not carry the lease")
-	}
+	require.Same(t, lease, throttle.LeaseFrom(wctx), "work context does not carry the lease")
 	time.Sleep(100 * time.Millisecond) // a few refreshes
-	if wctx.Err() != nil {
-		t.Fatalf("work cancelled while the lease was refreshed: %v", context.Cause(wctx))
-	}
+	require.NoError(t, wctx.Err(), "work cancelled while the lease was refreshed: %v", context.Cause(wctx))
 	stop()
 	stop()
-	if !errors.Is(context.Cause(wctx), context.Canceled) || errors.Is(context.Cause(wctx), throttle.ErrLost) {
-		t.Fatalf("cause after stop = %v, want context.Canceled", context.Cause(wctx))
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatalf("release after stop: %v", err)
-	}
+	require.ErrorIs(t, context.Cause(wctx), context.Canceled, "cause after stop")
+	require.NotErrorIs(t, context.Cause(wctx), throttle.ErrLost, "cause after stop")
+	require.NoError(t, lease.Release(ctx), "release after stop")
 }
 
 // TestLostLeaseCancelsWork takes the key away from a running Do in each way
@@ -118,7 +103,7 @@ func TestLostLeaseCancelsWork(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := redisBackend(t)
-			l := newLimiter(t, b.store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, LeaseTTL: ttl})
+			l := newLock(t, b.store, throttle.LockConfig{Name: "lost", Mode: throttle.Exclusive, TTL: ttl})
 			key := l.StoredKey("job")
 			var tookAt time.Time
 			var latency time.Duration
@@ -141,26 +126,20 @@ func TestLostLeaseCancelsWork(t *testing.T) {
 				}
 				return nil
 			})
-			if err == nil || !errors.Is(err, throttle.ErrLost) {
-				t.Fatalf("Do = %v, want an ErrLost error", err)
-			}
-			if strings.Contains(err.Error(), "work context") || strings.Contains(err.Error(), "cause =") ||
-				strings.Contains(err.Error(), "cancelled before") {
-				t.Fatal(err)
+			require.ErrorIs(t, err, throttle.ErrLost, "Do")
+			// The work's own failures are not what came back.
+			for _, failure := range []string{"work context", "cause =", "cancelled before"} {
+				require.NotContains(t, err.Error(), failure)
 			}
 			t.Logf("work cancelled %v after the key was taken (refresh interval %v)", latency, ttl/3)
 			got, gerr := b.rdb.Get(context.Background(), key).Result()
 			if errors.Is(gerr, redis.Nil) {
 				got = ""
-			} else if gerr != nil {
-				t.Fatal(gerr)
+			} else {
+				require.NoError(t, gerr)
 			}
-			if got != want {
-				t.Fatalf("key holds %q after Do, want %q (a lost holder must not free or change it)", got, want)
-			}
-			if s := l.Stats(); s.Lost != 1 {
-				t.Fatalf("Stats.Lost = %d, want 1", s.Lost)
-			}
+			require.Equal(t, want, got, "the key after Do (a lost holder must not free or change it)")
+			require.Equal(t, uint64(1), l.Stats().Lost, "Stats.Lost")
 		})
 	}
 }
@@ -173,7 +152,7 @@ func TestLostLeaseCancelsWorkMemory(t *testing.T) {
 		return time.Now().Add(time.Duration(skew.Load()))
 	}))
 	const ttl = 300 * time.Millisecond
-	l := newLimiter(t, store, throttle.Policy{Name: "lost", Mode: throttle.Exclusive, LeaseTTL: ttl})
+	l := newLock(t, store, throttle.LockConfig{Name: "lost", Mode: throttle.Exclusive, TTL: ttl})
 	err := l.Do(context.Background(), "job", func(wctx context.Context) error {
 		skew.Store(int64(time.Hour))
 		select {
@@ -183,14 +162,10 @@ func TestLostLeaseCancelsWorkMemory(t *testing.T) {
 		}
 		return context.Cause(wctx)
 	})
-	if !errors.Is(err, throttle.ErrLost) {
-		t.Fatalf("Do = %v, want ErrLost", err)
-	}
+	require.ErrorIs(t, err, throttle.ErrLost, "Do")
 }
 
 func mustRedis(t *testing.T, err error) {
 	t.Helper()
-	if err != nil {
-		t.Fatalf("redis: %v", err)
-	}
+	require.NoError(t, err, "redis")
 }

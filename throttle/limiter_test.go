@@ -2,12 +2,13 @@ package throttle_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -15,7 +16,7 @@ import (
 )
 
 // errDown is the error of a store whose server is gone: the call changed
-// nothing, so the Limiter has nothing to clean up after it.
+// nothing, so the limiter has nothing to clean up after it.
 var errDown = fmt.Errorf("store is down: %w", store.ErrNotApplied)
 
 // brokenStore fails every call, as a store does whose server is gone.
@@ -31,8 +32,8 @@ func (brokenStore) Extend(context.Context, string, string, time.Duration) (store
 	return 0, errDown
 }
 
-// switchStore is a working store that can be switched off, to test what the
-// Limiter does while its store fails and after it recovers.
+// switchStore is a working store that can be switched off, to test what a
+// Lock does while its store fails and after it recovers.
 type switchStore struct {
 	throttle.Store
 	down  atomic.Bool
@@ -72,50 +73,44 @@ func (hangStore) Acquire(ctx context.Context, _ store.Request) (store.Grant, err
 
 func TestAcquireContended(t *testing.T) {
 	ctx := context.Background()
-	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute})
+	l := newLock(t, memstore.New(), throttle.LockConfig{Name: "submit", TTL: time.Minute})
 	lease, err := l.Acquire(ctx, "42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lease.Key() != "throttle:{submit:42}" || lease.TTL() != time.Minute || lease.ValidFor() <= 0 {
-		t.Fatalf("lease: key %q ttl %v valid %v", lease.Key(), lease.TTL(), lease.ValidFor())
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "throttle:{submit:42}", lease.Key())
+	assert.Equal(t, time.Minute, lease.TTL())
+	assert.Positive(t, lease.ValidFor())
+
 	_, err = l.Acquire(ctx, "42")
+	require.ErrorIs(t, err, throttle.ErrContended, "second acquire")
 	var ce *throttle.ContendedError
-	if !errors.Is(err, throttle.ErrContended) || !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > time.Minute {
-		t.Fatalf("second acquire: %v", err)
-	}
-	if errors.Is(err, throttle.ErrStore) {
-		t.Fatal("a held key must not look like a store error")
-	}
-	if _, err := l.Acquire(ctx, "43"); err != nil {
-		t.Fatalf("another id: %v", err)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Release(ctx); !errors.Is(err, throttle.ErrNotHeld) {
-		t.Fatalf("second release: %v", err)
-	}
-	if _, err := l.Acquire(ctx, "42"); err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	if s := l.Stats(); s.Acquired != 3 || s.Rejected != 1 {
-		t.Fatalf("stats %+v", s)
-	}
+	require.ErrorAs(t, err, &ce)
+	assert.Positive(t, ce.RetryAfter)
+	assert.LessOrEqual(t, ce.RetryAfter, time.Minute)
+	require.NotErrorIs(t, err, throttle.ErrStore, "a held key must not look like a store error")
+
+	_, err = l.Acquire(ctx, "43")
+	require.NoError(t, err, "another id")
+	require.NoError(t, lease.Release(ctx))
+	require.ErrorIs(t, lease.Release(ctx), throttle.ErrNotHeld, "second release")
+	_, err = l.Acquire(ctx, "42")
+	require.NoError(t, err, "after release")
+	s := l.Stats()
+	assert.Equal(t, uint64(3), s.Acquired, "Stats %+v", s)
+	assert.Equal(t, uint64(1), s.Rejected, "Stats %+v", s)
 }
 
 func TestAcquireCanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit"})
-	if _, err := l.Acquire(ctx, "1"); !errors.Is(err, context.Canceled) || errors.Is(err, throttle.ErrStore) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
+	l := newLock(t, memstore.New(), throttle.LockConfig{Name: "submit"})
+	_, err := l.Acquire(ctx, "1")
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, throttle.ErrStore)
 }
 
 func TestAcquireStoreTimeout(t *testing.T) {
-	l := newLimiter(t, hangStore{}, throttle.Policy{Name: "submit", Timeout: 20 * time.Millisecond, Window: 200 * time.Millisecond})
+	l := newLock(t, hangStore{}, throttle.LockConfig{Name: "submit", TTL: 200 * time.Millisecond,
+		Options: throttle.Options{Timeout: 20 * time.Millisecond}})
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Acquire(context.Background(), "1")
@@ -125,59 +120,57 @@ func TestAcquireStoreTimeout(t *testing.T) {
 	case err := <-done:
 		// The caller's context did not end: the error is the store's, and
 		// matches no context error (each error matches one sentinel).
-		if !errors.Is(err, throttle.ErrStore) || errors.Is(err, context.DeadlineExceeded) ||
-			!strings.Contains(err.Error(), "answered no call") {
-			t.Fatalf("err = %v, want a store error saying that the store was silent", err)
-		}
+		require.ErrorIs(t, err, throttle.ErrStore)
+		require.NotErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "answered no call", "want a store error saying that the store was silent")
 	case <-time.After(5 * time.Second):
-		t.Fatal("a silent store was not bounded by Policy.Timeout")
+		require.Fail(t, "a silent store was not bounded by Options.Timeout")
 	}
 }
 
 func TestAdmitDecisions(t *testing.T) {
 	ctx := context.Background()
 	t.Run("contended", func(t *testing.T) {
-		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit", Window: 3 * time.Second})
-		if lease, err := l.Admit(ctx, "u"); lease == nil || err != nil {
-			t.Fatalf("first: %v %v", lease, err)
-		}
-		_, err := l.Admit(ctx, "u")
+		l := newLock(t, memstore.New(), throttle.LockConfig{Name: "submit", TTL: 3 * time.Second})
+		lease, err := l.Admit(ctx, "u")
+		require.NoError(t, err, "first")
+		require.NotNil(t, lease, "first")
+		_, err = l.Admit(ctx, "u")
 		var ce *throttle.ContendedError
-		if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > 3*time.Second {
-			t.Fatalf("duplicate: %v", err)
-		}
+		require.ErrorAs(t, err, &ce, "duplicate")
+		assert.Positive(t, ce.RetryAfter)
+		assert.LessOrEqual(t, ce.RetryAfter, 3*time.Second)
 	})
 	t.Run("fail open", func(t *testing.T) {
-		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit"})
-		if lease, err := l.Admit(ctx, "u"); lease != nil || err != nil {
-			t.Fatalf("got %v %v, want through unguarded", lease, err)
-		}
-		if s := l.Stats(); s.FailedOpen != 1 || s.StoreErrors != 1 {
-			t.Fatalf("stats %+v", s)
-		}
+		l := newLock(t, brokenStore{}, throttle.LockConfig{Name: "submit"})
+		lease, err := l.Admit(ctx, "u")
+		require.NoError(t, err, "want through unguarded")
+		require.Nil(t, lease, "want through unguarded")
+		s := l.Stats()
+		assert.Equal(t, uint64(1), s.FailedOpen, "Stats %+v", s)
+		assert.Equal(t, uint64(1), s.StoreErrors, "Stats %+v", s)
 	})
 	t.Run("fail closed", func(t *testing.T) {
-		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailClosed})
+		l := newLock(t, brokenStore{}, throttle.LockConfig{Name: "submit",
+			Options: throttle.Options{WhenStoreFails: throttle.FailClosed}})
 		lease, err := l.Admit(ctx, "u")
-		if lease != nil || !errors.Is(err, throttle.ErrStore) || !errors.Is(err, errDown) {
-			t.Fatalf("got %v %v, want a store error wrapping the store's", lease, err)
-		}
-		if s := l.Stats(); s.FailedOpen != 0 || s.StoreErrors != 1 {
-			t.Fatalf("stats %+v", s)
-		}
+		require.Nil(t, lease)
+		require.ErrorIs(t, err, throttle.ErrStore, "want a store error wrapping the store's")
+		require.ErrorIs(t, err, errDown, "want a store error wrapping the store's")
+		s := l.Stats()
+		assert.Zero(t, s.FailedOpen, "Stats %+v", s)
+		assert.Equal(t, uint64(1), s.StoreErrors, "Stats %+v", s)
 	})
 	t.Run("exclusive fails closed by default", func(t *testing.T) {
-		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
-		if _, err := l.Admit(ctx, "u"); !errors.Is(err, throttle.ErrStore) {
-			t.Fatalf("got %v", err)
-		}
+		l := newLock(t, brokenStore{}, throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive})
+		_, err := l.Admit(ctx, "u")
+		require.ErrorIs(t, err, throttle.ErrStore)
 	})
 	t.Run("canceled", func(t *testing.T) {
-		l := newLimiter(t, memstore.New(), throttle.Policy{Name: "submit"})
+		l := newLock(t, memstore.New(), throttle.LockConfig{Name: "submit"})
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := l.Admit(cctx, "u"); !errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v", err)
-		}
+		_, err := l.Admit(cctx, "u")
+		require.ErrorIs(t, err, context.Canceled)
 	})
 }

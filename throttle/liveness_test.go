@@ -40,12 +40,10 @@ func (s *queueStore) Acquire(ctx context.Context, req store.Request) (store.Gran
 
 // answerWhile makes acquisitions of other keys on l every millisecond until
 // stop is closed: the store keeps answering this process.
-func answerWhile(t *testing.T, l *throttle.Limiter, stop <-chan struct{}) *sync.WaitGroup {
+func answerWhile(t *testing.T, l *throttle.Lock, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
+	wg.Go(func() {
+		for {
 			select {
 			case <-stop:
 				return
@@ -54,16 +52,16 @@ func answerWhile(t *testing.T, l *throttle.Limiter, stop <-chan struct{}) *sync.
 			_, err := l.Acquire(context.Background(), "fast-"+time.Now().String())
 			assert.NoError(t, err)
 		}
-	}()
+	})
 	return &wg
 }
 
-// TestLoadIsNotAnOutage: a call that waits far longer than Policy.Timeout
+// TestLoadIsNotAnOutage: a call that waits far longer than Options.Timeout
 // while the store answers other calls is neither failed open nor failed
 // closed: it gets the store's answer.
 func TestLoadIsNotAnOutage(t *testing.T) {
 	st := &queueStore{release: make(chan struct{})}
-	l := newLimiter(t, st, throttle.Policy{Name: "load", Timeout: 20 * time.Millisecond})
+	l := newLock(t, st, throttle.LockConfig{Name: "load", Options: throttle.Options{Timeout: 20 * time.Millisecond}})
 	stop := make(chan struct{})
 	wg := answerWhile(t, l, stop)
 	defer wg.Wait()
@@ -81,11 +79,12 @@ func TestLoadIsNotAnOutage(t *testing.T) {
 
 // TestLoadPastLimitIsShed: a call that waits past the load limit (30
 // timeouts) while the store answers others is shed, turned away with
-// ErrStore under a policy that fails open: never let through.
+// ErrStore under a config that fails open: never let through.
 func TestLoadPastLimitIsShed(t *testing.T) {
 	st := &queueStore{release: make(chan struct{})}
 	defer close(st.release)
-	l := newLimiter(t, st, throttle.Policy{Name: "shed", Timeout: 5 * time.Millisecond, WhenStoreFails: throttle.FailOpen})
+	l := newLock(t, st, throttle.LockConfig{Name: "shed",
+		Options: throttle.Options{Timeout: 5 * time.Millisecond, WhenStoreFails: throttle.FailOpen}})
 	stop := make(chan struct{})
 	wg := answerWhile(t, l, stop)
 	defer wg.Wait()
@@ -101,11 +100,12 @@ func TestLoadPastLimitIsShed(t *testing.T) {
 
 // TestSilenceIsAnOutage: a store that answers nothing fails the call once
 // it has been silent for a timeout (ten while it has never answered this
-// process), and the policy applies: failing open lets the request through.
+// process), and WhenStoreFails applies: failing open lets the request through.
 func TestSilenceIsAnOutage(t *testing.T) {
 	st := &queueStore{release: make(chan struct{})}
 	defer close(st.release)
-	l := newLimiter(t, st, throttle.Policy{Name: "silent", Timeout: 20 * time.Millisecond, WhenStoreFails: throttle.FailOpen})
+	l := newLock(t, st, throttle.LockConfig{Name: "silent",
+		Options: throttle.Options{Timeout: 20 * time.Millisecond, WhenStoreFails: throttle.FailOpen}})
 	// The store answers once, then hangs.
 	_, err := l.Acquire(context.Background(), "warm")
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestSilenceIsAnOutage(t *testing.T) {
 	case err := <-done:
 		require.NoError(t, err, "failing open")
 	case <-time.After(5 * time.Second):
-		t.Fatal("a silent store held the request")
+		require.Fail(t, "a silent store held the request")
 	}
 	s := l.Stats()
 	assert.Equal(t, uint64(1), s.FailedOpen)

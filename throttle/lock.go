@@ -51,8 +51,7 @@ func NewLock(st Store, c LockConfig) (*Lock, error) {
 	if c.Mode > Exclusive {
 		return nil, invalid("lock %q: mode %v is not a lock's (Dedupe, Cooldown or Exclusive)", c.Name, c.Mode)
 	}
-	l, err := newLimiter(st, policy{Name: c.Name, Mode: c.Mode, TTL: c.TTL, MaxHold: c.MaxHold, Wait: c.Wait,
-		Backoff: c.Backoff, Fence: c.Fence, Reentrant: c.Reentrant, Options: c.Options})
+	l, err := newLimiter(st, policy(c))
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +91,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 
 // Config returns the lock's config with its defaults filled in.
 func (k *Lock) Config() LockConfig {
-	p := k.l.p
-	return LockConfig{Name: p.Name, Mode: p.Mode, TTL: p.TTL, MaxHold: p.MaxHold, Wait: p.Wait,
-		Backoff: p.Backoff, Fence: p.Fence, Reentrant: p.Reentrant, Options: p.Options}
+	return LockConfig(k.l.p)
 }
 
 // Stats returns a snapshot of the lock's counters.

@@ -2,13 +2,13 @@ package throttle_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -89,7 +89,7 @@ func redisBackend(t testing.TB) backend {
 }
 
 // newClient returns a client for addr whose calls end at their context's
-// deadline (Policy.Timeout), as redisstore asks.
+// deadline (Options.Timeout), as redisstore asks.
 func newClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 }
@@ -101,15 +101,11 @@ func (b backend) held(t *testing.T, key string) bool {
 	ctx := context.Background()
 	if b.rdb != nil {
 		n, err := b.rdb.Exists(ctx, key).Result()
-		if err != nil {
-			t.Fatalf("EXISTS %s: %v", key, err)
-		}
+		require.NoError(t, err, "EXISTS %s", key)
 		return n == 1
 	}
 	g, err := b.store.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Millisecond})
-	if err != nil {
-		t.Fatalf("probe acquire %s: %v", key, err)
-	}
+	require.NoError(t, err, "probe acquire %s", key)
 	if g.Acquired {
 		// Leave nothing behind for the rest of the test.
 		time.Sleep(2 * time.Millisecond)
@@ -117,14 +113,28 @@ func (b backend) held(t *testing.T, key string) bool {
 	return !g.Acquired
 }
 
-// newLimiter returns a Limiter or fails the test.
-func newLimiter(t testing.TB, store throttle.Store, p throttle.Policy) *throttle.Limiter {
+// newLock returns a Lock or fails the test.
+func newLock(t testing.TB, st throttle.Store, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
-	l, err := throttle.New(store, p)
-	if err != nil {
-		t.Fatalf("throttle.New(%+v): %v", p, err)
-	}
+	l, err := throttle.NewLock(st, c)
+	require.NoError(t, err, "throttle.NewLock(%+v)", c)
 	return l
+}
+
+// newQuota returns a Quota or fails the test.
+func newQuota(t testing.TB, st throttle.Store, c throttle.QuotaConfig) *throttle.Quota {
+	t.Helper()
+	q, err := throttle.NewQuota(st, c)
+	require.NoError(t, err, "throttle.NewQuota(%+v)", c)
+	return q
+}
+
+// newReplay returns a Replay or fails the test.
+func newReplay(t testing.TB, st throttle.Store, c throttle.ReplayConfig) *throttle.Replay {
+	t.Helper()
+	r, err := throttle.NewReplay(st, c)
+	require.NoError(t, err, "throttle.NewReplay(%+v)", c)
+	return r
 }
 
 // waitFor polls cond every few milliseconds until it holds or limit passes,
@@ -148,12 +158,10 @@ func isOnly(t *testing.T, err, want error) {
 	t.Helper()
 	all := []error{throttle.ErrContended, throttle.ErrStore, throttle.ErrLost, throttle.ErrNotHeld,
 		throttle.ErrInvalid, context.Canceled, context.DeadlineExceeded}
-	if !errors.Is(err, want) {
-		t.Fatalf("error %v (%T) does not match %v", err, err, want)
-	}
+	require.ErrorIs(t, err, want, "error %v (%T)", err, err)
 	for _, other := range all {
-		if other != want && errors.Is(err, other) {
-			t.Fatalf("error %v matches %v as well as %v", err, other, want)
+		if other != want {
+			require.NotErrorIs(t, err, other, "error %v matches %v as well as %v", err, other, want)
 		}
 	}
 }

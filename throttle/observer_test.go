@@ -3,11 +3,13 @@ package throttle_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -53,53 +55,66 @@ func kinds(events []throttle.Event) []string {
 func TestObserverAdmissions(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
-	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "obs", Observer: rec})
+	l := newLock(t, memstore.New(), throttle.LockConfig{Name: "obs", Options: throttle.Options{Observer: rec}})
 	lease, err := l.Admit(ctx, "u1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Admit(ctx, "u1"); !errors.Is(err, throttle.ErrContended) {
-		t.Fatal(err)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = l.Admit(ctx, "u1")
+	require.ErrorIs(t, err, throttle.ErrContended)
+	require.NoError(t, lease.Release(ctx))
 	events := rec.take()
 	want := []string{"store_call:acquire", "admitted", "store_call:acquire", "rejected", "store_call:release"}
-	if got := kinds(events); !slices.Equal(got, want) {
-		t.Fatalf("events %v, want %v", got, want)
-	}
+	require.Equal(t, want, kinds(events))
 	for _, e := range events {
-		if e.Policy != "obs" || e.Mode != throttle.Dedupe {
-			t.Fatalf("event %+v lacks the policy", e)
-		}
-		if e.Kind == throttle.StoreCall && e.Latency <= 0 {
-			t.Fatalf("store call without a latency: %+v", e)
+		require.Equal(t, "obs", e.Policy, "event %+v lacks the policy", e)
+		require.Equal(t, throttle.Dedupe, e.Mode, "event %+v lacks the mode", e)
+		if e.Kind == throttle.StoreCall {
+			require.Positive(t, e.Latency, "store call without a latency: %+v", e)
 		}
 	}
-	if e := events[3]; e.RetryAfter <= 0 || e.RetryAfter > throttle.DefaultWindow {
-		t.Fatalf("rejection's RetryAfter %v", e.RetryAfter)
-	}
+	require.Positive(t, events[3].RetryAfter, "rejection's RetryAfter")
+	require.LessOrEqual(t, events[3].RetryAfter, throttle.DefaultTTL, "rejection's RetryAfter")
 }
 
 func TestObserverDryRunAndQuota(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
-	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "q", Mode: throttle.Quota, Limit: 1,
-		Window: time.Hour, DryRun: true, Observer: rec})
-	if d, err := l.AdmitN(ctx, "u1", 1); err != nil || !d.Allowed {
-		t.Fatal(d, err)
-	}
-	if _, err := l.AdmitN(ctx, "u1", 1); !errors.Is(err, throttle.ErrContended) {
-		t.Fatal(err)
-	}
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "q", Options: throttle.Options{DryRun: true, Observer: rec}})
+	rate := throttle.Rate{Limit: 1, Window: time.Hour}
+	d, err := q.Admit(ctx, "u1", rate, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	_, err = q.Admit(ctx, "u1", rate, 1)
+	require.ErrorIs(t, err, throttle.ErrContended)
 	events := rec.take()
 	want := []string{"store_call:quota", "admitted", "store_call:quota", "dry_run_rejected"}
-	if got := kinds(events); !slices.Equal(got, want) {
-		t.Fatalf("events %v, want %v", got, want)
+	require.Equal(t, want, kinds(events))
+	require.Equal(t, 1, events[1].Cost, "events %+v", events)
+	require.Positive(t, events[3].RetryAfter, "events %+v", events)
+	for _, e := range events {
+		require.Equal(t, "q", e.Policy, "event %+v lacks the policy", e)
+		require.Equal(t, throttle.ModeQuota, e.Mode, "event %+v lacks the mode", e)
 	}
-	if events[1].Cost != 1 || events[3].RetryAfter <= 0 {
-		t.Fatalf("events %+v", events)
+}
+
+func TestObserverReplay(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	r := newReplay(t, memstore.New(), throttle.ReplayConfig{Name: "r", Wait: -1, Options: throttle.Options{Observer: rec}})
+	lease, _, err := r.Claim(ctx, "u1")
+	require.NoError(t, err)
+	_, _, err = r.Claim(ctx, "u1")
+	require.ErrorIs(t, err, throttle.ErrContended)
+	require.NoError(t, lease.Record(ctx, []byte("answer")))
+	_, got, err := r.Claim(ctx, "u1")
+	require.NoError(t, err)
+	require.Equal(t, "answer", string(got))
+	events := rec.take()
+	want := []string{"store_call:acquire", "admitted", "store_call:acquire", "store_call:recorded", "rejected",
+		"store_call:record", "store_call:acquire", "store_call:recorded", "replayed"}
+	require.Equal(t, want, kinds(events))
+	for _, e := range events {
+		require.Equal(t, "r", e.Policy, "event %+v lacks the policy", e)
+		require.Equal(t, throttle.ModeReplay, e.Mode, "event %+v lacks the mode", e)
 	}
 }
 
@@ -113,29 +128,23 @@ func TestObserverStoreFails(t *testing.T) {
 		{throttle.FailClosed, []string{"store_call:acquire!", "failed_closed"}},
 	} {
 		rec := &recorder{}
-		l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "down", WhenStoreFails: c.mode, Observer: rec, Logger: quiet})
+		l := newLock(t, brokenStore{}, throttle.LockConfig{Name: "down",
+			Options: throttle.Options{WhenStoreFails: c.mode, Observer: rec, Logger: quiet}})
 		_, _ = l.Admit(ctx, "u1")
-		if got := kinds(rec.take()); !slices.Equal(got, c.want) {
-			t.Fatalf("%v: events %v, want %v", c.mode, got, c.want)
-		}
+		require.Equal(t, c.want, kinds(rec.take()), "%v", c.mode)
 	}
 	// FailOver: the fallback admits, and after three failures in a row the
-	// Limiter switches to it, once.
+	// Lock switches to it, once.
 	rec := &recorder{}
-	l := newLimiter(t, brokenStore{}, throttle.Policy{Name: "over", WhenStoreFails: throttle.FailOver,
-		Fallback: memstore.New(), Observer: rec, Logger: quiet})
+	l := newLock(t, brokenStore{}, throttle.LockConfig{Name: "over", Options: throttle.Options{
+		WhenStoreFails: throttle.FailOver, Fallback: memstore.New(), Observer: rec, Logger: quiet}})
 	for _, id := range []string{"a", "b", "c", "d"} {
-		if _, err := l.Admit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		_, err := l.Admit(ctx, id)
+		require.NoError(t, err)
 	}
 	got := kinds(rec.take())
-	if n := count(got, "fallback"); n != 4 {
-		t.Fatalf("events %v: %d fallback admissions, want 4", got, n)
-	}
-	if n := count(got, "fallback_on"); n != 1 {
-		t.Fatalf("events %v: fallback switched on %d times, want 1", got, n)
-	}
+	require.Equal(t, 4, count(got, "fallback"), "events %v: fallback admissions", got)
+	require.Equal(t, 1, count(got, "fallback_on"), "events %v: fallback switched on", got)
 }
 
 func count(s []string, v string) int {
@@ -151,44 +160,47 @@ func count(s []string, v string) int {
 func TestObserverDo(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
-	l := newLimiter(t, memstore.New(), throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Millisecond, Observer: rec})
+	l := newLock(t, memstore.New(), throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond,
+		Options: throttle.Options{Observer: rec}})
 	err := l.Do(ctx, "c1", func(context.Context) error {
 		time.Sleep(40 * time.Millisecond) // past one refresh at TTL/3
 		return errors.New("sync failed")
 	})
-	if err == nil {
-		t.Fatal("Do lost the work's error")
-	}
+	require.Error(t, err, "Do lost the work's error")
 	events := rec.take()
 	got := kinds(events)
-	if count(got, "extended") < 1 || got[len(got)-1] != "released" {
-		t.Fatalf("events %v: want extensions and a release last", got)
-	}
+	require.GreaterOrEqual(t, count(got, "extended"), 1, "events %v: want extensions", got)
+	require.Equal(t, "released", got[len(got)-1], "events %v: want a release last", got)
 	last := events[len(events)-1]
-	if last.Reason != throttle.ReleaseFailed || last.Hold < 40*time.Millisecond {
-		t.Fatalf("release %+v: want reason failed and the hold time", last)
-	}
+	require.Equal(t, throttle.ReleaseFailed, last.Reason, "release %+v", last)
+	require.GreaterOrEqual(t, last.Hold, 40*time.Millisecond, "release %+v: want the hold time", last)
 	func() {
 		defer func() { _ = recover() }()
 		_ = l.Do(ctx, "c2", func(context.Context) error { panic("boom") })
 	}()
-	if e := rec.take(); e[len(e)-1].Kind != throttle.Released || e[len(e)-1].Reason != throttle.ReleasePanic {
-		t.Fatalf("events after a panic %v", kinds(e))
-	}
+	e := rec.take()
+	require.NotEmpty(t, e)
+	require.Equal(t, throttle.Released, e[len(e)-1].Kind, "events after a panic %v", kinds(e))
+	require.Equal(t, throttle.ReleasePanic, e[len(e)-1].Reason, "events after a panic %v", kinds(e))
 }
 
 func TestEventKindNames(t *testing.T) {
-	for k := throttle.Admitted; k <= throttle.FallbackOff; k++ {
-		if s := k.String(); s == "unknown" || s == "" {
-			t.Errorf("kind %d has no name", k)
-		}
+	for k := throttle.Admitted; k <= throttle.Shed; k++ {
+		s := k.String()
+		assert.NotEqual(t, "unknown", s, "kind %d has no name", k)
+		assert.NotEmpty(t, s, "kind %d has no name", k)
 	}
-	if s := throttle.EventKind(200).String(); s != "unknown" {
-		t.Errorf("kind 200 = %q", s)
+	assert.Equal(t, "unknown", throttle.EventKind(200).String())
+}
+
+func TestModeNames(t *testing.T) {
+	for m, want := range map[throttle.Mode]string{throttle.Dedupe: "dedupe", throttle.Cooldown: "cooldown",
+		throttle.Exclusive: "exclusive", throttle.ModeQuota: "quota", throttle.ModeReplay: "replay", 200: "unknown"} {
+		assert.Equal(t, want, m.String())
 	}
 }
 
-// BenchmarkObserver measures Limiter.Admit plus Lease.Release on a memory
+// BenchmarkObserver measures Lock.Admit plus Lease.Release on a memory
 // store, one goroutine, b.N distinct keys, with no Observer and with one
 // that does nothing: what the events cost the core (two clock readings
 // per store call, and the calls).
@@ -198,7 +210,7 @@ func BenchmarkObserver(b *testing.B) {
 		obs  throttle.Observer
 	}{{"none", nil}, {"noop", noop{}}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := newLimiter(b, memstore.New(), throttle.Policy{Name: "bench", Observer: c.obs})
+			l := newLock(b, memstore.New(), throttle.LockConfig{Name: "bench", Options: throttle.Options{Observer: c.obs}})
 			ids := distinctIDs(b.N)
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -206,7 +218,7 @@ func BenchmarkObserver(b *testing.B) {
 			for i := range b.N {
 				lease, err := l.Admit(ctx, ids[i])
 				if err != nil {
-					b.Fatal(err)
+					require.NoError(b, err) // only on failure: testify's b.Helper call would be timed
 				}
 				_ = lease.Release(ctx)
 			}

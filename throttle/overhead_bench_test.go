@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // remote is a fake remote store: it answers at once without allocating,
-// but is not a store.InMemory, so that the Limiter treats it as it treats
-// Redis (a per-call bound on Policy.Timeout). Like go-redis, it reads the
+// but is not a store.InMemory, so that a Lock treats it as it treats
+// Redis (a per-call bound on Options.Timeout). Like go-redis, it reads the
 // context's deadline (for the socket deadline) and its Done channel (the
 // connection pool's wait). held makes every acquisition find the key held.
 type remote struct{ held bool }
@@ -38,12 +40,11 @@ func (remote) Extend(context.Context, string, string, time.Duration) (store.Outc
 	return store.OK, nil
 }
 
-// BenchmarkLimiterOverhead measures what a Limiter adds to one store call
-// on a remote store (the fake above, so that only the Limiter is measured):
+// BenchmarkLimiterOverhead measures what a Lock adds to one store call
+// on a remote store (the fake above, so that only the Lock is measured):
 // "store" is Store.Acquire alone, the floor; "acquire" and "admit" are
-// Limiter.Acquire and Limiter.Admit of a Dedupe policy, "rejected" an
-// Admit that finds the key held. The allocations over "store" are the
-// Limiter's. One goroutine; ids are built before the timer starts (a new
+// Lock.Acquire and Lock.Admit of a Dedupe lock, "rejected" an Admit that
+// finds the key held. The allocations over "store" are the Lock's. One goroutine; ids are built before the timer starts (a new
 // one per call, as for a new client); the caller's context is a
 // cancellable one, as an HTTP request's is.
 func BenchmarkLimiterOverhead(b *testing.B) {
@@ -59,18 +60,18 @@ func BenchmarkLimiterOverhead(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := st.Acquire(ctx, req); err != nil {
-				b.Fatal(err)
+				require.NoError(b, err) // only on failure: testify's b.Helper call would be timed
 			}
 		}
 	})
 	for _, c := range []struct {
 		name string
 		held bool
-		call func(l *throttle.Limiter, id string) error
+		call func(l *throttle.Lock, id string) error
 	}{
-		{"acquire", false, func(l *throttle.Limiter, id string) error { _, err := l.Acquire(ctx, id); return err }},
-		{"admit", false, func(l *throttle.Limiter, id string) error { _, err := l.Admit(ctx, id); return err }},
-		{"rejected", true, func(l *throttle.Limiter, id string) error {
+		{"acquire", false, func(l *throttle.Lock, id string) error { _, err := l.Acquire(ctx, id); return err }},
+		{"admit", false, func(l *throttle.Lock, id string) error { _, err := l.Admit(ctx, id); return err }},
+		{"rejected", true, func(l *throttle.Lock, id string) error {
 			if _, err := l.Admit(ctx, id); !errors.Is(err, throttle.ErrContended) {
 				return fmt.Errorf("admitted a held key, or %w", err)
 			}
@@ -78,14 +79,11 @@ func BenchmarkLimiterOverhead(b *testing.B) {
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			l, err := throttle.New(remote{held: c.held}, throttle.Policy{Name: "bench", Timeout: time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := newLock(b, remote{held: c.held}, throttle.LockConfig{Name: "bench", Options: throttle.Options{Timeout: time.Second}})
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if err := c.call(l, ids[i&(len(ids)-1)]); err != nil {
-					b.Fatal(err)
+					require.NoError(b, err) // only on failure: testify's b.Helper call would be timed
 				}
 			}
 		})

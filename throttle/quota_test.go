@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -23,10 +25,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// hourly is a quota that refills too slowly for any test to see it: what
-// a test admits from a cold key is exactly the burst.
-func hourly(name string, burst int) throttle.Policy {
-	return throttle.Policy{Name: name, Mode: throttle.Quota, Limit: burst, Window: time.Hour}
+// hourly is a rate that refills too slowly for any test to see it: what a
+// test admits from a cold key is exactly the burst.
+func hourly(burst int) throttle.Rate {
+	return throttle.Rate{Limit: burst, Window: time.Hour}
 }
 
 // TestQuotaExactUnderContention: 64 goroutines asking 5 times each for a
@@ -35,16 +37,15 @@ func TestQuotaExactUnderContention(t *testing.T) {
 	const burst, workers, each = 20, 64, 5
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, hourly("contended", burst))
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "contended"})
 			var allowed, refused atomic.Int32
 			var wg sync.WaitGroup
 			for range workers {
 				wg.Go(func() {
 					for range each {
-						d, err := l.Allow(context.Background(), "u1")
+						d, err := q.Allow(context.Background(), "u1", hourly(burst), 1)
 						switch {
-						case err != nil:
-							t.Error(err)
+						case !assert.NoError(t, err):
 						case d.Allowed:
 							allowed.Add(1)
 						default:
@@ -54,12 +55,11 @@ func TestQuotaExactUnderContention(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if a, r := allowed.Load(), refused.Load(); a != burst || r != workers*each-burst {
-				t.Fatalf("%d allowed, %d refused; want %d and %d", a, r, burst, workers*each-burst)
-			}
-			if s := l.Stats(); s.Acquired != burst || s.Rejected != workers*each-burst {
-				t.Fatalf("Stats %+v", s)
-			}
+			assert.Equal(t, int32(burst), allowed.Load(), "allowed")
+			assert.Equal(t, int32(workers*each-burst), refused.Load(), "refused")
+			s := q.Stats()
+			assert.Equal(t, uint64(burst), s.Acquired, "Stats %+v", s)
+			assert.Equal(t, uint64(workers*each-burst), s.Rejected, "Stats %+v", s)
 		})
 	}
 }
@@ -79,35 +79,25 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 		cmd.Env = append(os.Environ(), helperEnv+"=quota", "QUOTA_REDIS="+b.srv.Addr, "QUOTA_BURST="+strconv.Itoa(burst))
 		outs[i] = new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cmd.Start())
 		cmds[i] = cmd
 	}
 	mine, err := spendQuota(b.store, burst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	total := mine
 	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
-		}
+		require.NoError(t, cmd.Wait(), "helper %d: %s", i, outs[i])
 		n, err := strconv.Atoi(strings.TrimSpace(outs[i].String()))
-		if err != nil {
-			t.Fatalf("helper %d printed %q", i, outs[i])
-		}
+		require.NoError(t, err, "helper %d printed %q", i, outs[i])
 		total += n
 	}
-	if total != burst {
-		t.Fatalf("%d requests allowed across %d processes, want exactly %d", total, procs+1, burst)
-	}
+	require.Equal(t, burst, total, "requests allowed across %d processes", procs+1)
 }
 
 // spendQuota asks for the shared key 16×8 times at once and returns how
 // many requests were allowed.
 func spendQuota(st throttle.Store, burst int) (int, error) {
-	l, err := throttle.New(st, hourly("shared-quota", burst))
+	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "shared-quota"})
 	if err != nil {
 		return 0, err
 	}
@@ -117,7 +107,7 @@ func spendQuota(st throttle.Store, burst int) (int, error) {
 	for range 16 {
 		wg.Go(func() {
 			for range 8 {
-				d, err := l.Allow(context.Background(), "u1")
+				d, err := q.Allow(context.Background(), "u1", hourly(burst), 1)
 				if err != nil {
 					errs <- err
 					return
@@ -154,24 +144,31 @@ func runQuota() error {
 // TestQuotaRefill: a spent quota of 10 per second allows one more request
 // once the RetryAfter it gave has passed.
 func TestQuotaRefill(t *testing.T) {
+	rate := throttle.Rate{Limit: 10, Window: time.Second}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, throttle.Policy{Name: "refill", Mode: throttle.Quota, Limit: 10, Window: time.Second})
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "refill"})
 			ctx := context.Background()
 			for i := range 10 {
-				if d, err := l.Allow(ctx, "u1"); err != nil || !d.Allowed || d.Remaining != 9-i {
-					t.Fatalf("request %d: %+v, %v", i, d, err)
-				}
+				d, err := q.Allow(ctx, "u1", rate, 1)
+				require.NoError(t, err, "request %d", i)
+				require.True(t, d.Allowed, "request %d: %+v", i, d)
+				require.Equal(t, 9-i, d.Remaining, "request %d: %+v", i, d)
 			}
-			d, err := l.Allow(ctx, "u1")
-			if err != nil || d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond ||
-				d.ResetAfter <= 900*time.Millisecond || d.ResetAfter > time.Second {
-				t.Fatalf("11th request: %+v, %v; want refused for at most one interval (100ms)", d, err)
-			}
+			d, err := q.Allow(ctx, "u1", rate, 1)
+			require.NoError(t, err)
+			// Refused for at most one interval (100ms).
+			require.False(t, d.Allowed, "11th request: %+v", d)
+			require.Zero(t, d.Remaining, "11th request: %+v", d)
+			require.Positive(t, d.RetryAfter, "11th request: %+v", d)
+			require.LessOrEqual(t, d.RetryAfter, 100*time.Millisecond, "11th request: %+v", d)
+			require.Greater(t, d.ResetAfter, 900*time.Millisecond, "11th request: %+v", d)
+			require.LessOrEqual(t, d.ResetAfter, time.Second, "11th request: %+v", d)
 			time.Sleep(d.RetryAfter + 5*time.Millisecond)
-			if d, err := l.Allow(ctx, "u1"); err != nil || !d.Allowed || d.Remaining != 0 {
-				t.Fatalf("after RetryAfter: %+v, %v; want allowed with nothing left", d, err)
-			}
+			d, err = q.Allow(ctx, "u1", rate, 1)
+			require.NoError(t, err, "after RetryAfter")
+			require.True(t, d.Allowed, "after RetryAfter: %+v; want allowed with nothing left", d)
+			require.Zero(t, d.Remaining, "after RetryAfter: %+v; want allowed with nothing left", d)
 		})
 	}
 }
@@ -181,7 +178,7 @@ func TestQuotaRefill(t *testing.T) {
 func TestQuotaCost(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, hourly("cost", 10))
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "cost"})
 			ctx := context.Background()
 			steps := []struct {
 				cost      int
@@ -191,111 +188,103 @@ func TestQuotaCost(t *testing.T) {
 				{4, true, 6}, {6, true, 0}, {1, false, 0}, {0, true, 0}, {-3, true, 3}, {4, false, 3}, {3, true, 0},
 			}
 			for i, s := range steps {
-				d, err := l.AllowN(ctx, "u1", s.cost)
-				if err != nil || d.Allowed != s.allowed || d.Remaining != s.remaining {
-					t.Fatalf("step %d, cost %d: %+v, %v; want allowed=%v remaining=%d", i, s.cost, d, err, s.allowed, s.remaining)
-				}
+				d, err := q.Allow(ctx, "u1", hourly(10), s.cost)
+				require.NoError(t, err, "step %d, cost %d", i, s.cost)
+				require.Equal(t, s.allowed, d.Allowed, "step %d, cost %d: %+v", i, s.cost, d)
+				require.Equal(t, s.remaining, d.Remaining, "step %d, cost %d: %+v", i, s.cost, d)
 			}
 			for _, cost := range []int{11, -11, 1 << 40} {
-				d, err := l.AllowN(ctx, "u1", cost)
+				d, err := q.Allow(ctx, "u1", hourly(10), cost)
 				isOnly(t, err, throttle.ErrInvalid)
-				if d != (throttle.Decision{}) {
-					t.Fatalf("cost %d: decision %+v with the error", cost, d)
-				}
+				require.Zero(t, d, "cost %d: a decision with the error", cost)
 			}
-			if s := l.Stats(); s.Acquired != 3 || s.Rejected != 2 {
-				t.Fatalf("Stats %+v: peeks and refunds must not count", s)
-			}
+			s := q.Stats()
+			assert.Equal(t, uint64(3), s.Acquired, "Stats %+v: peeks and refunds must not count", s)
+			assert.Equal(t, uint64(2), s.Rejected, "Stats %+v: peeks and refunds must not count", s)
 		})
 	}
 }
 
-// TestQuotaPolicyChecks: New refuses quota fields that no store could
-// serve, and quota fields in other modes, with ErrInvalid.
-func TestQuotaPolicyChecks(t *testing.T) {
-	q := func(limit int, window time.Duration, burst int) throttle.Policy {
-		return throttle.Policy{Name: "q", Mode: throttle.Quota, Limit: limit, Window: window, Burst: burst}
+// TestQuotaRates: Allow and Admit refuse a rate that no store could serve
+// with ErrInvalid, and count it as no decision; a Burst of 0 means Limit.
+func TestQuotaRates(t *testing.T) {
+	ctx := context.Background()
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "q"})
+	r := func(limit int, window time.Duration, burst int) throttle.Rate {
+		return throttle.Rate{Limit: limit, Window: window, Burst: burst}
 	}
-	for name, p := range map[string]throttle.Policy{
-		"no limit":             q(0, time.Minute, 0),
-		"negative limit":       q(-1, time.Minute, 0),
-		"negative burst":       q(10, time.Minute, -1),
-		"negative window":      q(10, -time.Minute, 0),
-		"above 1/µs":           q(1_000_000, 500*time.Millisecond, 0),
-		"tolerance 200 years":  q(1, 200*365*24*time.Hour, 0),
-		"huge burst":           q(1, time.Hour, 1<<40),
-		"limit in dedupe":      {Name: "d", Limit: 5},
-		"burst in cooldown":    {Name: "c", Mode: throttle.Cooldown, Burst: 5},
-		"failures in dedupe":   {Name: "d", CountOnlyFailures: true},
-		"unknown mode":         {Name: "u", Mode: throttle.Replay + 1},
-		"fallback sans quotas": {Name: "q", Mode: throttle.Quota, Limit: 1, WhenStoreFails: throttle.FailOver, Fallback: lockOnly{memstore.New()}},
+	for name, rate := range map[string]throttle.Rate{
+		"no limit":            r(0, time.Minute, 0),
+		"negative limit":      r(-1, time.Minute, 0),
+		"negative burst":      r(10, time.Minute, -1),
+		"no window":           r(10, 0, 0),
+		"negative window":     r(10, -time.Minute, 0),
+		"above 1/µs":          r(1_000_000, 500*time.Millisecond, 0),
+		"tolerance 200 years": r(1, 200*365*24*time.Hour, 0),
+		"huge burst":          r(1, time.Hour, 1<<40),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := throttle.New(memstore.New(), p)
+			d, err := q.Allow(ctx, "u1", rate, 1)
 			isOnly(t, err, throttle.ErrInvalid)
+			require.Zero(t, d)
+			require.ErrorContains(t, err, `"q"`, "the error names the quota")
+			dp, err := q.Admit(ctx, "u1", rate, 1)
+			isOnly(t, err, throttle.ErrInvalid)
+			require.Nil(t, dp)
 		})
 	}
-	_, err := throttle.New(lockOnly{memstore.New()}, q(10, time.Minute, 0))
+	s := q.Stats()
+	assert.Zero(t, s.Acquired+s.Rejected+s.StoreErrors+s.FailedOpen, "Stats %+v", s)
+
+	// Burst 0 is Limit: a peek at a cold key finds Limit left.
+	d, err := q.Allow(ctx, "u1", r(10, time.Minute, 0), 0)
+	require.NoError(t, err)
+	require.Equal(t, 10, d.Remaining, "default Burst, want Limit (10)")
+}
+
+// TestQuotaStores: NewQuota refuses a store, or a FailOver Fallback, that
+// keeps no quotas, saying what it lacks.
+func TestQuotaStores(t *testing.T) {
+	_, err := throttle.NewQuota(lockOnly{memstore.New()}, throttle.QuotaConfig{Name: "q"})
 	isOnly(t, err, throttle.ErrInvalid)
-	if !strings.Contains(err.Error(), "store.Quota") {
-		t.Fatalf("error %q does not say what the store lacks", err)
-	}
-	l := newLimiter(t, memstore.New(), q(10, time.Minute, 0))
-	if got := l.Policy().Burst; got != 10 {
-		t.Fatalf("default Burst %d, want Limit (10)", got)
-	}
+	require.ErrorContains(t, err, "store.Quota", "the error does not say what the store lacks")
+
+	_, err = throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "q",
+		Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: lockOnly{memstore.New()}}})
+	isOnly(t, err, throttle.ErrInvalid)
+	require.ErrorContains(t, err, "Fallback")
 }
 
 // lockOnly is a store that keeps locks but no quotas.
 type lockOnly struct{ throttle.Store }
 
-// TestQuotaWrongCalls: a Quota policy takes no locks, and a lock policy
-// decides no quotas.
-func TestQuotaWrongCalls(t *testing.T) {
-	ctx := context.Background()
-	ql := newLimiter(t, memstore.New(), hourly("q", 5))
-	if _, err := ql.Acquire(ctx, "u1"); err == nil {
-		t.Fatal("Acquire on a Quota policy")
-	} else {
-		isOnly(t, err, throttle.ErrInvalid)
-	}
-	if err := ql.Do(ctx, "u1", func(context.Context) error { return nil }); !errors.Is(err, throttle.ErrInvalid) {
-		t.Fatalf("Do on a Quota policy: %v", err)
-	}
-	ll := newLimiter(t, memstore.New(), throttle.Policy{Name: "d"})
-	_, err := ll.Allow(ctx, "u1")
-	isOnly(t, err, throttle.ErrInvalid)
-}
-
-// TestQuotaWait: with Policy.Wait, a refused request sleeps for the refill
-// when it comes within the wait, and is refused at once otherwise.
+// TestQuotaWait: with QuotaConfig.Wait, a refused request sleeps for the
+// refill when it comes within the wait, and is refused at once otherwise.
 func TestQuotaWait(t *testing.T) {
 	ctx := context.Background()
-	p := throttle.Policy{Name: "wait", Mode: throttle.Quota, Limit: 20, Window: time.Second, Burst: 1, Wait: 5 * time.Second}
-	l := newLimiter(t, memstore.New(), p)
+	rate := throttle.Rate{Limit: 20, Window: time.Second, Burst: 1}
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "wait", Wait: 5 * time.Second})
 	for i := range 3 {
-		if d, err := l.Allow(ctx, "u1"); err != nil || !d.Allowed {
-			t.Fatalf("request %d: %+v, %v; want allowed after a wait", i, d, err)
-		}
+		d, err := q.Allow(ctx, "u1", rate, 1)
+		require.NoError(t, err, "request %d", i)
+		require.True(t, d.Allowed, "request %d: %+v; want allowed after a wait", i, d)
 	}
-	p.Wait = time.Millisecond
-	short := newLimiter(t, memstore.New(), p)
-	_, _ = short.Allow(ctx, "u1")
+	short := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "wait", Wait: time.Millisecond})
+	_, _ = short.Allow(ctx, "u1", rate, 1)
 	start := time.Now()
-	d, err := short.Allow(ctx, "u1")
-	if err != nil || d.Allowed || d.RetryAfter <= time.Millisecond {
-		t.Fatalf("short wait: %+v, %v; want refused", d, err)
-	}
-	if time.Since(start) > d.RetryAfter {
-		t.Fatal("a refusal that could not end within the wait slept anyway")
-	}
+	d, err := short.Allow(ctx, "u1", rate, 1)
+	require.NoError(t, err, "short wait")
+	require.False(t, d.Allowed, "short wait: %+v; want refused", d)
+	require.Greater(t, d.RetryAfter, time.Millisecond, "short wait: %+v", d)
+	require.LessOrEqual(t, time.Since(start), d.RetryAfter, "a refusal that could not end within the wait slept anyway")
+
 	// The context bounds the wait.
-	p.Wait, p.Window = time.Hour, time.Hour
-	long := newLimiter(t, memstore.New(), p)
-	_, _ = long.Allow(ctx, "u1")
+	rate.Window = time.Hour
+	long := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "wait", Wait: time.Hour})
+	_, _ = long.Allow(ctx, "u1", rate, 1)
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	_, err = long.Allow(cctx, "u1")
+	_, err = long.Allow(cctx, "u1", rate, 1)
 	isOnly(t, err, context.DeadlineExceeded)
 }
 
@@ -315,84 +304,108 @@ func (s *failingQuota) AllowN(context.Context, string, store.Rate, int) (store.D
 	return store.Decision{}, errQuotaDown
 }
 
-// TestQuotaStoreFails: AllowN reports ErrStore; AdmitN fails open (nil,
-// nil) or closed (ErrStore) as the policy says; FailOver decides in the
+// TestQuotaStoreFails: Allow reports ErrStore; Admit fails open (nil, nil)
+// or closed (ErrStore) as the config says; FailOver decides in the
 // fallback, which keeps its own exact count.
 func TestQuotaStoreFails(t *testing.T) {
 	ctx := context.Background()
-	p := hourly("down", 3)
-	p.Logger = quiet
+	rate := hourly(3)
+	c := throttle.QuotaConfig{Name: "down", Options: throttle.Options{Logger: quiet}}
 
-	l := newLimiter(t, &failingQuota{Store: memstore.New()}, p)
-	_, err := l.Allow(ctx, "u1")
+	q := newQuota(t, &failingQuota{Store: memstore.New()}, c)
+	_, err := q.Allow(ctx, "u1", rate, 1)
 	isOnly(t, err, throttle.ErrStore)
-	if !errors.Is(err, errQuotaDown) {
-		t.Fatalf("%v does not wrap the store's error", err)
-	}
-	d, err := l.AdmitN(ctx, "u1", 1)
-	if d != nil || err != nil || l.Stats().FailedOpen != 1 {
-		t.Fatalf("AdmitN failing open = %v, %v; Stats %+v", d, err, l.Stats())
-	}
+	require.ErrorIs(t, err, errQuotaDown, "the store's error is not wrapped")
+	d, err := q.Admit(ctx, "u1", rate, 1)
+	require.NoError(t, err, "Admit failing open")
+	require.Nil(t, d, "Admit failing open")
+	require.Equal(t, uint64(1), q.Stats().FailedOpen, "Stats %+v", q.Stats())
 
-	p.WhenStoreFails = throttle.FailClosed
-	l = newLimiter(t, &failingQuota{Store: memstore.New()}, p)
-	d, err = l.AdmitN(ctx, "u1", 1)
-	if d != nil {
-		t.Fatalf("AdmitN failing closed gave a decision %+v", d)
-	}
+	c.WhenStoreFails = throttle.FailClosed
+	q = newQuota(t, &failingQuota{Store: memstore.New()}, c)
+	d, err = q.Admit(ctx, "u1", rate, 1)
+	require.Nil(t, d, "Admit failing closed gave a decision")
 	isOnly(t, err, throttle.ErrStore)
 
-	p.WhenStoreFails, p.Fallback = throttle.FailOver, memstore.New()
+	c.WhenStoreFails, c.Fallback = throttle.FailOver, memstore.New()
 	st := &failingQuota{Store: memstore.New()}
-	l = newLimiter(t, st, p)
+	q = newQuota(t, st, c)
 	allowed := 0
 	for range 10 {
-		d, err := l.AdmitN(ctx, "u1", 1)
+		d, err := q.Admit(ctx, "u1", rate, 1)
 		switch {
 		case err == nil && d.Allowed:
 			allowed++
-		case !errors.Is(err, throttle.ErrContended):
-			t.Fatalf("AdmitN under FailOver: %v, %v", d, err)
+		default:
+			require.ErrorIs(t, err, throttle.ErrContended, "Admit under FailOver: %v", d)
 		}
 	}
-	if s := l.Stats(); allowed != 3 || s.Fallback != 3 || s.Rejected != 7 {
-		t.Fatalf("%d allowed under FailOver, Stats %+v; want 3 from the fallback", allowed, s)
-	}
+	s := q.Stats()
+	require.Equal(t, 3, allowed, "allowed under FailOver, want 3 from the fallback")
+	require.Equal(t, uint64(3), s.Fallback, "Stats %+v", s)
+	require.Equal(t, uint64(7), s.Rejected, "Stats %+v", s)
 	// After three failures in a row the store is skipped for a while.
-	if n := st.calls.Load(); n >= 10 {
-		t.Fatalf("the failing store was asked %d times in 10 requests", n)
-	}
+	require.Less(t, st.calls.Load(), int32(10), "the failing store was asked in every one of 10 requests")
 }
 
-// TestQuotaAdmitN: an allowed request gets its decision; a refused one its
+// TestQuotaAdmit: an allowed request gets its decision; a refused one its
 // decision and a ContendedError saying when to retry.
-func TestQuotaAdmitN(t *testing.T) {
+func TestQuotaAdmit(t *testing.T) {
 	ctx := context.Background()
-	l := newLimiter(t, memstore.New(), hourly("admit", 2))
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "admit"})
+	rate := hourly(2)
 	for i := range 2 {
-		if d, err := l.AdmitN(ctx, "u1", 1); err != nil || !d.Allowed || d.Remaining != 1-i {
-			t.Fatalf("request %d: %+v, %v", i, d, err)
-		}
+		d, err := q.Admit(ctx, "u1", rate, 1)
+		require.NoError(t, err, "request %d", i)
+		require.True(t, d.Allowed, "request %d: %+v", i, d)
+		require.Equal(t, 1-i, d.Remaining, "request %d: %+v", i, d)
 	}
-	d, err := l.AdmitN(ctx, "u1", 1)
-	var ce *throttle.ContendedError
-	if !errors.As(err, &ce) || d == nil || d.Allowed || ce.RetryAfter != d.RetryAfter || ce.RetryAfter <= 0 {
-		t.Fatalf("third request: %+v, %v; want refused with a ContendedError", d, err)
-	}
+	d, err := q.Admit(ctx, "u1", rate, 1)
 	isOnly(t, err, throttle.ErrContended)
+	var ce *throttle.ContendedError
+	require.ErrorAs(t, err, &ce, "third request: want refused with a ContendedError")
+	require.NotNil(t, d, "third request: a refusal comes with its decision")
+	require.False(t, d.Allowed, "third request: %+v", d)
+	require.Positive(t, ce.RetryAfter)
+	require.Equal(t, d.RetryAfter, ce.RetryAfter)
+
 	// A free request is no way past a spent quota.
-	d, err = l.AdmitN(ctx, "u1", 0)
-	if !errors.As(err, &ce) || d.Allowed || ce.RetryAfter <= 0 || ce.RetryAfter > time.Hour/2 {
-		t.Fatalf("cost 0 on a spent quota: %+v, %v; want refused until the next refill", d, err)
-	}
-	if d, err := l.AdmitN(ctx, "u2", 0); err != nil || !d.Allowed || d.Remaining != 2 {
-		t.Fatalf("cost 0 on a full quota: %+v, %v", d, err)
-	}
+	d, err = q.Admit(ctx, "u1", rate, 0)
+	require.ErrorAs(t, err, &ce, "cost 0 on a spent quota: want refused until the next refill")
+	require.False(t, d.Allowed, "cost 0 on a spent quota: %+v", d)
+	require.Positive(t, ce.RetryAfter)
+	require.LessOrEqual(t, ce.RetryAfter, time.Hour/2)
+
+	d, err = q.Admit(ctx, "u2", rate, 0)
+	require.NoError(t, err, "cost 0 on a full quota")
+	require.True(t, d.Allowed, "cost 0 on a full quota: %+v", d)
+	require.Equal(t, 2, d.Remaining, "cost 0 on a full quota: %+v", d)
 }
 
-// TestQuotaServerClock: what a Limiter sends Redis for a decision holds no
+// TestQuotaRatePerCall: the rate is a value of each call, so one Quota
+// serves requests of different rates (a plan's, a tier's), each key
+// counted against the rate it is asked with.
+func TestQuotaRatePerCall(t *testing.T) {
+	ctx := context.Background()
+	q := newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "plans"})
+	spend := func(id string, rate throttle.Rate) int {
+		n := 0
+		for range 20 {
+			d, err := q.Allow(ctx, id, rate, 1)
+			require.NoError(t, err)
+			if d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 3, spend("free-user", hourly(3)))
+	require.Equal(t, 10, spend("paid-user", hourly(10)))
+}
+
+// TestQuotaServerClock: what a Quota sends Redis for a decision holds no
 // time of the caller's: the script reads the server's TIME, so instances
-// whose clocks disagree still share one quota. Two limiters on two
+// whose clocks disagree still share one quota. Two quotas on two
 // connections interleave and agree exactly.
 func TestQuotaServerClock(t *testing.T) {
 	if testing.Short() {
@@ -411,30 +424,29 @@ func TestQuotaServerClock(t *testing.T) {
 		sent = args
 	}})
 	t.Cleanup(func() { _ = spy.Close() })
-	a := newLimiter(t, redisstore.New(spy), hourly("clock", 6))
-	other := newLimiter(t, b.store, hourly("clock", 6))
+	a := newQuota(t, redisstore.New(spy), throttle.QuotaConfig{Name: "clock"})
+	other := newQuota(t, b.store, throttle.QuotaConfig{Name: "clock"})
 	ctx := context.Background()
 	for i := range 8 {
-		l := a
+		q := a
 		if i%2 == 1 {
-			l = other
+			q = other
 		}
-		d, err := l.Allow(ctx, "u1")
-		if err != nil || d.Allowed != (i < 6) || d.Remaining != max(5-i, 0) {
-			t.Fatalf("request %d: %+v, %v", i, d, err)
-		}
+		d, err := q.Allow(ctx, "u1", hourly(6), 1)
+		require.NoError(t, err, "request %d", i)
+		require.Equal(t, i < 6, d.Allowed, "request %d: %+v", i, d)
+		require.Equal(t, max(5-i, 0), d.Remaining, "request %d: %+v", i, d)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	// EVALSHA sha 1 key T burst cost: nothing else.
-	if len(sent) != 7 || fmt.Sprint(sent[0]) != "evalsha" {
-		t.Fatalf("quota command %v: want EVALSHA with the key, T, burst and cost alone", sent)
-	}
+	require.Len(t, sent, 7, "quota command %v: want EVALSHA with the key, T, burst and cost alone", sent)
+	require.Equal(t, "evalsha", fmt.Sprint(sent[0]), "quota command %v", sent)
 	now := time.Now()
 	for _, arg := range sent[3:] {
-		if n, ok := arg.(int64); ok && (n > now.Add(-time.Hour).Unix() && n < now.Add(time.Hour).UnixMicro()) {
-			t.Fatalf("argument %d of %v looks like the caller's clock", n, sent)
-		}
+		n, ok := arg.(int64)
+		require.False(t, ok && n > now.Add(-time.Hour).Unix() && n < now.Add(time.Hour).UnixMicro(),
+			"argument %d of %v looks like the caller's clock", n, sent)
 	}
 }
 

@@ -2,17 +2,19 @@ package throttle_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func reentrantPolicy() throttle.Policy {
-	return throttle.Policy{Name: "reent", Mode: throttle.Exclusive, LeaseTTL: 2 * time.Second, Reentrant: true, Fence: true}
+func reentrantConfig() throttle.LockConfig {
+	return throttle.LockConfig{Name: "reent", Mode: throttle.Exclusive, TTL: 2 * time.Second, Reentrant: true, Fence: true}
 }
 
 // TestReentrantNestedDo checks that work holding a key can call code that
@@ -22,51 +24,34 @@ func reentrantPolicy() throttle.Policy {
 func TestReentrantNestedDo(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := newLimiter(t, b.store, reentrantPolicy())
-			other := newLimiter(t, b.store, reentrantPolicy())
+			l := newLock(t, b.store, reentrantConfig())
+			other := newLock(t, b.store, reentrantConfig())
 			ctx := context.Background()
 			key := l.StoredKey("order-42")
 			innerRan := false
 			err := l.Do(ctx, "order-42", func(outer context.Context) error {
 				outerLease := throttle.LeaseFrom(outer)
-				if outerLease.Holds() != 1 {
-					t.Errorf("outer holds %d, want 1", outerLease.Holds())
-				}
+				assert.Equal(t, 1, outerLease.Holds(), "outer holds")
 				err := l.Do(outer, "order-42", func(inner context.Context) error {
 					innerRan = true
 					lease := throttle.LeaseFrom(inner)
-					if lease.Holds() != 2 {
-						t.Errorf("inner holds %d, want 2", lease.Holds())
-					}
-					if lease.Fence() != outerLease.Fence() {
-						t.Errorf("inner fence %d, outer %d: a re-entry keeps the first fence", lease.Fence(), outerLease.Fence())
-					}
-					if lease.Token() != outerLease.Token() {
-						t.Error("inner lease has another owner")
-					}
+					assert.Equal(t, 2, lease.Holds(), "inner holds")
+					assert.Equal(t, outerLease.Fence(), lease.Fence(), "a re-entry keeps the first fence")
+					assert.Equal(t, outerLease.Token(), lease.Token(), "inner lease has another owner")
 					return nil
 				})
 				if err != nil {
 					return err
 				}
-				if !b.held(t, key) {
-					t.Error("key freed when the inner Do returned")
-				}
+				assert.True(t, b.held(t, key), "key freed when the inner Do returned")
 				// A different owner is still turned away.
-				if _, err := other.Acquire(context.Background(), "order-42"); !errors.Is(err, throttle.ErrContended) {
-					t.Errorf("foreign owner after inner release: %v, want ErrContended", err)
-				}
+				_, err = other.Acquire(context.Background(), "order-42")
+				assert.ErrorIs(t, err, throttle.ErrContended, "foreign owner after inner release")
 				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !innerRan {
-				t.Fatal("inner work did not run")
-			}
-			if b.held(t, key) {
-				t.Fatal("key still held after the outer Do returned")
-			}
+			require.NoError(t, err)
+			require.True(t, innerRan, "inner work did not run")
+			require.False(t, b.held(t, key), "key still held after the outer Do returned")
 		})
 	}
 }
@@ -76,85 +61,60 @@ func TestReentrantNestedDo(t *testing.T) {
 // release only, and every re-entry refreshes the TTL.
 func TestReentrantWithOwner(t *testing.T) {
 	b := redisBackend(t)
-	l := newLimiter(t, b.store, reentrantPolicy())
+	l := newLock(t, b.store, reentrantConfig())
 	ctx := throttle.WithOwner(context.Background())
 	key := l.StoredKey("job")
 
 	first, err := l.Acquire(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	time.Sleep(800 * time.Millisecond)
 	before := b.rdb.PTTL(ctx, key).Val()
 	second, err := l.Acquire(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	after := b.rdb.PTTL(ctx, key).Val()
-	if second.Holds() != 2 || first.Holds() != 1 {
-		t.Fatalf("holds %d then %d, want 1 then 2", first.Holds(), second.Holds())
-	}
-	if after <= before {
-		t.Fatalf("PTTL %v before the re-entry, %v after: the re-entry did not refresh it", before, after)
-	}
-	if err := second.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !b.held(t, key) {
-		t.Fatal("key freed with one hold left")
-	}
-	if err := first.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if b.held(t, key) {
-		t.Fatal("key still held after the last release")
-	}
+	require.Equal(t, 1, first.Holds(), "holds of the first")
+	require.Equal(t, 2, second.Holds(), "holds of the second")
+	require.Greater(t, after, before, "the re-entry did not refresh the PTTL")
+	require.NoError(t, second.Release(ctx))
+	require.True(t, b.held(t, key), "key freed with one hold left")
+	require.NoError(t, first.Release(ctx))
+	require.False(t, b.held(t, key), "key still held after the last release")
 }
 
 // TestReentrantForeignOwner checks that an owner who does not hold the key
-// can neither acquire, release nor extend it, at the limiter and at the
-// store level, and that a stale lease cannot free its successor's key.
+// can neither acquire, release nor extend it, at the lock and at the store
+// level, and that a stale lease cannot free its successor's key.
 func TestReentrantForeignOwner(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := reentrantPolicy()
-			l := newLimiter(t, b.store, p)
+			c := reentrantConfig()
+			l := newLock(t, b.store, c)
 			ctx := context.Background()
 			owner := throttle.WithOwner(ctx)
 			lease, err := l.Acquire(owner, "job")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lease.Release(ctx)
 
 			// Another owner, and a caller with no owner at all.
-			for _, c := range []context.Context{throttle.WithOwner(ctx), ctx} {
-				if _, err := l.Acquire(c, "job"); !errors.Is(err, throttle.ErrContended) {
-					t.Fatalf("foreign acquire: %v, want ErrContended", err)
-				}
+			for _, other := range []context.Context{throttle.WithOwner(ctx), ctx} {
+				_, err := l.Acquire(other, "job")
+				require.ErrorIs(t, err, throttle.ErrContended, "foreign acquire")
 			}
 			stranger := store.NewToken()
-			if out, err := b.store.Release(ctx, lease.Key(), stranger); err != nil || out != store.HeldByOther {
-				t.Fatalf("foreign release: %v, %v; want held-by-other", out, err)
-			}
-			if out, err := b.store.Extend(ctx, lease.Key(), stranger, time.Hour); err != nil || out != store.HeldByOther {
-				t.Fatalf("foreign extend: %v, %v; want held-by-other", out, err)
-			}
+			out, err := b.store.Release(ctx, lease.Key(), stranger)
+			require.NoError(t, err, "foreign release")
+			require.Equal(t, store.HeldByOther, out, "foreign release")
+			out, err = b.store.Extend(ctx, lease.Key(), stranger, time.Hour)
+			require.NoError(t, err, "foreign extend")
+			require.Equal(t, store.HeldByOther, out, "foreign extend")
 			if b.rdb != nil {
-				if pttl := b.rdb.PTTL(ctx, lease.Key()).Val(); pttl > p.LeaseTTL {
-					t.Fatalf("PTTL %v after a foreign extend, beyond the lease %v", pttl, p.LeaseTTL)
-				}
+				pttl := b.rdb.PTTL(ctx, lease.Key()).Val()
+				require.LessOrEqual(t, pttl, c.TTL, "PTTL after a foreign extend, beyond the lease")
 			}
-			if !b.held(t, lease.Key()) {
-				t.Fatal("a foreign release freed the key")
-			}
+			require.True(t, b.held(t, lease.Key()), "a foreign release freed the key")
 			// The owner's hold count is still one: one release frees it.
-			if err := lease.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if b.held(t, lease.Key()) {
-				t.Fatal("key still held after the owner's release")
-			}
+			require.NoError(t, lease.Release(ctx))
+			require.False(t, b.held(t, lease.Key()), "key still held after the owner's release")
 		})
 	}
 }
@@ -165,69 +125,58 @@ func TestReentrantForeignOwner(t *testing.T) {
 func TestStaleLeaseCannotFreeSuccessor(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "stale", Mode: throttle.Exclusive, LeaseTTL: 50 * time.Millisecond}
-			l := newLimiter(t, b.store, p)
+			l := newLock(t, b.store, throttle.LockConfig{Name: "stale", Mode: throttle.Exclusive, TTL: 50 * time.Millisecond})
 			ctx := context.Background()
 			stale, err := l.Acquire(ctx, "job")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var next *throttle.Lease
-			if !waitFor(5*time.Second, func() bool {
+			require.True(t, waitFor(5*time.Second, func() bool {
 				next, err = l.Acquire(ctx, "job")
 				return err == nil
-			}) {
-				t.Fatalf("key never expired: %v", err)
-			}
+			}), "key never expired: %v", err)
 			isOnly(t, stale.Extend(ctx, time.Minute), throttle.ErrNotHeld)
 			isOnly(t, stale.Release(ctx), throttle.ErrNotHeld)
-			if err := next.Extend(ctx, time.Minute); err != nil {
-				t.Fatalf("successor lost its key to a stale holder: %v", err)
-			}
-			if err := next.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, next.Extend(ctx, time.Minute), "successor lost its key to a stale holder")
+			require.NoError(t, next.Release(ctx))
 		})
 	}
 }
 
 // TestNonReentrantNestedDoIsContended documents the default: without
-// Policy.Reentrant a nested Do on the same key does not block forever, it is
-// turned away like any other contender.
+// LockConfig.Reentrant a nested Do on the same key does not block forever,
+// it is turned away like any other contender.
 func TestNonReentrantNestedDoIsContended(t *testing.T) {
 	b := memBackend(t)
-	l := newLimiter(t, b.store, throttle.Policy{Name: "plain", Mode: throttle.Exclusive})
+	l := newLock(t, b.store, throttle.LockConfig{Name: "plain", Mode: throttle.Exclusive})
 	err := l.Do(context.Background(), "job", func(ctx context.Context) error {
 		return l.Do(ctx, "job", func(context.Context) error {
-			t.Error("nested work ran on a non-reentrant key")
+			assert.Fail(t, "nested work ran on a non-reentrant key")
 			return nil
 		})
 	})
 	isOnly(t, err, throttle.ErrContended)
 }
 
-// TestReentryNeverShortensDo: a re-entry through the policy's Window inside
-// Do, which holds the key for LeaseTTL, neither cuts the hold short nor
-// leaves the inner lease believing in a shorter life than the key's.
+// TestReentryNeverShortensDo: a re-entry with a shorter TTL (through
+// another Lock of the same name, whose TTL is a second) inside Do, which
+// holds the key for a minute, neither cuts the hold short nor leaves the
+// inner lease believing in a shorter life than the key's.
 func TestReentryNeverShortensDo(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	l := newLimiter(t, st, throttle.Policy{Name: "re", Reentrant: true, Window: time.Second, LeaseTTL: time.Minute})
+	l := newLock(t, st, throttle.LockConfig{Name: "re", Reentrant: true, TTL: time.Minute})
+	short := newLock(t, st, throttle.LockConfig{Name: "re", Reentrant: true, TTL: time.Second})
 	err := l.Do(ctx, "k", func(ctx context.Context) error {
-		inner, err := l.Acquire(ctx, "k")
+		inner, err := short.Acquire(ctx, "k")
 		if err != nil {
 			return err
 		}
-		if v := inner.ValidFor(); v <= 30*time.Second {
-			t.Errorf("inner lease valid for %v, want the key's real TTL of about a minute", v)
-		}
+		assert.Greater(t, inner.ValidFor(), 30*time.Second, "inner lease: want the key's real TTL of about a minute")
 		g, err := st.Acquire(ctx, store.Request{Key: l.StoredKey("k"), Token: store.NewToken(), TTL: time.Second})
-		if err != nil || g.Acquired || g.Remaining <= 30*time.Second {
-			t.Errorf("after a 1s re-entry another owner sees %+v, %v: the minute-long hold was cut short", g, err)
-		}
+		assert.NoError(t, err)
+		assert.False(t, g.Acquired, "after a 1s re-entry another owner took the key")
+		assert.Greater(t, g.Remaining, 30*time.Second, "after a 1s re-entry another owner sees %+v: the minute-long hold was cut short", g)
 		return inner.Release(ctx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }

@@ -1,14 +1,14 @@
 package throttle_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -17,12 +17,21 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-// replayPolicy is a Replay policy whose waits are woken by notifications
-// only: its backoff sleeps an hour, so a waiter that is not told of a
-// record or a release runs into its Wait instead.
-func replayPolicy(name string, wait time.Duration) throttle.Policy {
-	return throttle.Policy{Name: name, Mode: throttle.Replay, Window: time.Minute, Wait: wait,
-		Backoff: func(int) time.Duration { return time.Hour }}
+// replayConfig is the config of the Replay tests: answers kept a minute,
+// duplicates waiting up to wait.
+func replayConfig(name string, wait time.Duration) throttle.ReplayConfig {
+	return throttle.ReplayConfig{Name: name, TTL: time.Minute, Wait: wait}
+}
+
+// notifiedReplay returns a Replay whose waits are woken by notifications
+// only: its backoff sleeps an hour (set through a test hook: ReplayConfig
+// has no Backoff), so a waiter that is not told of a record or a release
+// runs into its Wait instead.
+func notifiedReplay(t testing.TB, st throttle.Store, c throttle.ReplayConfig) *throttle.Replay {
+	t.Helper()
+	r := newReplay(t, st, c)
+	r.SetBackoff(func(int) time.Duration { return time.Hour })
+	return r
 }
 
 // TestClaim walks a key through its life: the first claim holds it, a
@@ -32,40 +41,34 @@ func TestClaim(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := newLimiter(t, b.store, replayPolicy("claim", -1))
-			lease, rec, err := l.Claim(ctx, "u")
-			if err != nil || lease == nil || rec != nil {
-				t.Fatalf("first claim: %v %q %v", lease, rec, err)
-			}
-			_, _, err = l.Claim(ctx, "u")
+			r := notifiedReplay(t, b.store, replayConfig("claim", -1))
+			lease, rec, err := r.Claim(ctx, "u")
+			require.NoError(t, err, "first claim")
+			require.NotNil(t, lease, "first claim")
+			require.Nil(t, rec, "first claim")
+			_, _, err = r.Claim(ctx, "u")
 			isOnly(t, err, throttle.ErrContended)
 
-			if err := lease.Record(ctx, []byte("answer")); err != nil {
-				t.Fatalf("record: %v", err)
-			}
+			require.NoError(t, lease.Record(ctx, []byte("answer")))
 			for range 2 {
-				dup, rec, err := l.Claim(ctx, "u")
-				if err != nil || dup != nil || string(rec) != "answer" {
-					t.Fatalf("duplicate: %v %q %v", dup, rec, err)
-				}
+				dup, rec, err := r.Claim(ctx, "u")
+				require.NoError(t, err, "duplicate")
+				require.Nil(t, dup, "duplicate")
+				require.Equal(t, "answer", string(rec), "duplicate")
 			}
 			// Another identity has nothing to do with it.
-			other, rec, err := l.Claim(ctx, "v")
-			if err != nil || other == nil || rec != nil {
-				t.Fatalf("other identity: %v %q %v", other, rec, err)
-			}
+			other, rec, err := r.Claim(ctx, "v")
+			require.NoError(t, err, "other identity")
+			require.NotNil(t, other, "other identity")
+			require.Nil(t, rec, "other identity")
 			_ = other.Release(ctx)
 
-			if err := lease.Release(ctx); err != nil {
-				t.Fatalf("release: %v", err)
-			}
-			if err := lease.Record(ctx, []byte("late")); !errors.Is(err, throttle.ErrNotHeld) {
-				t.Fatalf("record after release: %v, want ErrNotHeld", err)
-			}
-			next, rec, err := l.Claim(ctx, "u")
-			if err != nil || next == nil || rec != nil {
-				t.Fatalf("claim after release: %v %q %v (the record must go with the key)", next, rec, err)
-			}
+			require.NoError(t, lease.Release(ctx))
+			require.ErrorIs(t, lease.Record(ctx, []byte("late")), throttle.ErrNotHeld, "record after release")
+			next, rec, err := r.Claim(ctx, "u")
+			require.NoError(t, err, "claim after release")
+			require.NotNil(t, next, "claim after release")
+			require.Nil(t, rec, "claim after release: the record must go with the key")
 			_ = next.Release(ctx)
 		})
 	}
@@ -76,19 +79,15 @@ func TestClaimEmptyRecord(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := newLimiter(t, b.store, replayPolicy("empty", -1))
-			lease, _, err := l.Claim(ctx, "u")
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := notifiedReplay(t, b.store, replayConfig("empty", -1))
+			lease, _, err := r.Claim(ctx, "u")
+			require.NoError(t, err)
 			defer lease.Release(ctx)
-			if err := lease.Record(ctx, nil); err != nil {
-				t.Fatal(err)
-			}
-			_, rec, err := l.Claim(ctx, "u")
-			if err != nil || rec == nil || len(rec) != 0 {
-				t.Fatalf("duplicate: %q (nil %v) %v, want an empty record", rec, rec == nil, err)
-			}
+			require.NoError(t, lease.Record(ctx, nil))
+			_, rec, err := r.Claim(ctx, "u")
+			require.NoError(t, err, "duplicate")
+			require.NotNil(t, rec, "duplicate: want an empty record")
+			require.Empty(t, rec, "duplicate: want an empty record")
 		})
 	}
 }
@@ -101,11 +100,9 @@ func TestClaimWokenByRecord(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			l := newLimiter(t, b.store, replayPolicy("woken", 15*time.Second))
-			lease, _, err := l.Claim(ctx, "u")
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := notifiedReplay(t, b.store, replayConfig("woken", 15*time.Second))
+			lease, _, err := r.Claim(ctx, "u")
+			require.NoError(t, err)
 			defer lease.Release(ctx)
 			type answer struct {
 				rec []byte
@@ -113,17 +110,14 @@ func TestClaimWokenByRecord(t *testing.T) {
 			}
 			got := make(chan answer, 1)
 			go func() {
-				_, rec, err := l.Claim(ctx, "u")
+				_, rec, err := r.Claim(ctx, "u")
 				got <- answer{rec, err}
 			}()
 			time.Sleep(100 * time.Millisecond) // let it start waiting (either way it must get the record)
-			if err := lease.Record(ctx, []byte("order 7")); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, lease.Record(ctx, []byte("order 7")))
 			a := <-got
-			if a.err != nil || string(a.rec) != "order 7" {
-				t.Fatalf("waiting duplicate: %q %v, want the record", a.rec, a.err)
-			}
+			require.NoError(t, a.err, "waiting duplicate")
+			require.Equal(t, "order 7", string(a.rec), "waiting duplicate: want the record")
 		})
 	}
 }
@@ -136,30 +130,24 @@ func TestClaimOneRerunsAfterFailure(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			l := newLimiter(t, b.store, replayPolicy("rerun", 15*time.Second))
-			first, _, err := l.Claim(ctx, "u")
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := notifiedReplay(t, b.store, replayConfig("rerun", 15*time.Second))
+			first, _, err := r.Claim(ctx, "u")
+			require.NoError(t, err)
 			const n = 10
 			var (
 				mu     sync.Mutex
 				leases int
-				recs   [][]byte
+				recs   []string
 				errs   []error
 				wg     sync.WaitGroup
 			)
 			for range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					lease, rec, err := l.Claim(ctx, "u")
+				wg.Go(func() {
+					lease, rec, err := r.Claim(ctx, "u")
 					if lease != nil {
 						// The rerun: it succeeds this time, and keeps
-						// the key for the window, as Replay does.
-						if err := lease.Record(ctx, []byte("second run")); err != nil {
-							t.Error(err)
-						}
+						// the key for the TTL, as Replay does.
+						assert.NoError(t, lease.Record(ctx, []byte("second run")))
 					}
 					mu.Lock()
 					defer mu.Unlock()
@@ -169,82 +157,67 @@ func TestClaimOneRerunsAfterFailure(t *testing.T) {
 					case err != nil:
 						errs = append(errs, err)
 					default:
-						recs = append(recs, rec)
+						recs = append(recs, string(rec))
 					}
-				}()
+				})
 			}
 			time.Sleep(100 * time.Millisecond) // let them start waiting
-			if err := first.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, first.Release(ctx))
 			wg.Wait()
-			if leases != 1 || len(recs) != n-1 || len(errs) != 0 {
-				t.Fatalf("%d leases, %d records, errors %v; want 1 lease and %d records", leases, len(recs), errs, n-1)
-			}
-			for _, r := range recs {
-				if !bytes.Equal(r, []byte("second run")) {
-					t.Fatalf("record %q", r)
-				}
+			require.Empty(t, errs)
+			require.Equal(t, 1, leases, "leases")
+			require.Len(t, recs, n-1, "records")
+			for _, rec := range recs {
+				require.Equal(t, "second run", rec)
 			}
 		})
 	}
 }
 
-// TestClaimWaitBounds: the wait ends with ErrContended at Policy.Wait, and
-// with the context's error when that ends first.
+// TestClaimWaitBounds: the wait ends with ErrContended at ReplayConfig.Wait,
+// and with the context's error when that ends first.
 func TestClaimWaitBounds(t *testing.T) {
 	ctx := context.Background()
-	l := newLimiter(t, memstore.New(), replayPolicy("bounds", 50*time.Millisecond))
-	lease, _, err := l.Claim(ctx, "u")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := notifiedReplay(t, memstore.New(), replayConfig("bounds", 50*time.Millisecond))
+	lease, _, err := r.Claim(ctx, "u")
+	require.NoError(t, err)
 	defer lease.Release(ctx)
-	_, _, err = l.Claim(ctx, "u")
+	_, _, err = r.Claim(ctx, "u")
 	isOnly(t, err, throttle.ErrContended)
 
-	l = newLimiter(t, memstore.New(), replayPolicy("bounds2", time.Hour))
-	lease2, _, err := l.Claim(ctx, "u")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = notifiedReplay(t, memstore.New(), replayConfig("bounds2", time.Hour))
+	lease2, _, err := r.Claim(ctx, "u")
+	require.NoError(t, err)
 	defer lease2.Release(ctx)
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, _, err = l.Claim(cctx, "u")
+	_, _, err = r.Claim(cctx, "u")
 	isOnly(t, err, context.DeadlineExceeded)
 }
 
 // noRecords hides a store's Recorder.
 type noRecords struct{ throttle.Store }
 
-// TestReplayPolicy checks what New accepts of a Replay policy.
-func TestReplayPolicy(t *testing.T) {
+// TestReplayStores checks that NewReplay refuses stores that keep no
+// records, the Fallback's under FailOver included (its defaults are in
+// TestReplayDefaults).
+func TestReplayStores(t *testing.T) {
 	mem := memstore.New()
-	l := newLimiter(t, mem, throttle.Policy{Name: "r", Mode: throttle.Replay})
-	p := l.Policy()
-	if p.Wait != throttle.DefaultReplayWait || p.WhenStoreFails != throttle.FailClosed || p.TTL() != throttle.DefaultWindow {
-		t.Fatalf("defaults: wait %v, fail %v, ttl %v", p.Wait, p.WhenStoreFails, p.TTL())
-	}
-	if p.Mode.String() != "replay" {
-		t.Fatalf("mode %q", p.Mode)
-	}
-	newLimiter(t, mem, throttle.Policy{Name: "r", Mode: throttle.Replay, Wait: -1}) // no wait
+	assert.Equal(t, "replay", throttle.ModeReplay.String())
 	for name, c := range map[string]struct {
 		st throttle.Store
-		p  throttle.Policy
+		c  throttle.ReplayConfig
 	}{
-		"no recorder":          {noRecords{mem}, throttle.Policy{Name: "r", Mode: throttle.Replay}},
-		"fallback no recorder": {mem, throttle.Policy{Name: "r", Mode: throttle.Replay, WhenStoreFails: throttle.FailOver, Fallback: noRecords{memstore.New()}}},
-		"reentrant":            {mem, throttle.Policy{Name: "r", Mode: throttle.Replay, Reentrant: true}},
-		"negative wait dedupe": {mem, throttle.Policy{Name: "r", Wait: -1}},
+		"no recorder": {noRecords{mem}, throttle.ReplayConfig{Name: "r"}},
+		"fallback no recorder": {mem, throttle.ReplayConfig{Name: "r",
+			Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: noRecords{memstore.New()}}}},
 	} {
-		if _, err := throttle.New(c.st, c.p); !errors.Is(err, throttle.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			_, err := throttle.NewReplay(c.st, c.c)
+			isOnly(t, err, throttle.ErrInvalid)
+			require.ErrorContains(t, err, "store.Recorder")
+		})
 	}
-	_, _, err := newLimiter(t, mem, throttle.Policy{Name: "d"}).Claim(context.Background(), "u")
-	isOnly(t, err, throttle.ErrInvalid)
 }
 
 // TestClaimStoreFaults produces faults against a real Redis and checks
@@ -264,60 +237,50 @@ func TestClaimStoreFaults(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	st := redisstore.New(client)
 	t.Cleanup(func() { _ = st.Close() })
-	p := replayPolicy("faults", -1)
-	p.Timeout = 100 * time.Millisecond
-	p.Logger = quiet
-	l := newLimiter(t, st, p)
+	c := replayConfig("faults", -1)
+	c.Timeout = 100 * time.Millisecond
+	c.Logger = quiet
+	r := notifiedReplay(t, st, c)
 
 	// Fail closed: nothing runs while Redis does not answer.
 	proxy.SetBlackHole(true)
-	lease, rec, err := l.Claim(ctx, "a")
+	lease, rec, err := r.Claim(ctx, "a")
 	isOnly(t, err, throttle.ErrStore)
-	if lease != nil || rec != nil {
-		t.Fatalf("black hole: lease %v, record %q", lease, rec)
-	}
+	require.Nil(t, lease, "black hole")
+	require.Nil(t, rec, "black hole")
 	proxy.Clear()
 
 	// The record is lost on the way: the key stays held, unanswered.
-	lease, _, err = l.Claim(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease, _, err = r.Claim(ctx, "b")
+	require.NoError(t, err)
 	proxy.SetBlackHole(true)
-	if err := lease.Record(ctx, []byte("ok")); !errors.Is(err, throttle.ErrStore) {
-		t.Fatalf("record through a black hole: %v, want ErrStore", err)
-	}
+	require.ErrorIs(t, lease.Record(ctx, []byte("ok")), throttle.ErrStore, "record through a black hole")
 	proxy.Clear()
-	dup, rec, err := l.Claim(ctx, "b")
+	dup, rec, err := r.Claim(ctx, "b")
 	isOnly(t, err, throttle.ErrContended)
-	if dup != nil || rec != nil {
-		t.Fatalf("after a lost record: lease %v, record %q", dup, rec)
-	}
+	require.Nil(t, dup, "after a lost record")
+	require.Nil(t, rec, "after a lost record")
 
 	// A recorded answer is replayed only to its own key.
-	lease, _, err = l.Claim(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Record(ctx, []byte("c's order")); err != nil {
-		t.Fatal(err)
-	}
-	if other, rec, err := l.Claim(ctx, "d"); err != nil || other == nil || rec != nil {
-		t.Fatalf("another key: %v %q %v", other, rec, err)
-	}
+	lease, _, err = r.Claim(ctx, "c")
+	require.NoError(t, err)
+	require.NoError(t, lease.Record(ctx, []byte("c's order")))
+	other, rec, err := r.Claim(ctx, "d")
+	require.NoError(t, err, "another key")
+	require.NotNil(t, other, "another key")
+	require.Nil(t, rec, "another key")
 
 	// Redis restarts empty: the record is gone with the lock.
 	srv.Kill(t)
-	_, _, err = l.Claim(ctx, "c")
+	_, _, err = r.Claim(ctx, "c")
 	isOnly(t, err, throttle.ErrStore)
 	srv.Restart(t)
-	if !waitFor(10*time.Second, func() bool {
-		next, rec, err := l.Claim(ctx, "c")
-		if err == nil && (next == nil || rec != nil) {
-			t.Fatalf("after the restart: lease %v, record %q", next, rec)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		next, rec, err := r.Claim(ctx, "c")
+		if err == nil {
+			require.NotNil(t, next, "after the restart: want the key afresh")
+			require.Nil(t, rec, "after the restart: want no record")
 		}
 		return err == nil
-	}) {
-		t.Fatal("the store did not come back")
-	}
+	}), "the store did not come back")
 }

@@ -2,33 +2,31 @@ package throttle_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// pollOnly hides a store's Notifier, so that a Limiter over it can only poll.
+// pollOnly hides a store's Notifier, so that a Lock over it can only poll.
 type pollOnly struct{ throttle.Store }
 
 // holdFor takes id under l and releases it after d, in the background; it
 // returns a channel that is closed right before the release is sent.
-func holdFor(t *testing.T, l *throttle.Limiter, id string, d time.Duration) <-chan struct{} {
+func holdFor(t *testing.T, l *throttle.Lock, id string, d time.Duration) <-chan struct{} {
 	t.Helper()
 	lease, err := l.Acquire(context.Background(), id)
-	if err != nil {
-		t.Fatalf("holder: %v", err)
-	}
+	require.NoError(t, err, "holder")
 	releasing, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(d)
 		close(releasing)
-		if err := lease.Release(context.Background()); err != nil {
-			t.Errorf("holder release: %v", err)
-		}
+		assert.NoError(t, lease.Release(context.Background()), "holder release")
 	}()
 	t.Cleanup(func() { <-done })
 	return releasing
@@ -40,31 +38,25 @@ func holdFor(t *testing.T, l *throttle.Limiter, id string, d time.Duration) <-ch
 func TestWaitWakesOnRelease(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			if _, ok := b.store.(store.Notifier); !ok {
-				t.Fatalf("%T is not a Notifier", b.store)
-			}
-			p := throttle.Policy{Name: "wake", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
-			holder := newLimiter(t, b.store, p)
-			p.Wait, p.Backoff = 10*time.Second, throttle.Fixed(5*time.Second)
-			waiter := newLimiter(t, b.store, p)
+			require.Implements(t, (*store.Notifier)(nil), b.store)
+			c := throttle.LockConfig{Name: "wake", Mode: throttle.Exclusive, TTL: 30 * time.Second}
+			holder := newLock(t, b.store, c)
+			c.Wait, c.Backoff = 10*time.Second, throttle.Fixed(5*time.Second)
+			waiter := newLock(t, b.store, c)
 
 			released := holdFor(t, holder, "job", 100*time.Millisecond)
 			start := time.Now()
 			lease, err := waiter.Acquire(context.Background(), "job")
 			took := time.Since(start)
-			if err != nil {
-				t.Fatalf("waiter: %v", err)
-			}
+			require.NoError(t, err, "waiter")
 			defer lease.Release(context.Background())
 			select {
 			case <-released:
 			default:
-				t.Fatal("waiter acquired while the holder still held the key")
+				require.Fail(t, "waiter acquired while the holder still held the key")
 			}
 			t.Logf("acquired %v after the wait began (holder released at ~100ms)", took)
-			if took >= 4*time.Second {
-				t.Fatalf("waiter took %v: it slept its 5s backoff instead of waking on release", took)
-			}
+			require.Less(t, took, 4*time.Second, "the waiter slept its 5s backoff instead of waking on release")
 		})
 	}
 }
@@ -75,83 +67,75 @@ func TestWaitPollsWithoutNotifier(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			store := pollOnly{b.store}
-			p := throttle.Policy{Name: "poll", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
-			holder := newLimiter(t, store, p)
-			p.Wait, p.Backoff = 10*time.Second, throttle.Linear(10*time.Millisecond, 50*time.Millisecond)
-			waiter := newLimiter(t, store, p)
+			c := throttle.LockConfig{Name: "poll", Mode: throttle.Exclusive, TTL: 30 * time.Second}
+			holder := newLock(t, store, c)
+			c.Wait, c.Backoff = 10*time.Second, throttle.Linear(10*time.Millisecond, 50*time.Millisecond)
+			waiter := newLock(t, store, c)
 
 			released := holdFor(t, holder, "job", 150*time.Millisecond)
 			lease, err := waiter.Acquire(context.Background(), "job")
-			if err != nil {
-				t.Fatalf("waiter: %v", err)
-			}
+			require.NoError(t, err, "waiter")
 			defer lease.Release(context.Background())
 			select {
 			case <-released:
 			default:
-				t.Fatal("waiter acquired while the holder still held the key")
+				require.Fail(t, "waiter acquired while the holder still held the key")
 			}
-			if s := waiter.Stats(); s.Rejected < 2 {
-				t.Fatalf("waiter was rejected %d times; polling should have retried", s.Rejected)
-			}
+			require.GreaterOrEqual(t, waiter.Stats().Rejected, uint64(2), "waiter rejections: polling should have retried")
 		})
 	}
 }
 
 // TestWaitBounds checks how a waiting acquisition ends when the key stays
-// held: with ErrContended when Policy.Wait runs out, with the context's
+// held: with ErrContended when LockConfig.Wait runs out, with the context's
 // error when the context ends first, and never by running the work.
 func TestWaitBounds(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			p := throttle.Policy{Name: "bounds", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Second}
-			holder := newLimiter(t, b.store, p)
+			c := throttle.LockConfig{Name: "bounds", Mode: throttle.Exclusive, TTL: 30 * time.Second}
+			holder := newLock(t, b.store, c)
 			lease, err := holder.Acquire(context.Background(), "job")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer lease.Release(context.Background())
 
-			t.Run("Policy.Wait runs out", func(t *testing.T) {
-				p := p
-				p.Wait = 300 * time.Millisecond
-				w := newLimiter(t, b.store, p)
+			t.Run("LockConfig.Wait runs out", func(t *testing.T) {
+				c := c
+				c.Wait = 300 * time.Millisecond
+				w := newLock(t, b.store, c)
 				start := time.Now()
 				_, err := w.Acquire(context.Background(), "job")
 				took := time.Since(start)
 				isOnly(t, err, throttle.ErrContended)
 				var ce *throttle.ContendedError
-				if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > p.LeaseTTL {
-					t.Fatalf("%v: want a *ContendedError with RetryAfter in (0, %v]", err, p.LeaseTTL)
-				}
-				if took < p.Wait-10*time.Millisecond || took > p.Wait+5*time.Second {
-					t.Fatalf("gave up after %v, want about %v", took, p.Wait)
-				}
+				require.ErrorAs(t, err, &ce)
+				require.Positive(t, ce.RetryAfter)
+				require.LessOrEqual(t, ce.RetryAfter, c.TTL)
+				require.GreaterOrEqual(t, took, c.Wait-10*time.Millisecond, "gave up before the wait")
+				require.LessOrEqual(t, took, c.Wait+5*time.Second, "gave up long after the wait")
 			})
 
 			t.Run("context deadline first", func(t *testing.T) {
-				p := p
-				p.Wait = time.Minute
-				w := newLimiter(t, b.store, p)
+				c := c
+				c.Wait = time.Minute
+				w := newLock(t, b.store, c)
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 				defer cancel()
 				start := time.Now()
 				err := w.Do(ctx, "job", func(context.Context) error {
-					t.Error("work ran while the key was held")
+					assert.Fail(t, "work ran while the key was held")
 					return nil
 				})
 				took := time.Since(start)
 				isOnly(t, err, context.DeadlineExceeded)
-				if took < 290*time.Millisecond || took > 5*time.Second {
-					t.Fatalf("gave up after %v, want about 300ms", took)
-				}
+				require.GreaterOrEqual(t, took, 290*time.Millisecond, "gave up before the deadline")
+				require.LessOrEqual(t, took, 5*time.Second, "gave up long after the deadline")
 			})
 
 			t.Run("context cancelled while waiting", func(t *testing.T) {
-				p := p
-				p.Wait = time.Minute
-				p.Backoff = throttle.Fixed(time.Hour) // only a wake-up or the context can end it
-				w := newLimiter(t, b.store, p)
+				c := c
+				c.Wait = time.Minute
+				c.Backoff = throttle.Fixed(time.Hour) // only a wake-up or the context can end it
+				w := newLock(t, b.store, c)
 				ctx, cancel := context.WithCancel(context.Background())
 				time.AfterFunc(100*time.Millisecond, cancel)
 				_, err := w.Acquire(ctx, "job")
@@ -186,14 +170,11 @@ func TestWaitBackoffShapes(t *testing.T) {
 				seen := map[time.Duration]bool{}
 				for range 200 {
 					d := tc.b(attempt)
-					if d < tc.lo(attempt) || d > tc.hi(attempt) {
-						t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, tc.lo(attempt), tc.hi(attempt))
-					}
+					require.GreaterOrEqual(t, d, tc.lo(attempt), "attempt %d", attempt)
+					require.LessOrEqual(t, d, tc.hi(attempt), "attempt %d", attempt)
 					seen[d] = true
 				}
-				if len(seen) < 2 {
-					t.Fatalf("attempt %d: no jitter", attempt)
-				}
+				require.GreaterOrEqual(t, len(seen), 2, "attempt %d: no jitter", attempt)
 			}
 		})
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -19,76 +21,99 @@ func written(rej *Rejection) *httptest.ResponseRecorder {
 	return rec
 }
 
+// uncached is what Write answers rej with when nothing comes from a
+// Guard's caches: every field and the body built for this answer alone.
+func uncached(rej *Rejection) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h := rec.Header()
+	if s := retryAfter(rej); s > 0 {
+		h["Retry-After"] = []string{strconv.FormatInt(s, 10)}
+	}
+	if p := rej.policy(); p.name != "" {
+		h["Ratelimit-Policy"] = []string{policyField(p)}
+		if rej.Reason == ReasonContended {
+			h["Ratelimit"] = []string{rejectedLimitField(rej)}
+		}
+	}
+	h["Content-Type"] = []string{"application/problem+json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	rec.WriteHeader(rej.Status)
+	_, _ = rec.Write(buildBody(rej))
+	return rec
+}
+
 // TestCachedAnswers checks that the answers a Guard caches (see cache.go)
-// are those Write builds for the same rejection without the cache, also
-// when the application's rejection handler changed the rejection first.
+// are those built for the same rejection without the cache, also when the
+// application's rejection handler changed the rejection first.
 func TestCachedAnswers(t *testing.T) {
-	for _, p := range []throttle.Policy{
-		{Name: "submit"},
-		{Name: "slow", Mode: throttle.Cooldown, Window: 10 * time.Minute}, // t beyond the cache
-		{Name: "job", Mode: throttle.Exclusive},
-		{Name: "teapot", RejectStatus: http.StatusTeapot},
+	lock := func(c throttle.LockConfig, opts ...Option) func(t *testing.T) *Guard {
+		return func(t *testing.T) *Guard {
+			l, err := throttle.NewLock(memstore.New(), c)
+			require.NoError(t, err)
+			return Lock(l, opts...)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		guard func(t *testing.T) *Guard
+	}{
+		{"submit", lock(throttle.LockConfig{Name: "submit"})},
+		{"slow", lock(throttle.LockConfig{Name: "slow", Mode: throttle.Cooldown, TTL: 10 * time.Minute})}, // t beyond the cache
+		{"job", lock(throttle.LockConfig{Name: "job", Mode: throttle.Exclusive})},
+		{"teapot", lock(throttle.LockConfig{Name: "teapot"}, WithStatus(http.StatusTeapot))},
+		{"search", func(t *testing.T) *Guard {
+			q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "search"})
+			require.NoError(t, err)
+			return Quota(q, throttle.Rate{Limit: 1, Window: time.Minute})
+		}},
 	} {
-		l, err := throttle.New(memstore.New(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := New(l)
-		_, tk, rej := g.begin1(context.Background(), "u")
-		if rej != nil {
-			t.Fatalf("%s: first request turned away: %+v", p.Name, rej)
-		}
-		defer tk.finish(context.Background(), http.StatusOK, false)
-		for c, change := range []func(*Rejection){
-			func(*Rejection) {}, // the cached answer, checked below
-			func(r *Rejection) { r.Status = http.StatusServiceUnavailable },
-			// A handler that wants another policy shown swaps the
-			// pointer (the Guard's policy is shared); an equal copy is
-			// no longer the Guard's either.
-			func(r *Rejection) { c := *r.Policy; r.Policy = &c },
-			func(r *Rejection) { c := *r.Policy; c.Name = "other"; r.Policy = &c },
-			func(r *Rejection) { c := *r.Policy; c.Mode = throttle.Quota; r.Policy = &c },
-			func(r *Rejection) { c := *r.Policy; c.Window = time.Hour; r.Policy = &c },
-			func(r *Rejection) { r.Policy = nil },
-			func(r *Rejection) { r.RetryAfter = -1 },
-			func(r *Rejection) { r.Reason = ReasonBadKey },
-		} {
-			for range 2 { // the second answer comes from the cache filled by the first
-				_, _, rej := g.begin1(context.Background(), "u")
-				if rej == nil || rej.g != g {
-					t.Fatalf("%s: duplicate: %+v, want a rejection of the guard", p.Name, rej)
-				}
-				change(rej)
-				uncached := *rej
-				uncached.g = nil
-				got, want := written(rej), written(&uncached)
-				if c == 0 && &got.Header()["Ratelimit-Policy"][0] != &g.policyField[0] {
-					t.Fatalf("%s: the guard's rejection was not answered from its cache", p.Name)
-				}
-				if got.Code != want.Code || !reflect.DeepEqual(got.Header(), want.Header()) || got.Body.String() != want.Body.String() {
-					t.Fatalf("%s: cached answer %d %v %q, want %d %v %q", p.Name,
-						got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
+		t.Run(c.name, func(t *testing.T) {
+			g := c.guard(t)
+			_, tk, rej := g.begin1(context.Background(), "u")
+			require.Nil(t, rej, "first request turned away")
+			defer tk.finish(context.Background(), http.StatusOK, false)
+			for i, change := range []func(*Rejection){
+				func(*Rejection) {}, // the cached answer, checked below
+				func(r *Rejection) { r.Status = http.StatusServiceUnavailable },
+				// The name is for logs and the handler's own answer: the
+				// fields and body Write sends are still the Guard's.
+				func(r *Rejection) { r.Policy = "other" },
+				func(r *Rejection) { r.RetryAfter = -1 },
+				func(r *Rejection) { r.Reason = ReasonBadKey },
+				// A rejection made elsewhere has no Guard, and no policy.
+				func(r *Rejection) { r.g = nil },
+			} {
+				for range 2 { // the second answer comes from the cache filled by the first
+					_, _, rej := g.begin1(context.Background(), "u")
+					require.NotNil(t, rej, "duplicate admitted")
+					require.Same(t, g, rej.g, "the rejection's guard")
+					change(rej)
+					got, want := written(rej), uncached(rej)
+					if i == 0 {
+						require.Same(t, &g.policyField[0], &got.Header()["Ratelimit-Policy"][0],
+							"the guard's rejection was not answered from its cache")
+					}
+					require.Equal(t, want.Code, got.Code, "change %d: status", i)
+					require.Equal(t, want.Header(), got.Header(), "change %d: header", i)
+					require.Equal(t, want.Body.String(), got.Body.String(), "change %d: body", i)
 				}
 			}
-		}
+		})
 	}
 }
 
 // TestBodyNotShared checks that Body, unlike Write, returns a body of the
 // caller's own: changing it changes no later answer.
 func TestBodyNotShared(t *testing.T) {
-	l, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(l)
+	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
+	require.NoError(t, err)
+	g := Lock(l)
 	rej := g.contended(throttle.ErrContended, &throttle.ContendedError{RetryAfter: time.Second})
 	b := Body(rej)
 	want := string(b)
 	clear(b)
-	if got := written(rej).Body.String(); got != want {
-		t.Fatalf("answer after the caller changed Body's bytes: %q, want %q", got, want)
-	}
+	require.Equal(t, want, written(rej).Body.String(), "answer after the caller changed Body's bytes")
 }
 
 // TestQuotaFields checks that the cached RateLimit values of Quota
@@ -97,7 +122,8 @@ func TestBodyNotShared(t *testing.T) {
 func TestQuotaFields(t *testing.T) {
 	for _, burst := range []int{1, 10, quotaEdge - 1, quotaEdge, quotaEdge + 1, 2*quotaEdge - 1, 2 * quotaEdge, 200, 10_000} {
 		for _, window := range []time.Duration{time.Second, 6 * time.Second, time.Minute, time.Hour} {
-			p := throttle.Policy{Name: "q", Mode: throttle.Quota, Limit: burst, Burst: burst, Window: window}
+			p := policy{name: "q", mode: throttle.ModeQuota, window: window,
+				rate: throttle.Rate{Limit: burst, Burst: burst, Window: window}}
 			q := newQuotaFields(&p)
 			for r := range burst + 1 {
 				if r > 3*quotaEdge && burst-r > 3*quotaEdge {
@@ -106,9 +132,7 @@ func TestQuotaFields(t *testing.T) {
 				for ts := int64(-1); ts <= quotaSeconds+2; ts++ {
 					want := limitField("q", r, ts)
 					for range 2 { // made, then cached
-						if got := q.get(r, ts); len(got) != 1 || got[0] != want {
-							t.Fatalf("burst %d window %v r=%d t=%d: %q, want %q", burst, window, r, ts, got, want)
-						}
+						require.Equal(t, []string{want}, q.get(r, ts), "burst %d window %v r=%d t=%d", burst, window, r, ts)
 					}
 				}
 			}

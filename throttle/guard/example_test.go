@@ -52,11 +52,10 @@ func (c *miniCtx) String(status int, s string) {
 
 // The adapter starts here.
 
-// throttleMini guards the rest of the chain with l, keyed by key. reject
+// throttleMini guards the rest of the chain with g, keyed by key. reject
 // answers the requests turned away; nil lets the guard answer them as every
 // adapter does by default.
-func throttleMini(l *throttle.Limiter, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
-	g := guard.New(l) // once, when the middleware is built
+func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	return func(c *miniCtx) {
 		id, err := key(c.Request)
 		ran, rej := g.Serve(miniExchange{c}, id, err, reject == nil)
@@ -108,17 +107,18 @@ func (w miniWriter) Write(b []byte) (int, error) {
 
 // The adapter ends here.
 
-// An adapter for another framework translates its request, response and
-// abort idioms for Guard.Serve. The same user's second
-// submission within the 5 s window is turned away, and a request without a
-// user is never throttled under a shared key.
+// An adapter for another framework takes a Guard (here guard.Lock's, made
+// once when the middleware is built) and translates its request, response
+// and abort idioms for Guard.Serve. The same user's second submission
+// within the lock's 5 s TTL is turned away, and a request without a user is
+// never throttled under a shared key.
 func Example() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	if err != nil {
 		panic(err)
 	}
 	app := []miniHandler{
-		throttleMini(limiter, keyfuncs.Header("X-User-ID"), nil),
+		throttleMini(guard.Lock(lock), keyfuncs.Header("X-User-ID"), nil),
 		func(c *miniCtx) { c.String(http.StatusOK, "submitted\n") },
 	}
 

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -42,19 +45,14 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 			set(clock().Add(time.Duration(rng.Int64N(int64(2*T)/1000)) * time.Microsecond))
 			key := "k" + r.Window.String()
 			d, err := s.AllowN(ctx, key, r, rng.IntN(r.Burst+1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			wait := r.NextRefill(d)
 			if d.Remaining == r.Burst {
-				if wait != 0 {
-					t.Fatalf("full quota: refill %v, want 0", wait)
-				}
+				require.Zero(t, wait, "full quota: refill")
 				continue
 			}
-			if wait <= 0 || wait > T {
-				t.Fatalf("step %d: refill %v of %+v, want within (0, %v]", i, wait, d, T)
-			}
+			require.Positive(t, wait, "step %d: refill of %+v", i, d)
+			require.LessOrEqual(t, wait, T, "step %d: refill of %+v", i, d)
 			at := clock()
 			var tick time.Duration // since the clock's last millisecond
 			if T%time.Millisecond == 0 {
@@ -66,31 +64,74 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 			}{{wait - tick - time.Microsecond, d.Remaining}, {wait - tick, d.Remaining + 1}} {
 				set(at.Add(c.after))
 				p, err := s.AllowN(ctx, key, r, 0)
-				if err != nil || p.Remaining != c.want {
-					t.Fatalf("rate %+v step %d: %+v then peek after %v: %+v, %v; want remaining %d",
-						r, i, d, c.after, p, err, c.want)
-				}
+				require.NoError(t, err)
+				require.Equal(t, c.want, p.Remaining, "rate %+v step %d: %+v then peek after %v: %+v", r, i, d, c.after, p)
 			}
 			set(at)
 			checked++
 		}
-		if checked < 100 {
-			t.Fatalf("rate %+v: only %d decisions checked", r, checked)
-		}
+		require.GreaterOrEqual(t, checked, 100, "rate %+v: decisions checked", r)
 	}
 }
 
 func TestPolicyField(t *testing.T) {
-	for want, p := range map[string]throttle.Policy{
-		`"submit";q=1;w=5`:                     {Name: "submit", Window: 5 * time.Second},
-		`"report";q=1;w=1`:                     {Name: "report", Mode: throttle.Cooldown, Window: 10 * time.Millisecond},
-		`"job";q=1;qu="concurrent-requests"`:   {Name: "job", Mode: throttle.Exclusive, Window: 5 * time.Second},
-		`"search";q=10;w=60`:                   {Name: "search", Mode: throttle.Quota, Limit: 10, Burst: 10, Window: time.Minute},
-		`"api";q=100;w=3600;throttle-burst=20`: {Name: "api", Mode: throttle.Quota, Limit: 100, Burst: 20, Window: time.Hour},
-		`"a b.c";q=5;w=2;throttle-burst=50`:    {Name: "a b.c", Mode: throttle.Quota, Limit: 5, Burst: 50, Window: 1500 * time.Millisecond},
-	} {
-		if got := policyField(&p); got != want {
-			t.Errorf("policyField(%+v) = %s, want %s", p, got, want)
-		}
+	lock := func(name string, mode throttle.Mode, ttl time.Duration) policy {
+		return policy{name: name, mode: mode, window: ttl}
 	}
+	quota := func(name string, r throttle.Rate) policy {
+		return policy{name: name, mode: throttle.ModeQuota, window: r.Window, rate: r}
+	}
+	for want, p := range map[string]policy{
+		`"submit";q=1;w=5`:                     lock("submit", throttle.Dedupe, 5*time.Second),
+		`"report";q=1;w=1`:                     lock("report", throttle.Cooldown, 10*time.Millisecond),
+		`"job";q=1;qu="concurrent-requests"`:   lock("job", throttle.Exclusive, 5*time.Second),
+		`"orders";q=1;w=60`:                    {name: "orders", mode: throttle.ModeReplay, window: time.Minute},
+		`"search";q=10;w=60`:                   quota("search", throttle.Rate{Limit: 10, Burst: 10, Window: time.Minute}),
+		`"api";q=100;w=3600;throttle-burst=20`: quota("api", throttle.Rate{Limit: 100, Burst: 20, Window: time.Hour}),
+		`"a b.c";q=5;w=2;throttle-burst=50`:    quota("a b.c", throttle.Rate{Limit: 5, Burst: 50, Window: 1500 * time.Millisecond}),
+	} {
+		assert.Equal(t, want, policyField(&p), "policyField(%+v)", p)
+	}
+}
+
+// TestGuardPolicy checks what each constructor learns of its limiter and
+// options: the name, mode and window the answers give, and the status of a
+// rejection.
+func TestGuardPolicy(t *testing.T) {
+	st := memstore.New()
+	lock, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: time.Minute, Fence: true})
+	require.NoError(t, err)
+	quota, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search"})
+	require.NoError(t, err)
+	replay, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Hour})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		g      *Guard
+		want   policy
+		status int
+		field  string
+	}{
+		{Lock(lock), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409,
+			`"job";q=1;qu="concurrent-requests"`},
+		{Lock(lock, WithStatus(423)), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 423,
+			`"job";q=1;qu="concurrent-requests"`},
+		{Lock(lock, WithStatus(200)), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409, // not a 4xx or 5xx: ignored
+			`"job";q=1;qu="concurrent-requests"`},
+		{Quota(quota, throttle.Rate{Limit: 6, Window: time.Minute}), policy{name: "search", mode: throttle.ModeQuota, window: time.Minute,
+			rate: throttle.Rate{Limit: 6, Burst: 6, Window: time.Minute}}, 429, `"search";q=6;w=60`},
+		{Replay(replay), policy{name: "orders", mode: throttle.ModeReplay, window: time.Hour}, 429, `"orders";q=1;w=3600`},
+	} {
+		p := c.g.p
+		assert.Equal(t, c.want.name, p.name, "name")
+		assert.Equal(t, c.want.mode, p.mode, "%s: mode", p.name)
+		assert.Equal(t, c.want.window, p.window, "%s: window", p.name)
+		assert.Equal(t, c.want.rate, p.rate, "%s: rate", p.name)
+		assert.Equal(t, c.want.fence, p.fence, "%s: fence", p.name)
+		assert.Equal(t, c.status, p.status, "%s: status", p.name)
+		assert.Equal(t, []string{c.field}, c.g.policyField, "%s: RateLimit-Policy", p.name)
+	}
+	assert.PanicsWithValue(t, "guard: Lock needs a non-nil *throttle.Lock", func() { Lock(nil) })
+	assert.PanicsWithValue(t, "guard: Quota needs a non-nil *throttle.Quota", func() { Quota(nil, throttle.Rate{Limit: 1, Window: time.Second}) })
+	assert.PanicsWithValue(t, "guard: Replay needs a non-nil *throttle.Replay", func() { Replay(nil) })
+	assert.Panics(t, func() { Quota(quota, throttle.Rate{}) }, "a rate that is not usable")
 }

@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
@@ -22,43 +24,39 @@ import (
 
 // Guard itself.
 
-func newLimiter(t *testing.T, p throttle.Policy) *throttle.Limiter {
+// newLock returns a Lock configured by c on a fresh memory store.
+func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
-	l, err := throttle.New(memstore.New(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, err := throttle.NewLock(memstore.New(), c)
+	require.NoError(t, err)
 	return l
 }
 
-// admit begins a request for id and fails the test unless it is admitted.
-func mustAdmit(t *testing.T, l *throttle.Limiter, id string) (context.Context, ticket) {
+// mustAdmit begins a request for id and fails the test unless it is
+// admitted.
+func mustAdmit(t *testing.T, g *Guard, id string) (context.Context, ticket) {
 	t.Helper()
-	ctx, tk, rej := New(l).begin1(context.Background(), id)
-	if rej != nil {
-		t.Fatalf("Begin(%q) turned away: %+v", id, *rej)
-	}
+	ctx, tk, rej := g.begin1(context.Background(), id)
+	require.Nil(t, rej, "begin(%q) turned away", id)
 	return ctx, tk
 }
 
 // held reports whether a request for id is now turned away as contended. A
 // probe that is admitted ends as a failed request would.
-func held(t *testing.T, l *throttle.Limiter, id string) bool {
+func held(t *testing.T, g *Guard, id string) bool {
 	t.Helper()
-	ctx, tk, rej := New(l).begin1(context.Background(), id)
+	ctx, tk, rej := g.begin1(context.Background(), id)
 	if rej == nil {
 		tk.finish(ctx, http.StatusInternalServerError, false)
 		return false
 	}
-	if rej.Reason != ReasonContended {
-		t.Fatalf("probe turned away for %v, want contended", rej.Reason)
-	}
+	require.Equal(t, ReasonContended, rej.Reason, "probe turned away for %v, want contended", rej.Reason)
 	return true
 }
 
 // brokenStore fails every call with an error naming internals. Like a real
 // store's refused connection, the error says the call changed nothing
-// (store.ErrNotApplied), so the Limiter has no orphan to clean up.
+// (store.ErrNotApplied), so the Lock has no orphan to clean up.
 type brokenStore struct{ releases atomic.Int32 }
 
 var errBroken = fmt.Errorf("dial tcp 10.0.0.9:6379: connection refused: %w", store.ErrNotApplied)
@@ -82,122 +80,100 @@ var quiet = slog.New(slog.DiscardHandler)
 func TestBeginContended(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		p      throttle.Policy
+		c      throttle.LockConfig
+		opts   []Option
 		status int
 		window time.Duration
 	}{
-		{"dedupe", throttle.Policy{Name: "submit"}, 429, throttle.DefaultWindow},
-		{"cooldown", throttle.Policy{Name: "report", Mode: throttle.Cooldown, Window: 3 * time.Second}, 429, 3 * time.Second},
-		{"exclusive", throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: 20 * time.Second}, 409, 20 * time.Second},
-		{"reject status", throttle.Policy{Name: "submit", RejectStatus: http.StatusTooEarly}, 425, throttle.DefaultWindow},
+		{"dedupe", throttle.LockConfig{Name: "submit"}, nil, 429, throttle.DefaultTTL},
+		{"cooldown", throttle.LockConfig{Name: "report", Mode: throttle.Cooldown, TTL: 3 * time.Second}, nil, 429, 3 * time.Second},
+		{"exclusive", throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 20 * time.Second}, nil, 409, 20 * time.Second},
+		{"WithStatus", throttle.LockConfig{Name: "submit"}, []Option{WithStatus(http.StatusTooEarly)}, 425, throttle.DefaultTTL},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := newLimiter(t, c.p)
-			ctx, first := mustAdmit(t, l, "u1")
+			g := Lock(newLock(t, c.c), c.opts...)
+			ctx, first := mustAdmit(t, g, "u1")
 			defer first.finish(ctx, http.StatusOK, false)
 
 			parent := context.Background()
-			got, tk, rej := New(l).begin1(parent, "u1")
+			got, tk, rej := g.begin1(parent, "u1")
 			if rej == nil {
 				tk.finish(got, http.StatusOK, false)
-				t.Fatal("second request admitted")
+				require.FailNow(t, "second request admitted")
 			}
-			if rej.Status != c.status || rej.Reason != ReasonContended ||
-				rej.Policy.Name != c.p.Name || rej.Policy.Mode != c.p.Mode || rej.Policy.TTL() != c.window {
-				t.Fatalf("rejection %+v, want status %d, contended, policy %q, mode %v, window %v",
-					*rej, c.status, c.p.Name, c.p.Mode, c.window)
-			}
-			if rej.RetryAfter <= 0 || rej.RetryAfter > c.window {
-				t.Fatalf("RetryAfter %v, want within (0, %v]", rej.RetryAfter, c.window)
-			}
-			if !errors.Is(rej.Err, throttle.ErrContended) {
-				t.Fatalf("Err %v does not match ErrContended", rej.Err)
-			}
-			if got != parent {
-				t.Fatal("a turned-away request got a new context")
-			}
+			assert.Equal(t, c.status, rej.Status, "status")
+			assert.Equal(t, ReasonContended, rej.Reason, "reason")
+			assert.Equal(t, c.c.Name, rej.Policy, "policy")
+			assert.Same(t, g, rej.g, "the rejection's guard")
+			assert.Equal(t, c.c.Mode, rej.policy().mode, "mode")
+			assert.Equal(t, c.window, rej.policy().window, "window")
+			assert.Positive(t, rej.RetryAfter, "RetryAfter")
+			assert.LessOrEqual(t, rej.RetryAfter, c.window, "RetryAfter")
+			require.ErrorIs(t, rej.Err, throttle.ErrContended)
+			require.Equal(t, parent, got, "a turned-away request got a new context")
 			rec := httptest.NewRecorder()
 			Write(rec, rej)
-			if n, err := strconv.Atoi(rec.Header().Get("Retry-After")); rec.Code != c.status || err != nil ||
-				n < 1 || time.Duration(n)*time.Second > c.window {
-				t.Fatalf("answer %d with Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
-			}
+			require.Equal(t, c.status, rec.Code, "answer")
+			n, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+			require.NoError(t, err, "Retry-After %q", rec.Header().Get("Retry-After"))
+			require.GreaterOrEqual(t, n, 1, "Retry-After")
+			require.LessOrEqual(t, time.Duration(n)*time.Second, c.window, "Retry-After")
 		})
 	}
 }
 
 func TestBeginStoreFailsOpen(t *testing.T) {
-	for _, p := range []throttle.Policy{
-		{Name: "submit", Logger: quiet}, // open by default
-		{Name: "submit", Fence: true, Logger: quiet},
-		{Name: "job", Mode: throttle.Exclusive, WhenStoreFails: throttle.FailOpen, Logger: quiet},
+	for _, c := range []throttle.LockConfig{
+		{Name: "submit", Options: throttle.Options{Logger: quiet}}, // open by default
+		{Name: "submit", Fence: true, Options: throttle.Options{Logger: quiet}},
+		{Name: "job", Mode: throttle.Exclusive, Options: throttle.Options{WhenStoreFails: throttle.FailOpen, Logger: quiet}},
 	} {
-		t.Run(fmt.Sprintf("%v fence=%v", p.Mode, p.Fence), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v fence=%v", c.Mode, c.Fence), func(t *testing.T) {
 			st := &brokenStore{}
-			l, err := throttle.New(st, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l, err := throttle.NewLock(st, c)
+			require.NoError(t, err)
 			type ctxKey struct{}
 			parent := context.WithValue(context.Background(), ctxKey{}, 1)
-			ctx, tk, rej := New(l).begin1(parent, "u1")
-			if rej != nil {
-				t.Fatalf("turned away under a fail-open policy: %+v", *rej)
-			}
-			if ctx != parent || throttle.LeaseFrom(ctx) != nil {
-				t.Fatal("an unguarded request got a context with a lease")
-			}
+			ctx, tk, rej := Lock(l).begin1(parent, "u1")
+			require.Nil(t, rej, "turned away under a fail-open lock")
+			require.Equal(t, parent, ctx, "an unguarded request got a new context")
+			require.Nil(t, throttle.LeaseFrom(ctx), "an unguarded request got a context with a lease")
 			ran := 0
 			tk.run(ctx, func() int { ran++; return http.StatusInternalServerError })
-			if ran != 1 {
-				t.Fatalf("handler ran %d times, want 1", ran)
-			}
+			require.Equal(t, 1, ran, "handler runs")
 			// A failing handler, or a panicking one, has nothing to release.
-			if p := runPanicking(ctx, tk, "boom"); p != "boom" {
-				t.Fatalf("recovered %v, want the handler's panic", p)
-			}
+			require.Equal(t, "boom", runPanicking(ctx, tk, "boom"), "recovered value")
 			tk.finish(ctx, http.StatusInternalServerError, true)
-			if n := st.releases.Load(); n != 0 {
-				t.Fatalf("zero ticket called Release %d times", n)
-			}
-			if s := l.Stats(); s.FailedOpen != 1 {
-				t.Fatalf("Stats.FailedOpen = %d, want 1", s.FailedOpen)
-			}
+			require.Zero(t, st.releases.Load(), "Release calls of a ticket that holds nothing")
+			require.Equal(t, uint64(1), l.Stats().FailedOpen, "Stats.FailedOpen")
 		})
 	}
 }
 
 func TestBeginStoreFailsClosed(t *testing.T) {
-	for _, p := range []throttle.Policy{
-		{Name: "submit", WhenStoreFails: throttle.FailClosed, Logger: quiet},
-		{Name: "job", Mode: throttle.Exclusive, Logger: quiet}, // closed by default
+	for _, c := range []throttle.LockConfig{
+		{Name: "submit", Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Logger: quiet}},
+		{Name: "job", Mode: throttle.Exclusive, Options: throttle.Options{Logger: quiet}}, // closed by default
 	} {
-		t.Run(p.Mode.String(), func(t *testing.T) {
-			l, err := throttle.New(&brokenStore{}, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, rej := New(l).begin1(context.Background(), "u1")
-			if rej == nil {
-				t.Fatal("admitted under a fail-closed policy")
-			}
-			if rej.Status != http.StatusServiceUnavailable || rej.Reason != ReasonStoreUnavailable ||
-				rej.RetryAfter != time.Second || rej.Policy.Name != p.Name {
-				t.Fatalf("rejection %+v, want 503, store-unavailable, 1s, policy %q", *rej, p.Name)
-			}
-			if !errors.Is(rej.Err, throttle.ErrStore) || !errors.Is(rej.Err, errBroken) {
-				t.Fatalf("Err %v, want ErrStore wrapping the store's error", rej.Err)
-			}
+		t.Run(c.Mode.String(), func(t *testing.T) {
+			l, err := throttle.NewLock(&brokenStore{}, c)
+			require.NoError(t, err)
+			_, _, rej := Lock(l).begin1(context.Background(), "u1")
+			require.NotNil(t, rej, "admitted under a fail-closed lock")
+			assert.Equal(t, http.StatusServiceUnavailable, rej.Status, "status")
+			assert.Equal(t, ReasonStoreUnavailable, rej.Reason, "reason")
+			assert.Equal(t, time.Second, rej.RetryAfter, "RetryAfter")
+			assert.Equal(t, c.Name, rej.Policy, "policy")
+			require.ErrorIs(t, rej.Err, throttle.ErrStore)
+			require.ErrorIs(t, rej.Err, errBroken, "Err wraps the store's error")
 			rec := httptest.NewRecorder()
 			Write(rec, rej)
 			h := rec.Header()
-			if rec.Code != 503 || h.Get("Retry-After") != "1" || h.Get("RateLimit") != "" {
-				t.Fatalf("answer %d, headers %v", rec.Code, h)
-			}
+			require.Equal(t, 503, rec.Code, "answer")
+			require.Equal(t, "1", h.Get("Retry-After"), "Retry-After")
+			require.Empty(t, h.Get("RateLimit"), "RateLimit")
 			for _, leak := range []string{"10.0.0.9", "6379", "refused", "store acquire", "u1"} {
-				if strings.Contains(rec.Body.String(), leak) {
-					t.Fatalf("body %q shows %q", rec.Body, leak)
-				}
+				require.NotContains(t, rec.Body.String(), leak, "the body shows internals")
 			}
 		})
 	}
@@ -208,28 +184,28 @@ func TestBeginCanceled(t *testing.T) {
 	cancel()
 	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel2()
-	broken, err := throttle.New(&brokenStore{}, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailClosed, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	broken, err := throttle.NewLock(&brokenStore{}, throttle.LockConfig{Name: "submit",
+		Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Logger: quiet}})
+	require.NoError(t, err)
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
-		l    *throttle.Limiter
+		l    *throttle.Lock
 		err  error
 	}{
-		{"canceled", canceled, newLimiter(t, throttle.Policy{Name: "submit"}), context.Canceled},
-		{"deadline", expired, newLimiter(t, throttle.Policy{Name: "submit"}), context.DeadlineExceeded},
+		{"canceled", canceled, newLock(t, throttle.LockConfig{Name: "submit"}), context.Canceled},
+		{"deadline", expired, newLock(t, throttle.LockConfig{Name: "submit"}), context.DeadlineExceeded},
 		// The client is gone: that, not the store, is the reason.
 		{"store down", canceled, broken, context.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, rej := New(c.l).begin1(c.ctx, "u1")
-			if rej == nil || rej.Reason != ReasonCanceled || !errors.Is(rej.Err, c.err) {
-				t.Fatalf("rejection %+v, want canceled with %v", rej, c.err)
-			}
-			if c.l != broken && held(t, c.l, "u1") {
-				t.Fatal("a canceled request took the key")
+			g := Lock(c.l)
+			_, _, rej := g.begin1(c.ctx, "u1")
+			require.NotNil(t, rej, "admitted")
+			require.Equal(t, ReasonCanceled, rej.Reason, "reason")
+			require.ErrorIs(t, rej.Err, c.err)
+			if c.l != broken {
+				require.False(t, held(t, g, "u1"), "a canceled request took the key")
 			}
 		})
 	}
@@ -243,7 +219,7 @@ func (e statusError) HTTPStatus() int { return int(e) }
 
 func TestBadKey(t *testing.T) {
 	tooLong := &keyfuncs.Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than 16 bytes"}
-	l := newLimiter(t, throttle.Policy{Name: "submit", Mode: throttle.Cooldown, Window: 2 * time.Second})
+	l := newLock(t, throttle.LockConfig{Name: "submit", Mode: throttle.Cooldown, TTL: 2 * time.Second})
 	for _, c := range []struct {
 		name   string
 		err    error
@@ -259,22 +235,23 @@ func TestBadKey(t *testing.T) {
 		{"3xx", statusError(http.StatusFound), 400},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rej := New(l).badInput(c.err, ReasonBadKey)
-			if rej.Status != c.status || rej.Reason != ReasonBadKey || rej.RetryAfter != 0 ||
-				rej.Policy.Name != "submit" || rej.Policy.Mode != throttle.Cooldown || rej.Policy.Window != 2*time.Second ||
-				!errors.Is(rej.Err, c.err) {
-				t.Fatalf("rejection %+v, want status %d, bad-key, no retry, the policy and the error", *rej, c.status)
-			}
+			rej := Lock(l).badInput(c.err, ReasonBadKey)
+			require.NotNil(t, rej)
+			assert.Equal(t, c.status, rej.Status, "status")
+			assert.Equal(t, ReasonBadKey, rej.Reason, "reason")
+			assert.Zero(t, rej.RetryAfter, "RetryAfter")
+			assert.Equal(t, "submit", rej.Policy, "policy")
+			assert.Equal(t, throttle.Cooldown, rej.policy().mode, "mode")
+			assert.Equal(t, 2*time.Second, rej.policy().window, "window")
+			require.ErrorIs(t, rej.Err, c.err)
 			rec := httptest.NewRecorder()
 			Write(rec, rej)
-			if rec.Code != c.status || rec.Header().Get("Retry-After") != "" {
-				t.Fatalf("answer %d with Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
-			}
+			require.Equal(t, c.status, rec.Code, "answer")
+			require.Empty(t, rec.Header().Get("Retry-After"), "Retry-After")
 		})
 	}
-	if n := l.Stats().Acquired + l.Stats().Rejected; n != 0 {
-		t.Fatalf("badInput used the store %d times", n)
-	}
+	s := l.Stats()
+	require.Zero(t, s.Acquired+s.Rejected, "badInput used the store")
 }
 
 func TestDedupeStatus(t *testing.T) {
@@ -283,37 +260,29 @@ func TestDedupeStatus(t *testing.T) {
 		kept   bool
 	}{{200, true}, {201, true}, {304, true}, {404, false}, {500, false}, {503, false}} {
 		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
-			l := newLimiter(t, throttle.Policy{Name: "submit"})
-			ctx, tk := mustAdmit(t, l, "u1")
+			g := Lock(newLock(t, throttle.LockConfig{Name: "submit"}))
+			ctx, tk := mustAdmit(t, g, "u1")
 			tk.run(ctx, func() int { return c.status })
-			if got := held(t, l, "u1"); got != c.kept {
-				t.Fatalf("after %d the key is held: %v, want %v", c.status, got, c.kept)
-			}
+			require.Equal(t, c.kept, held(t, g, "u1"), "after %d the key is held", c.status)
 		})
 	}
 }
 
-func TestDedupeFailedPolicy(t *testing.T) {
-	l := newLimiter(t, throttle.Policy{Name: "submit", Failed: func(s int) bool { return s >= 500 }})
-	ctx, tk := mustAdmit(t, l, "u1")
+func TestDedupeWithFailed(t *testing.T) {
+	g := Lock(newLock(t, throttle.LockConfig{Name: "submit"}), WithFailed(func(s int) bool { return s >= 500 }))
+	ctx, tk := mustAdmit(t, g, "u1")
 	tk.run(ctx, func() int { return http.StatusConflict })
-	if !held(t, l, "u1") {
-		t.Fatal("409 released the key although Policy.Failed says it succeeded")
-	}
-	ctx, tk = mustAdmit(t, l, "u2")
+	require.True(t, held(t, g, "u1"), "409 released the key although WithFailed says it succeeded")
+	ctx, tk = mustAdmit(t, g, "u2")
 	tk.run(ctx, func() int { return http.StatusBadGateway })
-	if held(t, l, "u2") {
-		t.Fatal("502 kept the key although Policy.Failed says it failed")
-	}
+	require.False(t, held(t, g, "u2"), "502 kept the key although WithFailed says it failed")
 }
 
 func TestCooldownKeepsAfterFailure(t *testing.T) {
-	l := newLimiter(t, throttle.Policy{Name: "report", Mode: throttle.Cooldown})
-	ctx, tk := mustAdmit(t, l, "u1")
+	g := Lock(newLock(t, throttle.LockConfig{Name: "report", Mode: throttle.Cooldown}))
+	ctx, tk := mustAdmit(t, g, "u1")
 	tk.run(ctx, func() int { return http.StatusInternalServerError })
-	if !held(t, l, "u1") {
-		t.Fatal("Cooldown released the key after a 500")
-	}
+	require.True(t, held(t, g, "u1"), "Cooldown released the key after a 500")
 }
 
 type panicValue struct{ n int }
@@ -332,108 +301,85 @@ func TestRunPanic(t *testing.T) {
 		released bool
 	}{{throttle.Dedupe, true}, {throttle.Cooldown, false}, {throttle.Exclusive, true}} {
 		t.Run(c.mode.String(), func(t *testing.T) {
-			l := newLimiter(t, throttle.Policy{Name: "submit", Mode: c.mode})
-			ctx, tk := mustAdmit(t, l, "u1")
+			g := Lock(newLock(t, throttle.LockConfig{Name: "submit", Mode: c.mode}))
+			ctx, tk := mustAdmit(t, g, "u1")
 			want := &panicValue{42}
-			if got := runPanicking(ctx, tk, want); got != want {
-				t.Fatalf("recovered %v, want the handler's own %v", got, want)
-			}
-			if got := held(t, l, "u1"); got == c.released {
-				t.Fatalf("after a panic the key is held: %v", got)
-			}
+			require.Same(t, want, runPanicking(ctx, tk, want), "recovered value: the handler's own")
+			require.Equal(t, !c.released, held(t, g, "u1"), "after a panic the key is held")
 		})
 	}
 }
 
 func TestRunGoexit(t *testing.T) {
-	l := newLimiter(t, throttle.Policy{Name: "submit"})
-	ctx, tk := mustAdmit(t, l, "u1")
+	g := Lock(newLock(t, throttle.LockConfig{Name: "submit"}))
+	ctx, tk := mustAdmit(t, g, "u1")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		tk.run(ctx, func() int { runtime.Goexit(); return http.StatusOK })
 	}()
 	<-done
-	if held(t, l, "u1") {
-		t.Fatal("a handler that called runtime.Goexit kept the key")
-	}
+	require.False(t, held(t, g, "u1"), "a handler that called runtime.Goexit kept the key")
 }
 
 func TestExclusive(t *testing.T) {
-	l := newLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Fence: true})
-	ctx, tk := mustAdmit(t, l, "c1")
-	if ls := throttle.LeaseFrom(ctx); ls == nil || ls.Fence() <= 0 {
-		t.Fatal("the handler's context carries no lease")
-	}
+	g := Lock(newLock(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Fence: true}))
+	ctx, tk := mustAdmit(t, g, "c1")
+	ls := throttle.LeaseFrom(ctx)
+	require.NotNil(t, ls, "the handler's context carries no lease")
+	require.Positive(t, ls.Fence(), "the lease's fence")
 	tk.run(ctx, func() int {
-		if ctx.Err() != nil {
-			t.Error("the handler's context ended before it ran")
-		}
-		if !held(t, l, "c1") {
-			t.Error("the key is free while the handler runs")
-		}
+		assert.NoError(t, ctx.Err(), "the handler's context ended before it ran")
+		assert.True(t, held(t, g, "c1"), "the key is free while the handler runs")
 		return http.StatusCreated // a success does not keep it either
 	})
-	if ctx.Err() == nil {
-		t.Fatal("the handler's context outlives the hold")
-	}
-	if held(t, l, "c1") {
-		t.Fatal("Exclusive kept the key after Run")
-	}
+	require.Error(t, ctx.Err(), "the handler's context outlives the hold")
+	require.False(t, held(t, g, "c1"), "Exclusive kept the key after run")
 }
 
 func TestBeginContext(t *testing.T) {
 	parent := context.Background()
 	for _, c := range []struct {
 		name  string
-		p     throttle.Policy
+		c     throttle.LockConfig
 		lease bool
 	}{
-		{"plain", throttle.Policy{Name: "submit"}, false},
-		{"fence", throttle.Policy{Name: "submit", Fence: true}, true},
-		{"reentrant", throttle.Policy{Name: "submit", Reentrant: true}, true},
+		{"plain", throttle.LockConfig{Name: "submit"}, false},
+		{"fence", throttle.LockConfig{Name: "submit", Fence: true}, true},
+		{"reentrant", throttle.LockConfig{Name: "submit", Reentrant: true}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, tk, rej := New(newLimiter(t, c.p)).begin1(parent, "u1")
-			if rej != nil {
-				t.Fatalf("turned away: %+v", *rej)
-			}
+			ctx, tk, rej := Lock(newLock(t, c.c)).begin1(parent, "u1")
+			require.Nil(t, rej, "turned away")
 			defer tk.finish(ctx, http.StatusOK, false)
-			if got := throttle.LeaseFrom(ctx) != nil; got != c.lease {
-				t.Fatalf("lease in the context: %v, want %v", got, c.lease)
-			}
+			require.NotNil(t, tk.lease, "an admitted lock request holds a lease")
+			require.Equal(t, c.lease, throttle.LeaseFrom(ctx) != nil, "lease in the context")
 			// Adapters skip WithContext when nothing was added.
-			if !c.lease && ctx != parent {
-				t.Fatal("Begin returned a new context with nothing in it")
+			if !c.lease {
+				require.Equal(t, parent, ctx, "begin returned a new context with nothing in it")
 			}
 		})
 	}
 }
 
 func TestFinish(t *testing.T) {
-	l := newLimiter(t, throttle.Policy{Name: "submit"})
+	g := Lock(newLock(t, throttle.LockConfig{Name: "submit"}))
 
 	// The release runs although the request's context ended.
 	parent, cancel := context.WithCancel(context.Background())
-	ctx, tk, rej := New(l).begin1(parent, "u1")
-	if rej != nil {
-		t.Fatalf("turned away: %+v", *rej)
-	}
+	ctx, tk, rej := g.begin1(parent, "u1")
+	require.Nil(t, rej, "turned away")
 	cancel()
 	tk.finish(ctx, http.StatusInternalServerError, false)
-	if held(t, l, "u1") {
-		t.Fatal("Finish did not release with a canceled context")
-	}
+	require.False(t, held(t, g, "u1"), "finish did not release with a canceled context")
 
 	// Finishing again never frees the key of the request admitted since.
-	ctx, first := mustAdmit(t, l, "u2")
+	ctx, first := mustAdmit(t, g, "u2")
 	first.finish(ctx, http.StatusInternalServerError, false)
-	ctx2, second := mustAdmit(t, l, "u2")
+	ctx2, second := mustAdmit(t, g, "u2")
 	defer second.finish(ctx2, http.StatusOK, false)
 	first.finish(ctx, http.StatusInternalServerError, true)
-	if !held(t, l, "u2") {
-		t.Fatal("a second Finish released another request's key")
-	}
+	require.True(t, held(t, g, "u2"), "a second finish released another request's key")
 }
 
 func TestReasonString(t *testing.T) {
@@ -442,10 +388,13 @@ func TestReasonString(t *testing.T) {
 		ReasonBadKey:           "bad-key",
 		ReasonStoreUnavailable: "store-unavailable",
 		ReasonCanceled:         "canceled",
+		ReasonBadCost:          "bad-cost",
+		ReasonReplayed:         "replayed",
+		ReasonInFlight:         "in-flight",
+		ReasonKeyReused:        "key-reused",
+		ReasonNotKept:          "not-kept",
 		0:                      "unknown",
 	} {
-		if got := r.String(); got != want {
-			t.Errorf("Reason(%d).String() = %q, want %q", r, got, want)
-		}
+		assert.Equal(t, want, r.String(), "Reason(%d).String()", r)
 	}
 }

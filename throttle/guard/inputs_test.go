@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,31 +21,38 @@ import (
 func TestInputs(t *testing.T) {
 	cost := func(*http.Request) (int, error) { return 2, nil }
 	fp := func(*http.Request) (string, error) { return "mine", nil }
+	st := memstore.New()
 	guardFor := func(mode throttle.Mode, opts ...Option) *Guard {
-		p := throttle.Policy{Name: "p", Mode: mode}
-		if mode == throttle.Quota {
-			p.Limit = 10
+		switch mode {
+		case throttle.ModeQuota:
+			q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "p"})
+			require.NoError(t, err)
+			return Quota(q, throttle.Rate{Limit: 10, Window: time.Minute}, opts...)
+		case throttle.ModeReplay:
+			r, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "p"})
+			require.NoError(t, err)
+			return Replay(r, opts...)
 		}
-		l, err := throttle.New(memstore.New(), p)
+		l, err := throttle.NewLock(st, throttle.LockConfig{Name: "p", Mode: mode})
 		require.NoError(t, err)
-		return New(l, opts...)
+		return Lock(l, opts...)
 	}
 	body := func() *http.Request {
 		return httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"a"}`))
 	}
-	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive, throttle.Quota, throttle.Replay} {
+	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive, throttle.ModeQuota, throttle.ModeReplay} {
 		g := guardFor(mode, WithCost(cost), WithFingerprint(fp))
-		assert.Equal(t, mode == throttle.Quota, g.cost != nil, "%v: cost kept", mode)
+		assert.Equal(t, mode == throttle.ModeQuota, g.cost != nil, "%v: cost kept", mode)
 		if g.cost != nil {
 			n, _ := g.cost(body())
 			assert.Equal(t, 2, n, "%v: the given cost function", mode)
 		}
-		assert.Equal(t, mode == throttle.Replay, g.fingerprint != nil, "%v: fingerprint kept", mode)
+		assert.Equal(t, mode == throttle.ModeReplay, g.fingerprint != nil, "%v: fingerprint kept", mode)
 		if g.fingerprint != nil {
 			s, _ := g.fingerprint(body())
 			assert.Equal(t, "mine", s, "%v: the given fingerprint function", mode)
 		}
-		if mode == throttle.Replay {
+		if mode == throttle.ModeReplay {
 			g := guardFor(mode)
 			require.NotNil(t, g.fingerprint, "no default fingerprint")
 			want, err := keyfuncs.IdempotencyFingerprint(body())

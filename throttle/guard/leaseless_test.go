@@ -7,48 +7,40 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// observed is an Observer that counts events, which also takes a Limiter
-// off the leaseless path (see package admit).
+// observed is an Observer that counts events.
 type observed struct{ n int }
 
 func (o *observed) Observe(context.Context, throttle.Event) { o.n++ }
 
-// TestLeaselessTickets checks that a Dedupe or Cooldown request on an
-// in-memory store is admitted without a lease (the fast path of package
-// admit) and that it answers, releases and counts exactly as a request
-// admitted with a lease does (the same policy with an Observer): every
-// step's outcome and the Limiter's Stats are compared.
-func TestLeaselessTickets(t *testing.T) {
+// TestLockTickets checks that every admitted Dedupe or Cooldown request
+// on an in-memory store holds a lease (there is no leaseless admission),
+// and that it answers, releases and counts exactly as with an Observer:
+// every step's outcome and the Lock's Stats are compared.
+func TestLockTickets(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown} {
 		run := func(obs throttle.Observer) (steps []string, stats throttle.Stats) {
-			p := throttle.Policy{Name: "submit", Mode: mode}
-			if obs != nil {
-				p.Observer = obs
-			}
-			l, err := throttle.New(memstore.New(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := New(l)
+			l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit", Mode: mode,
+				Options: throttle.Options{Observer: obs}})
+			require.NoError(t, err)
+			g := Lock(l)
 			begin := func(id string) ticket {
 				_, tk, rej := g.begin1(ctx, id)
-				switch {
-				case rej != nil:
+				if rej != nil {
 					steps = append(steps, fmt.Sprintf("%s rejected %d", id, rej.Status))
-				case obs == nil && (tk.lease != nil || !tk.hold.Held()):
-					t.Fatalf("%v: admitted with lease %v, hold %+v: want no lease, a hold", mode, tk.lease, tk.hold)
-				case obs != nil && (tk.lease == nil || tk.hold.Held()):
-					t.Fatalf("%v with an Observer: admitted with lease %v, hold %+v: want a lease", mode, tk.lease, tk.hold)
-				default:
-					h := http.Header{}
-					tk.setHeaders(h)
-					steps = append(steps, fmt.Sprintf("%s admitted %v", id, h))
+					return tk
 				}
+				require.NotNil(t, tk.lease, "%v (observer %v): admitted without a lease", mode, obs != nil)
+				h := http.Header{}
+				tk.setHeaders(h)
+				steps = append(steps, fmt.Sprintf("%s admitted %v", id, h))
 				return tk
 			}
 			tk := begin("a")
@@ -62,41 +54,40 @@ func TestLeaselessTickets(t *testing.T) {
 			begin("b")
 			return steps, l.Stats()
 		}
-		fast, fastStats := run(nil)
-		slow, slowStats := run(&observed{})
-		if fmt.Sprint(fast) != fmt.Sprint(slow) || fastStats != slowStats {
-			t.Errorf("%v: leaseless\n%q\n%+v\nwith a lease\n%q\n%+v", mode, fast, fastStats, slow, slowStats)
-		}
-		if fastStats.Acquired == 0 || fastStats.Rejected == 0 {
-			t.Errorf("%v: stats %+v: the script admits and rejects", mode, fastStats)
-		}
+		plain, plainStats := run(nil)
+		obs := &observed{}
+		seen, seenStats := run(obs)
+		assert.Equal(t, plain, seen, "%v: steps without and with an Observer", mode)
+		assert.Equal(t, plainStats, seenStats, "%v: stats without and with an Observer", mode)
+		assert.NotZero(t, obs.n, "%v: the Observer was told nothing", mode)
+		assert.NotZero(t, plainStats.Acquired, "%v: the script admits", mode)
+		assert.NotZero(t, plainStats.Rejected, "%v: the script rejects", mode)
 	}
 }
 
-// TestLeaselessStoreFull checks the leaseless path's answer to a store
-// error (a full memstore): failing open, a ticket that holds nothing;
-// failing closed, 503.
-func TestLeaselessStoreFull(t *testing.T) {
+// TestStoreFull checks a lock's answer to a store error (a full memstore):
+// failing open, a ticket that holds nothing; failing closed, 503.
+func TestStoreFull(t *testing.T) {
 	ctx := context.Background()
 	for _, fail := range []throttle.FailMode{throttle.FailOpen, throttle.FailClosed} {
-		l, err := throttle.New(memstore.New(memstore.WithMaxKeys(1)), throttle.Policy{Name: "submit", WhenStoreFails: fail,
-			Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := New(l)
-		if _, tk, rej := g.begin1(ctx, "a"); rej != nil || !tk.hold.Held() {
-			t.Fatalf("%v: first key: ticket %+v, rejection %+v", fail, tk, rej)
-		}
-		_, tk, rej := g.begin1(ctx, "b")
-		switch {
-		case fail == throttle.FailOpen && (rej != nil || tk.hold.Held() || tk.lease != nil):
-			t.Errorf("full store failing open: ticket %+v, rejection %+v: want a ticket that holds nothing", tk, rej)
-		case fail == throttle.FailClosed && (rej == nil || rej.Status != http.StatusServiceUnavailable):
-			t.Errorf("full store failing closed: rejection %+v, want 503", rej)
-		}
-		if s := l.Stats(); s.StoreErrors != 1 {
-			t.Errorf("%v: stats %+v, want 1 store error", fail, s)
-		}
+		t.Run(fail.String(), func(t *testing.T) {
+			l, err := throttle.NewLock(memstore.New(memstore.WithMaxKeys(1)), throttle.LockConfig{Name: "submit",
+				Options: throttle.Options{WhenStoreFails: fail, Logger: slog.New(slog.DiscardHandler)}})
+			require.NoError(t, err)
+			g := Lock(l)
+			_, tk, rej := g.begin1(ctx, "a")
+			require.Nil(t, rej, "first key turned away")
+			require.NotNil(t, tk.lease, "first key admitted without a lease")
+			_, tk, rej = g.begin1(ctx, "b")
+			if fail == throttle.FailOpen {
+				require.Nil(t, rej, "full store failing open: turned away")
+				require.Nil(t, tk.lease, "full store failing open: the ticket holds a lease")
+				require.Same(t, g, tk.g, "full store failing open: the ticket is not the guard's")
+			} else {
+				require.NotNil(t, rej, "full store failing closed: admitted")
+				require.Equal(t, http.StatusServiceUnavailable, rej.Status, "full store failing closed")
+			}
+			require.Equal(t, uint64(1), l.Stats().StoreErrors, "store errors")
+		})
 	}
 }

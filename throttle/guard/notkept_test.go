@@ -76,9 +76,9 @@ func replayed(rec *httptest.ResponseRecorder) bool {
 func TestRecordRetried(t *testing.T) {
 	st := &failingRecords{Store: memstore.New()}
 	st.fails.Store(2)
-	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute})
+	l, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Minute})
 	require.NoError(t, err)
-	g := guard.New(l)
+	g := guard.Replay(l)
 	runOriginal(t, g)
 	rej, rec := duplicate(t, g, "k1")
 	require.Nil(t, rej)
@@ -91,9 +91,9 @@ func TestRecordRetried(t *testing.T) {
 // never comes, that the request was processed and its response not kept.
 func TestRecordNotKept(t *testing.T) {
 	st := &failingRecords{Store: memstore.New(), refuse: true}
-	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: time.Minute})
+	l, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Minute, Wait: time.Minute})
 	require.NoError(t, err)
-	g := guard.New(l)
+	g := guard.Replay(l)
 	runOriginal(t, g)
 	done := make(chan *guard.Rejection, 1)
 	go func() {
@@ -111,7 +111,7 @@ func TestRecordNotKept(t *testing.T) {
 		guard.Write(w, rej)
 		assert.Contains(t, w.Body.String(), "#ReasonNotKept")
 	case <-time.After(30 * time.Second):
-		t.Fatal("the duplicate waited for a record that never comes")
+		require.Fail(t, "the duplicate waited for a record that never comes")
 	}
 }
 
@@ -121,9 +121,9 @@ func TestRecordNotKept(t *testing.T) {
 func TestRecordLater(t *testing.T) {
 	st := &failingRecords{Store: memstore.New()}
 	st.fails.Store(7) // Finish tries six times
-	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: -1})
+	l, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Minute, Wait: -1})
 	require.NoError(t, err)
-	g := guard.New(l)
+	g := guard.Replay(l)
 	runOriginal(t, g)
 	require.Eventually(t, func() bool {
 		rej, rec := duplicate(t, g, "k1")
@@ -137,9 +137,9 @@ func TestRecordLater(t *testing.T) {
 // once (the mark that says so always fits), not after a wait.
 func TestRecordBudgetSpent(t *testing.T) {
 	st := memstore.New(memstore.WithMaxKeys(16), memstore.WithMaxRecordBytes(2000)) // one shard
-	l, err := throttle.New(st, throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute, Wait: time.Minute})
+	l, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Minute, Wait: time.Minute})
 	require.NoError(t, err)
-	g := guard.New(l)
+	g := guard.Replay(l)
 	runKey(t, g, "k1", strings.Repeat("x", 900)) // most of the policy's share
 	runKey(t, g, "k2", strings.Repeat("y", 200)) // does not fit
 	done := make(chan *guard.Rejection, 1)
@@ -152,7 +152,7 @@ func TestRecordBudgetSpent(t *testing.T) {
 		require.NotNil(t, rej)
 		assert.Equal(t, guard.ReasonNotKept, rej.Reason)
 	case <-time.After(30 * time.Second):
-		t.Fatal("the duplicate waited for a record that never comes")
+		require.Fail(t, "the duplicate waited for a record that never comes")
 	}
 	rej, rec := duplicate(t, g, "k1")
 	require.Nil(t, rej)

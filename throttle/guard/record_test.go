@@ -1,11 +1,12 @@
 package guard
 
 import (
-	"bytes"
 	"net/http"
-	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRecordRoundTrip: what encodeRecord writes, decodeRecord reads back,
@@ -21,22 +22,21 @@ func TestRecordRoundTrip(t *testing.T) {
 	} {
 		b := encodeRecord(resp, "fp", expires)
 		rec, err := decodeRecord(b)
-		if err != nil {
-			t.Fatalf("%+v: %v", resp, err)
-		}
-		if rec.fingerprint != "fp" || !rec.expires.Equal(expires) {
-			t.Fatalf("fingerprint %q, expires %v", rec.fingerprint, rec.expires)
-		}
+		require.NoError(t, err, "%+v", resp)
+		require.Equal(t, "fp", rec.fingerprint, "fingerprint")
+		require.True(t, rec.expires.Equal(expires), "expires %v, want %v", rec.expires, expires)
 		if resp == nil {
-			if rec.resp != nil || rec.kind != kindUnrecorded {
-				t.Fatalf("unrecorded mark read as %+v", rec)
-			}
+			require.Nil(t, rec.resp, "unrecorded mark read as %+v", rec)
+			require.Equal(t, byte(kindUnrecorded), rec.kind, "unrecorded mark read as %+v", rec)
 			continue
 		}
 		got := rec.resp
-		if got.Status != resp.Status || !bytes.Equal(got.Body, resp.Body) ||
-			(len(resp.Header) > 0 && !reflect.DeepEqual(got.Header, resp.Header)) || len(got.Header) != len(resp.Header) {
-			t.Fatalf("read %+v, wrote %+v", got, resp)
+		require.NotNil(t, got, "kind %d", rec.kind)
+		require.Equal(t, resp.Status, got.Status, "status")
+		require.Equal(t, string(resp.Body), string(got.Body), "body")
+		require.Len(t, got.Header, len(resp.Header), "header %v", got.Header)
+		if len(resp.Header) > 0 {
+			require.Equal(t, resp.Header, got.Header, "header")
 		}
 	}
 }
@@ -46,14 +46,12 @@ func TestRecordRoundTrip(t *testing.T) {
 func TestRecordMalformed(t *testing.T) {
 	b := encodeRecord(&Response{Status: 201, Header: http.Header{"Location": {"/x"}}, Body: []byte("body")}, "fp", time.Now())
 	for i := range len(b) - len("body") {
-		if _, err := decodeRecord(b[:i]); err == nil {
-			t.Fatalf("a record cut to %d of %d bytes was accepted", i, len(b))
-		}
+		_, err := decodeRecord(b[:i])
+		require.Error(t, err, "a record cut to %d of %d bytes was accepted", i, len(b))
 	}
 	for _, bad := range [][]byte{nil, {9, 1}, {1, 9}, {1, 2, 0, 0, 'x'}} {
-		if _, err := decodeRecord(bad); err == nil {
-			t.Fatalf("%q accepted", bad)
-		}
+		_, err := decodeRecord(bad)
+		assert.Error(t, err, "%q accepted", bad)
 	}
 }
 
@@ -69,8 +67,8 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		again, err := decodeRecord(encodeRecord(rec.resp, rec.fingerprint, rec.expires))
-		if err != nil || again.fingerprint != rec.fingerprint || again.kind != rec.kind {
-			t.Fatalf("re-encoded %+v: %+v %v", rec, again, err)
-		}
+		require.NoError(t, err, "re-encoded %+v", rec)
+		require.Equal(t, rec.fingerprint, again.fingerprint, "re-encoded %+v", rec)
+		require.Equal(t, rec.kind, again.kind, "re-encoded %+v", rec)
 	})
 }

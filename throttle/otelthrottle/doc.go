@@ -1,6 +1,7 @@
-// Package otelthrottle measures throttle policies with OpenTelemetry: an
-// Observer records every decision, store call, release and lease event of
-// the Limiters it is given to in metric instruments, and adds store calls
+// Package otelthrottle measures throttle's limiters (Lock, Quota and
+// Replay) with OpenTelemetry: an Observer records every decision, store
+// call, release and lease event of the limiters it is given to in metric
+// instruments, and adds store calls
 // and rejections to the request's span as span events. It is the
 // OpenTelemetry twin of package promthrottle and reports the same things;
 // import only the one you use.
@@ -9,13 +10,14 @@
 //
 // Set up a MeterProvider with your exporter (or rely on the global one that
 // otel.SetMeterProvider installed), make one Observer, and give it to every
-// policy:
+// limiter in its Options:
 //
 //	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
 //	if err != nil {
 //		return err
 //	}
-//	limiter, err := throttle.New(store, throttle.Policy{Name: "submit", Observer: obs})
+//	lock, err := throttle.NewLock(store, throttle.LockConfig{Name: "submit",
+//		Options: throttle.Options{Observer: obs}})
 //
 // Without WithMeterProvider the Observer uses otel.GetMeterProvider() as it
 // is when New is called; the global provider forwards to the one set later,
@@ -33,7 +35,7 @@
 //	throttle.hold.duration   histogram  s          throttle.policy, throttle.mode, throttle.release.reason
 //	throttle.lease.events    counter    {event}    throttle.policy, throttle.lease.event
 //
-// throttle.outcome is admitted, rejected, dry_run_rejected (Policy.DryRun
+// throttle.outcome is admitted, rejected, dry_run_rejected (Options.DryRun
 // let through a request it would have turned away), failed_open,
 // failed_closed, fallback (FailOver's fallback store admitted it),
 // key_error (the key or cost could not be built) or replayed (a Replay
@@ -43,10 +45,10 @@
 // for the series with error.type. The store duration's buckets resolve
 // 50 µs to 1 s; the hold duration's 1 ms to an hour. throttle.release.reason
 // is done, failed or panic: a key is released (and its hold timed) when an
-// Exclusive request or a Do job ends, and when a Dedupe request fails or
+// Exclusive request or a Lock.Do job ends, and when a Dedupe request fails or
 // panics; Cooldown keys and successful Dedupe keys are never released,
 // they expire. throttle.lease.event is extended (by the refresher of an
-// Exclusive request or a Do job) or lost.
+// Exclusive request or a Lock.Do job) or lost.
 //
 // The span events are throttle.store.acquire, .release, .extend and .quota,
 // with throttle.policy, throttle.store.operation, throttle.store.duration
@@ -70,6 +72,6 @@
 // Observe looks the policy up in a sync.Map and, on the policy's first
 // event, builds every attribute set it will need. After that, recording a
 // metric makes no allocation of its own (the SDK may make some); a span
-// event costs a few, and only while the request's span records. A Limiter
+// event costs a few, and only while the request's span records. A limiter
 // without an Observer pays nothing at all.
 package otelthrottle

@@ -14,11 +14,12 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/otelthrottle"
 )
 
-// A Dedupe policy measured with OpenTelemetry: the second submission of a
+// A Dedupe lock measured with OpenTelemetry: the second submission of a
 // user is turned away, and throttle.requests counts both outcomes. A real
 // program would give the MeterProvider a periodic reader and an exporter
 // (OTLP, say) instead of the manual reader that prints here.
@@ -31,12 +32,13 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Observer: obs})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit",
+		Options: throttle.Options{Observer: obs}})
 	if err != nil {
 		panic(err)
 	}
 	submit := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
-	h := nethttp.Middleware(limiter, keyfuncs.Header("X-User-Id"))(submit)
+	h := nethttp.Middleware(guard.Lock(lock), keyfuncs.Header("X-User-Id"))(submit)
 
 	for range 2 {
 		r := httptest.NewRequest(http.MethodPost, "/submit", nil)

@@ -36,9 +36,11 @@ const (
 // fixed words only (see the package documentation), so each instrument has
 // a small, bounded set of series.
 const (
-	// PolicyKey is the policy's name (throttle.Policy.Name).
+	// PolicyKey is the policy's name: the Name of the limiter's config
+	// (throttle.LockConfig, QuotaConfig or ReplayConfig).
 	PolicyKey = attribute.Key("throttle.policy")
-	// ModeKey is the policy's mode: dedupe, cooldown, exclusive or quota.
+	// ModeKey is the policy's mode: dedupe, cooldown or exclusive (a Lock),
+	// quota (a Quota) or replay (a Replay).
 	ModeKey = attribute.Key("throttle.mode")
 	// OutcomeKey is what became of a request: admitted, rejected,
 	// dry_run_rejected, failed_open, failed_closed, fallback or key_error.
@@ -67,7 +69,7 @@ const (
 const ErrorTypeOther = "_OTHER"
 
 // Bucket boundaries, in seconds. Store calls take from tens of microseconds
-// (memstore) to the Policy.Timeout (100 ms by default); holds last from a
+// (memstore) to the Options.Timeout (100 ms by default); holds last from a
 // failed request's milliseconds to an Exclusive job's minutes. The SDK's
 // default boundaries (0 to 10000) suit milliseconds, not seconds, so both
 // histograms carry their own.
@@ -77,10 +79,10 @@ var (
 	holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 )
 
-// Observer is a throttle.Observer that records a Limiter's events in
+// Observer is a throttle.Observer that records a limiter's events in
 // OpenTelemetry instruments and, when a request's span is recording, adds
 // its store calls and rejections to the span as events. Make one with New
-// and share it between every policy: their names tell their series apart.
+// and share it between every limiter: their names tell their series apart.
 // It is safe for concurrent use.
 type Observer struct {
 	requests  metric.Int64Counter
@@ -123,7 +125,7 @@ func WithSpanEvents(on bool) Option {
 
 // New returns an Observer whose instruments come from the global meter
 // provider, or the one WithMeterProvider gives. Set it as the
-// throttle.Policy.Observer of every policy to measure. It fails only when
+// throttle.Options.Observer of every limiter to measure. It fails only when
 // the provider refuses an instrument.
 func New(opts ...Option) (*Observer, error) {
 	cfg := config{spans: true}
@@ -157,7 +159,7 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
-// Observe records e. It implements throttle.Observer: the Limiter calls it
+// Observe records e. It implements throttle.Observer: the limiter calls it
 // on the request's goroutine with the request's context. Once a policy's
 // attribute sets are built (on its first event), recording a metric
 // allocates nothing of its own; span events cost a few allocations, and
@@ -232,14 +234,14 @@ func (o *Observer) rejectionEvent(ctx context.Context, s *limiterSets, e throttl
 	span.AddEvent(name, trace.WithAttributes(s.policy, s.mode, RetryAfterKey.Float64(e.RetryAfter.Seconds())))
 }
 
-// limiterID tells apart the Limiters an Observer serves: policies are told
+// limiterID tells apart the limiters an Observer serves: policies are told
 // apart by name, and a name used with two modes gets two entries.
 type limiterID struct {
 	policy string
 	mode   throttle.Mode
 }
 
-// limiterSets holds one Limiter's measurement options, each wrapping a
+// limiterSets holds one limiter's measurement options, each wrapping a
 // prebuilt attribute.Set, so that Observe neither sorts attributes nor
 // allocates option slices. Indices are EventKind, ReleaseReason and
 // opIndex; a nil slice is a kind that is no outcome.
@@ -284,7 +286,7 @@ func opIndex(op string) int {
 	return -1
 }
 
-// limiter returns the sets of the Limiter named policy in mode, building
+// limiter returns the sets of the limiter named policy in mode, building
 // them on its first event. Two goroutines may build them at once; one
 // result wins and both are the same.
 func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {

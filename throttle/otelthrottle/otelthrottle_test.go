@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -26,6 +26,7 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/otelthrottle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -61,23 +62,40 @@ func newEnv(t *testing.T, opts ...otelthrottle.Option) *env {
 		_ = tp.Shutdown(context.Background())
 	})
 	obs, err := otelthrottle.New(append([]otelthrottle.Option{otelthrottle.WithMeterProvider(mp)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return &env{reader: reader, spans: spans, tracer: tp.Tracer("test"), obs: obs}
 }
 
-// handler returns next behind a nethttp.Middleware of a Limiter of p over
-// st (keyed by userHeader), behind an outer handler that runs each request
-// in a span of its own, named by spanHeader, as tracing middleware would.
-func (e *env) handler(t *testing.T, st throttle.Store, p throttle.Policy, next http.Handler) http.Handler {
+// lock returns the guard of a lock over st configured by c, observed by
+// e's Observer.
+func (e *env) lock(t *testing.T, st throttle.Store, c throttle.LockConfig) *guard.Guard {
 	t.Helper()
-	p.Observer = e.obs
-	l, err := throttle.New(st, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guarded := nethttp.Middleware(l, keyfuncs.Header(userHeader))(next)
+	c.Observer = e.obs
+	l, err := throttle.NewLock(st, c)
+	require.NoError(t, err)
+	return guard.Lock(l)
+}
+
+// quota returns the guard of a quota over st configured by c under rate r,
+// observed by e's Observer.
+func (e *env) quota(t *testing.T, st throttle.Store, c throttle.QuotaConfig, r throttle.Rate) *guard.Guard {
+	t.Helper()
+	c.Observer = e.obs
+	q, err := throttle.NewQuota(st, c)
+	require.NoError(t, err)
+	return guard.Quota(q, r)
+}
+
+// handler returns next behind a nethttp.Middleware of g (keyed by
+// userHeader), behind an outer handler that runs each request in a span of
+// its own, named by spanHeader, as tracing middleware would.
+func (e *env) handler(g *guard.Guard, next http.Handler) http.Handler {
+	return e.traced(nethttp.Middleware(g, keyfuncs.Header(userHeader))(next))
+}
+
+// traced runs each request of guarded in a span of its own, named by
+// spanHeader.
+func (e *env) traced(guarded http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := e.tracer.Start(r.Context(), r.Header.Get(spanHeader))
 		defer span.End()
@@ -101,9 +119,7 @@ func serve(h http.Handler, user, span string) int {
 // wantStatus fails the test unless got is want.
 func wantStatus(t *testing.T, what string, got, want int) {
 	t.Helper()
-	if got != want {
-		t.Fatalf("%s: status %d, want %d", what, got, want)
-	}
+	require.Equal(t, want, got, "%s: status", what)
 }
 
 // ok answers 201.
@@ -113,9 +129,7 @@ var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write
 func (e *env) collect(t *testing.T) metricdata.ResourceMetrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := e.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.reader.Collect(context.Background(), &rm))
 	return rm
 }
 
@@ -123,9 +137,7 @@ func (e *env) collect(t *testing.T) metricdata.ResourceMetrics {
 func find(t *testing.T, rm metricdata.ResourceMetrics, name string) *metricdata.Metrics {
 	t.Helper()
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != otelthrottle.ScopeName {
-			t.Fatalf("metrics in scope %q", sm.Scope.Name)
-		}
+		require.Equal(t, otelthrottle.ScopeName, sm.Scope.Name, "metrics' scope")
 		for i := range sm.Metrics {
 			if sm.Metrics[i].Name == name {
 				return &sm.Metrics[i]
@@ -147,9 +159,8 @@ func counts(t *testing.T, rm metricdata.ResourceMetrics, name string) map[string
 		return out
 	}
 	sum, isSum := m.Data.(metricdata.Sum[int64])
-	if !isSum || !sum.IsMonotonic || sum.Temporality != metricdata.CumulativeTemporality {
-		t.Fatalf("%s is %T, want a cumulative monotonic int64 sum", name, m.Data)
-	}
+	require.True(t, isSum && sum.IsMonotonic && sum.Temporality == metricdata.CumulativeTemporality,
+		"%s is %T, want a cumulative monotonic int64 sum", name, m.Data)
 	for _, dp := range sum.DataPoints {
 		out[key(dp.Attributes)] = dp.Value
 	}
@@ -165,17 +176,13 @@ func histogram(t *testing.T, rm metricdata.ResourceMetrics, name string, first, 
 	if m == nil {
 		return out
 	}
-	if m.Unit != "s" {
-		t.Fatalf("%s has unit %q, want s", name, m.Unit)
-	}
+	require.Equal(t, "s", m.Unit, "%s: unit", name)
 	h, isHist := m.Data.(metricdata.Histogram[float64])
-	if !isHist {
-		t.Fatalf("%s is %T, want a float64 histogram", name, m.Data)
-	}
+	require.True(t, isHist, "%s is %T, want a float64 histogram", name, m.Data)
 	for _, dp := range h.DataPoints {
-		if b := dp.Bounds; len(b) == 0 || b[0] != first || b[len(b)-1] != last {
-			t.Fatalf("%s: bounds %v, want %v to %v", name, b, first, last)
-		}
+		b := dp.Bounds
+		require.NotEmpty(t, b, "%s: bounds", name)
+		require.Equal(t, []float64{first, last}, []float64{b[0], b[len(b)-1]}, "%s: bounds %v", name, b)
 		out[key(dp.Attributes)] = dp
 	}
 	return out
@@ -193,14 +200,7 @@ func histCounts(points map[string]metricdata.HistogramDataPoint[float64]) map[st
 // equal fails the test unless got and want hold the same series and values.
 func equal[V comparable](t *testing.T, what string, got, want map[string]V) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-	for k, v := range want {
-		if g, found := got[k]; !found || g != v {
-			t.Fatalf("%s: got %v, want %v", what, got, want)
-		}
-	}
+	require.Equal(t, want, got, what)
 }
 
 // Attribute sets in the form key writes them.
@@ -232,7 +232,7 @@ func (e *env) span(t *testing.T, name string) sdktrace.ReadOnlySpan {
 			return s
 		}
 	}
-	t.Fatalf("no span %q", name)
+	require.Failf(t, "no span", "%q", name)
 	return nil
 }
 
@@ -250,9 +250,7 @@ func eventNames(s sdktrace.ReadOnlySpan) []string {
 func (e *env) wantEvents(t *testing.T, name string, want ...string) sdktrace.ReadOnlySpan {
 	t.Helper()
 	s := e.span(t, name)
-	if got := eventNames(s); !slices.Equal(got, want) {
-		t.Fatalf("span %q: events %v, want %v", name, got, want)
-	}
+	require.Equal(t, want, eventNames(s), "span %q: events", name)
 	return s
 }
 
@@ -271,20 +269,18 @@ func attrs(ev sdktrace.Event) map[attribute.Key]attribute.Value {
 func checkStoreEvent(t *testing.T, ev sdktrace.Event, policy, op string, failed bool) {
 	t.Helper()
 	a := attrs(ev)
-	if ev.Name != "throttle.store."+op || a[otelthrottle.PolicyKey].AsString() != policy ||
-		a[otelthrottle.OperationKey].AsString() != op {
-		t.Fatalf("store event %s %v, want op %s of policy %s", ev.Name, ev.Attributes, op, policy)
-	}
-	if d := a[otelthrottle.DurationKey]; d.Type() != attribute.FLOAT64 || d.AsFloat64() <= 0 {
-		t.Fatalf("store event %s: duration %v", ev.Name, d.String())
-	}
+	require.Equal(t, "throttle.store."+op, ev.Name, "store event %v", ev.Attributes)
+	require.Equal(t, policy, a[otelthrottle.PolicyKey].AsString(), "store event %s: policy", ev.Name)
+	require.Equal(t, op, a[otelthrottle.OperationKey].AsString(), "store event %s: operation", ev.Name)
+	d := a[otelthrottle.DurationKey]
+	require.Equal(t, attribute.FLOAT64, d.Type(), "store event %s: duration %v", ev.Name, d.String())
+	require.Positive(t, d.AsFloat64(), "store event %s: duration", ev.Name)
 	e, hasErr := a[otelthrottle.ErrorKey]
-	if hasErr != failed || (failed && !e.AsBool()) {
-		t.Fatalf("store event %s: error attribute %v, want it %v", ev.Name, ev.Attributes, failed)
+	require.Equal(t, failed, hasErr, "store event %s: error attribute %v", ev.Name, ev.Attributes)
+	if failed {
+		require.True(t, e.AsBool(), "store event %s: error attribute %v", ev.Name, ev.Attributes)
 	}
-	if want := map[bool]int{false: 3, true: 4}[failed]; len(ev.Attributes) != want {
-		t.Fatalf("store event %s has attributes %v", ev.Name, ev.Attributes)
-	}
+	require.Len(t, ev.Attributes, map[bool]int{false: 3, true: 4}[failed], "store event %s: attributes", ev.Name)
 }
 
 // checkRejectionEvent checks a rejection's span event: its name, policy,
@@ -292,13 +288,14 @@ func checkStoreEvent(t *testing.T, ev sdktrace.Event, policy, op string, failed 
 func checkRejectionEvent(t *testing.T, ev sdktrace.Event, name, policy, mode string, max time.Duration) {
 	t.Helper()
 	a := attrs(ev)
-	if ev.Name != name || len(a) != 3 || a[otelthrottle.PolicyKey].AsString() != policy ||
-		a[otelthrottle.ModeKey].AsString() != mode {
-		t.Fatalf("rejection event %s %v, want %s of policy %s (%s)", ev.Name, ev.Attributes, name, policy, mode)
-	}
-	if r := a[otelthrottle.RetryAfterKey]; r.Type() != attribute.FLOAT64 || r.AsFloat64() <= 0 || r.AsFloat64() > max.Seconds() {
-		t.Fatalf("rejection event: retry_after %v, want (0, %v]", r.String(), max.Seconds())
-	}
+	require.Equal(t, name, ev.Name, "rejection event %v", ev.Attributes)
+	require.Len(t, a, 3, "rejection event %s: attributes", ev.Name)
+	require.Equal(t, policy, a[otelthrottle.PolicyKey].AsString(), "rejection event %s: policy", ev.Name)
+	require.Equal(t, mode, a[otelthrottle.ModeKey].AsString(), "rejection event %s: mode", ev.Name)
+	r := a[otelthrottle.RetryAfterKey]
+	require.Equal(t, attribute.FLOAT64, r.Type(), "rejection event: retry_after %v", r.String())
+	require.Positive(t, r.AsFloat64(), "rejection event: retry_after")
+	require.LessOrEqual(t, r.AsFloat64(), max.Seconds(), "rejection event: retry_after")
 }
 
 // noUser fails the test when any attribute of a metric series, span or
@@ -308,9 +305,8 @@ func (e *env) noUser(t *testing.T, users ...string) {
 	check := func(where string, kvs []attribute.KeyValue) {
 		for _, kv := range kvs {
 			for _, u := range users {
-				if strings.Contains(kv.Value.String(), u) || strings.Contains(string(kv.Key), u) {
-					t.Fatalf("%s: attribute %s=%s contains user %q", where, kv.Key, kv.Value.String(), u)
-				}
+				require.NotContains(t, kv.Value.String(), u, "%s: attribute %s contains a user", where, kv.Key)
+				require.NotContains(t, string(kv.Key), u, "%s: attribute key contains a user", where)
 			}
 		}
 	}
@@ -330,7 +326,7 @@ func (e *env) noUser(t *testing.T, users ...string) {
 					n++
 				}
 			default:
-				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+				require.Failf(t, "unexpected data", "%s: %T", m.Name, m.Data)
 			}
 		}
 	}
@@ -341,9 +337,7 @@ func (e *env) noUser(t *testing.T, users ...string) {
 			n++
 		}
 	}
-	if n == 0 {
-		t.Fatal("nothing recorded to check")
-	}
+	require.NotZero(t, n, "nothing recorded to check")
 }
 
 func TestDedupe(t *testing.T) {
@@ -355,7 +349,7 @@ func TestDedupe(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusCreated)
 	})
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute}, failing)
+	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit", TTL: time.Minute}), failing)
 	wantStatus(t, "first", serve(h, "alice-42", "first"), http.StatusCreated)
 	wantStatus(t, "duplicate", serve(h, "alice-42", "duplicate"), http.StatusTooManyRequests)
 	wantStatus(t, "other user", serve(h, "bob-13", "other"), http.StatusCreated)
@@ -388,8 +382,8 @@ func TestDedupe(t *testing.T) {
 
 func TestQuota(t *testing.T) {
 	e := newEnv(t)
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "search", Mode: throttle.Quota,
-		Limit: 2, Window: time.Hour}, ok)
+	h := e.handler(e.quota(t, memstore.New(), throttle.QuotaConfig{Name: "search"},
+		throttle.Rate{Limit: 2, Window: time.Hour}), ok)
 	for i, want := range []int{http.StatusCreated, http.StatusCreated, http.StatusTooManyRequests} {
 		wantStatus(t, fmt.Sprint("request ", i), serve(h, "dave-99", fmt.Sprint("q", i)), want)
 	}
@@ -412,7 +406,7 @@ func TestQuota(t *testing.T) {
 
 func TestKeyError(t *testing.T) {
 	e := newEnv(t)
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, ok)
+	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), ok)
 	wantStatus(t, "no user", serve(h, "", "nokey"), http.StatusBadRequest)
 	rm := e.collect(t)
 	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
@@ -424,7 +418,7 @@ func TestKeyError(t *testing.T) {
 
 func TestExclusiveRelease(t *testing.T) {
 	e := newEnv(t)
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "export", Mode: throttle.Exclusive}, ok)
+	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "export", Mode: throttle.Exclusive}), ok)
 	wantStatus(t, "first", serve(h, "erin-5", "x1"), http.StatusCreated)
 	wantStatus(t, "after release", serve(h, "erin-5", "x2"), http.StatusCreated)
 	rm := e.collect(t)
@@ -437,9 +431,7 @@ func TestExclusiveRelease(t *testing.T) {
 	})
 	holds := histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)
 	equal(t, "holds", histCounts(holds), map[string]uint64{hold("export", "exclusive", "done"): 2})
-	if dp := holds[hold("export", "exclusive", "done")]; dp.Sum <= 0 {
-		t.Fatalf("hold time sum %v", dp.Sum)
-	}
+	require.Positive(t, holds[hold("export", "exclusive", "done")].Sum, "hold time sum")
 	s := e.wantEvents(t, "x1", "throttle.store.acquire", "throttle.store.release")
 	checkStoreEvent(t, s.Events()[0], "export", "acquire", false)
 	checkStoreEvent(t, s.Events()[1], "export", "release", false)
@@ -449,7 +441,7 @@ func TestExclusiveRelease(t *testing.T) {
 func TestPanicRelease(t *testing.T) {
 	e := newEnv(t)
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	inner := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, panicking)
+	inner := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), panicking)
 	var recovered atomic.Value
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -461,9 +453,7 @@ func TestPanicRelease(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	})
 	wantStatus(t, "panic", serve(h, "frank-3", "panic"), http.StatusInternalServerError)
-	if p := recovered.Load(); p != "boom" {
-		t.Fatalf("recovered %v, want the handler's panic", p)
-	}
+	require.Equal(t, "boom", recovered.Load(), "recovered: want the handler's panic")
 	// The panic released the key: the user may try again at once.
 	wantStatus(t, "retry", serve(h, "frank-3", "retry"), http.StatusInternalServerError)
 	rm := e.collect(t)
@@ -480,7 +470,8 @@ func TestPanicRelease(t *testing.T) {
 
 func TestDryRun(t *testing.T) {
 	e := newEnv(t)
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit", Window: time.Minute, DryRun: true, Logger: quiet}, ok)
+	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit", TTL: time.Minute,
+		Options: throttle.Options{DryRun: true, Logger: quiet}}), ok)
 	wantStatus(t, "first", serve(h, "gina-8", "d1"), http.StatusCreated)
 	wantStatus(t, "duplicate goes ahead", serve(h, "gina-8", "d2"), http.StatusCreated)
 	rm := e.collect(t)
@@ -495,7 +486,7 @@ func TestDryRun(t *testing.T) {
 
 // downStore is a memstore whose acquisitions fail, as a store does whose
 // server cannot be reached. The error says that nothing was taken, so the
-// Limiter starts no background release.
+// lock starts no background release.
 type downStore struct{ throttle.Store }
 
 var errDown = fmt.Errorf("%w: connection refused", store.ErrNotApplied)
@@ -507,8 +498,10 @@ func (downStore) Acquire(context.Context, store.Request) (store.Grant, error) {
 func TestStoreFails(t *testing.T) {
 	e := newEnv(t)
 	st := downStore{memstore.New()}
-	open := e.handler(t, st, throttle.Policy{Name: "open", WhenStoreFails: throttle.FailOpen, Logger: quiet}, ok)
-	closed := e.handler(t, st, throttle.Policy{Name: "closed", WhenStoreFails: throttle.FailClosed, Logger: quiet}, ok)
+	open := e.handler(e.lock(t, st, throttle.LockConfig{Name: "open",
+		Options: throttle.Options{WhenStoreFails: throttle.FailOpen, Logger: quiet}}), ok)
+	closed := e.handler(e.lock(t, st, throttle.LockConfig{Name: "closed",
+		Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Logger: quiet}}), ok)
 	wantStatus(t, "fail open", serve(open, "hank-1", "open"), http.StatusCreated)
 	wantStatus(t, "fail closed", serve(closed, "hank-1", "closed"), http.StatusServiceUnavailable)
 	rm := e.collect(t)
@@ -551,7 +544,7 @@ func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 	t.once.Do(func() { close(t.first) })
 }
 
-// leaseHandler serves an Exclusive policy with a short lease whose handler
+// leaseHandler serves an Exclusive lock with a short lease whose handler
 // returns once tap saw its first lease event, or, when the event must
 // cancel the request's context, once that is done.
 func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool) http.Handler {
@@ -565,22 +558,14 @@ func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool
 		case <-wait:
 			w.WriteHeader(http.StatusOK)
 		case <-time.After(time.Minute):
-			t.Error("no lease event within a minute")
+			assert.Fail(t, "no lease event within a minute")
 			w.WriteHeader(http.StatusGatewayTimeout)
 		}
 	})
-	p := throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: 30 * time.Millisecond,
-		Observer: tp, Logger: quiet}
-	l, err := throttle.New(st, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guarded := nethttp.Middleware(l, keyfuncs.Header(userHeader))(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, span := e.tracer.Start(r.Context(), r.Header.Get(spanHeader))
-		defer span.End()
-		guarded.ServeHTTP(w, r.WithContext(ctx))
-	})
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond,
+		Options: throttle.Options{Observer: tp, Logger: quiet}})
+	require.NoError(t, err)
+	return e.handler(guard.Lock(l), next)
 }
 
 func TestLeaseExtended(t *testing.T) {
@@ -589,17 +574,13 @@ func TestLeaseExtended(t *testing.T) {
 	h := leaseHandler(t, e, memstore.New(), tp, false)
 	wantStatus(t, "long request", serve(h, "ivy-2", "long"), http.StatusOK)
 	n := tp.extended.Load()
-	if n == 0 {
-		t.Fatal("the tap saw no extension")
-	}
+	require.NotZero(t, n, "the tap saw no extension")
 	rm := e.collect(t)
 	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{
 		leaseEvent("job", "extended"): n,
 	})
 	stores := histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1))
-	if got := stores[storeOp("job", "extend", false)]; got != uint64(n) {
-		t.Fatalf("extend calls %d, want %d (every extension succeeded)", got, n)
-	}
+	require.Equal(t, uint64(n), stores[storeOp("job", "extend", false)], "extend calls (every extension succeeded)")
 	// The refresher's context derives from the request's, so the
 	// extensions are on the request's span.
 	s := e.span(t, "long")
@@ -610,9 +591,7 @@ func TestLeaseExtended(t *testing.T) {
 			extends++
 		}
 	}
-	if extends != n {
-		t.Fatalf("%d extend events on the span, want %d", extends, n)
-	}
+	require.Equal(t, n, extends, "extend events on the span")
 	e.noUser(t, "ivy")
 }
 
@@ -641,7 +620,7 @@ func TestLeaseLost(t *testing.T) {
 
 func TestSpanEventsOff(t *testing.T) {
 	e := newEnv(t, otelthrottle.WithSpanEvents(false))
-	h := e.handler(t, memstore.New(), throttle.Policy{Name: "submit"}, ok)
+	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), ok)
 	wantStatus(t, "first", serve(h, "kim-6", "s1"), http.StatusCreated)
 	wantStatus(t, "duplicate", serve(h, "kim-6", "s2"), http.StatusTooManyRequests)
 	e.wantEvents(t, "s1")
@@ -656,12 +635,7 @@ func TestSpanEventsOff(t *testing.T) {
 // span is not sampled: metrics are recorded, and nothing fails.
 func TestNoSpan(t *testing.T) {
 	e := newEnv(t)
-	p := throttle.Policy{Name: "submit", Observer: e.obs}
-	l, err := throttle.New(memstore.New(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := nethttp.Middleware(l, keyfuncs.Header(userHeader))(ok)
+	h := nethttp.Middleware(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), keyfuncs.Header(userHeader))(ok)
 	wantStatus(t, "no span", serve(h, "lee-1", ""), http.StatusCreated)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(e.spans))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
@@ -671,9 +645,7 @@ func TestNoSpan(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 	wantStatus(t, "unsampled span", serve(unsampled, "lee-1", ""), http.StatusTooManyRequests)
-	if n := len(e.spans.Ended()); n != 0 {
-		t.Fatalf("%d spans recorded", n)
-	}
+	require.Empty(t, e.spans.Ended(), "spans recorded")
 	equal(t, "requests", counts(t, e.collect(t), otelthrottle.RequestsName), map[string]int64{
 		outcome("submit", "dedupe", "admitted"): 1,
 		outcome("submit", "dedupe", "rejected"): 1,
@@ -692,9 +664,9 @@ func TestConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				p := policies[(g+i)%len(policies)]
-				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.Admitted, Policy: p, Mode: throttle.Quota})
+				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.Admitted, Policy: p, Mode: throttle.ModeQuota})
 				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.StoreCall, Policy: p,
-					Mode: throttle.Quota, Op: "quota", Err: i%2 == 0, Latency: time.Millisecond})
+					Mode: throttle.ModeQuota, Op: "quota", Err: i%2 == 0, Latency: time.Millisecond})
 			}
 		})
 	}
@@ -709,13 +681,11 @@ func TestConcurrent(t *testing.T) {
 		calls += stores[storeOp(p, "quota", false)] + stores[storeOp(p, "quota", true)]
 		failed += stores[storeOp(p, "quota", true)]
 	}
-	if total != goroutines*each || calls != goroutines*each || failed != goroutines*each/2 {
-		t.Fatalf("requests %d, store calls %d (%d failed), want %d, %d (%d)", total, calls, failed,
-			goroutines*each, goroutines*each, goroutines*each/2)
-	}
-	if len(reqs) != len(policies) || len(stores) != 2*len(policies) {
-		t.Fatalf("series %v %v", reqs, stores)
-	}
+	require.EqualValues(t, goroutines*each, total, "requests")
+	require.EqualValues(t, goroutines*each, calls, "store calls")
+	require.EqualValues(t, goroutines*each/2, failed, "failed store calls")
+	require.Len(t, reqs, len(policies), "request series")
+	require.Len(t, stores, 2*len(policies), "store call series")
 }
 
 // TestUnknownValues feeds the Observer values the core does not send (an
@@ -756,25 +726,20 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	for _, ev := range events {
 		e.obs.Observe(ctx, ev) // builds the sets and the SDK's series
-		if n := testing.AllocsPerRun(100, func() { e.obs.Observe(ctx, ev) }); n != 0 {
-			t.Errorf("%v: %v allocations per event, want 0", ev.Kind, n)
-		}
+		assert.Zero(t, testing.AllocsPerRun(100, func() { e.obs.Observe(ctx, ev) }), "%v: allocations per event", ev.Kind)
 	}
 }
 
 // TestNew checks the options: the global provider by default and for a
 // nil provider, and an error from a provider that refuses an instrument.
 func TestNew(t *testing.T) {
-	if _, err := otelthrottle.New(); err != nil {
-		t.Fatalf("with the global provider: %v", err)
-	}
-	if _, err := otelthrottle.New(otelthrottle.WithMeterProvider(nil)); err != nil {
-		t.Fatalf("with a nil provider: %v", err)
-	}
+	_, err := otelthrottle.New()
+	require.NoError(t, err, "with the global provider")
+	_, err = otelthrottle.New(otelthrottle.WithMeterProvider(nil))
+	require.NoError(t, err, "with a nil provider")
 	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(refusingProvider{}))
-	if !errors.Is(err, errRefused) || obs != nil {
-		t.Fatalf("New with a refusing provider: %v, %v", obs, err)
-	}
+	require.ErrorIs(t, err, errRefused, "New with a refusing provider")
+	require.Nil(t, obs, "New with a refusing provider")
 }
 
 var errRefused = errors.New("instrument refused")

@@ -6,17 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/otelthrottle"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
 // BenchmarkMiddleware measures what the Observer adds to a request: the
-// nethttp middleware over a memstore with a Dedupe policy, side by side
+// nethttp middleware over a memstore with a Dedupe lock, side by side
 // without an Observer ("none"), with one that does nothing
 // ("noop-observer": what the core spends on reporting, such as timing the
 // store call), with a promthrottle Observer ("promthrottle") and with an
@@ -36,9 +38,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = mp.Shutdown(context.Background()) }()
 		obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		benchMiddleware(b, obs)
 	})
 }
@@ -52,8 +52,8 @@ func benchMiddleware(b *testing.B, obs throttle.Observer) {
 	// A Timeout of a second: a GC pause must not turn a measured request
 	// into a (cheaper) fail-open.
 	st := memstore.New(memstore.WithMaxKeys(2*b.N + 4096))
-	l := newLimiter(b, st, obs, throttle.Policy{Name: "submit", Timeout: time.Second})
-	adaptertest.Drive(b, guarded(l, app), http.StatusCreated, adaptertest.DistinctIDs(b.N))
+	l := newLock(b, st, obs, throttle.LockConfig{Name: "submit", Options: throttle.Options{Timeout: time.Second}})
+	adaptertest.Drive(b, guarded(guard.Lock(l), app), http.StatusCreated, adaptertest.DistinctIDs(b.N))
 }
 
 // BenchmarkObserve measures one Observe of an admission, on one goroutine

@@ -1,17 +1,18 @@
-// Package promthrottle exports what throttle Limiters decide and how their
-// store behaves as Prometheus metrics, with a Grafana dashboard to match.
+// Package promthrottle exports what throttle's limiters (Lock, Quota and
+// Replay) decide and how their store behaves as Prometheus metrics, with a Grafana dashboard to match.
 // It is a package of its own so that services which do not use Prometheus
 // never import its client.
 //
 // New returns an Observer, which is both the throttle.Observer to set as
-// Policy.Observer and the prometheus.Collector to register; one serves
-// every policy of the process:
+// Options.Observer and the prometheus.Collector to register; one serves
+// every limiter of the process:
 //
 //	obs := promthrottle.New(promthrottle.WithMemstore(mem))
 //	prometheus.MustRegister(obs)
-//	submit, err := throttle.New(st, throttle.Policy{Name: "submit", Observer: obs})
-//	search, err := throttle.New(st, throttle.Policy{Name: "search", Mode: throttle.Quota,
-//		Limit: 100, Window: time.Minute, Observer: obs})
+//	submit, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit",
+//		Options: throttle.Options{Observer: obs}})
+//	search, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search",
+//		Options: throttle.Options{Observer: obs}})
 //
 // Dashboard is a Grafana dashboard of these metrics, for programs that
 // provision Grafana; the same file, dashboard.json, can be imported by hand.
@@ -26,12 +27,12 @@
 //	throttle_lease_events_total      counter    policy, event          lease extensions and losses, FailOver switches
 //	throttle_memstore_keys           gauge      (none)                 keys in the WithMemstore stores, at scrape time
 //
-// The mode label is the policy's mode: dedupe, cooldown, exclusive, quota
-// or replay. The outcome of a request is one of:
+// The mode label is the policy's mode: dedupe, cooldown or exclusive for a
+// Lock (its LockConfig.Mode), quota for a Quota, replay for a Replay. The outcome of a request is one of:
 //
 //	admitted          it went ahead, holding its key or charged to its quota
 //	rejected          its key was held or its quota spent (429, or 409 for Exclusive)
-//	dry_run_rejected  under Policy.DryRun, it would have been rejected and went ahead
+//	dry_run_rejected  under Options.DryRun, it would have been rejected and went ahead
 //	failed_open       the store failed and it went ahead unguarded (FailOpen)
 //	failed_closed     the store failed and it was turned away with 503 (FailClosed)
 //	fallback          under FailOver, the Fallback store admitted it
@@ -40,20 +41,20 @@
 //	replayed          under Replay, it was answered with the first request's recorded response
 //
 // A request whose client went away before the store answered has no
-// outcome. Under Policy.DryRun, failed_closed and key_error count requests
+// outcome. Under Options.DryRun, failed_closed and key_error count requests
 // that would have been turned away and went ahead, as dry_run_rejected
 // does for rejections.
 //
 // The op of a store call is acquire, release or extend for the locks of
-// Dedupe, Cooldown and Exclusive policies (and Limiter.Do), and quota for
-// the decisions of Quota policies: a quota call neither takes nor frees a
+// Dedupe, Cooldown and Exclusive locks (and Lock.Do), and quota for the
+// decisions of Quotas: a quota call neither takes nor frees a
 // lock but runs the generic cell rate algorithm in one round trip (a script
 // in Redis), so its latency is its own, and filing it under acquire would
-// mix two different commands in one distribution. A CountOnlyFailures
-// refund is a quota call too.
+// mix two different commands in one distribution. A refund of
+// guard.CountOnlyFailures is a quota call too.
 //
 // Every store call is in the duration histogram, failed ones included (a
-// timeout shows up as latency at Policy.Timeout), and a failed call is also
+// timeout shows up as latency at Options.Timeout), and a failed call is also
 // counted in throttle_store_errors_total: a histogram has no error label,
 // and adding one would double its series, yet store errors are what the
 // dashboard and the alerts below watch first, since while they last every
@@ -61,7 +62,7 @@
 // throttle_store_duration_seconds_count they give the error ratio.
 //
 // The hold histogram is fed when a key is given back: an Exclusive
-// request's or a Limiter.Do job's when it returns (reason done, failed or
+// request's or a Lock.Do job's when it returns (reason done, failed or
 // panic), a Dedupe request's when it failed or panicked. A Dedupe key kept
 // for its window, and a Cooldown key, expire in the store and are not
 // observed.

@@ -14,19 +14,21 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
-// One Observer, registered once, counts the decisions of every policy that
-// names it; /metrics serves them. A double submission shows as one
-// admitted and one rejected request of the submit policy.
+// One Observer, registered once, counts the decisions of every limiter
+// whose Options name it; /metrics serves them. A double submission shows as
+// one admitted and one rejected request of the submit lock.
 func Example() {
 	obs := promthrottle.New()
 	reg := prometheus.NewRegistry() // or prometheus.MustRegister(obs)
 	reg.MustRegister(obs)
 
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Observer: obs})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit",
+		Options: throttle.Options{Observer: obs}})
 	if err != nil {
 		panic(err)
 	}
@@ -34,7 +36,7 @@ func Example() {
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /submit", nethttp.Middleware(limiter, keyfuncs.Header("X-User-ID"))(submit))
+	mux.Handle("POST /submit", nethttp.Middleware(guard.Lock(lock), keyfuncs.Header("X-User-ID"))(submit))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	for range 2 {
@@ -64,12 +66,12 @@ func ExampleWithMemstore() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
 
-	limiter, err := throttle.New(mem, throttle.Policy{Name: "submit", Observer: obs})
+	lock, err := throttle.NewLock(mem, throttle.LockConfig{Name: "submit", Options: throttle.Options{Observer: obs}})
 	if err != nil {
 		panic(err)
 	}
 	for _, user := range []string{"ann", "bob", "cy"} {
-		if _, err := limiter.Admit(context.Background(), user); err != nil {
+		if _, err := lock.Admit(context.Background(), user); err != nil {
 			panic(err)
 		}
 	}

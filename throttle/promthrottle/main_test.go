@@ -2,7 +2,6 @@ package promthrottle_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,11 +11,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
@@ -35,29 +37,40 @@ const userHeader = "X-User-ID"
 func newRegistry(t testing.TB, obs *promthrottle.Observer) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(obs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, reg.Register(obs))
 	return reg
 }
 
-// newLimiter returns a limiter on st under p, observed by obs, or fails the
-// test.
-func newLimiter(t testing.TB, st throttle.Store, obs throttle.Observer, p throttle.Policy) *throttle.Limiter {
+// observed returns o with obs as its Observer and the quiet logger.
+func observed(obs throttle.Observer, o throttle.Options) throttle.Options {
+	o.Observer, o.Logger = obs, quiet
+	return o
+}
+
+// newLock returns a lock on st configured by c, observed by obs, or fails
+// the test.
+func newLock(t testing.TB, st throttle.Store, obs throttle.Observer, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
-	p.Observer = obs
-	p.Logger = quiet
-	l, err := throttle.New(st, p)
-	if err != nil {
-		t.Fatalf("throttle.New(%q): %v", p.Name, err)
-	}
+	c.Options = observed(obs, c.Options)
+	l, err := throttle.NewLock(st, c)
+	require.NoError(t, err, "throttle.NewLock(%q)", c.Name)
 	return l
 }
 
-// guarded returns app behind the nethttp middleware of l, keyed on
+// newQuota returns a quota on st configured by c, observed by obs, or
+// fails the test.
+func newQuota(t testing.TB, st throttle.Store, obs throttle.Observer, c throttle.QuotaConfig) *throttle.Quota {
+	t.Helper()
+	c.Options = observed(obs, c.Options)
+	q, err := throttle.NewQuota(st, c)
+	require.NoError(t, err, "throttle.NewQuota(%q)", c.Name)
+	return q
+}
+
+// guarded returns app behind the nethttp middleware of g, keyed on
 // userHeader.
-func guarded(l *throttle.Limiter, app http.Handler) http.Handler {
-	return nethttp.Middleware(l, keyfuncs.Header(userHeader))(app)
+func guarded(g *guard.Guard, app http.Handler) http.Handler {
+	return nethttp.Middleware(g, keyfuncs.Header(userHeader))(app)
 }
 
 // families indexes gathered metric families by name.
@@ -67,9 +80,7 @@ type families map[string]*dto.MetricFamily
 func gather(t testing.TB, reg prometheus.Gatherer) families {
 	t.Helper()
 	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
+	require.NoError(t, err, "gather")
 	out := families{}
 	for _, mf := range mfs {
 		out[mf.GetName()] = mf
@@ -108,7 +119,7 @@ func (fs families) values(t testing.TB, name string) map[string]float64 {
 		case dto.MetricType_HISTOGRAM:
 			v = float64(m.GetHistogram().GetSampleCount())
 		default:
-			t.Fatalf("%s: unexpected type %v", name, mf.GetType())
+			require.Failf(t, "unexpected type", "%s: %v", name, mf.GetType())
 		}
 		out[labelString(m)] = v
 	}
@@ -126,17 +137,10 @@ func (fs families) value(t testing.TB, name, labels string) float64 {
 // with their values (or sample counts).
 func checkSeries(t testing.TB, fs families, name string, want map[string]float64) {
 	t.Helper()
-	got := fs.values(t, name)
-	for k, w := range want {
-		if g, ok := got[k]; !ok || g != w {
-			t.Errorf("%s{%s} = %v (present: %v), want %v", name, k, g, ok, w)
-		}
+	if want == nil {
+		want = map[string]float64{}
 	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("unexpected series %s{%s} = %v", name, k, g)
-		}
-	}
+	assert.Equal(t, want, fs.values(t, name), "series of %s", name)
 }
 
 // observeAll tells obs of one event of every kind, under policy, so that
@@ -196,11 +200,3 @@ func hold(policy, mode, reason string) string {
 
 // event returns a labels string for throttle_lease_events_total.
 func event(policy, ev string) string { return labels("policy="+policy, "event="+ev) }
-
-// must fails the test on err.
-func must(t testing.TB, err error, what string, args ...any) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
-	}
-}

@@ -22,13 +22,14 @@ const (
 	memstoreKeysName  = "throttle_memstore_keys"
 )
 
-// Observer counts a Limiter's decisions, store calls, holds and lease events
+// Observer counts a limiter's decisions, store calls, holds and lease events
 // as Prometheus metrics. It is a throttle.Observer, to set as
-// Policy.Observer, and a prometheus.Collector, to register once:
+// Options.Observer, and a prometheus.Collector, to register once:
 //
 //	obs := promthrottle.New()
 //	prometheus.MustRegister(obs)
-//	l, err := throttle.New(st, throttle.Policy{Name: "submit", Observer: obs})
+//	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit",
+//		Options: throttle.Options{Observer: obs}})
 //
 // One Observer serves any number of policies, each told apart by its policy
 // label; register it in one registry only (a second Observer in the same
@@ -43,7 +44,7 @@ type Observer struct {
 	stores      []*memstore.Store
 
 	// index maps each policy name seen to its series by mode (two
-	// Limiters may, unwisely, share a name under different modes). It is
+	// limiters may, unwisely, share a name under different modes). It is
 	// copied on write, under mu, so that Observe finds a policy with one
 	// atomic load and one map read, without a lock. (A string key takes
 	// the runtime's fast path; a struct of name and mode was twice as
@@ -123,7 +124,7 @@ func New(opts ...Option) *Observer {
 	return o
 }
 
-// Observe counts e. It implements throttle.Observer: a Limiter calls it on
+// Observe counts e. It implements throttle.Observer: a limiter calls it on
 // the request's goroutine, so in the steady state (every series it touches
 // already exists) it takes no lock and allocates nothing. ctx is unused.
 func (o *Observer) Observe(_ context.Context, e throttle.Event) {

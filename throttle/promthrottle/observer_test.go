@@ -10,21 +10,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
-// TestLeaseEvents runs jobs under Limiter.Do: one that lasts until its
+// TestLeaseEvents runs jobs under Lock.Do: one that lasts until its
 // lease was extended, one that runs past MaxHold and loses it, and one that
 // panics, and checks the lease events and the hold reasons.
 func TestLeaseEvents(t *testing.T) {
 	ctx := context.Background()
 	obs := promthrottle.New()
 	reg := newRegistry(t, obs)
-	l := newLimiter(t, memstore.New(), obs, throttle.Policy{Name: "jobs", Mode: throttle.Exclusive,
-		LeaseTTL: 30 * time.Millisecond})
+	l := newLock(t, memstore.New(), obs, throttle.LockConfig{Name: "jobs", Mode: throttle.Exclusive,
+		TTL: 30 * time.Millisecond})
 	extended := func() float64 {
 		return gather(t, reg).value(t, "throttle_lease_events_total", event("jobs", "extended"))
 	}
@@ -38,37 +40,24 @@ func TestLeaseEvents(t *testing.T) {
 		}
 		return nil
 	})
-	must(t, err, "Do until extended")
+	require.NoError(t, err, "Do until extended")
 
-	capped := newLimiter(t, memstore.New(), obs, throttle.Policy{Name: "capped", Mode: throttle.Exclusive,
+	capped := newLock(t, memstore.New(), obs, throttle.LockConfig{Name: "capped", Mode: throttle.Exclusive,
 		MaxHold: 10 * time.Millisecond})
 	err = capped.Do(ctx, "a", func(ctx context.Context) error {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if !errors.Is(err, throttle.ErrLost) {
-		t.Fatalf("Do past MaxHold: %v, want ErrLost", err)
-	}
+	require.ErrorIs(t, err, throttle.ErrLost, "Do past MaxHold")
 
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("the job's panic was swallowed")
-			}
-		}()
+	require.Panics(t, func() {
 		_ = l.Do(ctx, "b", func(context.Context) error { panic("job failed") })
-	}()
+	}, "the job's panic was swallowed")
 
 	fs := gather(t, reg)
-	if n := fs.value(t, "throttle_lease_events_total", event("jobs", "extended")); n < 1 {
-		t.Fatalf("extended %v, want at least 1", n)
-	}
-	if n := fs.value(t, "throttle_lease_events_total", event("jobs", "lost")); n != 0 {
-		t.Fatalf("jobs lost %v leases", n)
-	}
-	if n := fs.value(t, "throttle_lease_events_total", event("capped", "lost")); n != 1 {
-		t.Fatalf("capped lost %v leases, want 1", n)
-	}
+	require.GreaterOrEqual(t, fs.value(t, "throttle_lease_events_total", event("jobs", "extended")), 1.0, "extended")
+	require.Zero(t, fs.value(t, "throttle_lease_events_total", event("jobs", "lost")), "jobs lost leases")
+	require.Equal(t, 1.0, fs.value(t, "throttle_lease_events_total", event("capped", "lost")), "capped lost leases")
 	checkSeries(t, fs, "throttle_hold_duration_seconds", map[string]float64{
 		hold("jobs", "exclusive", "done"):     1,
 		hold("jobs", "exclusive", "panic"):    1,
@@ -76,9 +65,7 @@ func TestLeaseEvents(t *testing.T) {
 	})
 	// Do's acquisitions are outside any request: no outcome.
 	checkSeries(t, fs, "throttle_requests_total", nil)
-	if n := fs.value(t, "throttle_store_duration_seconds", op("jobs", "extend")); n < 1 {
-		t.Fatalf("%v extend calls timed", n)
-	}
+	require.GreaterOrEqual(t, fs.value(t, "throttle_store_duration_seconds", op("jobs", "extend")), 1.0, "extend calls timed")
 }
 
 // TestMemstoreGauge checks throttle_memstore_keys: the keys of every store
@@ -89,37 +76,29 @@ func TestMemstoreGauge(t *testing.T) {
 	obs := promthrottle.New(promthrottle.WithMemstore(a), promthrottle.WithMemstore(b, a, nil))
 	reg := newRegistry(t, obs)
 	keys := func() map[string]float64 { return gather(t, reg).values(t, "throttle_memstore_keys") }
-	if got := keys(); got[""] != 0 || len(got) != 1 {
-		t.Fatalf("empty stores: gauge %v", got)
-	}
-	la := newLimiter(t, a, obs, throttle.Policy{Name: "a", Mode: throttle.Exclusive})
-	lb := newLimiter(t, b, obs, throttle.Policy{Name: "b", Mode: throttle.Quota, Limit: 5, Window: time.Hour})
+	require.Equal(t, map[string]float64{"": 0}, keys(), "empty stores")
+	la := newLock(t, a, obs, throttle.LockConfig{Name: "a", Mode: throttle.Exclusive})
+	lb := newQuota(t, b, obs, throttle.QuotaConfig{Name: "b"})
 	var leases []*throttle.Lease
 	for i := range 3 {
 		lease, err := la.Acquire(ctx, strconv.Itoa(i))
-		must(t, err, "acquire")
+		require.NoError(t, err, "acquire")
 		leases = append(leases, lease)
 	}
 	for i := range 2 {
-		_, err := lb.Allow(ctx, strconv.Itoa(i))
-		must(t, err, "allow")
+		_, err := lb.Allow(ctx, strconv.Itoa(i), throttle.Rate{Limit: 5, Window: time.Hour}, 1)
+		require.NoError(t, err, "allow")
 	}
-	if got := keys()[""]; got != 5 {
-		t.Fatalf("gauge %v with 5 keys held", got)
-	}
-	must(t, leases[0].Release(ctx), "release")
-	if got := keys()[""]; got != 4 {
-		t.Fatalf("gauge %v after a release, want 4", got)
-	}
+	require.Equal(t, 5.0, keys()[""], "gauge with 5 keys held")
+	require.NoError(t, leases[0].Release(ctx), "release")
+	require.Equal(t, 4.0, keys()[""], "gauge after a release")
 	for _, l := range leases[1:] {
-		must(t, l.Release(ctx), "release")
+		require.NoError(t, l.Release(ctx), "release")
 	}
 
 	none := promthrottle.New()
 	observeAll(none, "x")
-	if got := gather(t, newRegistry(t, none)).values(t, "throttle_memstore_keys"); len(got) != 0 {
-		t.Fatalf("gauge %v without WithMemstore", got)
-	}
+	require.Empty(t, gather(t, newRegistry(t, none)).values(t, "throttle_memstore_keys"), "gauge without WithMemstore")
 }
 
 // TestConcurrent observes from many goroutines, on policies seen for the
@@ -139,8 +118,7 @@ func TestConcurrent(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				if _, err := reg.Gather(); err != nil {
-					t.Error(err)
+				if _, err := reg.Gather(); !assert.NoError(t, err) {
 					return
 				}
 			}
@@ -166,26 +144,16 @@ func TestConcurrent(t *testing.T) {
 		name := "p" + strconv.Itoa(p)
 		for _, outcome := range []string{"admitted", "rejected", "dry_run_rejected", "failed_open",
 			"failed_closed", "fallback", "key_error"} {
-			if n := fs.value(t, "throttle_requests_total", req(name, "exclusive", outcome)); n != per {
-				t.Errorf("%s %s: %v, want %v", name, outcome, n, per)
-			}
+			assert.Equal(t, per, fs.value(t, "throttle_requests_total", req(name, "exclusive", outcome)), "%s %s", name, outcome)
 		}
 		for _, o := range []string{"acquire", "release", "extend", "quota"} {
-			if n := fs.value(t, "throttle_store_duration_seconds", op(name, o)); n != 2*per {
-				t.Errorf("%s %s calls: %v, want %v", name, o, n, 2*per)
-			}
-			if n := fs.value(t, "throttle_store_errors_total", op(name, o)); n != per {
-				t.Errorf("%s %s errors: %v, want %v", name, o, n, per)
-			}
+			assert.Equal(t, 2*per, fs.value(t, "throttle_store_duration_seconds", op(name, o)), "%s %s calls", name, o)
+			assert.Equal(t, per, fs.value(t, "throttle_store_errors_total", op(name, o)), "%s %s errors", name, o)
 		}
 		for _, ev := range []string{"extended", "lost", "fallback_on", "fallback_off"} {
-			if n := fs.value(t, "throttle_lease_events_total", event(name, ev)); n != per {
-				t.Errorf("%s %s: %v, want %v", name, ev, n, per)
-			}
+			assert.Equal(t, per, fs.value(t, "throttle_lease_events_total", event(name, ev)), "%s %s", name, ev)
 		}
-		if n := fs.value(t, "throttle_hold_duration_seconds", hold(name, "exclusive", "done")); n != per {
-			t.Errorf("%s holds: %v, want %v", name, n, per)
-		}
+		assert.Equal(t, per, fs.value(t, "throttle_hold_duration_seconds", hold(name, "exclusive", "done")), "%s holds", name)
 	}
 }
 
@@ -220,21 +188,10 @@ func TestBuckets(t *testing.T) {
 		}
 		return out
 	}
-	if got := bounds("throttle_store_duration_seconds", op("b", "acquire")); len(got) != 2 || got[0] != 0.01 || got[1] != 0.1 {
-		t.Errorf("store buckets %v", got)
-	}
-	if got := bounds("throttle_hold_duration_seconds", hold("b", "exclusive", "done")); len(got) != 3 || got[2] != 86400 {
-		t.Errorf("hold buckets %v", got)
-	}
+	assert.Equal(t, []float64{0.01, 0.1}, bounds("throttle_store_duration_seconds", op("b", "acquire")), "store buckets")
+	assert.Equal(t, []float64{60, 3600, 86400}, bounds("throttle_hold_duration_seconds", hold("b", "exclusive", "done")), "hold buckets")
 	for _, bad := range [][]float64{nil, {0, 1}, {1, 1}, {2, 1}, {1, math.Inf(1)}, {math.NaN()}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("WithStoreBuckets(%v) accepted", bad)
-				}
-			}()
-			promthrottle.New(promthrottle.WithStoreBuckets(bad...))
-		}()
+		assert.Panics(t, func() { promthrottle.New(promthrottle.WithStoreBuckets(bad...)) }, "WithStoreBuckets(%v) accepted", bad)
 	}
 }
 
@@ -243,7 +200,5 @@ func TestBuckets(t *testing.T) {
 func TestRegisterTwice(t *testing.T) {
 	reg := newRegistry(t, promthrottle.New())
 	var are prometheus.AlreadyRegisteredError
-	if err := reg.Register(promthrottle.New()); !errors.As(err, &are) {
-		t.Fatalf("second Observer: %v, want AlreadyRegisteredError", err)
-	}
+	require.ErrorAs(t, reg.Register(promthrottle.New()), &are, "second Observer")
 }

@@ -19,7 +19,7 @@ type config struct {
 
 // defaultStoreBuckets resolve store calls from 50µs (a memstore call, a
 // Redis round trip on the same host) to 1s (far past the default 100ms
-// Policy.Timeout, where a call is a timeout whatever its bucket).
+// Options.Timeout, where a call is a timeout whatever its bucket).
 var defaultStoreBuckets = []float64{
 	0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -27,7 +27,7 @@ var defaultStoreBuckets = []float64{
 }
 
 // defaultHoldBuckets resolve holds from 1ms (a Dedupe handler that failed at
-// once) to 5 minutes (an Exclusive export or a job under Limiter.Do).
+// once) to 5 minutes (an Exclusive export or a job under Lock.Do).
 var defaultHoldBuckets = []float64{
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -68,7 +68,7 @@ func WithStoreBuckets(bounds ...float64) Option {
 // WithHoldBuckets replaces the upper bounds, in seconds, of the
 // throttle_hold_duration_seconds buckets: by default 1ms, 2.5ms, 5ms, 10ms,
 // 25ms, 50ms, 100ms, 250ms, 500ms, 1s, 2.5s, 5s, 10s, 30s, 1min, 2min and
-// 5min. Use it when jobs under Limiter.Do hold their keys for longer. The
+// 5min. Use it when jobs under Lock.Do hold their keys for longer. The
 // bounds must be positive, finite and increasing; New panics otherwise.
 func WithHoldBuckets(bounds ...float64) Option {
 	return func(c *config) { c.holdBuckets = slices.Clone(bounds) }

@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -18,7 +22,7 @@ import (
 
 // errDown is a failing store's error. It wraps store.ErrNotApplied (the
 // call changed nothing), which is true of these stores and spares the
-// Limiter a background release of keys they never took.
+// limiter a background release of keys they never took.
 var errDown = fmt.Errorf("promthrottle test: store down: %w", store.ErrNotApplied)
 
 // failingStore is a memstore whose calls fail while the flag of their op is
@@ -61,7 +65,7 @@ func serve(h http.Handler, path, user string) int {
 // TestStoreFails checks that requests a failing store could not decide are
 // counted failed_open or failed_closed as their policy says, that every
 // failed call is a store error of its op, and that the counts agree with
-// the Limiter's own Stats.
+// the limiters' own Stats.
 func TestStoreFails(t *testing.T) {
 	obs := promthrottle.New()
 	reg := newRegistry(t, obs)
@@ -69,33 +73,41 @@ func TestStoreFails(t *testing.T) {
 	st.acquire.Store(true)
 	st.release.Store(true)
 	st.quota.Store(true)
+	// limiter is one case's limiter: its guard, its Stats and its mode.
+	type limiter struct {
+		g     *guard.Guard
+		stats func() throttle.Stats
+		mode  string
+	}
+	lock := func(name string, fail throttle.FailMode) limiter {
+		l := newLock(t, st, obs, throttle.LockConfig{Name: name, Options: throttle.Options{WhenStoreFails: fail}})
+		return limiter{guard.Lock(l), l.Stats, l.Config().Mode.String()}
+	}
+	quota := func(name string, fail throttle.FailMode) limiter {
+		q := newQuota(t, st, obs, throttle.QuotaConfig{Name: name, Options: throttle.Options{WhenStoreFails: fail}})
+		return limiter{guard.Quota(q, throttle.Rate{Limit: 5, Window: time.Second}), q.Stats, throttle.ModeQuota.String()}
+	}
 	cases := []struct {
-		p      throttle.Policy
+		name   string
+		l      limiter
 		status int
 	}{
-		{throttle.Policy{Name: "open", WhenStoreFails: throttle.FailOpen}, http.StatusCreated},
-		{throttle.Policy{Name: "closed", WhenStoreFails: throttle.FailClosed}, http.StatusServiceUnavailable},
-		{throttle.Policy{Name: "quota-open", Mode: throttle.Quota, Limit: 5, WhenStoreFails: throttle.FailOpen}, http.StatusCreated},
-		{throttle.Policy{Name: "quota-closed", Mode: throttle.Quota, Limit: 5, WhenStoreFails: throttle.FailClosed}, http.StatusServiceUnavailable},
+		{"open", lock("open", throttle.FailOpen), http.StatusCreated},
+		{"closed", lock("closed", throttle.FailClosed), http.StatusServiceUnavailable},
+		{"quota-open", quota("quota-open", throttle.FailOpen), http.StatusCreated},
+		{"quota-closed", quota("quota-closed", throttle.FailClosed), http.StatusServiceUnavailable},
 	}
-	limiters := map[string]*throttle.Limiter{}
 	for _, c := range cases {
-		l := newLimiter(t, st, obs, c.p)
-		limiters[c.p.Name] = l
-		h := guarded(l, app)
+		h := guarded(c.l.g, app)
 		for i := range 3 {
-			if got := serve(h, "/", "user-"+strconv.Itoa(i)); got != c.status {
-				t.Fatalf("%s: status %d, want %d", c.p.Name, got, c.status)
-			}
+			require.Equal(t, c.status, serve(h, "/", "user-"+strconv.Itoa(i)), "%s: status", c.name)
 		}
 	}
 	// An Exclusive request whose release fails: taken, run, and the
 	// release's error counted.
 	st.acquire.Store(false)
-	excl := newLimiter(t, st, obs, throttle.Policy{Name: "release-fails", Mode: throttle.Exclusive})
-	if got := serve(guarded(excl, app), "/?status=200", "u"); got != http.StatusOK {
-		t.Fatalf("release-fails: status %d", got)
-	}
+	excl := newLock(t, st, obs, throttle.LockConfig{Name: "release-fails", Mode: throttle.Exclusive})
+	require.Equal(t, http.StatusOK, serve(guarded(guard.Lock(excl), app), "/?status=200", "u"), "release-fails: status")
 
 	fs := gather(t, reg)
 	checkSeries(t, fs, "throttle_requests_total", map[string]float64{
@@ -123,15 +135,13 @@ func TestStoreFails(t *testing.T) {
 	// The key could not be given back (it expires by itself): that is no
 	// release, and no hold time.
 	checkSeries(t, fs, "throttle_hold_duration_seconds", nil)
-	for name, l := range limiters {
-		s, mode := l.Stats(), l.Policy().Mode.String()
-		failedOpen := fs.value(t, "throttle_requests_total", req(name, mode, "failed_open"))
-		storeErrors := fs.value(t, "throttle_store_errors_total", op(name, "acquire")) +
-			fs.value(t, "throttle_store_errors_total", op(name, "quota"))
-		if float64(s.FailedOpen) != failedOpen || float64(s.StoreErrors) != storeErrors {
-			t.Errorf("%s: Stats %+v, but the metrics say failed_open %v, store errors %v",
-				name, s, failedOpen, storeErrors)
-		}
+	for _, c := range cases {
+		s := c.l.stats()
+		failedOpen := fs.value(t, "throttle_requests_total", req(c.name, c.l.mode, "failed_open"))
+		storeErrors := fs.value(t, "throttle_store_errors_total", op(c.name, "acquire")) +
+			fs.value(t, "throttle_store_errors_total", op(c.name, "quota"))
+		assert.Equal(t, failedOpen, float64(s.FailedOpen), "%s: Stats %+v against the metrics' failed_open", c.name, s)
+		assert.Equal(t, storeErrors, float64(s.StoreErrors), "%s: Stats %+v against the metrics' store errors", c.name, s)
 	}
 }
 
@@ -144,13 +154,11 @@ func TestFailOver(t *testing.T) {
 	reg := newRegistry(t, obs)
 	st := &failingStore{Store: memstore.New()}
 	st.acquire.Store(true)
-	l := newLimiter(t, st, obs, throttle.Policy{Name: "over", WhenStoreFails: throttle.FailOver,
-		Fallback: memstore.New()})
-	h := guarded(l, app)
+	l := newLock(t, st, obs, throttle.LockConfig{Name: "over",
+		Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: memstore.New()}})
+	h := guarded(guard.Lock(l), app)
 	for i := range 4 {
-		if got := serve(h, "/", "user-"+strconv.Itoa(i)); got != http.StatusCreated {
-			t.Fatalf("request %d: status %d", i, got)
-		}
+		require.Equal(t, http.StatusCreated, serve(h, "/", "user-"+strconv.Itoa(i)), "request %d: status", i)
 	}
 	fs := gather(t, reg)
 	checkSeries(t, fs, "throttle_requests_total", map[string]float64{req("over", "dedupe", "fallback"): 4})
@@ -164,17 +172,11 @@ func TestFailOver(t *testing.T) {
 	st.acquire.Store(false)
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; gather(t, reg).value(t, "throttle_lease_events_total", event("over", "fallback_off")) == 0; i++ {
-		if time.Now().After(deadline) {
-			t.Fatal("no fallback_off after the store came back")
-		}
+		require.False(t, time.Now().After(deadline), "no fallback_off after the store came back")
 		serve(h, "/", "later-"+strconv.Itoa(i))
 		time.Sleep(20 * time.Millisecond)
 	}
 	fs = gather(t, reg)
-	if n := fs.value(t, "throttle_lease_events_total", event("over", "fallback_off")); n != 1 {
-		t.Fatalf("fallback_off %v, want 1", n)
-	}
-	if n := fs.value(t, "throttle_lease_events_total", event("over", "fallback_on")); n != 1 {
-		t.Fatalf("fallback_on %v, want 1", n)
-	}
+	require.Equal(t, 1.0, fs.value(t, "throttle_lease_events_total", event("over", "fallback_off")), "fallback_off")
+	require.Equal(t, 1.0, fs.value(t, "throttle_lease_events_total", event("over", "fallback_on")), "fallback_on")
 }

@@ -14,8 +14,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
@@ -46,19 +49,13 @@ func TestLint(t *testing.T) {
 	obs := promthrottle.New(promthrottle.WithMemstore(memstore.New()))
 	observeAll(obs, "lint")
 	problems, err := testutil.CollectAndLint(obs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-	if n := testutil.CollectAndCount(obs); n < 6 {
-		t.Fatalf("%d series collected, want one of each family at least", n)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, problems, "lint")
+	require.GreaterOrEqual(t, testutil.CollectAndCount(obs), 6, "series collected: want one of each family at least")
 }
 
 // TestTraffic sends real requests through the nethttp middleware of four
-// policies over one memstore, scrapes a promhttp handler over HTTP, and
+// limiters over one memstore, scrapes a promhttp handler over HTTP, and
 // checks every series the traffic made, and only those.
 func TestTraffic(t *testing.T) {
 	mem := memstore.New()
@@ -66,13 +63,15 @@ func TestTraffic(t *testing.T) {
 	reg := newRegistry(t, obs)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	for _, p := range []throttle.Policy{
-		{Name: "submit", Window: time.Minute},
-		{Name: "search", Mode: throttle.Quota, Limit: 2, Window: time.Hour},
-		{Name: "export", Mode: throttle.Exclusive},
-		{Name: "beta", Window: time.Minute, DryRun: true},
+	search := newQuota(t, mem, obs, throttle.QuotaConfig{Name: "search"})
+	for name, g := range map[string]*guard.Guard{
+		"submit": guard.Lock(newLock(t, mem, obs, throttle.LockConfig{Name: "submit", TTL: time.Minute})),
+		"search": guard.Quota(search, throttle.Rate{Limit: 2, Window: time.Hour}),
+		"export": guard.Lock(newLock(t, mem, obs, throttle.LockConfig{Name: "export", Mode: throttle.Exclusive})),
+		"beta": guard.Lock(newLock(t, mem, obs, throttle.LockConfig{Name: "beta", TTL: time.Minute,
+			Options: throttle.Options{DryRun: true}})),
 	} {
-		mux.Handle("/"+p.Name, guarded(newLimiter(t, mem, obs, p), app))
+		mux.Handle("/"+name, guarded(g, app))
 	}
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -84,7 +83,7 @@ func TestTraffic(t *testing.T) {
 	send := func(path, id string, want int) {
 		t.Helper()
 		r, err := http.NewRequest(http.MethodPost, srv.URL+path, nil)
-		must(t, err, "request")
+		require.NoError(t, err, "request")
 		if id != "" {
 			r.Header.Set(userHeader, id)
 		}
@@ -92,16 +91,14 @@ func TestTraffic(t *testing.T) {
 		if want == 0 {
 			if err == nil {
 				resp.Body.Close()
-				t.Fatalf("POST %s: status %d, want the connection dropped", path, resp.StatusCode)
+				require.Failf(t, "the connection was not dropped", "POST %s: status %d", path, resp.StatusCode)
 			}
 			return
 		}
-		must(t, err, "POST %s", path)
+		require.NoError(t, err, "POST %s", path)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("POST %s as %q: status %d, want %d", path, id, resp.StatusCode, want)
-		}
+		require.Equal(t, want, resp.StatusCode, "POST %s as %q: status", path, id)
 	}
 	send("/submit", user, http.StatusCreated)
 	send("/submit", user, http.StatusTooManyRequests) // a duplicate
@@ -116,19 +113,15 @@ func TestTraffic(t *testing.T) {
 	send("/beta", user, http.StatusCreated)           // would be rejected
 
 	body := scrapeText(t, client, srv.URL+"/metrics")
-	if strings.Contains(body, userTag) {
-		t.Fatalf("the scrape contains the user id %q:\n%s", userTag, body)
-	}
+	require.NotContains(t, body, userTag, "the scrape contains the user id")
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	parsed, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	must(t, err, "parse the scrape")
+	require.NoError(t, err, "parse the scrape")
 	fs := families(parsed)
 	for _, mf := range fs {
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
-				if strings.Contains(lp.GetValue(), userTag) {
-					t.Fatalf("%s has label %s=%q", mf.GetName(), lp.GetName(), lp.GetValue())
-				}
+				require.NotContains(t, lp.GetValue(), userTag, "%s has label %s", mf.GetName(), lp.GetName())
 			}
 		}
 	}
@@ -140,9 +133,8 @@ func TestTraffic(t *testing.T) {
 		"throttle_memstore_keys":          dto.MetricType_GAUGE,
 	}
 	for name, typ := range types {
-		if mf := fs[name]; mf == nil || mf.GetType() != typ {
-			t.Fatalf("%s: family %v, want type %v", name, mf, typ)
-		}
+		require.NotNil(t, fs[name], "%s: no family", name)
+		require.Equal(t, typ, fs[name].GetType(), "%s: type", name)
 	}
 	checkSeries(t, fs, "throttle_requests_total", map[string]float64{
 		req("submit", "dedupe", "admitted"):       2,
@@ -177,40 +169,31 @@ func TestTraffic(t *testing.T) {
 	// The histograms have the default buckets, and their sums are hold
 	// and call times, in seconds.
 	h := histogram(t, fs, "throttle_store_duration_seconds", op("search", "quota"))
-	if n := len(h.GetBucket()); n != 15 {
-		t.Errorf("store duration has %d buckets, want 15 (50µs … 1s, +Inf)", n)
-	}
-	if b := h.GetBucket()[0].GetUpperBound(); b != 0.00005 {
-		t.Errorf("first store bucket %v, want 50µs", b)
-	}
-	if s := h.GetSampleSum(); s <= 0 || s > 10 {
-		t.Errorf("search's quota calls took %vs in all", s)
-	}
-	if n := len(histogram(t, fs, "throttle_hold_duration_seconds", hold("export", "exclusive", "done")).GetBucket()); n != 18 {
-		t.Errorf("hold duration has %d buckets, want 18 (1ms … 5min, +Inf)", n)
-	}
+	require.Len(t, h.GetBucket(), 15, "store duration buckets: want 15 (50µs … 1s, +Inf)")
+	assert.Equal(t, 0.00005, h.GetBucket()[0].GetUpperBound(), "first store bucket: want 50µs")
+	assert.Positive(t, h.GetSampleSum(), "search's quota calls' time in all")
+	assert.LessOrEqual(t, h.GetSampleSum(), 10.0, "search's quota calls' time in all")
+	assert.Len(t, histogram(t, fs, "throttle_hold_duration_seconds", hold("export", "exclusive", "done")).GetBucket(), 18,
+		"hold duration buckets: want 18 (1ms … 5min, +Inf)")
 
 	problems, err := testutil.GatherAndLint(reg)
-	must(t, err, "lint")
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
+	require.NoError(t, err, "lint")
+	assert.Empty(t, problems, "lint")
 }
 
 // scrapeText gets url as a Prometheus server would and returns the body.
 func scrapeText(t testing.TB, client *http.Client, url string) string {
 	t.Helper()
 	r, err := http.NewRequest(http.MethodGet, url, nil)
-	must(t, err, "request")
+	require.NoError(t, err, "request")
 	r.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := client.Do(r)
-	must(t, err, "scrape")
+	require.NoError(t, err, "scrape")
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	must(t, err, "read the scrape")
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("scrape: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
+	require.NoError(t, err, "read the scrape")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "scrape")
+	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain"), "scrape: Content-Type %q", resp.Header.Get("Content-Type"))
 	return string(b)
 }
 
@@ -222,6 +205,6 @@ func histogram(t testing.TB, fs families, name, labels string) *dto.Histogram {
 			return m.GetHistogram()
 		}
 	}
-	t.Fatalf("no series %s{%s}", name, labels)
+	require.Failf(t, "no series", "%s{%s}", name, labels)
 	return nil
 }
