@@ -5,23 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/echoadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // A RejectHandler returning HTTPError lets the application's own
 // HTTPErrorHandler render the rejection, with the standard headers set.
 func TestHTTPErrorRenderedByApp(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := submitGuard(t)
 	e := echo.New()
 	e.Debug = true // even in debug mode no internal error may show
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
@@ -32,7 +30,7 @@ func TestHTTPErrorRenderedByApp(t *testing.T) {
 		_ = c.JSON(he.Code, map[string]any{"app_error": fmt.Sprint(he.Message), "code": he.Code, "debug": err.Error()})
 	}
 	e.POST("/submit", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
-		echoadapter.Middleware(l, adaptertest.UserKey(), echoadapter.WithRejectHandler(
+		echoadapter.Middleware(g, adaptertest.UserKey(), echoadapter.WithRejectHandler(
 			func(c echo.Context, rej *guard.Rejection) error { return echoadapter.HTTPError(c, rej) })))
 
 	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("user-1")), http.StatusCreated)
@@ -43,22 +41,18 @@ func TestHTTPErrorRenderedByApp(t *testing.T) {
 		Code     int    `json:"code"`
 		Debug    string `json:"debug"`
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Code != 429 || body.AppError == "" {
-		t.Fatalf("app error body %q (%v)", rec.Body.String(), err)
-	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "app error body %q", rec.Body.String())
+	require.Equal(t, 429, body.Code, "app error body %q: code", rec.Body.String())
+	require.NotEmpty(t, body.AppError, "app error body %q: app_error", rec.Body.String())
 	for _, f := range []string{"user-1", "throttle:", "{submit"} {
-		if strings.Contains(rec.Body.String(), f) {
-			t.Fatalf("body %q contains %q", rec.Body.String(), f)
-		}
+		require.NotContains(t, rec.Body.String(), f)
 	}
 	adaptertest.RetryAfter(t, rec.Header())
 	adaptertest.CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
 
 	rec = adaptertest.Serve(e, adaptertest.Submit(""))
 	adaptertest.Status(t, rec, http.StatusBadRequest)
-	if strings.Contains(rec.Body.String(), "keyfuncs") {
-		t.Fatalf("bad-key body %q shows the key error", rec.Body.String())
-	}
+	require.NotContains(t, rec.Body.String(), "keyfuncs", "the bad-key body shows the key error")
 }
 
 // The handler's status comes from its returned error the way echo renders
@@ -87,26 +81,24 @@ func TestHandlerStatus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+			g, _ := submitGuard(t)
 			e := echo.New()
-			e.POST("/submit", tc.handler, echoadapter.Middleware(l, adaptertest.UserKey()))
+			e.POST("/submit", tc.handler, echoadapter.Middleware(g, adaptertest.UserKey()))
 			adaptertest.Serve(e, adaptertest.Submit("u1"))
 			got := adaptertest.Serve(e, adaptertest.Submit("u1")).Code == http.StatusTooManyRequests
-			if got != tc.kept {
-				t.Fatalf("key kept = %v, want %v", got, tc.kept)
-			}
+			require.Equal(t, tc.kept, got, "key kept")
 		})
 	}
 }
 
 // Skipped requests are not guarded.
 func TestSkipper(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := submitGuard(t)
 	e := echo.New()
 	e.Any("/*", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
-		echoadapter.Middleware(l, adaptertest.UserKey(), echoadapter.WithSkipper(
+		echoadapter.Middleware(g, adaptertest.UserKey(), echoadapter.WithSkipper(
 			func(c echo.Context) bool { return c.Request().Method == http.MethodGet })))
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		r := adaptertest.Submit("")
 		r.Method = http.MethodGet
 		adaptertest.Status(t, adaptertest.Serve(e, r), http.StatusCreated)
@@ -128,9 +120,9 @@ func TestContextKeys(t *testing.T) {
 	ok := func(c echo.Context) error { return c.NoContent(http.StatusCreated) }
 
 	t.Run("Value and Path", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := echo.New()
-		mw := echoadapter.ContextMiddleware(l, keyfuncs.Join(echoadapter.Value("user"), echoadapter.Path()))
+		mw := echoadapter.ContextMiddleware(g, keyfuncs.Join(echoadapter.Value("user"), echoadapter.Path()))
 		e.POST("/a/:id", ok, setUser, mw)
 		e.POST("/b/:id", ok, setUser, mw)
 		do := func(path, user string) int {
@@ -149,21 +141,17 @@ func TestContextKeys(t *testing.T) {
 			{"/b/1", "alice", 201}, {"/a/1", "bob", 201}, {"/a/1", "", 400},
 		}
 		for _, w := range want {
-			if got := do(w.path, w.user); got != w.code {
-				t.Fatalf("%s as %q: %d, want %d", w.path, w.user, got, w.code)
-			}
+			require.Equal(t, w.code, do(w.path, w.user), "%s as %q", w.path, w.user)
 		}
 	})
 
 	t.Run("RealIP with IPExtractor", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := echo.New()
 		e.IPExtractor = echo.ExtractIPDirect()
 		key, err := echoadapter.RealIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, key))
+		require.NoError(t, err)
+		e.POST("/submit", ok, echoadapter.ContextMiddleware(g, key))
 		for i, code := range []int{201, 429} {
 			r := adaptertest.Submit("")
 			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
@@ -174,22 +162,20 @@ func TestContextKeys(t *testing.T) {
 	// echo v4's default (no IPExtractor: RealIP believes a client's
 	// X-Forwarded-For, a new identity per request) is refused up front.
 	t.Run("RealIP refuses the default Echo", func(t *testing.T) {
-		if key, err := echoadapter.RealIP(echo.New()); err == nil || key != nil {
-			t.Fatalf("RealIP(echo.New()) = %v, %v; want nil and an error", key != nil, err)
-		}
+		key, err := echoadapter.RealIP(echo.New())
+		require.Error(t, err, "RealIP(echo.New())")
+		require.Nil(t, key, "RealIP(echo.New())")
 	})
 
 	t.Run("FirstOf matches keyfuncs", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := echo.New()
 		e.IPExtractor = echo.ExtractIPDirect()
 		// Request(ExampleKey()) and the echo-native chain build one key.
-		e.POST("/a", ok, echoadapter.Middleware(l, adaptertest.ExampleKey()))
+		e.POST("/a", ok, echoadapter.Middleware(g, adaptertest.ExampleKey()))
 		realIP, err := echoadapter.RealIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/b", ok, echoadapter.ContextMiddleware(l, keyfuncs.FirstOf(
+		require.NoError(t, err)
+		e.POST("/b", ok, echoadapter.ContextMiddleware(g, keyfuncs.FirstOf(
 			echoadapter.Request(adaptertest.UserKey()), realIP)))
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/echoadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 var (
@@ -39,11 +41,10 @@ func appErrors(err error, c echo.Context) {
 }
 
 // errorEcho serves POST /submit with h (told which call it is, from 1)
-// behind the throttle middleware for p, then mw, on an Echo whose
+// behind the throttle middleware for g, then mw, on an Echo whose
 // HTTPErrorHandler is errorHandler (echo's default when nil).
-func errorEcho(t *testing.T, p throttle.Policy, errorHandler echo.HTTPErrorHandler, h func(c echo.Context, call int) error, mw ...echo.MiddlewareFunc) *echo.Echo {
+func errorEcho(t *testing.T, g *guard.Guard, errorHandler echo.HTTPErrorHandler, h func(c echo.Context, call int) error, mw ...echo.MiddlewareFunc) *echo.Echo {
 	t.Helper()
-	l := adaptertest.NewLimiter(t, p)
 	e := echo.New()
 	e.Logger.SetOutput(io.Discard)
 	if errorHandler != nil {
@@ -53,7 +54,7 @@ func errorEcho(t *testing.T, p throttle.Policy, errorHandler echo.HTTPErrorHandl
 	e.POST("/submit", func(c echo.Context) error {
 		calls++
 		return h(c, calls)
-	}, append([]echo.MiddlewareFunc{echoadapter.Middleware(l, adaptertest.UserKey())}, mw...)...)
+	}, append([]echo.MiddlewareFunc{echoadapter.Middleware(g, adaptertest.UserKey())}, mw...)...)
 	return e
 }
 
@@ -75,9 +76,8 @@ func recoverToCError(next echo.HandlerFunc) echo.HandlerFunc {
 func serveAll(t *testing.T, e *echo.Echo, want ...int) {
 	t.Helper()
 	for i, code := range want {
-		if got := adaptertest.Serve(e, adaptertest.Submit("u1")); got.Code != code {
-			t.Fatalf("request %d: status %d, want %d (body %q)", i+1, got.Code, code, got.Body.String())
-		}
+		got := adaptertest.Serve(e, adaptertest.Submit("u1"))
+		require.Equal(t, code, got.Code, "request %d (body %q)", i+1, got.Body.String())
 	}
 }
 
@@ -125,12 +125,11 @@ func TestHandlerErrorReleases(t *testing.T) {
 	}{{"default error handler", nil}, {"application error handler", appErrors}} {
 		for _, tc := range cases {
 			t.Run(handler.name+"/"+tc.name, func(t *testing.T) {
-				e := errorEcho(t, throttle.Policy{Name: "submit"}, handler.h, failOnce(tc.fail), tc.mw...)
+				g, _ := submitGuard(t)
+				e := errorEcho(t, g, handler.h, failOnce(tc.fail), tc.mw...)
 				rec := adaptertest.Serve(e, adaptertest.Submit("u1"))
 				adaptertest.Status(t, rec, tc.status)
-				if n := strings.Count(rec.Body.String(), "{"); n != 1 {
-					t.Fatalf("error rendered %d times: %q", n, rec.Body.String())
-				}
+				require.Equal(t, 1, strings.Count(rec.Body.String(), "{"), "errors rendered in %q", rec.Body.String())
 				serveAll(t, e, http.StatusCreated, http.StatusTooManyRequests)
 			})
 		}
@@ -152,7 +151,8 @@ func TestErrorAfterCommittedSuccessKeeps(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := errorEcho(t, throttle.Policy{Name: "submit"}, appErrors, h)
+			g, _ := submitGuard(t)
+			e := errorEcho(t, g, appErrors, h)
 			serveAll(t, e, http.StatusCreated, http.StatusTooManyRequests)
 		})
 	}
@@ -162,19 +162,22 @@ func TestErrorAfterCommittedSuccessKeeps(t *testing.T) {
 // own (errInvalid to 422) is not known to the middleware: for a returned
 // error it takes the status echo's DefaultHTTPErrorHandler would answer, 500.
 // Through c.Error the response is committed before the middleware reads it,
-// so the status is exact, and a Policy.Failed that keeps keys on client
+// so the status is exact, and a guard.WithFailed that keeps keys on client
 // errors decides on the 422 the client got.
 func TestAppErrorStatusThroughCError(t *testing.T) {
-	serverErrorsOnly := throttle.Policy{Name: "submit", Failed: func(s int) bool { return s >= 500 }}
+	serverErrorsOnly := func(t *testing.T) *guard.Guard {
+		l := adaptertest.NewLock(t, throttle.LockConfig{Name: "submit"})
+		return guard.Lock(l, guard.WithFailed(func(s int) bool { return s >= 500 }))
+	}
 	t.Run("c.Error: exact", func(t *testing.T) {
-		e := errorEcho(t, serverErrorsOnly, appErrors, failOnce(func(c echo.Context) error {
+		e := errorEcho(t, serverErrorsOnly(t), appErrors, failOnce(func(c echo.Context) error {
 			c.Error(errInvalid)
 			return nil
 		}))
 		serveAll(t, e, http.StatusUnprocessableEntity, http.StatusTooManyRequests)
 	})
 	t.Run("returned: taken as 500", func(t *testing.T) {
-		e := errorEcho(t, serverErrorsOnly, appErrors, failOnce(func(echo.Context) error { return errInvalid }))
+		e := errorEcho(t, serverErrorsOnly(t), appErrors, failOnce(func(echo.Context) error { return errInvalid }))
 		serveAll(t, e, http.StatusUnprocessableEntity, http.StatusCreated, http.StatusTooManyRequests)
 	})
 }
@@ -186,7 +189,8 @@ func TestErrorCooldownKeeps(t *testing.T) {
 		"c.Error":  func(c echo.Context) error { c.Error(errSubmit); return nil },
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := errorEcho(t, throttle.Policy{Name: "submit", Mode: throttle.Cooldown}, nil, failOnce(fail))
+			g, _ := adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit", Mode: throttle.Cooldown})
+			e := errorEcho(t, g, nil, failOnce(fail))
 			serveAll(t, e, http.StatusInternalServerError, http.StatusTooManyRequests)
 		})
 	}

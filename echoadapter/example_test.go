@@ -15,9 +15,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// A double submission within the 5 s window is turned away with 429.
+// A double submission within the lock's 5 s TTL is turned away with 429.
 func Example() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func Example() {
 	e := echo.New()
 	e.POST("/submit", func(c echo.Context) error {
 		return c.JSON(http.StatusCreated, map[string]bool{"ok": true})
-	}, echoadapter.Middleware(limiter, key))
+	}, echoadapter.Middleware(guard.Lock(lock), key))
 
 	for range 2 {
 		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
@@ -43,11 +43,11 @@ func Example() {
 // Rejections rendered by the application's HTTPErrorHandler (here echo's
 // default, which writes {"message": ...}), with Retry-After still set.
 func ExampleHTTPError() {
-	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	e := echo.New()
 	e.POST("/submit", func(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
-	}, echoadapter.Middleware(limiter, keyfuncs.Header("X-User-ID"),
+	}, echoadapter.Middleware(guard.Lock(lock), keyfuncs.Header("X-User-ID"),
 		echoadapter.WithRejectHandler(func(c echo.Context, rej *guard.Rejection) error {
 			return echoadapter.HTTPError(c, rej)
 		})))
@@ -69,7 +69,7 @@ func ExampleHTTPError() {
 // X-Forwarded-For from anyone; with echo.ExtractIPDirect() (clients connect
 // directly) a client forging that header is still known by its own address.
 func ExampleRealIP() {
-	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 
 	e := echo.New()
 	if _, err := echoadapter.RealIP(e); err != nil {
@@ -82,7 +82,7 @@ func ExampleRealIP() {
 	}
 	e.POST("/submit", func(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
-	}, echoadapter.ContextMiddleware(limiter, key))
+	}, echoadapter.ContextMiddleware(guard.Lock(lock), key))
 
 	for _, forged := range []string{"198.51.100.1", "198.51.100.2"} {
 		req := httptest.NewRequest(http.MethodPost, "/submit", nil)

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/labstack/echo/v4"
 	"go.uber.org/goleak"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -26,20 +25,23 @@ func engine(h http.Handler, mw ...echo.MiddlewareFunc) *echo.Echo {
 
 var adapter = adaptertest.Adapter{
 	Name: "echo",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return engine(h, echoadapter.Middleware(l, key))
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, echoadapter.Middleware(g, key))
 	},
-	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return engine(h, echoadapter.Middleware(l, key, echoadapter.WithRejectHandler(
+	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, echoadapter.Middleware(g, key, echoadapter.WithRejectHandler(
 			func(c echo.Context, rej *guard.Rejection) error {
 				c.Response().Header().Set(adaptertest.CustomHeader, rej.Reason.String())
 				return c.NoContent(adaptertest.CustomStatus)
 			})))
 	},
-	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
-		return engine(h, echoadapter.Middleware(l, key, echoadapter.WithCost(cost)))
-	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
+}
+
+// submitGuard is the guard of a Dedupe lock "submit" on a fresh memory
+// store, and the lock.
+func submitGuard(t testing.TB) (*guard.Guard, *throttle.Lock) {
+	return adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit"})
 }
 
 func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }

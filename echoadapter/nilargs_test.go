@@ -5,17 +5,16 @@ import (
 
 	"github.com/go-throttle/throttle/echoadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // TestNilArguments checks that a wiring mistake panics at start-up with a
 // message naming what is missing, rather than on the first request.
 func TestNilArguments(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-	adaptertest.Panics(t, "non-nil key function", func() { echoadapter.Middleware(l, nil) })
-	adaptertest.Panics(t, "non-nil key function", func() { echoadapter.ContextMiddleware(l, nil) })
-	adaptertest.Panics(t, "non-nil Limiter", func() { echoadapter.Middleware(nil, adaptertest.UserKey()) })
-	adaptertest.Panics(t, "non-nil Limiter", func() {
+	g, _ := submitGuard(t)
+	adaptertest.Panics(t, "non-nil key function", func() { echoadapter.Middleware(g, nil) })
+	adaptertest.Panics(t, "non-nil key function", func() { echoadapter.ContextMiddleware(g, nil) })
+	adaptertest.Panics(t, "non-nil Guard", func() { echoadapter.Middleware(nil, adaptertest.UserKey()) })
+	adaptertest.Panics(t, "non-nil Guard", func() {
 		echoadapter.ContextMiddleware(nil, echoadapter.Request(adaptertest.UserKey()))
 	})
 }

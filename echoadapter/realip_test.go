@@ -1,19 +1,18 @@
 package echoadapter_test
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/echoadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // newEcho returns an echo.New() with ext as its IPExtractor.
@@ -50,16 +49,11 @@ func TestRealIPRefusesUnsafeEcho(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key, err := echoadapter.RealIP(tc.e)
-			if err == nil || key != nil {
-				t.Fatalf("RealIP: key %v, error %v; want no key and an error", key != nil, err)
-			}
-			if !strings.HasPrefix(err.Error(), "echoadapter: RealIP: ") {
-				t.Errorf("error %q lacks the echoadapter: RealIP: prefix", err)
-			}
+			require.Error(t, err, "RealIP")
+			require.Nil(t, key, "RealIP's key")
+			assert.Regexp(t, "^echoadapter: RealIP: ", err.Error())
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+				assert.Contains(t, err.Error(), w)
 			}
 		})
 	}
@@ -68,9 +62,7 @@ func TestRealIPRefusesUnsafeEcho(t *testing.T) {
 // The key is what the configured IPExtractor trusts, normalised.
 func TestRealIPKey(t *testing.T) {
 	_, proxies, err := net.ParseCIDR("192.0.2.0/24")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	spoofed := map[string]string{"X-Forwarded-For": "198.51.100.9", "X-Real-IP": "198.51.100.10"}
 	xff := map[string]string{"X-Forwarded-For": "198.51.100.9"}
 	cases := []struct {
@@ -98,13 +90,10 @@ func TestRealIPKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEcho(tc.ext)
 			key, err := echoadapter.RealIP(e)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			got, err := keyOf(e, key, tc.peer, tc.headers)
-			if err != nil || got != tc.want {
-				t.Fatalf("key %q, %v; want %q", got, err, tc.want)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got, "key")
 		})
 	}
 }
@@ -123,14 +112,12 @@ func TestRealIPKeyErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEcho(header)
 			key, err := echoadapter.RealIP(e)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			got, err := keyOf(e, key, "203.0.113.7:1234", map[string]string{"X-Client": tc.value})
 			var ke *keyfuncs.Error
-			if !errors.As(err, &ke) || ke.Status != http.StatusBadRequest || ke.Reason != tc.reason {
-				t.Fatalf("key %q, error %v; want a 400 *keyfuncs.Error %q", got, err, tc.reason)
-			}
+			require.ErrorAs(t, err, &ke, "key %q", got)
+			require.Equal(t, http.StatusBadRequest, ke.Status, "the *keyfuncs.Error's status")
+			require.Equal(t, tc.reason, ke.Reason, "the *keyfuncs.Error's reason")
 		})
 	}
 }
@@ -142,13 +129,11 @@ func TestRealIPMiddleware(t *testing.T) {
 	ok := func(c echo.Context) error { return c.NoContent(http.StatusOK) }
 	serve := func(t *testing.T, ext echo.IPExtractor, peer string, want ...int) {
 		t.Helper()
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := newEcho(ext)
 		key, err := echoadapter.RealIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(l, key))
+		require.NoError(t, err)
+		e.POST("/submit", ok, echoadapter.ContextMiddleware(g, key))
 		for i, code := range want {
 			r := adaptertest.Submit("")
 			r.RemoteAddr = peer

@@ -1,27 +1,24 @@
 package ginadapter_test
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // newEngine returns a gin.New() engine that trusts proxies (nil: none).
 func newEngine(t *testing.T, proxies []string) *gin.Engine {
 	t.Helper()
 	e := gin.New()
-	if err := e.SetTrustedProxies(proxies); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.SetTrustedProxies(proxies))
 	return e
 }
 
@@ -86,17 +83,12 @@ func TestClientIPRefusesUnsafeEngines(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key, err := ginadapter.ClientIP(tc.build(t))
-			if err == nil || key != nil {
-				t.Fatalf("ClientIP: key %v, error %v; want no key and an error", key != nil, err)
-			}
+			require.Error(t, err, "ClientIP")
+			require.Nil(t, key, "ClientIP's key")
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+				assert.Contains(t, err.Error(), w)
 			}
-			if !strings.HasPrefix(err.Error(), "ginadapter: ClientIP: ") {
-				t.Errorf("error %q lacks the ginadapter: ClientIP: prefix", err)
-			}
+			assert.Regexp(t, "^ginadapter: ClientIP: ", err.Error())
 		})
 	}
 }
@@ -131,9 +123,8 @@ func TestClientIPAcceptsSafeEngines(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key, err := ginadapter.ClientIP(tc.build(t))
-			if err != nil || key == nil {
-				t.Fatalf("ClientIP: key %v, error %v; want a key", key != nil, err)
-			}
+			require.NoError(t, err, "ClientIP")
+			require.NotNil(t, key, "ClientIP's key")
 		})
 	}
 }
@@ -165,13 +156,10 @@ func TestClientIPKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, tc.proxies)
 			key, err := ginadapter.ClientIP(e)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			got, err := keyOf(t, e, key, tc.peer, tc.headers)
-			if err != nil || got != tc.want {
-				t.Fatalf("key %q, %v; want %q", got, err, tc.want)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got, "key")
 		})
 	}
 }
@@ -181,9 +169,7 @@ func TestClientIPKeyErrors(t *testing.T) {
 	e := newEngine(t, nil)
 	e.TrustedPlatform = gin.PlatformCloudflare // gin returns its value verbatim
 	key, err := ginadapter.ClientIP(e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name, peer, platform, reason string
 	}{
@@ -198,14 +184,14 @@ func TestClientIPKeyErrors(t *testing.T) {
 			}
 			got, err := keyOf(t, e, key, tc.peer, h)
 			var ke *keyfuncs.Error
-			if !errors.As(err, &ke) || ke.Status != http.StatusBadRequest || ke.Reason != tc.reason {
-				t.Fatalf("key %q, error %v; want a 400 *keyfuncs.Error %q", got, err, tc.reason)
-			}
+			require.ErrorAs(t, err, &ke, "key %q", got)
+			require.Equal(t, http.StatusBadRequest, ke.Status, "the *keyfuncs.Error's status")
+			require.Equal(t, tc.reason, ke.Reason, "the *keyfuncs.Error's reason")
 		})
 	}
-	if got, err := keyOf(t, e, key, "203.0.113.7:1234", map[string]string{gin.PlatformCloudflare: "198.51.100.9"}); err != nil || got != "198.51.100.9" {
-		t.Fatalf("platform key %q, %v; want 198.51.100.9", got, err)
-	}
+	got, err := keyOf(t, e, key, "203.0.113.7:1234", map[string]string{gin.PlatformCloudflare: "198.51.100.9"})
+	require.NoError(t, err, "platform key")
+	require.Equal(t, "198.51.100.9", got, "platform key")
 }
 
 // Through the middleware: one peer forging a new X-Forwarded-For per
@@ -215,13 +201,11 @@ func TestClientIPMiddleware(t *testing.T) {
 	ok := func(c *gin.Context) { c.Status(http.StatusOK) }
 	serve := func(t *testing.T, proxies []string, peer string, want ...int) {
 		t.Helper()
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := newEngine(t, proxies)
 		key, err := ginadapter.ClientIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/submit", ginadapter.ContextMiddleware(l, key), ok)
+		require.NoError(t, err)
+		e.POST("/submit", ginadapter.ContextMiddleware(g, key), ok)
 		for i, code := range want {
 			r := adaptertest.Submit("")
 			r.RemoteAddr = peer

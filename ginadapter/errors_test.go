@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 var errSubmit = errors.New("submit failed")
@@ -25,17 +27,16 @@ func renderErrors(c *gin.Context) {
 }
 
 // errorEngine serves POST /submit on a gin engine with renderErrors (when
-// withRenderer), the throttle middleware for p and handler; the handler is
+// withRenderer), the throttle middleware for g and handler; the handler is
 // told which call it is, from 1.
-func errorEngine(t *testing.T, p throttle.Policy, withRenderer bool, handler func(c *gin.Context, call int)) *gin.Engine {
+func errorEngine(t *testing.T, g *guard.Guard, withRenderer bool, handler func(c *gin.Context, call int)) *gin.Engine {
 	t.Helper()
-	l := adaptertest.NewLimiter(t, p)
 	e := gin.New()
 	if withRenderer {
 		e.Use(renderErrors)
 	}
 	calls := 0
-	e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey()), func(c *gin.Context) {
+	e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey()), func(c *gin.Context) {
 		calls++
 		handler(c, calls)
 	})
@@ -47,9 +48,8 @@ func errorEngine(t *testing.T, p throttle.Policy, withRenderer bool, handler fun
 func serveAll(t *testing.T, e *gin.Engine, want ...int) {
 	t.Helper()
 	for i, code := range want {
-		if got := adaptertest.Serve(e, adaptertest.Submit("u1")); got.Code != code {
-			t.Fatalf("request %d: status %d, want %d (body %q)", i+1, got.Code, code, got.Body.String())
-		}
+		got := adaptertest.Serve(e, adaptertest.Submit("u1"))
+		require.Equal(t, code, got.Code, "request %d (body %q)", i+1, got.Body.String())
 	}
 }
 
@@ -70,7 +70,8 @@ func TestCErrorRenderedUpstreamReleases(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := errorEngine(t, throttle.Policy{Name: "submit"}, true, func(c *gin.Context, call int) {
+			g, _ := submitGuard(t)
+			e := errorEngine(t, g, true, func(c *gin.Context, call int) {
 				if call == 1 {
 					record(c)
 					return
@@ -88,7 +89,8 @@ func TestCErrorRenderedUpstreamReleases(t *testing.T) {
 // with no body; the handler reported an error, so the key is released all
 // the same.
 func TestCErrorWithoutRendererReleases(t *testing.T) {
-	e := errorEngine(t, throttle.Policy{Name: "submit"}, false, func(c *gin.Context, call int) {
+	g, _ := submitGuard(t)
+	e := errorEngine(t, g, false, func(c *gin.Context, call int) {
 		if call == 1 {
 			_ = c.Error(errSubmit)
 			return
@@ -117,7 +119,8 @@ func TestCErrorAfterWrittenSuccessKeeps(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := errorEngine(t, throttle.Policy{Name: "submit"}, true, func(c *gin.Context, _ int) { h(c) })
+			g, _ := submitGuard(t)
+			e := errorEngine(t, g, true, func(c *gin.Context, _ int) { h(c) })
 			code := http.StatusCreated
 			if name == "header only" {
 				code = http.StatusNoContent
@@ -128,11 +131,14 @@ func TestCErrorAfterWrittenSuccessKeeps(t *testing.T) {
 }
 
 // An error status set before the chain returns is the one reported, so that
-// a Policy.Failed that keeps the key on client errors still decides: a 409
-// set with c.Status (not yet written) or written by c.AbortWithError is not
-// turned into 500.
+// a guard.WithFailed that keeps the key on client errors still decides: a
+// 409 set with c.Status (not yet written) or written by c.AbortWithError is
+// not turned into 500.
 func TestCErrorKeepsErrorStatusSet(t *testing.T) {
-	serverErrorsOnly := throttle.Policy{Name: "submit", Failed: func(s int) bool { return s >= 500 }}
+	serverErrorsOnly := func(t *testing.T) *guard.Guard {
+		l := adaptertest.NewLock(t, throttle.LockConfig{Name: "submit"})
+		return guard.Lock(l, guard.WithFailed(func(s int) bool { return s >= 500 }))
+	}
 	for name, h := range map[string]func(c *gin.Context){
 		"c.Status then c.Error": func(c *gin.Context) {
 			c.Status(http.StatusConflict)
@@ -141,7 +147,7 @@ func TestCErrorKeepsErrorStatusSet(t *testing.T) {
 		"c.AbortWithError": func(c *gin.Context) { _ = c.AbortWithError(http.StatusConflict, errSubmit) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := adaptertest.NewLimiter(t, serverErrorsOnly)
+			g := serverErrorsOnly(t)
 			e := gin.New()
 			// This renderer keeps the status the handler chose.
 			e.Use(func(c *gin.Context) {
@@ -150,16 +156,16 @@ func TestCErrorKeepsErrorStatusSet(t *testing.T) {
 					c.JSON(c.Writer.Status(), gin.H{"error": c.Errors.Last().Error()})
 				}
 			})
-			e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey()), h)
+			e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey()), h)
 			serveAll(t, e, http.StatusConflict, http.StatusTooManyRequests)
 		})
 	}
-	// The same policy releases the key when no status was set: 500.
-	l := adaptertest.NewLimiter(t, serverErrorsOnly)
+	// The same guard releases the key when no status was set: 500.
+	g := serverErrorsOnly(t)
 	e := gin.New()
 	e.Use(renderErrors)
 	calls := 0
-	e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey()), func(c *gin.Context) {
+	e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey()), func(c *gin.Context) {
 		if calls++; calls == 1 {
 			_ = c.Error(errSubmit)
 			return
@@ -171,7 +177,8 @@ func TestCErrorKeepsErrorStatusSet(t *testing.T) {
 
 // Cooldown keeps the key whatever the handler reports.
 func TestCErrorCooldownKeeps(t *testing.T) {
-	e := errorEngine(t, throttle.Policy{Name: "submit", Mode: throttle.Cooldown}, true, func(c *gin.Context, _ int) {
+	g, _ := adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit", Mode: throttle.Cooldown})
+	e := errorEngine(t, g, true, func(c *gin.Context, _ int) {
 		_ = c.Error(errSubmit)
 	})
 	serveAll(t, e, http.StatusInternalServerError, http.StatusTooManyRequests)

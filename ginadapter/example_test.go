@@ -10,20 +10,21 @@ import (
 	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// A double submission within the 5 s window is turned away with 429.
+// A double submission within the lock's 5 s TTL is turned away with 429.
 func Example() {
 	gin.SetMode(gin.ReleaseMode)
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	if err != nil {
 		panic(err)
 	}
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.RemoteIP())
 
 	r := gin.New()
-	r.POST("/submit", ginadapter.Middleware(limiter, key), func(c *gin.Context) {
+	r.POST("/submit", ginadapter.Middleware(guard.Lock(lock), key), func(c *gin.Context) {
 		c.JSON(http.StatusCreated, gin.H{"ok": true})
 	})
 
@@ -43,12 +44,12 @@ func Example() {
 // middleware stored with c.Set, per route pattern.
 func ExampleContextMiddleware() {
 	gin.SetMode(gin.ReleaseMode)
-	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "orders"})
+	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "orders"})
 	auth := func(c *gin.Context) { c.Set("user", 42) }
 	key := keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath())
 
 	r := gin.New()
-	r.POST("/orders/:id", auth, ginadapter.ContextMiddleware(limiter, key), func(c *gin.Context) {
+	r.POST("/orders/:id", auth, ginadapter.ContextMiddleware(guard.Lock(lock), key), func(c *gin.Context) {
 		c.Status(http.StatusCreated)
 	})
 
@@ -67,7 +68,7 @@ func ExampleContextMiddleware() {
 // client forging that header is still known by its own address.
 func ExampleClientIP() {
 	gin.SetMode(gin.ReleaseMode)
-	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 
 	r := gin.New()
 	if _, err := ginadapter.ClientIP(r); err != nil {
@@ -80,7 +81,7 @@ func ExampleClientIP() {
 	if err != nil {
 		panic(err)
 	}
-	r.POST("/submit", ginadapter.ContextMiddleware(limiter, key), func(c *gin.Context) {
+	r.POST("/submit", ginadapter.ContextMiddleware(guard.Lock(lock), key), func(c *gin.Context) {
 		c.Status(http.StatusCreated)
 	})
 

@@ -5,26 +5,25 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/ginadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // With gin.Recovery upstream, a panic is answered 500 by gin and the key is
 // released.
 func TestRecoveryUpstream(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := submitGuard(t)
 	e := gin.New()
 	e.Use(gin.CustomRecoveryWithWriter(nopWriter{}, func(c *gin.Context, _ any) {
 		c.AbortWithStatus(http.StatusInternalServerError)
 	}))
 	calls := 0
-	e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey()), func(c *gin.Context) {
+	e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey()), func(c *gin.Context) {
 		calls++
 		if calls == 1 {
 			panic("boom")
@@ -42,10 +41,10 @@ func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // A reject handler that forgets to abort still stops the chain.
 func TestRejectHandlerWithoutAbort(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := submitGuard(t)
 	e := gin.New()
 	calls := 0
-	e.POST("/submit", ginadapter.Middleware(l, adaptertest.UserKey(), ginadapter.WithRejectHandler(
+	e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey(), ginadapter.WithRejectHandler(
 		func(c *gin.Context, rej *guard.Rejection) {
 			guard.SetHeaders(c.Writer.Header(), rej)
 			c.JSON(rej.Status, gin.H{"error": "slow down"})
@@ -58,9 +57,7 @@ func TestRejectHandlerWithoutAbort(t *testing.T) {
 	adaptertest.Status(t, rec, http.StatusTooManyRequests)
 	adaptertest.RetryAfter(t, rec.Header())
 	adaptertest.CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
-	if calls != 1 {
-		t.Fatalf("handler ran %d times, want 1", calls)
-	}
+	require.Equal(t, 1, calls, "handler runs")
 }
 
 // gin's own key sources.
@@ -73,9 +70,9 @@ func TestContextKeys(t *testing.T) {
 	ok := func(c *gin.Context) { c.Status(http.StatusCreated) }
 
 	t.Run("Value and FullPath", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := gin.New()
-		mw := ginadapter.ContextMiddleware(l, keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath()))
+		mw := ginadapter.ContextMiddleware(g, keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath()))
 		e.POST("/a/:id", setUser, mw, ok)
 		e.POST("/b/:id", setUser, mw, ok)
 		want := []struct {
@@ -91,23 +88,17 @@ func TestContextKeys(t *testing.T) {
 			if w.user != "" {
 				r.Header.Set("X-Auth", w.user)
 			}
-			if got := adaptertest.Serve(e, r).Code; got != w.code {
-				t.Fatalf("%s as %q: %d, want %d", w.path, w.user, got, w.code)
-			}
+			require.Equal(t, w.code, adaptertest.Serve(e, r).Code, "%s as %q", w.path, w.user)
 		}
 	})
 
 	t.Run("ClientIP with SetTrustedProxies(nil)", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := gin.New()
-		if err := e.SetTrustedProxies(nil); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, e.SetTrustedProxies(nil))
 		key, err := ginadapter.ClientIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/submit", ginadapter.ContextMiddleware(l, key), ok)
+		require.NoError(t, err)
+		e.POST("/submit", ginadapter.ContextMiddleware(g, key), ok)
 		for i, code := range []int{201, 429} {
 			r := adaptertest.Submit("")
 			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
@@ -118,23 +109,19 @@ func TestContextKeys(t *testing.T) {
 	// gin's default (every peer a trusted proxy, so a client's own
 	// X-Forwarded-For is a new identity per request) is refused up front.
 	t.Run("ClientIP refuses the default engine", func(t *testing.T) {
-		if key, err := ginadapter.ClientIP(gin.New()); err == nil || key != nil {
-			t.Fatalf("ClientIP(gin.New()) = %v, %v; want nil and an error", key != nil, err)
-		}
+		key, err := ginadapter.ClientIP(gin.New())
+		require.Error(t, err, "ClientIP(gin.New())")
+		require.Nil(t, key, "ClientIP(gin.New())")
 	})
 
 	t.Run("FirstOf matches keyfuncs", func(t *testing.T) {
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		e := gin.New()
-		if err := e.SetTrustedProxies(nil); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, e.SetTrustedProxies(nil))
 		clientIP, err := ginadapter.ClientIP(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.POST("/a", ginadapter.Middleware(l, adaptertest.ExampleKey()), ok)
-		e.POST("/b", ginadapter.ContextMiddleware(l, keyfuncs.FirstOf(
+		require.NoError(t, err)
+		e.POST("/a", ginadapter.Middleware(g, adaptertest.ExampleKey()), ok)
+		e.POST("/b", ginadapter.ContextMiddleware(g, keyfuncs.FirstOf(
 			ginadapter.Request(adaptertest.UserKey()), clientIP)), ok)
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"
@@ -146,17 +133,15 @@ func TestContextKeys(t *testing.T) {
 
 	t.Run("Value types", func(t *testing.T) {
 		type userID int64
-		l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+		g, _ := submitGuard(t)
 		for _, tc := range []struct {
 			v    any
 			code int
 		}{{userID(7), 201}, {"", 400}, {3.5, 400}, {(*stringer)(nil), 400}, {&stringer{"s"}, 201}} {
 			e := gin.New()
 			e.POST("/submit", func(c *gin.Context) { c.Set("user", tc.v) },
-				ginadapter.ContextMiddleware(l, ginadapter.Value("user")), ok)
-			if got := adaptertest.Serve(e, adaptertest.Submit("")).Code; got != tc.code {
-				t.Fatalf("value %#v: %d, want %d", tc.v, got, tc.code)
-			}
+				ginadapter.ContextMiddleware(g, ginadapter.Value("user")), ok)
+			require.Equal(t, tc.code, adaptertest.Serve(e, adaptertest.Submit("")).Code, "value %#v", tc.v)
 		}
 	})
 }

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/guard"
-
 	"github.com/gin-gonic/gin"
 	"go.uber.org/goleak"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 func TestMain(m *testing.M) {
@@ -29,20 +28,23 @@ func engine(h http.Handler, mw ...gin.HandlerFunc) *gin.Engine {
 
 var adapter = adaptertest.Adapter{
 	Name: "gin",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return engine(h, ginadapter.Middleware(l, key))
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, ginadapter.Middleware(g, key))
 	},
-	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return engine(h, ginadapter.Middleware(l, key, ginadapter.WithRejectHandler(
+	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, ginadapter.Middleware(g, key, ginadapter.WithRejectHandler(
 			func(c *gin.Context, rej *guard.Rejection) {
 				c.Header(adaptertest.CustomHeader, rej.Reason.String())
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))
 	},
-	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
-		return engine(h, ginadapter.Middleware(l, key, ginadapter.WithCost(cost)))
-	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
+}
+
+// submitGuard is the guard of a Dedupe lock "submit" on a fresh memory
+// store, and the lock.
+func submitGuard(t testing.TB) (*guard.Guard, *throttle.Lock) {
+	return adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit"})
 }
 
 func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }

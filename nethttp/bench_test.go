@@ -9,6 +9,7 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -22,8 +23,8 @@ func BenchmarkMiddleware(b *testing.B) { adaptertest.Bench(b, benchAdapter) }
 
 var benchAdapter = adaptertest.Adapter{
 	Name: "nethttp",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return nethttp.Middleware(l, key)(h)
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return nethttp.Middleware(g, key)(h)
 	},
 	Bare: func(h http.Handler) http.Handler { return h },
 	Noop: func(h http.Handler) http.Handler {
@@ -36,7 +37,7 @@ var benchAdapter = adaptertest.Adapter{
 // memstore-backed middleware must (the client IP, the stored key, one
 // memstore.Acquire with a fixed token, the two RateLimit fields) on the
 // same steady state of 2^18 clients under a 20 ms window, one goroutine.
-// The middleware's figure over this one is what the Limiter, the lease and
+// The middleware's figure over this one is what the Lock, the lease and
 // the guard add; this one is mostly the store's map under churn.
 func BenchmarkStoreFloor(b *testing.B) {
 	st := memstore.New()

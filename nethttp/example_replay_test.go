@@ -11,18 +11,18 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// A Replay policy answers a repeated POST with the first answer, marked
+// A Replay answers a repeated POST with the first answer, marked
 // Idempotent-Replayed, instead of placing the order again. The key is the
 // user and the Idempotency-Key the client sends (or, without one, the
 // body's hash); the same key with another body gets 422.
 func Example_replay() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{
-		Name:   "orders",
-		Mode:   throttle.Replay,
-		Window: 24 * time.Hour, // how long a key's answer is replayed
+	replay, err := throttle.NewReplay(memstore.New(), throttle.ReplayConfig{
+		Name: "orders",
+		TTL:  24 * time.Hour, // how long a key's answer is replayed
 	})
 	if err != nil {
 		panic(err)
@@ -39,7 +39,7 @@ func Example_replay() {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders", nethttp.Middleware(limiter, key)(place))
+	mux.Handle("POST /orders", nethttp.Middleware(guard.Replay(replay), key)(place))
 
 	for _, body := range []string{`{"item":"book"}`, `{"item":"book"}`, `{"item":"lamp"}`} {
 		req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(body))

@@ -12,11 +12,11 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// A double submission within the 5 s window is turned away with 429. Every
+// A double submission within the lock's 5 s TTL is turned away with 429. Every
 // answer says, in the RateLimit field, that the user has nothing left (r=0)
 // for the next 5 seconds (t=5).
 func Example() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +28,7 @@ func Example() {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /submit", nethttp.Middleware(limiter, key)(submit))
+	mux.Handle("POST /submit", nethttp.Middleware(guard.Lock(lock), key)(submit))
 
 	for range 2 {
 		req := httptest.NewRequest(http.MethodPost, "/submit", nil)
@@ -44,13 +44,13 @@ func Example() {
 
 // An application with its own error format answers rejections itself.
 func ExampleWithRejectHandler() {
-	limiter, _ := throttle.New(memstore.New(), throttle.Policy{Name: "submit"})
+	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	reject := func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rej.Status)
 		fmt.Fprintf(w, `{"error":%q}`+"\n", rej.Reason)
 	}
-	h := nethttp.Middleware(limiter, keyfuncs.Header("X-User-ID"),
+	h := nethttp.Middleware(guard.Lock(lock), keyfuncs.Header("X-User-ID"),
 		nethttp.WithRejectHandler(reject))(http.NotFoundHandler())
 
 	for _, user := range []string{"", "42"} {

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 // expectContinue sends POST /submit with "Expect: 100-continue", the given
@@ -25,33 +27,24 @@ import (
 func expectContinue(t *testing.T, srv *httptest.Server, body string, header ...string) (continued bool, status int) {
 	t.Helper()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
 	req := fmt.Sprintf("POST /submit HTTP/1.1\r\nHost: test\r\nContent-Length: %d\r\nExpect: 100-continue\r\n", len(body))
 	for _, h := range header {
 		req += h + "\r\n"
 	}
-	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = io.WriteString(conn, req+"\r\n")
+	require.NoError(t, err)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("reading the first answer: %v", err)
-	}
+	require.NoError(t, err, "reading the first answer")
 	if resp.StatusCode == http.StatusContinue {
 		continued = true
-		if _, err := io.WriteString(conn, body); err != nil {
-			t.Fatal(err)
-		}
-		if resp, err = http.ReadResponse(br, nil); err != nil {
-			t.Fatalf("reading the answer after 100 Continue: %v", err)
-		}
+		_, err = io.WriteString(conn, body)
+		require.NoError(t, err)
+		resp, err = http.ReadResponse(br, nil)
+		require.NoError(t, err, "reading the answer after 100 Continue")
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -62,12 +55,11 @@ func expectContinue(t *testing.T, srv *httptest.Server, body string, header ...s
 // reads the whole body and answers 201, and checks that it saw body.
 func expectServer(t *testing.T, key keyfuncs.Func, body string) *httptest.Server {
 	t.Helper()
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-	srv := httptest.NewServer(nethttp.Middleware(l, key)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g, _ := submitGuard(t)
+	srv := httptest.NewServer(nethttp.Middleware(g, key)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, err := io.ReadAll(r.Body)
-		if err != nil || string(got) != body {
-			t.Errorf("handler read %q, %v; want %q", got, err, body)
-		}
+		assert.NoError(t, err, "handler reading the body")
+		assert.Equal(t, body, string(got), "the body the handler read")
 		w.WriteHeader(http.StatusCreated)
 	})))
 	t.Cleanup(srv.Close)
@@ -84,10 +76,8 @@ func checkExpect(t *testing.T, srv *httptest.Server, body string, cases ...expec
 	t.Helper()
 	for i, c := range cases {
 		continued, status := expectContinue(t, srv, body, c.header...)
-		if continued != c.continued || status != c.status {
-			t.Fatalf("request %d (%q): 100 Continue sent %v, then %d; want %v, then %d",
-				i+1, c.header, continued, status, c.continued, c.status)
-		}
+		require.Equal(t, c.continued, continued, "request %d (%q): 100 Continue sent", i+1, c.header)
+		require.Equal(t, c.status, status, "request %d (%q): status", i+1, c.header)
 	}
 }
 

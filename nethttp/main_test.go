@@ -18,18 +18,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // adapter serves h on an http.ServeMux behind the middleware.
 var adapter = adaptertest.Adapter{
 	Name: "nethttp",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return mux(nethttp.Middleware(l, key)(h))
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return mux(nethttp.Middleware(g, key)(h))
 	},
-	WrapCustom: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return mux(nethttp.Middleware(l, key, nethttp.WithRejectHandler(
+	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return mux(nethttp.Middleware(g, key, nethttp.WithRejectHandler(
 			func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 				w.Header().Set(adaptertest.CustomHeader, rej.Reason.String())
 				w.WriteHeader(adaptertest.CustomStatus)
 			}))(h))
-	},
-	WrapCost: func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler {
-		return mux(nethttp.Middleware(l, key, nethttp.WithCost(cost))(h))
 	},
 	Bare: func(h http.Handler) http.Handler { return mux(h) },
 }
@@ -38,6 +35,12 @@ func mux(h http.Handler) http.Handler {
 	m := http.NewServeMux()
 	m.Handle("/", h)
 	return m
+}
+
+// submitGuard is the guard of a Dedupe lock "submit" on a fresh memory
+// store, and the lock.
+func submitGuard(t testing.TB) (*guard.Guard, *throttle.Lock) {
+	return adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit"})
 }
 
 func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }

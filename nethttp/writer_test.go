@@ -10,16 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
 )
 
 // server serves h behind the Dedupe middleware on a real HTTP/1.1 server.
-func server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *throttle.Limiter) {
+func server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *throttle.Lock) {
 	t.Helper()
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-	srv := httptest.NewServer(nethttp.Middleware(l, adaptertest.UserKey())(h))
+	g, l := submitGuard(t)
+	srv := httptest.NewServer(nethttp.Middleware(g, adaptertest.UserKey())(h))
 	t.Cleanup(srv.Close)
 	return srv, l
 }
@@ -27,14 +30,10 @@ func server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *throttle.Limit
 func post(t *testing.T, srv *httptest.Server, user string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/submit", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	req.Header.Set(adaptertest.UserHeader, user)
 	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
 }
@@ -42,9 +41,7 @@ func post(t *testing.T, srv *httptest.Server, user string) *http.Response {
 func readAll(t *testing.T, r io.Reader) string {
 	t.Helper()
 	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -70,13 +67,10 @@ func TestFlusher(t *testing.T) {
 	resp := post(t, srv, "u1")
 	br := bufio.NewReader(resp.Body)
 	line, err := br.ReadString('\n')
-	if err != nil || line != "first\n" {
-		t.Fatalf("first line %q, %v", line, err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, "first\n", line, "first line")
 	close(got)
-	if rest := readAll(t, br); rest != "second\n" {
-		t.Fatalf("rest %q", rest)
-	}
+	require.Equal(t, "second\n", readAll(t, br), "the rest")
 }
 
 // http.ResponseController reaches the server's writer through Unwrap.
@@ -95,9 +89,7 @@ func TestResponseController(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	if body := readAll(t, post(t, srv, "u1").Body); body != "ok" {
-		t.Fatalf("body %q", body)
-	}
+	require.Equal(t, "ok", readAll(t, post(t, srv, "u1").Body), "body")
 }
 
 // A hijacked connection works, and counts as a success (the key is kept).
@@ -117,20 +109,16 @@ func TestHijacker(t *testing.T) {
 		_, _ = rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
 		_ = rw.Flush()
 	})
-	if body := readAll(t, post(t, srv, "u1").Body); body != "hijacked" {
-		t.Fatalf("body %q", body)
-	}
-	if resp := post(t, srv, "u1"); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("after a hijacked success: status %d, want 429", resp.StatusCode)
-	}
+	require.Equal(t, "hijacked", readAll(t, post(t, srv, "u1").Body), "body")
+	require.Equal(t, http.StatusTooManyRequests, post(t, srv, "u1").StatusCode, "after a hijacked success")
 }
 
 // Hijack on a writer that cannot (here a recorder; HTTP/2 alike) returns an
 // error matching http.ErrNotSupported instead of panicking.
 func TestHijackUnsupported(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := submitGuard(t)
 	var errs []error
-	h := nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := nethttp.Middleware(g, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _, err := w.(http.Hijacker).Hijack()
 		errs = append(errs, err)
 		_, _, err = http.NewResponseController(w).Hijack()
@@ -138,10 +126,9 @@ func TestHijackUnsupported(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	adaptertest.Status(t, adaptertest.Serve(h, adaptertest.Submit("u1")), http.StatusInternalServerError)
+	require.Len(t, errs, 2, "hijacks")
 	for i, err := range errs {
-		if !errors.Is(err, http.ErrNotSupported) {
-			t.Fatalf("hijack %d: %v, want http.ErrNotSupported", i, err)
-		}
+		require.ErrorIs(t, err, http.ErrNotSupported, "hijack %d", i)
 	}
 }
 
@@ -170,32 +157,29 @@ func TestReaderFrom(t *testing.T) {
 		// io.Copy would prefer over the writer's ReadFrom.
 		_, _ = io.Copy(w, struct{ io.Reader }{strings.NewReader(body)})
 	})
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-	h := nethttp.Middleware(l, adaptertest.UserKey())(copyHandler)
+	g, _ := submitGuard(t)
+	h := nethttp.Middleware(g, adaptertest.UserKey())(copyHandler)
 
 	rf := &readerFromRecorder{ResponseRecorder: httptest.NewRecorder()}
 	h.ServeHTTP(rf, adaptertest.Submit("u1"))
-	if rf.calls != 1 || rf.Body.String() != body || rf.Code != http.StatusOK {
-		t.Fatalf("ReadFrom calls %d, body %q, status %d", rf.calls, rf.Body.String(), rf.Code)
-	}
+	assert.Equal(t, 1, rf.calls, "ReadFrom calls")
+	assert.Equal(t, body, rf.Body.String(), "body")
+	assert.Equal(t, http.StatusOK, rf.Code, "status")
 	rec := adaptertest.Serve(h, adaptertest.Submit("u2"))
-	if rec.Body.String() != body || rec.Code != http.StatusOK {
-		t.Fatalf("without ReadFrom: body %q, status %d", rec.Body.String(), rec.Code)
-	}
+	assert.Equal(t, body, rec.Body.String(), "without ReadFrom: body")
+	assert.Equal(t, http.StatusOK, rec.Code, "without ReadFrom: status")
 	// Both were successes: the keys are kept.
 	adaptertest.Status(t, adaptertest.Serve(h, adaptertest.Submit("u1")), http.StatusTooManyRequests)
 
 	srv, _ := server(t, copyHandler)
-	if got := readAll(t, post(t, srv, "u1").Body); got != body {
-		t.Fatalf("real server: body %q", got)
-	}
+	require.Equal(t, body, readAll(t, post(t, srv, "u1").Body), "real server: body")
 }
 
 // The status is the first final one: 103 Early Hints before a 500 is a
 // failure (released), a flush before any write is a 200 (kept).
 func TestStatusRecorded(t *testing.T) {
-	l := adaptertest.NewLimiter(t, throttle.Policy{Name: "submit"})
-	h := nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g, _ := submitGuard(t)
+	h := nethttp.Middleware(g, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("X-Case") {
 		case "hints":
 			w.WriteHeader(http.StatusEarlyHints)
@@ -211,10 +195,8 @@ func TestStatusRecorded(t *testing.T) {
 		r.Header.Set("X-Case", c)
 		return adaptertest.Serve(h, r).Code
 	}
-	if do("u1", "hints"); do("u1", "") != http.StatusOK {
-		t.Fatal("500 after 103 did not release the key")
-	}
-	if do("u2", "flush"); do("u2", "") != http.StatusTooManyRequests {
-		t.Fatal("a flushed (200) response released the key")
-	}
+	do("u1", "hints")
+	require.Equal(t, http.StatusOK, do("u1", ""), "500 after 103 did not release the key")
+	do("u2", "flush")
+	require.Equal(t, http.StatusTooManyRequests, do("u2", ""), "a flushed (200) response released the key")
 }

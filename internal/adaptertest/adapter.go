@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // Adapter describes one middleware adapter to the suite. Every function
@@ -13,19 +13,16 @@ type Adapter struct {
 	// Name names the adapter in test output.
 	Name string
 
-	// Wrap puts h behind the adapter's middleware for l and key, with
-	// default options.
-	Wrap func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler
+	// Wrap puts h behind the adapter's middleware for g and key, with
+	// default options. The suite builds g with guard.Lock, guard.Quota or
+	// guard.Replay, with the guard's options (a cost, CountOnlyFailures)
+	// where a test needs them.
+	Wrap func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler
 
 	// WrapCustom is Wrap with the adapter's own rejection handler option
 	// answering every rejection, in the framework's idiom, with status
 	// CustomStatus and the header CustomHeader set to rej.Reason.String().
-	WrapCustom func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler
-
-	// WrapCost is Wrap with the adapter's cost option (WithCost) set to
-	// cost. It is optional: an adapter without a cost option leaves it
-	// nil, and the suite skips the cost tests.
-	WrapCost func(l *throttle.Limiter, key keyfuncs.Func, cost func(*http.Request) (int, error), h http.Handler) http.Handler
+	WrapCustom func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler
 
 	// Bare serves h on the same engine without the middleware, the
 	// baseline of the benchmarks.

@@ -12,7 +12,7 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
-	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // BenchmarkAdapters runs the cases of adaptertest.Bench for the three
@@ -29,8 +29,8 @@ func BenchmarkAdapters(b *testing.B) {
 
 var benchNethttp = adaptertest.Adapter{
 	Name: "nethttp",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return nethttp.Middleware(l, key)(h)
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return nethttp.Middleware(g, key)(h)
 	},
 	Bare: func(h http.Handler) http.Handler { return h },
 	Noop: func(h http.Handler) http.Handler {
@@ -48,8 +48,8 @@ func ginEngine(h http.Handler, mw ...gin.HandlerFunc) *gin.Engine {
 
 var benchGin = adaptertest.Adapter{
 	Name: "gin",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return ginEngine(h, ginadapter.Middleware(l, key))
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return ginEngine(h, ginadapter.Middleware(g, key))
 	},
 	Bare: func(h http.Handler) http.Handler { return ginEngine(h) },
 	Noop: func(h http.Handler) http.Handler { return ginEngine(h, func(c *gin.Context) { c.Next() }) },
@@ -65,8 +65,8 @@ func echoEngine(h http.Handler, mw ...echo.MiddlewareFunc) *echo.Echo {
 
 var benchEcho = adaptertest.Adapter{
 	Name: "echo",
-	Wrap: func(l *throttle.Limiter, key keyfuncs.Func, h http.Handler) http.Handler {
-		return echoEngine(h, echoadapter.Middleware(l, key))
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return echoEngine(h, echoadapter.Middleware(g, key))
 	},
 	Bare: func(h http.Handler) http.Handler { return echoEngine(h) },
 	Noop: func(h http.Handler) http.Handler {

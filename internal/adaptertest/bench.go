@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
@@ -60,15 +63,15 @@ var fixedRejection = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Reques
 //     with the fields and body of a rejection, from constants (what
 //     writing a rejection costs in the framework, the floor under the
 //     rejected cases);
-//   - admitted-distinct-ips, admitted-distinct-users: a Dedupe policy and
-//     a new client IP (user) per request, in a steady state: the window is
+//   - admitted-distinct-ips, admitted-distinct-users: a Dedupe lock and
+//     a new client IP (user) per request, in a steady state: the TTL is
 //     short (steadyWindow), so keys expire as fast as new ones arrive and
 //     the store holds a few ten thousand of them, as a server does that
 //     admits some ten thousand new clients a second under a 5 s window.
 //     The clients are steadyClients addresses (users) taken in turn, each
 //     one's key long expired when it comes round again (a request still
 //     held would fail the benchmark with 429);
-//   - admitted-growing-ips: the same without expiry (5 s window), b.N
+//   - admitted-growing-ips: the same without expiry (5 s TTL), b.N
 //     distinct client IPs, so b.N keys are held at the end: the store
 //     grows with the run, and its maps' growth is most of the cost
 //     (-benchtime 1000000x is the issue's "1M requests, a new client IP per
@@ -79,7 +82,7 @@ var fixedRejection = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Reques
 //   - quota-65536-users: a Quota of 10000 an hour over 65536 users taken
 //     in turn, so every request is admitted and charged, and answered
 //     with its RateLimit fields;
-//   - replay-distinct-users: a Replay policy and b.N distinct users, so
+//   - replay-distinct-users: a Replay and b.N distinct users, so
 //     every request runs, is captured and recorded (two store calls);
 //   - replay-hot-user-replayed: one user whose first answer is recorded,
 //     so every request is answered with it (two store calls: the refused
@@ -98,44 +101,37 @@ func Bench(b *testing.B, a Adapter) {
 		})
 	}
 	b.Run("admitted-distinct-ips", func(b *testing.B) {
-		l := steadyLimiter(b)
-		DriveWith(b, a.Wrap(l, keyfuncs.RemoteIP(), benchHandler), http.StatusCreated, ByAddr(addrs))
+		DriveWith(b, a.Wrap(steadyGuard(b), keyfuncs.RemoteIP(), benchHandler), http.StatusCreated, ByAddr(addrs))
 	})
 	b.Run("admitted-distinct-users", func(b *testing.B) {
-		l := steadyLimiter(b)
-		Drive(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, users)
+		Drive(b, a.Wrap(steadyGuard(b), UserKey(), benchHandler), http.StatusCreated, users)
 	})
 	b.Run("admitted-growing-ips", func(b *testing.B) {
-		l := benchLimiter(b, b.N)
-		DriveWith(b, a.Wrap(l, keyfuncs.RemoteIP(), benchHandler), http.StatusCreated, ByAddr(DistinctAddrs(b.N)))
+		g := benchGuard(b, b.N)
+		DriveWith(b, a.Wrap(g, keyfuncs.RemoteIP(), benchHandler), http.StatusCreated, ByAddr(DistinctAddrs(b.N)))
 	})
 	b.Run("rejected-hot-ip", func(b *testing.B) {
-		l := benchLimiter(b, 1)
-		h := a.Wrap(l, keyfuncs.RemoteIP(), benchHandler)
+		h := a.Wrap(benchGuard(b, 1), keyfuncs.RemoteIP(), benchHandler)
 		Status(b, Serve(h, Submit("")), http.StatusCreated) // from ClientAddr
 		DriveWith(b, h, http.StatusTooManyRequests, ByAddr([]string{ClientAddr + ":1234"}))
 	})
 	b.Run("rejected-hot-user", func(b *testing.B) {
-		l := benchLimiter(b, 1)
-		h := a.Wrap(l, UserKey(), benchHandler)
+		h := a.Wrap(benchGuard(b, 1), UserKey(), benchHandler)
 		Status(b, Serve(h, Submit("hot")), http.StatusCreated)
 		Drive(b, h, http.StatusTooManyRequests, []string{"hot"})
 	})
 	b.Run("quota-65536-users", func(b *testing.B) {
-		l, err := throttle.New(memstore.New(), throttle.Policy{Name: "search", Mode: throttle.Quota,
-			Limit: 10_000, Window: time.Hour, Timeout: time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		Drive(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
+		q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "search",
+			Options: throttle.Options{Timeout: time.Second}})
+		require.NoError(b, err)
+		g := guard.Quota(q, throttle.Rate{Limit: 10_000, Window: time.Hour})
+		Drive(b, a.Wrap(g, UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
 	})
 	b.Run("replay-distinct-users", func(b *testing.B) {
-		l := replayLimiter(b, b.N)
-		Drive(b, a.Wrap(l, UserKey(), benchHandler), http.StatusCreated, DistinctIDs(b.N))
+		Drive(b, a.Wrap(replayGuard(b, b.N), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(b.N))
 	})
 	b.Run("replay-hot-user-replayed", func(b *testing.B) {
-		l := replayLimiter(b, 1)
-		h := a.Wrap(l, UserKey(), benchHandler)
+		h := a.Wrap(replayGuard(b, 1), UserKey(), benchHandler)
 		Status(b, Serve(h, Submit("hot")), http.StatusCreated)
 		Drive(b, h, http.StatusCreated, []string{"hot"})
 	})
@@ -151,36 +147,31 @@ const (
 	steadyWindow  = 20 * time.Millisecond
 )
 
-// steadyLimiter returns a Dedupe limiter with a window of steadyWindow on
-// a memory store of the default size.
-func steadyLimiter(b *testing.B) *throttle.Limiter {
-	l, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Window: steadyWindow, Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l
+// steadyGuard returns the guard of a Dedupe lock with a TTL of
+// steadyWindow on a memory store of the default size.
+func steadyGuard(b *testing.B) *guard.Guard {
+	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit", TTL: steadyWindow,
+		Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	return guard.Lock(l)
 }
 
-// replayLimiter is benchLimiter with a Replay policy.
-func replayLimiter(b *testing.B, keys int) *throttle.Limiter {
-	l, err := throttle.New(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
-		throttle.Policy{Name: "orders", Mode: throttle.Replay, Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l
+// replayGuard is benchGuard with a Replay.
+func replayGuard(b *testing.B, keys int) *guard.Guard {
+	r, err := throttle.NewReplay(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
+		throttle.ReplayConfig{Name: "orders", Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	return guard.Replay(r)
 }
 
-// benchLimiter returns a Dedupe limiter (5 s window: nothing expires during
-// a run) on a memory store with room for keys (twice over: the bound is per
-// shard, and keys do not spread evenly).
-func benchLimiter(b *testing.B, keys int) *throttle.Limiter {
+// benchGuard returns the guard of a Dedupe lock (5 s TTL: nothing expires
+// during a run) on a memory store with room for keys (twice over: the
+// bound is per shard, and keys do not spread evenly).
+func benchGuard(b *testing.B, keys int) *guard.Guard {
 	// A Timeout of a second rather than 100 ms: a GC pause on a shared
 	// machine must not turn a measured request into a (cheaper) fail-open.
-	l, err := throttle.New(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
-		throttle.Policy{Name: "submit", Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l
+	l, err := throttle.NewLock(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
+		throttle.LockConfig{Name: "submit", Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	return guard.Lock(l)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/echoadapter"
@@ -15,6 +17,7 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
@@ -24,15 +27,13 @@ func TestMain(m *testing.M) {
 }
 
 // services builds the example service in the three frameworks, each with
-// its own Limiter (as separate processes would have) for p on the store
-// newStore returns, with the examples' key.
-func services(t *testing.T, p throttle.Policy, newStore func() throttle.Store) map[string]http.Handler {
-	lim := func() *throttle.Limiter {
-		l, err := throttle.New(newStore(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
+// its own limiter and guard (as separate processes would have), which
+// newGuard makes on the store newStore returns, with the examples' key.
+func services(t *testing.T, newGuard func(throttle.Store) (*guard.Guard, error), newStore func() throttle.Store) map[string]http.Handler {
+	lim := func() *guard.Guard {
+		g, err := newGuard(newStore())
+		require.NoError(t, err)
+		return g
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { adaptertest.OK(w, http.StatusCreated) })
 
@@ -61,9 +62,7 @@ func checkShared(t *testing.T, svc map[string]http.Handler) {
 			if j == 0 {
 				want = http.StatusCreated
 			}
-			if rec.Code != want {
-				t.Fatalf("user %q via %s first: %s answered %d, want %d", user, order[first], name, rec.Code, want)
-			}
+			require.Equal(t, want, rec.Code, "user %q via %s first: %s's status", user, order[first], name)
 		}
 	}
 	for i, name := range order {
@@ -72,8 +71,14 @@ func checkShared(t *testing.T, svc map[string]http.Handler) {
 	round(0, "") // keyed on the client IP
 }
 
-// submit is the examples' policy.
-var submit = throttle.Policy{Name: "submit"}
+// submit makes the examples' guard: a Dedupe lock.
+func submit(st throttle.Store) (*guard.Guard, error) {
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit"})
+	if err != nil {
+		return nil, err
+	}
+	return guard.Lock(l), nil
+}
 
 func TestSharedKeysMemory(t *testing.T) {
 	store := memstore.New()
@@ -85,9 +90,18 @@ func TestSharedKeysRedis(t *testing.T) {
 	checkShared(t, services(t, submit, func() throttle.Store { return adaptertest.NewStore(t, r.Server.Addr) }))
 }
 
-// search is a Quota shared by the three services: 2 requests a minute, 4
-// at once.
-var search = throttle.Policy{Name: "search", Mode: throttle.Quota, Limit: 2, Burst: 4, Window: time.Minute}
+// searchRate is the rate of a Quota shared by the three services: 2
+// requests a minute, 4 at once.
+var searchRate = throttle.Rate{Limit: 2, Burst: 4, Window: time.Minute}
+
+// search makes the guard of the Quota "search" at searchRate.
+func search(st throttle.Store) (*guard.Guard, error) {
+	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search"})
+	if err != nil {
+		return nil, err
+	}
+	return guard.Quota(q, searchRate), nil
+}
 
 // checkSharedQuota sends one user's requests to the three frameworks in
 // turn, three times the Burst: the quota is one across them, so exactly
@@ -98,36 +112,29 @@ func checkSharedQuota(t *testing.T, svc map[string]http.Handler) {
 	want := adaptertest.Field{Name: "search", Q: 2, W: 60, HasW: true, Burst: 4}
 	policies := map[string][]string{}
 	admitted := 0
-	for i := range 3 * search.Burst {
+	for i := range 3 * searchRate.Burst {
 		name := order[i%len(order)]
 		rec := adaptertest.Serve(svc[name], adaptertest.Submit("alice"))
 		h := rec.Header()
 		adaptertest.CheckPolicy(t, h, want)
-		if prev, ok := policies[name]; ok && !slices.Equal(prev, h.Values("RateLimit-Policy")) {
-			t.Fatalf("%s: RateLimit-Policy %q, then %q", name, prev, h.Values("RateLimit-Policy"))
+		if prev, ok := policies[name]; ok {
+			require.Equal(t, prev, h.Values("RateLimit-Policy"), "%s: RateLimit-Policy, then again", name)
 		}
 		policies[name] = h.Values("RateLimit-Policy")
-		if i < search.Burst {
-			if rec.Code != http.StatusCreated {
-				t.Fatalf("request %d via %s: status %d, want %d", i+1, name, rec.Code, http.StatusCreated)
-			}
+		if i < searchRate.Burst {
+			require.Equal(t, http.StatusCreated, rec.Code, "request %d via %s", i+1, name)
 			admitted++
 			// One request refills every 30 s.
-			adaptertest.CheckLimit(t, h, "search", int64(search.Burst-1-i), 1, 30)
+			adaptertest.CheckLimit(t, h, "search", int64(searchRate.Burst-1-i), 1, 30)
 			continue
 		}
-		if rec.Code != http.StatusTooManyRequests {
-			t.Fatalf("request %d via %s: status %d, want %d (admitted so far: %d)", i+1, name, rec.Code, http.StatusTooManyRequests, admitted)
-		}
+		require.Equal(t, http.StatusTooManyRequests, rec.Code, "request %d via %s (admitted so far: %d)", i+1, name, admitted)
 		adaptertest.CheckRejectedLimit(t, h, "search", 0)
 	}
-	if admitted != search.Burst {
-		t.Fatalf("admitted %d in all, want %d", admitted, search.Burst)
-	}
+	require.Equal(t, searchRate.Burst, admitted, "admitted in all")
 	// Byte for byte the same field from all three.
-	if n, g, e := policies["nethttp"], policies["gin"], policies["echo"]; !slices.Equal(n, g) || !slices.Equal(n, e) {
-		t.Fatalf("RateLimit-Policy differs: nethttp %q, gin %q, echo %q", n, g, e)
-	}
+	n, g, e := policies["nethttp"], policies["gin"], policies["echo"]
+	assert.True(t, slices.Equal(n, g) && slices.Equal(n, e), "RateLimit-Policy differs: nethttp %q, gin %q, echo %q", n, g, e)
 }
 
 func TestSharedQuotaMemory(t *testing.T) {

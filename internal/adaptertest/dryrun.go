@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // quiet keeps the dry run's log lines out of the test output.
@@ -35,41 +38,42 @@ func (k *kindCounter) count(kind throttle.EventKind) int {
 	return k.n[kind]
 }
 
-// testDryRun checks Policy.DryRun through the adapter: a duplicate, a
+// testDryRun checks Options.DryRun through the adapter: a duplicate, a
 // request over its quota and a request without a key all go ahead; the
 // would-be rejections carry their RateLimit fields (no Retry-After) and are
 // observed as DryRunRejected, the missing key as KeyError.
 func testDryRun(t *testing.T, a Adapter) {
-	for _, p := range []throttle.Policy{
-		{Name: "submit", DryRun: true, Logger: quiet},
-		{Name: "search", Mode: throttle.Quota, Limit: 1, Window: time.Minute, DryRun: true, Logger: quiet},
+	for _, c := range []struct {
+		name, policy string
+		guard        func(t *testing.T, o throttle.Options) *guard.Guard
+	}{
+		{"dedupe", "submit", func(t *testing.T, o throttle.Options) *guard.Guard {
+			return guard.Lock(NewLock(t, throttle.LockConfig{Name: "submit", Options: o}))
+		}},
+		{"quota", "search", func(t *testing.T, o throttle.Options) *guard.Guard {
+			q := NewQuota(t, throttle.QuotaConfig{Name: "search", Options: o})
+			return guard.Quota(q, throttle.Rate{Limit: 1, Window: time.Minute})
+		}},
 	} {
-		t.Run(p.Mode.String(), func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			obs := &kindCounter{}
-			p.Observer = obs
-			l := NewLimiter(t, p)
-			c := &counter{}
-			h := a.Wrap(l, UserKey(), c)
+			g := c.guard(t, throttle.Options{DryRun: true, Logger: quiet, Observer: obs})
+			cnt := &counter{}
+			h := a.Wrap(g, UserKey(), cnt)
 			Status(t, Serve(h, Submit("u1")), http.StatusCreated)
 			rec := Serve(h, Submit("u1"))
 			Status(t, rec, http.StatusCreated)
-			if v := rec.Header().Get("Retry-After"); v != "" {
-				t.Fatalf("Retry-After %q on a request let through", v)
-			}
-			f := LimitOf(t, rec.Header(), p.Name)
-			if f.R != 0 || !f.HasT || f.T < 1 || f.T > 60 {
-				t.Fatalf("RateLimit %+v, want r=0 and the time the rejection would have given", f)
-			}
+			noRetryAfter(t, rec.Header())
+			f := LimitOf(t, rec.Header(), c.policy)
+			require.Zero(t, f.R, "RateLimit r: nothing left")
+			require.True(t, f.HasT, "RateLimit t: the time the rejection would have given")
+			require.GreaterOrEqual(t, f.T, int64(1), "RateLimit t")
+			require.LessOrEqual(t, f.T, int64(60), "RateLimit t")
 			Status(t, Serve(h, Submit("")), http.StatusCreated) // no key
-			if n := c.calls.Load(); n != 3 {
-				t.Fatalf("handler ran %d times, want 3: a dry run turns nothing away", n)
-			}
-			if d, k := obs.count(throttle.DryRunRejected), obs.count(throttle.KeyError); d != 1 || k != 1 {
-				t.Fatalf("%d dry-run rejections and %d key errors observed, want 1 and 1", d, k)
-			}
-			if n := obs.count(throttle.Rejected); n != 0 {
-				t.Fatalf("%d rejections observed in a dry run", n)
-			}
+			require.Equal(t, int32(3), cnt.calls.Load(), "handler runs: a dry run turns nothing away")
+			require.Equal(t, 1, obs.count(throttle.DryRunRejected), "dry-run rejections observed")
+			require.Equal(t, 1, obs.count(throttle.KeyError), "key errors observed")
+			require.Zero(t, obs.count(throttle.Rejected), "rejections observed in a dry run")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dunglas/httpsfv"
+	"github.com/stretchr/testify/require"
 )
 
 // The RateLimit-Policy and RateLimit fields of
@@ -173,9 +174,7 @@ func ParseLimitField(values []string, name string) (Field, error) {
 func PolicyOf(t testing.TB, h http.Header, name string) Field {
 	t.Helper()
 	f, err := ParsePolicyField(h.Values(PolicyHeader), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return f
 }
 
@@ -184,9 +183,7 @@ func PolicyOf(t testing.TB, h http.Header, name string) Field {
 func LimitOf(t testing.TB, h http.Header, name string) Field {
 	t.Helper()
 	f, err := ParseLimitField(h.Values(RateLimitHeader), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return f
 }
 
@@ -194,9 +191,7 @@ func LimitOf(t testing.TB, h http.Header, name string) Field {
 // and says exactly want (its Name, Q, W and HasW, QU and Burst).
 func CheckPolicy(t testing.TB, h http.Header, want Field) {
 	t.Helper()
-	if got := PolicyOf(t, h, want.Name); got != want {
-		t.Fatalf("RateLimit-Policy %q is %+v, want %+v", h.Values(PolicyHeader), got, want)
-	}
+	require.Equal(t, want, PolicyOf(t, h, want.Name), "RateLimit-Policy %q", h.Values(PolicyHeader))
 }
 
 // WindowPolicy is the RateLimit-Policy of a policy allowing q requests per
@@ -216,9 +211,11 @@ func ConcurrencyPolicy(name string) Field {
 func CheckLimit(t testing.TB, h http.Header, name string, r, minT, maxT int64) Field {
 	t.Helper()
 	f := LimitOf(t, h, name)
-	if f.R != r || !f.HasT || f.T < minT || f.T > maxT {
-		t.Fatalf("RateLimit %q, want r=%d and t in %d..%d", h.Values(RateLimitHeader), r, minT, maxT)
-	}
+	v := h.Values(RateLimitHeader)
+	require.Equal(t, r, f.R, "RateLimit %q: r", v)
+	require.True(t, f.HasT, "RateLimit %q: no t", v)
+	require.GreaterOrEqual(t, f.T, minT, "RateLimit %q: t", v)
+	require.LessOrEqual(t, f.T, maxT, "RateLimit %q: t", v)
 	return f
 }
 
@@ -226,9 +223,9 @@ func CheckLimit(t testing.TB, h http.Header, name string, r, minT, maxT int64) F
 // name, has r and no t.
 func CheckLimitNoT(t testing.TB, h http.Header, name string, r int64) {
 	t.Helper()
-	if f := LimitOf(t, h, name); f.R != r || f.HasT {
-		t.Fatalf("RateLimit %q, want r=%d and no t", h.Values(RateLimitHeader), r)
-	}
+	f := LimitOf(t, h, name)
+	require.Equal(t, r, f.R, "RateLimit %q: r", h.Values(RateLimitHeader))
+	require.False(t, f.HasT, "RateLimit %q: a t", h.Values(RateLimitHeader))
 }
 
 // NoLimit fails the test when h has a RateLimit field: an answer that says
@@ -236,9 +233,7 @@ func CheckLimitNoT(t testing.TB, h http.Header, name string, r int64) {
 // let through unmetered) must not claim any.
 func NoLimit(t testing.TB, h http.Header) {
 	t.Helper()
-	if v := h.Values(RateLimitHeader); len(v) != 0 {
-		t.Fatalf("RateLimit %q, want none", v)
-	}
+	require.Empty(t, h.Values(RateLimitHeader), "RateLimit")
 }
 
 // CheckRejectedLimit checks the RateLimit field of a request turned away
@@ -247,9 +242,11 @@ func NoLimit(t testing.TB, h http.Header) {
 func CheckRejectedLimit(t testing.TB, h http.Header, name string, r int64) int {
 	t.Helper()
 	ra := RetryAfter(t, h)
-	if f := LimitOf(t, h, name); f.R != r || !f.HasT || f.T != int64(ra) {
-		t.Fatalf("RateLimit %q with Retry-After %d, want r=%d and t=%d", h.Values(RateLimitHeader), ra, r, ra)
-	}
+	f := LimitOf(t, h, name)
+	v := h.Values(RateLimitHeader)
+	require.Equal(t, r, f.R, "RateLimit %q: r", v)
+	require.True(t, f.HasT, "RateLimit %q: no t", v)
+	require.Equal(t, int64(ra), f.T, "RateLimit %q: t, against Retry-After", v)
 	return ra
 }
 
@@ -260,9 +257,7 @@ func CheckRejectedLimit(t testing.TB, h http.Header, name string, r int64) int {
 func CheckRateLimit(t testing.TB, h http.Header, name, policy string, maxT int) {
 	t.Helper()
 	want, err := ParsePolicyField([]string{policy}, name)
-	if err != nil {
-		t.Fatalf("the expected RateLimit-Policy: %v", err)
-	}
+	require.NoError(t, err, "the expected RateLimit-Policy")
 	CheckPolicy(t, h, want)
 	CheckLimit(t, h, name, 0, 1, int64(maxT))
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestParsePolicyField(t *testing.T) {
@@ -21,8 +23,8 @@ func TestParsePolicyField(t *testing.T) {
 		{[]string{`"search";q=1;qu="concurrent-requests"`}, Field{Name: "search", Q: 1, QU: "concurrent-requests"}},
 	} {
 		got, err := ParsePolicyField(c.values, "search")
-		if err != nil || got != c.want {
-			t.Errorf("ParsePolicyField(%q) = %+v, %v; want %+v", c.values, got, err, c.want)
+		if assert.NoError(t, err, "ParsePolicyField(%q)", c.values) {
+			assert.Equal(t, c.want, got, "ParsePolicyField(%q)", c.values)
 		}
 	}
 	for _, bad := range [][]string{
@@ -50,9 +52,8 @@ func TestParsePolicyField(t *testing.T) {
 		{`"search";q=3, "search";q=3`},           // two members
 		{`"search";q=3;w=60`, `"other";q=1;w=1`}, // two lines, two members
 	} {
-		if got, err := ParsePolicyField(bad, "search"); err == nil {
-			t.Errorf("ParsePolicyField(%q) = %+v, want an error", bad, got)
-		}
+		got, err := ParsePolicyField(bad, "search")
+		assert.Error(t, err, "ParsePolicyField(%q) = %+v", bad, got)
 	}
 }
 
@@ -67,8 +68,8 @@ func TestParseLimitField(t *testing.T) {
 		{[]string{`"search";r=0`}, Field{Name: "search"}},
 	} {
 		got, err := ParseLimitField(c.values, "search")
-		if err != nil || got != c.want {
-			t.Errorf("ParseLimitField(%q) = %+v, %v; want %+v", c.values, got, err, c.want)
+		if assert.NoError(t, err, "ParseLimitField(%q)", c.values) {
+			assert.Equal(t, c.want, got, "ParseLimitField(%q)", c.values)
 		}
 	}
 	for _, bad := range [][]string{
@@ -85,14 +86,15 @@ func TestParseLimitField(t *testing.T) {
 		{`"search";r=2;t=3, "other";r=0`}, // two members
 		{`"search";r=2;t=3 x`},            // trailing garbage
 	} {
-		if got, err := ParseLimitField(bad, "search"); err == nil {
-			t.Errorf("ParseLimitField(%q) = %+v, want an error", bad, got)
-		}
+		got, err := ParseLimitField(bad, "search")
+		assert.Error(t, err, "ParseLimitField(%q) = %+v", bad, got)
 	}
 }
 
-// fatalTB is a testing.TB whose Fatal and Fatalf record the failure and
-// end the goroutine, as the real ones do. Any other method panics.
+// fatalTB is a testing.TB that records a failure, and ends the goroutine
+// on FailNow, Fatal and Fatalf, as the real ones do: enough for the
+// checks, which fail with testify's require (Errorf, then FailNow). Any
+// other method panics.
 type fatalTB struct {
 	testing.TB
 	msg string
@@ -100,12 +102,24 @@ type fatalTB struct {
 
 func (*fatalTB) Helper() {}
 
-func (f *fatalTB) Fatal(args ...any) { f.msg = fmt.Sprint(args...); runtime.Goexit() }
+func (*fatalTB) Name() string { return "fatalTB" } // testify names the test in its message
 
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
+func (f *fatalTB) Errorf(format string, args ...any) {
+	if f.msg == "" {
+		f.msg = fmt.Sprintf(format, args...)
+	}
+}
+
+func (f *fatalTB) FailNow() {
+	if f.msg == "" {
+		f.msg = "failed"
+	}
 	runtime.Goexit()
 }
+
+func (f *fatalTB) Fatal(args ...any) { f.Errorf("%s", fmt.Sprint(args...)); f.FailNow() }
+
+func (f *fatalTB) Fatalf(format string, args ...any) { f.Errorf(format, args...); f.FailNow() }
 
 // failure runs check with a fatalTB on a goroutine of its own and returns
 // the failure message, or "" when check passed.
@@ -141,9 +155,7 @@ func TestCheckRateLimit(t *testing.T) {
 		header(policy, `"submit";r=0;t=3`, ""),
 		header(`"submit";w=5;q=1`, `"submit";t=5;r=0`, ""),
 	} {
-		if msg := failure(check(h)); msg != "" {
-			t.Errorf("%v: %s", h, msg)
-		}
+		assert.Empty(t, failure(check(h)), "%v", h)
 	}
 	for _, h := range []http.Header{
 		header(policy, `submit;r=0;t=3`, ""),     // unquoted name
@@ -161,28 +173,20 @@ func TestCheckRateLimit(t *testing.T) {
 		header(`"submit";q=1;w=5;throttle-burst=2`, `"submit";r=0;t=3`, ""),
 		header("", `"submit";r=0;t=3`, ""),
 	} {
-		if failure(check(h)) == "" {
-			t.Errorf("CheckRateLimit passed %v", h)
-		}
+		assert.NotEmpty(t, failure(check(h)), "CheckRateLimit passed %v", h)
 	}
 	// The expected value itself must be well-formed.
-	if failure(func(tb testing.TB) {
+	assert.NotEmpty(t, failure(func(tb testing.TB) {
 		CheckRateLimit(tb, header(policy, `"submit";r=0;t=3`, ""), "submit", `submit;q=1;w=5`, 5)
-	}) == "" {
-		t.Error("CheckRateLimit accepted a malformed expected policy")
-	}
+	}), "CheckRateLimit accepted a malformed expected policy")
 }
 
 func TestCheckRejectedLimit(t *testing.T) {
 	check := func(h http.Header, r int64) func(testing.TB) {
 		return func(tb testing.TB) { CheckRejectedLimit(tb, h, "search", r) }
 	}
-	if msg := failure(check(header(`"search";q=3;w=60`, `"search";r=0;t=20`, "20"), 0)); msg != "" {
-		t.Error(msg)
-	}
-	if msg := failure(check(header(`"search";q=3;w=60`, `"search";r=2;t=7`, "7"), 2)); msg != "" {
-		t.Error(msg)
-	}
+	assert.Empty(t, failure(check(header(`"search";q=3;w=60`, `"search";r=0;t=20`, "20"), 0)))
+	assert.Empty(t, failure(check(header(`"search";q=3;w=60`, `"search";r=2;t=7`, "7"), 2)))
 	for _, c := range []struct {
 		h http.Header
 		r int64
@@ -194,25 +198,17 @@ func TestCheckRejectedLimit(t *testing.T) {
 		{header("", `"search";r=0;t="20"`, "20"), 0}, // t a String
 		{header("", "", "20"), 0},                    // no RateLimit
 	} {
-		if failure(check(c.h, c.r)) == "" {
-			t.Errorf("CheckRejectedLimit passed %v", c.h)
-		}
+		assert.NotEmpty(t, failure(check(c.h, c.r)), "CheckRejectedLimit passed %v", c.h)
 	}
 }
 
 func TestNoLimitAndCheckLimitNoT(t *testing.T) {
-	if failure(func(tb testing.TB) { NoLimit(tb, header(`"job";q=1`, `"job";r=0`, "")) }) == "" {
-		t.Error("NoLimit passed a RateLimit field")
-	}
-	if msg := failure(func(tb testing.TB) { NoLimit(tb, header(`"job";q=1`, "", "")) }); msg != "" {
-		t.Error(msg)
-	}
-	if msg := failure(func(tb testing.TB) { CheckLimitNoT(tb, header("", `"job";r=0`, ""), "job", 0) }); msg != "" {
-		t.Error(msg)
-	}
+	assert.NotEmpty(t, failure(func(tb testing.TB) { NoLimit(tb, header(`"job";q=1`, `"job";r=0`, "")) }),
+		"NoLimit passed a RateLimit field")
+	assert.Empty(t, failure(func(tb testing.TB) { NoLimit(tb, header(`"job";q=1`, "", "")) }))
+	assert.Empty(t, failure(func(tb testing.TB) { CheckLimitNoT(tb, header("", `"job";r=0`, ""), "job", 0) }))
 	for _, v := range []string{`"job";r=0;t=30`, `job;r=0`, `"job";r=1`, `"job";r=0;w=30`} {
-		if failure(func(tb testing.TB) { CheckLimitNoT(tb, header("", v, ""), "job", 0) }) == "" {
-			t.Errorf("CheckLimitNoT passed %q", v)
-		}
+		assert.NotEmpty(t, failure(func(tb testing.TB) { CheckLimitNoT(tb, header("", v, ""), "job", 0) }),
+			"CheckLimitNoT passed %q", v)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ClientAddr is the peer address httptest gives requests; it must never
@@ -46,9 +48,7 @@ func ServePanic(h http.Handler, r *http.Request) (p any) {
 // Status fails the test when rec's status is not want.
 func Status(t testing.TB, rec *httptest.ResponseRecorder, want int) {
 	t.Helper()
-	if rec.Code != want {
-		t.Fatalf("status %d, want %d (body %q)", rec.Code, want, rec.Body.String())
-	}
+	require.Equal(t, want, rec.Code, "status (body %q)", rec.Body.String())
 }
 
 // Problem is a decoded RFC 9457 problem document.
@@ -72,28 +72,24 @@ type Problem struct {
 func CheckProblem(t testing.TB, rec *httptest.ResponseRecorder, status int, typ string, forbidden ...string) Problem {
 	t.Helper()
 	Status(t, rec, status)
-	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("Content-Type %q, want application/problem+json", ct)
-	}
+	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"), "Content-Type")
 	body := rec.Body.String()
 	var p Problem
-	if err := json.Unmarshal([]byte(body), &p); err != nil {
-		t.Fatalf("problem body %q: %v", body, err)
-	}
-	if p.Type != typ || p.Status != status || p.Title != http.StatusText(status) || p.Detail == "" {
-		t.Fatalf("problem %+v, want type %q, status %d, title %q and a detail", p, typ, status, http.StatusText(status))
-	}
+	require.NoError(t, json.Unmarshal([]byte(body), &p), "problem body %q", body)
+	require.Equal(t, typ, p.Type, "problem type of %q", body)
+	require.Equal(t, status, p.Status, "problem status of %q", body)
+	require.Equal(t, http.StatusText(status), p.Title, "problem title of %q", body)
+	require.NotEmpty(t, p.Detail, "problem detail of %q", body)
 	// quota-exceeded names the policies exceeded; no other type has the
 	// member.
-	if (typ == QuotaExceeded) != (len(p.ViolatedPolicies) > 0) {
-		t.Fatalf("problem %q: violated-policies %q with type %q", body, p.ViolatedPolicies, typ)
-	}
+	require.Equal(t, typ == QuotaExceeded, len(p.ViolatedPolicies) > 0,
+		"problem %q: violated-policies %q with type %q", body, p.ViolatedPolicies, typ)
 	// The type URI may name the library's documentation; nothing else
 	// may name its internals.
 	scan := strings.Replace(body, strconv.Quote(p.Type), `""`, 1)
 	for _, f := range append(forbidden, ClientAddr, "throttle", "keyfuncs") {
-		if f != "" && strings.Contains(scan, f) {
-			t.Fatalf("problem body %q contains %q", body, f)
+		if f != "" {
+			require.NotContains(t, scan, f, "problem body %q", body)
 		}
 	}
 	return p
@@ -105,9 +101,8 @@ func RetryAfter(t testing.TB, h http.Header) int {
 	t.Helper()
 	v := h.Get("Retry-After")
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("Retry-After %q, want an integer >= 1", v)
-	}
+	require.NoError(t, err, "Retry-After %q, want an integer >= 1", v)
+	require.GreaterOrEqual(t, n, 1, "Retry-After")
 	return n
 }
 
@@ -122,8 +117,8 @@ func OK(w http.ResponseWriter, status int) {
 const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
 // Panics fails the test unless f panics with a message that contains want:
-// how an adapter turns away a wiring mistake (a nil Limiter, key function
-// or handler) at start-up.
+// how an adapter turns away a wiring mistake (a nil Guard, key function or
+// handler) at start-up.
 func Panics(t testing.TB, want string, f func()) {
 	t.Helper()
 	p := func() (p any) {
@@ -131,7 +126,6 @@ func Panics(t testing.TB, want string, f func()) {
 		f()
 		return nil
 	}()
-	if msg, _ := p.(string); !strings.Contains(msg, want) {
-		t.Fatalf("panicked with %v, want a message containing %q", p, want)
-	}
+	msg, _ := p.(string)
+	require.Contains(t, msg, want, "panicked with %v", p)
 }

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // CostHeader carries a request's cost in the suite's cost tests; the
@@ -68,68 +72,66 @@ func (s *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // name as violated.
 func checkViolated(t testing.TB, p Problem, name string) {
 	t.Helper()
-	if !slices.Equal(p.ViolatedPolicies, []string{name}) {
-		t.Fatalf("violated-policies %q, want [%q]", p.ViolatedPolicies, name)
-	}
+	require.Equal(t, []string{name}, p.ViolatedPolicies, "violated-policies")
 }
 
 // noRetryAfter fails the test when h has a Retry-After.
 func noRetryAfter(t testing.TB, h http.Header) {
 	t.Helper()
-	if v := h.Values("Retry-After"); len(v) != 0 {
-		t.Fatalf("Retry-After %q, want none", v)
-	}
+	require.Empty(t, h.Values("Retry-After"), "Retry-After")
 }
 
 // untouched fails the test when l decided anything in its store.
-func untouched(t testing.TB, l *throttle.Limiter) {
+func untouched(t testing.TB, l interface{ Stats() throttle.Stats }) {
 	t.Helper()
-	if s := l.Stats(); s.Acquired != 0 || s.Rejected != 0 {
-		t.Fatalf("the store was asked: %d admitted, %d rejected", s.Acquired, s.Rejected)
-	}
+	s := l.Stats()
+	require.Zero(t, s.Acquired, "admitted by the store")
+	require.Zero(t, s.Rejected, "rejected by the store")
 }
 
 // testAdmittedFields checks the RateLimit fields of an admitted request
-// holding its key: nothing more is available to it (r=0), for the window
-// in Dedupe and Cooldown, for as long as the work runs (no t) in
-// Exclusive.
+// holding its key: nothing more is available to it (r=0), for the TTL in
+// Dedupe and Cooldown, for as long as the work runs (no t) in Exclusive.
 func testAdmittedFields(t *testing.T, a Adapter) {
 	for _, c := range []struct {
 		name   string
-		p      throttle.Policy
+		c      throttle.LockConfig
 		policy Field
 		t      int64 // 0: no t
 	}{
-		{"dedupe", throttle.Policy{Name: "submit"}, WindowPolicy("submit", 1, 5), 5},
-		{"cooldown", throttle.Policy{Name: "report", Mode: throttle.Cooldown, Window: 3 * time.Second},
+		{"dedupe", throttle.LockConfig{Name: "submit"}, WindowPolicy("submit", 1, 5), 5},
+		{"cooldown", throttle.LockConfig{Name: "report", Mode: throttle.Cooldown, TTL: 3 * time.Second},
 			WindowPolicy("report", 1, 3), 3},
-		{"exclusive", throttle.Policy{Name: "job", Mode: throttle.Exclusive}, ConcurrencyPolicy("job"), 0},
+		{"exclusive", throttle.LockConfig{Name: "job", Mode: throttle.Exclusive}, ConcurrencyPolicy("job"), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := a.Wrap(NewLimiter(t, c.p), UserKey(), &counter{})
-			rec := Serve(h, Submit("u1"))
+			g, _ := LockGuard(t, c.c)
+			rec := Serve(a.Wrap(g, UserKey(), &counter{}), Submit("u1"))
 			Status(t, rec, http.StatusCreated)
 			CheckPolicy(t, rec.Header(), c.policy)
 			if c.t > 0 {
-				CheckLimit(t, rec.Header(), c.p.Name, 0, c.t, c.t)
+				CheckLimit(t, rec.Header(), c.c.Name, 0, c.t, c.t)
 			} else {
-				CheckLimitNoT(t, rec.Header(), c.p.Name, 0)
+				CheckLimitNoT(t, rec.Header(), c.c.Name, 0)
 			}
 			noRetryAfter(t, rec.Header())
 		})
 	}
 }
 
-// search is the suite's Quota policy: 3 requests a minute, one refilled
-// every 20 s.
-func search() throttle.Policy {
-	return throttle.Policy{Name: "search", Mode: throttle.Quota, Limit: 3, Window: time.Minute}
+// searchRate is the rate of the suite's Quota "search": 3 requests a
+// minute, one refilled every 20 s.
+var searchRate = throttle.Rate{Limit: 3, Window: time.Minute}
+
+// newSearch returns the suite's Quota "search" on a fresh memory store.
+func newSearch(t testing.TB) *throttle.Quota {
+	return NewQuota(t, throttle.QuotaConfig{Name: "search"})
 }
 
 func testQuota(t *testing.T, a Adapter) {
-	l := NewLimiter(t, search())
+	q := newSearch(t)
 	c := &statusHandler{}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(guard.Quota(q, searchRate), UserKey(), c)
 	for _, r := range []int64{2, 1, 0} {
 		rec := Serve(h, Submit("u1"))
 		Status(t, rec, http.StatusOK)
@@ -139,15 +141,12 @@ func testQuota(t *testing.T, a Adapter) {
 		noRetryAfter(t, rec.Header())
 	}
 	rec := Serve(h, Submit("u1"))
-	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "u1", StoredKey(l, "u1"))
+	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "u1", StoredKey("search", "u1"))
 	checkViolated(t, p, "search")
 	CheckPolicy(t, rec.Header(), WindowPolicy("search", 3, 60))
-	if ra := CheckRejectedLimit(t, rec.Header(), "search", 0); ra > 20 {
-		t.Fatalf("Retry-After %d, more than the 20 s in which one request refills", ra)
-	}
-	if n := c.calls.Load(); n != 3 {
-		t.Fatalf("handler ran %d times, want 3", n)
-	}
+	ra := CheckRejectedLimit(t, rec.Header(), "search", 0)
+	require.LessOrEqual(t, ra, 20, "Retry-After: one request refills in 20 s")
+	require.Equal(t, int32(3), c.calls.Load(), "handler runs")
 	// Another user has a quota of their own.
 	rec = Serve(h, Submit("u2"))
 	Status(t, rec, http.StatusOK)
@@ -159,12 +158,12 @@ func testQuota(t *testing.T, a Adapter) {
 func testQuotaBurst(t *testing.T, a Adapter) {
 	for _, burst := range []int{5, 1, 3} {
 		t.Run("burst "+strconv.Itoa(burst), func(t *testing.T) {
-			p := search()
-			p.Burst = burst
+			rate := searchRate
+			rate.Burst = burst
 			c := &statusHandler{}
-			h := a.Wrap(NewLimiter(t, p), UserKey(), c)
+			h := a.Wrap(guard.Quota(newSearch(t), rate), UserKey(), c)
 			want := WindowPolicy("search", 3, 60)
-			if burst != p.Limit {
+			if burst != rate.Limit {
 				want.Burst = int64(burst)
 			}
 			for r := burst - 1; r >= 0; r-- {
@@ -177,46 +176,35 @@ func testQuotaBurst(t *testing.T, a Adapter) {
 			CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 			CheckPolicy(t, rec.Header(), want)
 			CheckRejectedLimit(t, rec.Header(), "search", 0)
-			if n := c.calls.Load(); n != int32(burst) {
-				t.Fatalf("handler ran %d times, want %d", n, burst)
-			}
+			require.Equal(t, int32(burst), c.calls.Load(), "handler runs")
 		})
 	}
 }
 
 func testQuotaKeyError(t *testing.T, a Adapter) {
-	l := NewLimiter(t, search())
+	q := newSearch(t)
 	c := &statusHandler{}
-	rec := Serve(a.Wrap(l, UserKey(), c), Submit(""))
+	rec := Serve(a.Wrap(guard.Quota(q, searchRate), UserKey(), c), Submit(""))
 	CheckProblem(t, rec, http.StatusBadRequest, BadKeyType)
 	CheckPolicy(t, rec.Header(), WindowPolicy("search", 3, 60))
 	NoLimit(t, rec.Header())
 	noRetryAfter(t, rec.Header())
-	if n := c.calls.Load(); n != 0 {
-		t.Fatalf("handler ran %d times", n)
-	}
-	untouched(t, l)
+	require.Zero(t, c.calls.Load(), "handler runs")
+	untouched(t, q)
 }
 
-// batch is the suite's Quota policy for costs: 10 a minute, one refilled
-// every 6 s.
-func batch() throttle.Policy {
-	return throttle.Policy{Name: "batch", Mode: throttle.Quota, Limit: 10, Window: time.Minute}
-}
+// batchRate is the rate of the suite's Quota "batch" for costs: 10 a
+// minute, one refilled every 6 s.
+var batchRate = throttle.Rate{Limit: 10, Window: time.Minute}
 
-// needCost skips the test for an adapter without a cost option.
-func needCost(t *testing.T, a Adapter) {
-	t.Helper()
-	if a.WrapCost == nil {
-		t.Skipf("adapter %s has no cost option", a.Name)
-	}
+// newBatch returns the suite's Quota "batch" on a fresh memory store.
+func newBatch(t testing.TB) *throttle.Quota {
+	return NewQuota(t, throttle.QuotaConfig{Name: "batch"})
 }
 
 func testCostCharged(t *testing.T, a Adapter) {
-	needCost(t, a)
-	l := NewLimiter(t, batch())
 	c := &statusHandler{}
-	h := a.WrapCost(l, UserKey(), CostFromHeader, c)
+	h := a.Wrap(guard.Quota(newBatch(t), batchRate, guard.WithCost(CostFromHeader)), UserKey(), c)
 
 	rec := Serve(h, costly("u1", 4))
 	Status(t, rec, http.StatusOK)
@@ -229,9 +217,8 @@ func testCostCharged(t *testing.T, a Adapter) {
 	rec = Serve(h, costly("u1", 8))
 	checkViolated(t, CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded), "batch")
 	ra := RetryAfter(t, rec.Header())
-	if f := CheckLimit(t, rec.Header(), "batch", 6, 1, 6); int64(ra) <= f.T {
-		t.Fatalf("Retry-After %d for a cost of 8 with 6 left, want more than t=%d", ra, f.T)
-	}
+	f := CheckLimit(t, rec.Header(), "batch", 6, 1, 6)
+	require.Greater(t, int64(ra), f.T, "Retry-After for a cost of 8 with 6 left, against t")
 
 	rec = Serve(h, costly("u1", 6))
 	Status(t, rec, http.StatusOK)
@@ -239,12 +226,9 @@ func testCostCharged(t *testing.T, a Adapter) {
 
 	rec = Serve(h, costly("u1", 1))
 	checkViolated(t, CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded), "batch")
-	if ra := CheckRejectedLimit(t, rec.Header(), "batch", 0); ra > 6 {
-		t.Fatalf("Retry-After %d, more than the 6 s in which one request refills", ra)
-	}
-	if n := c.calls.Load(); n != 2 {
-		t.Fatalf("handler ran %d times, want 2", n)
-	}
+	ra = CheckRejectedLimit(t, rec.Header(), "batch", 0)
+	require.LessOrEqual(t, ra, 6, "Retry-After: one request refills in 6 s")
+	require.Equal(t, int32(2), c.calls.Load(), "handler runs")
 	// Another user's quota is whole.
 	rec = Serve(h, costly("u2", 10))
 	Status(t, rec, http.StatusOK)
@@ -255,28 +239,25 @@ func testCostCharged(t *testing.T, a Adapter) {
 // charges nothing and never reaches the handler, and that the bound is
 // Burst, not Limit.
 func testCostAboveBurst(t *testing.T, a Adapter) {
-	needCost(t, a)
 	for _, burst := range []int{10, 12} {
 		t.Run("burst "+strconv.Itoa(burst), func(t *testing.T) {
-			p := batch()
-			p.Burst = burst
-			l := NewLimiter(t, p)
+			rate := batchRate
+			rate.Burst = burst
+			q := newBatch(t)
 			c := &statusHandler{}
-			h := a.WrapCost(l, UserKey(), CostFromHeader, c)
+			h := a.Wrap(guard.Quota(q, rate, guard.WithCost(CostFromHeader)), UserKey(), c)
 			want := WindowPolicy("batch", 10, 60)
-			if burst != p.Limit {
+			if burst != rate.Limit {
 				want.Burst = int64(burst)
 			}
 
 			rec := Serve(h, costly("u1", burst+1))
-			CheckProblem(t, rec, http.StatusRequestEntityTooLarge, "about:blank", "u1", StoredKey(l, "u1"))
+			CheckProblem(t, rec, http.StatusRequestEntityTooLarge, "about:blank", "u1", StoredKey("batch", "u1"))
 			CheckPolicy(t, rec.Header(), want)
 			NoLimit(t, rec.Header())
 			noRetryAfter(t, rec.Header())
-			if n := c.calls.Load(); n != 0 {
-				t.Fatalf("handler ran %d times", n)
-			}
-			untouched(t, l)
+			require.Zero(t, c.calls.Load(), "handler runs")
+			untouched(t, q)
 
 			// The quota is whole: the most it allows fits at once.
 			rec = Serve(h, costly("u1", burst))
@@ -290,7 +271,6 @@ func testCostAboveBurst(t *testing.T, a Adapter) {
 // function fails, or says a negative cost) is the client's fault, answered
 // like a bad key, before the store is asked.
 func testCostInvalid(t *testing.T, a Adapter) {
-	needCost(t, a)
 	for _, c := range []struct {
 		cost   string
 		status int
@@ -301,7 +281,7 @@ func testCostInvalid(t *testing.T, a Adapter) {
 		{"too-large", http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(c.cost, func(t *testing.T) {
-			l := NewLimiter(t, batch())
+			q := newBatch(t)
 			s := &statusHandler{}
 			cost := func(r *http.Request) (int, error) {
 				if r.Header.Get(CostHeader) == "too-large" {
@@ -309,16 +289,14 @@ func testCostInvalid(t *testing.T, a Adapter) {
 				}
 				return CostFromHeader(r)
 			}
-			h := a.WrapCost(l, UserKey(), cost, s)
+			h := a.Wrap(guard.Quota(q, batchRate, guard.WithCost(cost)), UserKey(), s)
 			rec := Serve(h, WithHeader(Submit("u1"), CostHeader, c.cost))
 			CheckProblem(t, rec, c.status, "about:blank", "many", "strconv", "syntax", "cost function", "u1")
 			CheckPolicy(t, rec.Header(), WindowPolicy("batch", 10, 60))
 			NoLimit(t, rec.Header())
 			noRetryAfter(t, rec.Header())
-			if n := s.calls.Load(); n != 0 {
-				t.Fatalf("handler ran %d times", n)
-			}
-			untouched(t, l)
+			require.Zero(t, s.calls.Load(), "handler runs")
+			untouched(t, q)
 		})
 	}
 }
@@ -335,13 +313,12 @@ type httpStatusError struct {
 func (e httpStatusError) Error() string   { return e.msg }
 func (e httpStatusError) HTTPStatus() int { return e.status }
 
-// testCostOtherModes checks that a policy other than Quota ignores the
-// cost, as WithCost says: a request holds its key or not.
+// testCostOtherModes checks that a guard other than a Quota's ignores the
+// cost, as guard.WithCost says: a request holds its key or not.
 func testCostOtherModes(t *testing.T, a Adapter) {
-	needCost(t, a)
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	l := NewLock(t, throttle.LockConfig{Name: "submit"})
 	c := &statusHandler{}
-	h := a.WrapCost(l, UserKey(), CostFromHeader, c)
+	h := a.Wrap(guard.Lock(l, guard.WithCost(CostFromHeader)), UserKey(), c)
 	for _, user := range []string{"u1", "u2"} {
 		cost := 11
 		if user == "u2" {
@@ -353,15 +330,13 @@ func testCostOtherModes(t *testing.T, a Adapter) {
 		CheckLimit(t, rec.Header(), "submit", 0, 5, 5)
 	}
 	CheckProblem(t, Serve(h, costly("u1", 1)), http.StatusTooManyRequests, QuotaExceeded)
-	if n := c.calls.Load(); n != 2 {
-		t.Fatalf("handler ran %d times, want 2", n)
-	}
+	require.Equal(t, int32(2), c.calls.Load(), "handler runs")
 	// The cost function is not even asked: one that would fail does not
 	// turn requests away.
-	broken := a.WrapCost(l, UserKey(), func(*http.Request) (int, error) {
-		t.Error("cost function called under a Dedupe policy")
+	broken := a.Wrap(guard.Lock(l, guard.WithCost(func(*http.Request) (int, error) {
+		t.Error("cost function called under a Dedupe lock")
 		return 0, tooLarge
-	}, c)
+	})), UserKey(), c)
 	Status(t, Serve(broken, Submit("u3")), http.StatusOK)
 }
 
@@ -369,10 +344,8 @@ func testCostOtherModes(t *testing.T, a Adapter) {
 // spent quota: it goes ahead while one of cost 1 would, and is refused
 // with the quota's Retry-After once the quota is spent.
 func testCostZero(t *testing.T, a Adapter) {
-	needCost(t, a)
-	l := NewLimiter(t, batch())
 	s := &statusHandler{}
-	h := a.WrapCost(l, UserKey(), CostFromHeader, s)
+	h := a.Wrap(guard.Quota(newBatch(t), batchRate, guard.WithCost(CostFromHeader)), UserKey(), s)
 	rec := Serve(h, costly("u1", 0))
 	Status(t, rec, http.StatusOK)
 	CheckLimitNoT(t, rec.Header(), "batch", 10) // full: nothing to refill
@@ -380,14 +353,17 @@ func testCostZero(t *testing.T, a Adapter) {
 	rec = Serve(h, costly("u1", 0))
 	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 	CheckRejectedLimit(t, rec.Header(), "batch", 0)
-	if n := s.calls.Load(); n != 2 {
-		t.Fatalf("handler ran %d times, want 2", n)
-	}
+	require.Equal(t, int32(2), s.calls.Load(), "handler runs")
 }
 
-// login is the suite's login protection: 5 failed attempts a minute.
-func login() throttle.Policy {
-	return throttle.Policy{Name: "login", Mode: throttle.Quota, Limit: 5, Window: time.Minute, CountOnlyFailures: true}
+// loginRate is the rate of the suite's login protection: 5 failed
+// attempts a minute (guard.CountOnlyFailures).
+var loginRate = throttle.Rate{Limit: 5, Window: time.Minute}
+
+// loginGuard returns the guard of the suite's login protection at rate r,
+// counting only failures, on a fresh memory store.
+func loginGuard(t testing.TB, r throttle.Rate) *guard.Guard {
+	return guard.Quota(NewQuota(t, throttle.QuotaConfig{Name: "login"}), r, guard.CountOnlyFailures())
 }
 
 // testOnlyFailuresConcurrent sends 50 wrong passwords at once. Every request
@@ -396,11 +372,10 @@ func login() throttle.Policy {
 // holds them until all 50 are decided, and 45 are turned away.
 func testOnlyFailuresConcurrent(t *testing.T, a Adapter) {
 	const n, burst = 50, 5
-	l := NewLimiter(t, login())
 	var calls atomic.Int32
 	entered := make(chan struct{}, n)
 	release := make(chan struct{})
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(loginGuard(t, loginRate), UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		entered <- struct{}{}
 		<-release
@@ -453,13 +428,13 @@ wait:
 		case http.StatusTooManyRequests:
 			refused = append(refused, rec)
 		default:
-			t.Fatalf("status %d (body %q)", rec.Code, rec.Body.String())
+			require.Failf(t, "unexpected status", "status %d (body %q)", rec.Code, rec.Body.String())
 		}
 	}
-	if c := calls.Load(); c != burst || len(failed) != burst || len(refused) != n-burst || inHandler != burst {
-		t.Fatalf("handler ran %d times (%d at once), %d answers 401 and %d 429; want %d, %d and %d",
-			c, inHandler, len(failed), len(refused), burst, burst, n-burst)
-	}
+	assert.Equal(t, int32(burst), calls.Load(), "handler runs")
+	assert.Equal(t, burst, inHandler, "requests in the handler at once")
+	require.Len(t, failed, burst, "answers 401")
+	require.Len(t, refused, n-burst, "answers 429")
 	// Each admitted request was charged in turn: the first off a full
 	// quota (r=4), the last leaving nothing (r=0). In between, r is at
 	// most what an ideal clock gives: the memory store reads its clock
@@ -474,35 +449,29 @@ wait:
 	for i, r := range rs {
 		ok = ok && r <= int64(i)
 	}
-	if !ok {
-		t.Fatalf("RateLimit r of the admitted requests %v, want 0, at most 1, 2, 3, and 4", rs)
-	}
+	require.True(t, ok, "RateLimit r of the admitted requests %v, want 0, at most 1, 2, 3, and 4", rs)
 	for _, rec := range refused {
 		checkViolated(t, CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "alice"), "login")
 		CheckRejectedLimit(t, rec.Header(), "login", 0)
 	}
 	// The five failures kept their charges.
 	CheckProblem(t, Serve(h, Submit("alice")), http.StatusTooManyRequests, QuotaExceeded)
-	if c := calls.Load(); c != burst {
-		t.Fatalf("handler ran %d times, want %d", c, burst)
-	}
+	require.Equal(t, int32(burst), calls.Load(), "handler runs")
 }
 
 // testOnlyFailuresSuccesses checks that successes cost nothing and failures
 // do.
 func testOnlyFailuresSuccesses(t *testing.T, a Adapter) {
-	l := NewLimiter(t, login())
 	c := &statusHandler{}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(loginGuard(t, loginRate), UserKey(), c)
 	for i := range 20 {
 		rec := Serve(h, Submit("alice"))
 		Status(t, rec, http.StatusOK)
 		CheckPolicy(t, rec.Header(), WindowPolicy("login", 5, 60))
 		// Charged while it ran, refunded after: every success starts
 		// from a full quota.
-		if f := LimitOf(t, rec.Header(), "login"); f.R != 4 {
-			t.Fatalf("success %d: RateLimit r=%d, want 4 (the successes before it cost nothing)", i+1, f.R)
-		}
+		require.Equal(t, int64(4), LimitOf(t, rec.Header(), "login").R,
+			"success %d: RateLimit r (the successes before it cost nothing)", i+1)
 	}
 	for r := int64(4); r >= 0; r-- {
 		rec := Serve(h, WithHeader(Submit("alice"), StatusHeader, "401"))
@@ -513,24 +482,19 @@ func testOnlyFailuresSuccesses(t *testing.T, a Adapter) {
 	rec := Serve(h, Submit("alice"))
 	checkViolated(t, CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "alice"), "login")
 	CheckRejectedLimit(t, rec.Header(), "login", 0)
-	if n := c.calls.Load(); n != 25 {
-		t.Fatalf("handler ran %d times, want 25", n)
-	}
+	require.Equal(t, int32(25), c.calls.Load(), "handler runs")
 }
 
 // testOnlyFailuresPanic checks that a panicking handler is a failure: it
 // keeps its charge.
 func testOnlyFailuresPanic(t *testing.T, a Adapter) {
-	p := login()
-	p.Limit = 2
-	l := NewLimiter(t, p)
+	rate := loginRate
+	rate.Limit = 2
 	c := &statusHandler{}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(loginGuard(t, rate), UserKey(), c)
 	panicking := func() {
 		t.Helper()
-		if got := ServePanic(h, WithHeader(Submit("alice"), StatusHeader, "panic")); got != handlerPanic {
-			t.Fatalf("panic value %v, want the handler's %v", got, handlerPanic)
-		}
+		require.Same(t, handlerPanic, ServePanic(h, WithHeader(Submit("alice"), StatusHeader, "panic")), "panic value")
 	}
 	panicking()
 	// One charge left: a success uses it while it runs, then gives it back.
@@ -539,7 +503,5 @@ func testOnlyFailuresPanic(t *testing.T, a Adapter) {
 	CheckLimit(t, rec.Header(), "login", 0, 1, 30)
 	panicking()
 	CheckProblem(t, Serve(h, Submit("alice")), http.StatusTooManyRequests, QuotaExceeded)
-	if n := c.calls.Load(); n != 3 {
-		t.Fatalf("handler ran %d times, want 3", n)
-	}
+	require.Equal(t, int32(3), c.calls.Load(), "handler runs")
 }

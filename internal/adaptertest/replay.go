@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // ReplayedHeader marks a replayed response.
@@ -27,9 +31,16 @@ const (
 	KeyReusedType = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#ReasonKeyReused"
 )
 
-// ReplayPolicy is the suite's Replay policy: "orders", a minute's window.
-func ReplayPolicy() throttle.Policy {
-	return throttle.Policy{Name: "orders", Mode: throttle.Replay, Window: time.Minute}
+// ReplayConfig is the config of the suite's Replay: "orders", a minute's
+// TTL.
+func ReplayConfig() throttle.ReplayConfig {
+	return throttle.ReplayConfig{Name: "orders", TTL: time.Minute}
+}
+
+// replayGuardOf returns the guard of a Replay configured by c on a fresh
+// memory store.
+func replayGuardOf(t testing.TB, c throttle.ReplayConfig) *guard.Guard {
+	return guard.Replay(NewReplay(t, c))
 }
 
 // ReplayKey keys a request as the example services key POST /orders: the
@@ -82,68 +93,46 @@ func (o *Orders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // orderID returns the id of an order answer, checking its form.
 func orderID(t testing.TB, rec *httptest.ResponseRecorder) int {
 	t.Helper()
-	if rec.Code != http.StatusCreated {
-		t.Fatalf("status %d, want 201 (body %q)", rec.Code, rec.Body.String())
-	}
+	Status(t, rec, http.StatusCreated)
 	var body struct{ ID int }
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-		t.Fatalf("body %q: %v", rec.Body.String(), err)
-	}
-	if loc := rec.Header().Get("Location"); loc != fmt.Sprintf("/orders/%d", body.ID) {
-		t.Fatalf("Location %q for order %d", loc, body.ID)
-	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("Content-Type %q", ct)
-	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "body %q", rec.Body.String())
+	require.Equal(t, fmt.Sprintf("/orders/%d", body.ID), rec.Header().Get("Location"), "Location")
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"), "Content-Type")
 	return body.ID
 }
 
 // checkReplayed checks that rec is a replay of order id.
 func checkReplayed(t testing.TB, rec *httptest.ResponseRecorder, id int) {
 	t.Helper()
-	if got := orderID(t, rec); got != id {
-		t.Fatalf("replayed order %d, want %d", got, id)
-	}
+	require.Equal(t, id, orderID(t, rec), "replayed order")
 	h := rec.Header()
-	if h.Get(ReplayedHeader) != "true" {
-		t.Fatalf("%s = %q, want true", ReplayedHeader, h.Get(ReplayedHeader))
-	}
-	if h.Get("Set-Cookie") != "" || h.Get("X-Run") != "" {
-		t.Fatalf("replay repeats headers it must not: Set-Cookie %q, X-Run %q", h.Get("Set-Cookie"), h.Get("X-Run"))
-	}
-	if h.Get("Ratelimit-Policy") == "" {
-		t.Fatal("replay lacks the recorded RateLimit-Policy")
-	}
+	require.Equal(t, "true", h.Get(ReplayedHeader), ReplayedHeader)
+	require.Empty(t, h.Get("Set-Cookie"), "a replay repeats Set-Cookie")
+	require.Empty(t, h.Get("X-Run"), "a replay repeats X-Run")
+	require.NotEmpty(t, h.Get("Ratelimit-Policy"), "replay lacks the recorded RateLimit-Policy")
 }
 
 // testReplay: a duplicate after the first answer gets it again, marked, with
 // only the recorded headers; another user, or another key, runs afresh.
 func testReplay(t *testing.T, a Adapter) {
 	o := &Orders{}
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), o)
 	first := Serve(h, Order("alice", "k1", `{"item":"book"}`))
 	id := orderID(t, first)
-	if first.Header().Get(ReplayedHeader) != "" || first.Header().Get("Set-Cookie") == "" {
-		t.Fatalf("the first answer is changed: %v", first.Header())
-	}
+	require.Empty(t, first.Header().Get(ReplayedHeader), "the first answer is marked replayed")
+	require.NotEmpty(t, first.Header().Get("Set-Cookie"), "the first answer lost its Set-Cookie")
 	for range 3 {
 		checkReplayed(t, Serve(h, Order("alice", "k1", `{"item":"book"}`)), id)
 	}
-	if n := o.Runs.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
-	if got := orderID(t, Serve(h, Order("bob", "k1", `{"item":"book"}`))); got == id {
-		t.Fatal("another user's request with the same key got alice's order")
-	}
-	if got := orderID(t, Serve(h, Order("alice", "k2", `{"item":"book"}`))); got == id {
-		t.Fatal("a new key got the old key's order")
-	}
+	require.Equal(t, int32(1), o.Runs.Load(), "handler runs")
+	require.NotEqual(t, id, orderID(t, Serve(h, Order("bob", "k1", `{"item":"book"}`))),
+		"another user's request with the same key got alice's order")
+	require.NotEqual(t, id, orderID(t, Serve(h, Order("alice", "k2", `{"item":"book"}`))),
+		"a new key got the old key's order")
 	// Without a key, the body is the key: the same body replays.
 	id2 := orderID(t, Serve(h, Order("alice", "", `{"item":"pen"}`)))
 	checkReplayed(t, Serve(h, Order("alice", "", `{"item":"pen"}`)), id2)
-	if n := o.Runs.Load(); n != 4 {
-		t.Fatalf("handler ran %d times, want 4", n)
-	}
+	require.Equal(t, int32(4), o.Runs.Load(), "handler runs")
 }
 
 // testReplayConcurrent: 50 identical requests at once, the handler held
@@ -151,7 +140,7 @@ func testReplay(t *testing.T, a Adapter) {
 func testReplayConcurrent(t *testing.T, a Adapter) {
 	const n = 50
 	o := &Orders{Gate: make(chan struct{}), Entered: make(chan struct{}, n)}
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), o)
 	answers := concurrently(n, func() *httptest.ResponseRecorder {
 		return Serve(h, Order("alice", "k1", `{"item":"book"}`))
 	}, func() {
@@ -169,9 +158,9 @@ func testReplayConcurrent(t *testing.T, a Adapter) {
 			replayed++
 		}
 	}
-	if len(ids) != 1 || replayed != n-1 || o.Runs.Load() != 1 {
-		t.Fatalf("ids %v, %d replayed, %d runs; want one id, %d replayed, 1 run", ids, replayed, o.Runs.Load(), n-1)
-	}
+	assert.Len(t, ids, 1, "order ids")
+	assert.Equal(t, n-1, replayed, "replayed answers")
+	assert.Equal(t, int32(1), o.Runs.Load(), "handler runs")
 }
 
 // concurrently runs fn n times at once, calls during once they started,
@@ -198,7 +187,7 @@ func testReplayAfterFailure(t *testing.T, a Adapter) {
 	var runs atomic.Int32
 	entered := make(chan struct{}, dups+1)
 	gate := make(chan struct{})
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := runs.Add(1)
 		entered <- struct{}{}
 		if n == 1 {
@@ -220,9 +209,7 @@ func testReplayAfterFailure(t *testing.T, a Adapter) {
 		time.Sleep(50 * time.Millisecond) // let the duplicates find the key held
 		close(gate)
 	})
-	if rec := <-firstDone; rec.Code != http.StatusBadGateway {
-		t.Fatalf("first request: status %d, want 502", rec.Code)
-	}
+	Status(t, <-firstDone, http.StatusBadGateway)
 	ids := map[int]int{}
 	replayed := 0
 	for _, rec := range answers {
@@ -231,31 +218,27 @@ func testReplayAfterFailure(t *testing.T, a Adapter) {
 			replayed++
 		}
 	}
-	if runs.Load() != 2 || len(ids) != 1 || replayed != dups-1 {
-		t.Fatalf("%d runs, ids %v, %d replayed; want 2 runs, one id, %d replayed", runs.Load(), ids, replayed, dups-1)
-	}
+	assert.Equal(t, int32(2), runs.Load(), "handler runs")
+	assert.Len(t, ids, 1, "order ids")
+	assert.Equal(t, dups-1, replayed, "replayed answers")
 }
 
 // testReplayInFlight: with no wait, a duplicate of a request still running
 // gets 409 with Retry-After 1 and the retention in its problem body; once
 // the first answered, it is replayed.
 func testReplayInFlight(t *testing.T, a Adapter) {
-	p := ReplayPolicy()
-	p.Wait = -1
+	c := ReplayConfig()
+	c.Wait = -1
 	o := &Orders{Gate: make(chan struct{}), Entered: make(chan struct{}, 1)}
-	h := a.Wrap(NewLimiter(t, p), ReplayKey(), o)
+	h := a.Wrap(replayGuardOf(t, c), ReplayKey(), o)
 	firstDone := make(chan *httptest.ResponseRecorder, 1)
 	go func() { firstDone <- Serve(h, Order("alice", "k1", "{}")) }()
 	<-o.Entered
 	rec := Serve(h, Order("alice", "k1", "{}"))
 	close(o.Gate)
 	prob := CheckProblem(t, rec, http.StatusConflict, InFlightType)
-	if ra := rec.Header().Get("Retry-After"); ra != "1" {
-		t.Fatalf("Retry-After %q, want 1", ra)
-	}
-	if prob.Retention != 60 {
-		t.Fatalf("retention-seconds %d, want 60", prob.Retention)
-	}
+	require.Equal(t, "1", rec.Header().Get("Retry-After"), "Retry-After")
+	require.Equal(t, 60, prob.Retention, "retention-seconds")
 	id := orderID(t, <-firstDone)
 	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
 }
@@ -264,24 +247,20 @@ func testReplayInFlight(t *testing.T, a Adapter) {
 // the same body is replayed.
 func testReplayKeyReused(t *testing.T, a Adapter) {
 	o := &Orders{}
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), o)
 	id := orderID(t, Serve(h, Order("alice", "k1", `{"amount":10}`)))
 	rec := Serve(h, Order("alice", "k1", `{"amount":1000}`))
 	prob := CheckProblem(t, rec, http.StatusUnprocessableEntity, KeyReusedType)
-	if prob.Retention != 60 {
-		t.Fatalf("retention-seconds %d, want 60", prob.Retention)
-	}
+	require.Equal(t, 60, prob.Retention, "retention-seconds")
 	checkReplayed(t, Serve(h, Order("alice", "k1", `{"amount":10}`)), id)
-	if n := o.Runs.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
+	require.Equal(t, int32(1), o.Runs.Load(), "handler runs")
 }
 
 // testReplayFailureReleases: a failed or panicking first request records
 // nothing and frees the key: the retry runs.
 func testReplayFailureReleases(t *testing.T, a Adapter) {
 	var runs atomic.Int32
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch runs.Add(1) {
 		case 1:
 			http.Error(w, "invalid", http.StatusUnprocessableEntity)
@@ -291,40 +270,30 @@ func testReplayFailureReleases(t *testing.T, a Adapter) {
 			OK(w, http.StatusCreated)
 		}
 	}))
-	if rec := Serve(h, Order("alice", "k1", "{}")); rec.Code != http.StatusUnprocessableEntity {
-		t.Fatalf("status %d, want 422", rec.Code)
-	}
-	if p := ServePanic(h, Order("alice", "k1", "{}")); p == nil {
-		t.Fatal("the handler's panic did not propagate")
-	}
+	Status(t, Serve(h, Order("alice", "k1", "{}")), http.StatusUnprocessableEntity)
+	require.NotNil(t, ServePanic(h, Order("alice", "k1", "{}")), "the handler's panic did not propagate")
 	rec := Serve(h, Order("alice", "k1", "{}"))
-	if rec.Code != http.StatusCreated || rec.Header().Get(ReplayedHeader) != "" || runs.Load() != 3 {
-		t.Fatalf("status %d, replayed %q after %d runs; want a third run answering 201", rec.Code,
-			rec.Header().Get(ReplayedHeader), runs.Load())
-	}
+	Status(t, rec, http.StatusCreated)
+	require.Empty(t, rec.Header().Get(ReplayedHeader), "the retry is a replay")
+	require.Equal(t, int32(3), runs.Load(), "handler runs: a third run answers")
 }
 
 // testReplayNoBody: a handler that sets a status and headers but writes no
 // body is replayed with both (gin and echo send such a header late).
 func testReplayNoBody(t *testing.T, a Adapter) {
 	var runs atomic.Int32
-	h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		w.Header().Set("Location", "/orders/7")
 		w.WriteHeader(http.StatusSeeOther)
 	}))
 	for i := range 2 {
 		rec := Serve(h, Order("alice", "k1", "{}"))
-		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/7" {
-			t.Fatalf("answer %d: status %d, Location %q", i, rec.Code, rec.Header().Get("Location"))
-		}
-		if replayed := rec.Header().Get(ReplayedHeader) == "true"; replayed != (i == 1) {
-			t.Fatalf("answer %d: replayed %v", i, replayed)
-		}
+		Status(t, rec, http.StatusSeeOther)
+		require.Equal(t, "/orders/7", rec.Header().Get("Location"), "answer %d: Location", i)
+		require.Equal(t, i == 1, rec.Header().Get(ReplayedHeader) == "true", "answer %d: replayed", i)
 	}
-	if runs.Load() != 1 {
-		t.Fatalf("handler ran %d times, want 1", runs.Load())
-	}
+	require.Equal(t, int32(1), runs.Load(), "handler runs")
 }
 
 // testReplayUnrecordable: a response too large to record, or flushed, is
@@ -347,21 +316,15 @@ func testReplayUnrecordable(t *testing.T, a Adapter) {
 				t.Skip("the framework buffers responses: nothing is streamed")
 			}
 			var runs atomic.Int32
-			h := a.Wrap(NewLimiter(t, ReplayPolicy()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := a.Wrap(replayGuardOf(t, ReplayConfig()), ReplayKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs.Add(1)
 				c.write(w)
 			}))
-			if rec := Serve(h, Order("alice", "k1", "{}")); rec.Code != http.StatusOK {
-				t.Fatalf("first: status %d", rec.Code)
-			}
+			Status(t, Serve(h, Order("alice", "k1", "{}")), http.StatusOK)
 			rec := Serve(h, Order("alice", "k1", "{}"))
 			CheckProblem(t, rec, http.StatusConflict, NotKeptType)
-			if ra := rec.Header().Get("Retry-After"); ra == "" || ra == "0" {
-				t.Fatalf("Retry-After %q", ra)
-			}
-			if runs.Load() != 1 {
-				t.Fatalf("handler ran %d times, want 1", runs.Load())
-			}
+			RetryAfter(t, rec.Header())
+			require.Equal(t, int32(1), runs.Load(), "handler runs")
 		})
 	}
 }
@@ -370,7 +333,7 @@ func testReplayUnrecordable(t *testing.T, a Adapter) {
 // a rejection: it never goes through the application's rejection handler.
 func testReplayCustomReject(t *testing.T, a Adapter) {
 	o := &Orders{}
-	h := a.WrapCustom(NewLimiter(t, ReplayPolicy()), ReplayKey(), o)
+	h := a.WrapCustom(replayGuardOf(t, ReplayConfig()), ReplayKey(), o)
 	id := orderID(t, Serve(h, Order("alice", "k1", "{}")))
 	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
 }

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -66,10 +70,10 @@ func Run(t *testing.T, a Adapter) {
 	}
 }
 
-// StoredKey returns the key l stores for the identity id.
-func StoredKey(l *throttle.Limiter, id string) string {
-	p := l.Policy()
-	return store.Key(p.Prefix, p.Name, id)
+// StoredKey returns the key a limiter named name stores for the identity
+// id under the default prefix, as the suite's limiters do.
+func StoredKey(name, id string) string {
+	return store.Key(throttle.DefaultPrefix, name, id)
 }
 
 // tokenLog is a store that remembers the first token it was asked to
@@ -95,14 +99,36 @@ func (s *tokenLog) first() string {
 	return s.tok
 }
 
-// NewLimiter returns a limiter for p on a fresh memory store.
-func NewLimiter(t testing.TB, p throttle.Policy) *throttle.Limiter {
+// NewLock returns a Lock configured by c on a fresh memory store.
+func NewLock(t testing.TB, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
-	l, err := throttle.New(memstore.New(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, err := throttle.NewLock(memstore.New(), c)
+	require.NoError(t, err)
 	return l
+}
+
+// NewQuota returns a Quota configured by c on a fresh memory store.
+func NewQuota(t testing.TB, c throttle.QuotaConfig) *throttle.Quota {
+	t.Helper()
+	q, err := throttle.NewQuota(memstore.New(), c)
+	require.NoError(t, err)
+	return q
+}
+
+// NewReplay returns a Replay configured by c on a fresh memory store.
+func NewReplay(t testing.TB, c throttle.ReplayConfig) *throttle.Replay {
+	t.Helper()
+	r, err := throttle.NewReplay(memstore.New(), c)
+	require.NoError(t, err)
+	return r
+}
+
+// LockGuard returns the guard of a Lock configured by c on a fresh memory
+// store, and the Lock.
+func LockGuard(t testing.TB, c throttle.LockConfig, opts ...guard.Option) (*guard.Guard, *throttle.Lock) {
+	t.Helper()
+	l := NewLock(t, c)
+	return guard.Lock(l, opts...), l
 }
 
 // counter is a handler that counts its calls and answers with the status
@@ -123,13 +149,11 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func testDuplicate(t *testing.T, a Adapter) {
 	st := &tokenLog{Store: memstore.New()}
-	l, err := throttle.New(st, throttle.Policy{Name: "submit", Window: 5 * time.Second, Fence: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit", TTL: 5 * time.Second, Fence: true})
+	require.NoError(t, err)
 	var sawLease atomic.Bool
 	var calls atomic.Int32
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(guard.Lock(l), UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		sawLease.Store(throttle.LeaseFrom(r.Context()) != nil)
 		OK(w, http.StatusCreated)
@@ -137,76 +161,65 @@ func testDuplicate(t *testing.T, a Adapter) {
 	const user = "user-7f3a9c"
 	Status(t, Serve(h, Submit(user)), http.StatusCreated)
 	tok := st.first()
-	if !sawLease.Load() || len(tok) < 16 {
-		t.Fatalf("handler saw no lease in its context (token %q)", tok)
-	}
+	require.True(t, sawLease.Load(), "handler saw no lease in its context")
+	require.GreaterOrEqual(t, len(tok), 16, "token %q", tok)
 	rec := Serve(h, Submit(user))
-	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], StoredKey(l, user))
+	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, user, tok[:16], StoredKey("submit", user))
 	checkViolated(t, p, "submit")
-	if n := RetryAfter(t, rec.Header()); n > 5 {
-		t.Fatalf("Retry-After %d exceeds the 5s window", n)
-	}
+	assert.LessOrEqual(t, RetryAfter(t, rec.Header()), 5, "Retry-After exceeds the 5s TTL")
 	CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
 	CheckRejectedLimit(t, rec.Header(), "submit", 0)
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
+	require.Equal(t, int32(1), calls.Load(), "handler runs")
 	// Another user has a key of their own.
 	Status(t, Serve(h, Submit("user-other")), http.StatusCreated)
 }
 
 func testDedupeFailure(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
 	c := &counter{statuses: []int{http.StatusInternalServerError, http.StatusCreated}}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(g, UserKey(), c)
 	Status(t, Serve(h, Submit("u1")), http.StatusInternalServerError)
 	// The failure released the key: the retry is admitted ...
 	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
-	// ... and its success is kept for the window.
+	// ... and its success is kept for the TTL.
 	CheckProblem(t, Serve(h, Submit("u1")), http.StatusTooManyRequests, QuotaExceeded)
-	if n := c.calls.Load(); n != 2 {
-		t.Fatalf("handler ran %d times, want 2", n)
-	}
+	require.Equal(t, int32(2), c.calls.Load(), "handler runs")
 }
 
 type panicValue struct{ n int }
 
 func testDedupePanic(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
 	want := &panicValue{42}
 	var calls atomic.Int32
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(g, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
 			panic(want)
 		}
 		OK(w, http.StatusCreated)
 	}))
-	if p := ServePanic(h, Submit("u1")); p != want {
-		t.Fatalf("panic value %v, want the handler's %v", p, want)
-	}
+	require.Same(t, want, ServePanic(h, Submit("u1")), "panic value")
 	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
 	Status(t, Serve(h, Submit("u1")), http.StatusTooManyRequests)
 }
 
 func testNothingWritten(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
+	h := a.Wrap(g, UserKey(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	Status(t, Serve(h, Submit("u1")), http.StatusOK)
 	Status(t, Serve(h, Submit("u1")), http.StatusTooManyRequests)
 }
 
 func testWindow(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "report", Mode: throttle.Cooldown, Window: 3 * time.Second})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "report", Mode: throttle.Cooldown, TTL: 3 * time.Second})
 	c := &counter{statuses: []int{http.StatusInternalServerError, http.StatusInternalServerError}}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(g, UserKey(), c)
 	Status(t, Serve(h, Submit("u1")), http.StatusInternalServerError)
 	rec := Serve(h, Submit("u1"))
 	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 	CheckRateLimit(t, rec.Header(), "report", `"report";q=1;w=3`, 3)
 	CheckRejectedLimit(t, rec.Header(), "report", 0)
-	if n := c.calls.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
+	require.Equal(t, int32(1), c.calls.Load(), "handler runs")
 }
 
 // blocker is a handler whose first call signals entered and waits for
@@ -243,9 +256,9 @@ func background(h http.Handler, r *http.Request) func() int {
 }
 
 func testExclusive(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive})
 	b := newBlocker()
-	h := a.Wrap(l, UserKey(), b)
+	h := a.Wrap(g, UserKey(), b)
 	first := background(h, Submit("c1"))
 	<-b.entered
 	rec := Serve(h, Submit("c1"))
@@ -256,20 +269,18 @@ func testExclusive(t *testing.T, a Adapter) {
 	CheckLimit(t, rec.Header(), "job", 0, 1, 30)
 	CheckRejectedLimit(t, rec.Header(), "job", 0)
 	close(b.release)
-	if code := first(); code != http.StatusOK {
-		t.Fatalf("first request: status %d", code)
-	}
+	require.Equal(t, http.StatusOK, first(), "first request's status")
 	// Released when the handler returned.
 	Status(t, Serve(h, Submit("c1")), http.StatusOK)
 }
 
 func testLeaseRefreshed(t *testing.T, a Adapter) {
 	const lease = 300 * time.Millisecond
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, LeaseTTL: lease})
+	g, l := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: lease})
 	entered := make(chan struct{})
 	var calls atomic.Int32
 	var problem atomic.Value
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(g, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) > 1 {
 			OK(w, http.StatusOK)
 			return
@@ -290,21 +301,15 @@ func testLeaseRefreshed(t *testing.T, a Adapter) {
 	<-entered
 	time.Sleep(2 * lease) // past the lease: only refreshes keep the key
 	Status(t, Serve(h, Submit("c1")), http.StatusConflict)
-	if code := first(); code != http.StatusOK {
-		t.Fatalf("slow request: status %d", code)
-	}
-	if p := problem.Load(); p != nil {
-		t.Fatal(p)
-	}
-	if lost := l.Stats().Lost; lost != 0 {
-		t.Fatalf("Stats.Lost = %d", lost)
-	}
+	require.Equal(t, http.StatusOK, first(), "slow request's status")
+	require.Nil(t, problem.Load())
+	require.Zero(t, l.Stats().Lost, "Stats.Lost")
 	Status(t, Serve(h, Submit("c1")), http.StatusOK)
 }
 
 func testFence(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Fence: true})
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Fence: true})
+	h := a.Wrap(g, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ls := throttle.LeaseFrom(r.Context())
 		if ls == nil {
 			http.Error(w, "no lease", http.StatusInternalServerError)
@@ -313,44 +318,37 @@ func testFence(t *testing.T, a Adapter) {
 		_, _ = io.WriteString(w, strconv.FormatInt(ls.Fence(), 10))
 	}))
 	var last int64
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		rec := Serve(h, Submit("c1"))
 		Status(t, rec, http.StatusOK)
 		f, err := strconv.ParseInt(rec.Body.String(), 10, 64)
-		if err != nil || f <= last {
-			t.Fatalf("fence %q after %d, want a strictly increasing positive number", rec.Body.String(), last)
-		}
+		require.NoError(t, err, "fence %q", rec.Body.String())
+		require.Greater(t, f, last, "fences increase strictly from 0")
 		last = f
 	}
 }
 
 func testWait(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Wait: 10 * time.Second})
+	g, l := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Wait: 10 * time.Second})
 	b := newBlocker()
-	h := a.Wrap(l, UserKey(), b)
+	h := a.Wrap(g, UserKey(), b)
 	first := background(h, Submit("c1"))
 	<-b.entered
 	second := background(h, Submit("c1"))
 	// Release the first only once the second has found the key held.
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Stats().Rejected == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never tried the held key")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return l.Stats().Rejected > 0 }, 5*time.Second, 5*time.Millisecond,
+		"the second request never tried the held key")
 	close(b.release)
-	if c1, c2 := first(), second(); c1 != http.StatusOK || c2 != http.StatusOK {
-		t.Fatalf("statuses %d and %d, want both 200 (the second waited)", c1, c2)
-	}
+	assert.Equal(t, http.StatusOK, first(), "first request")
+	assert.Equal(t, http.StatusOK, second(), "second request (it waited)")
 }
 
 // testReentrant checks that a handler which calls code taking the same key
 // with the request context re-enters it instead of blocking itself, and that
 // the key is free again once the request is over.
 func testReentrant(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "job", Mode: throttle.Exclusive, Reentrant: true})
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g, l := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Reentrant: true})
+	h := a.Wrap(g, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(UserHeader)
 		answer := ""
 		err := l.Do(r.Context(), id, func(ctx context.Context) error {
@@ -366,42 +364,35 @@ func testReentrant(t *testing.T, a Adapter) {
 		}
 		_, _ = io.WriteString(w, answer)
 	}))
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		rec := Serve(h, Submit("c1"))
 		Status(t, rec, http.StatusOK)
-		if want := "reentered, other owner: true"; rec.Body.String() != want {
-			t.Fatalf("request %d: %q, want %q", i+1, rec.Body.String(), want)
-		}
+		require.Equal(t, "reentered, other owner: true", rec.Body.String(), "request %d", i+1)
 	}
 }
 
 func testKeyError(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, l := LockGuard(t, throttle.LockConfig{Name: "submit"})
 	c := &counter{}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(g, UserKey(), c)
 	rec := Serve(h, Submit(""))
 	// The detail names what is missing, and the type links to what it
 	// means (the idempotency-key draft asks for a documentation link).
 	p := CheckProblem(t, rec, http.StatusBadRequest, BadKeyType)
-	if want := `header "` + UserHeader + `": missing`; !strings.Contains(p.Detail, want) {
-		t.Fatalf("detail %q does not name %s", p.Detail, want)
-	}
+	require.Contains(t, p.Detail, `header "`+UserHeader+`": missing`)
 	// The policy is known; the client's quota is not.
-	if v := rec.Header().Get("Retry-After"); v != "" {
-		t.Fatalf("Retry-After %q on a bad-key answer", v)
-	}
+	noRetryAfter(t, rec.Header())
 	CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
 	NoLimit(t, rec.Header())
-	if n := c.calls.Load(); n != 0 || l.Stats().Acquired != 0 {
-		t.Fatalf("handler ran %d times, %d acquisitions; want none", n, l.Stats().Acquired)
-	}
+	require.Zero(t, c.calls.Load(), "handler runs")
+	require.Zero(t, l.Stats().Acquired, "acquisitions")
 }
 
 func testBodyTooLarge(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
 	key := keyfuncs.Join(UserKey(), keyfuncs.BodyHash(16))
 	var got atomic.Value
-	h := a.Wrap(l, key, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := a.Wrap(g, key, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got.Store(string(b))
 		OK(w, http.StatusCreated)
@@ -409,24 +400,20 @@ func testBodyTooLarge(t *testing.T, a Adapter) {
 	long := strings.Repeat("x", 64)
 	CheckProblem(t, Serve(h, SubmitBody("u1", long)), http.StatusRequestEntityTooLarge, BadKeyType, long)
 	Status(t, Serve(h, SubmitBody("u1", "small")), http.StatusCreated)
-	if s, _ := got.Load().(string); s != "small" {
-		t.Fatalf("handler read body %q, want it restored", s)
-	}
+	require.Equal(t, "small", got.Load(), "the body the handler read (restored)")
 	Status(t, Serve(h, SubmitBody("u1", "small")), http.StatusTooManyRequests)
 	Status(t, Serve(h, SubmitBody("u1", "other")), http.StatusCreated)
 }
 
 func testCustomReject(t *testing.T, a Adapter) {
-	l := NewLimiter(t, throttle.Policy{Name: "submit"})
-	h := a.WrapCustom(l, UserKey(), &counter{})
+	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
+	h := a.WrapCustom(g, UserKey(), &counter{})
 	Status(t, Serve(h, Submit("u1")), http.StatusCreated)
 	for _, c := range []struct {
 		user, reason string
 	}{{"u1", "contended"}, {"", "bad-key"}} {
 		rec := Serve(h, Submit(c.user))
 		Status(t, rec, CustomStatus)
-		if got := rec.Header().Get(CustomHeader); got != c.reason {
-			t.Fatalf("%s = %q, want %q", CustomHeader, got, c.reason)
-		}
+		require.Equal(t, c.reason, rec.Header().Get(CustomHeader), CustomHeader)
 	}
 }

@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
@@ -33,7 +36,7 @@ type Redis struct {
 }
 
 // StartRedis starts a redis-server for the test with a client (with
-// ContextTimeoutEnabled, so that store calls end at Policy.Timeout) and a
+// ContextTimeoutEnabled, so that store calls end at Options.Timeout) and a
 // store, all closed or stopped at cleanup.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
@@ -60,9 +63,7 @@ func NewStore(t testing.TB, addr string) *redisstore.Store {
 func (r *Redis) Held(t testing.TB, key string) bool {
 	t.Helper()
 	n, err := r.Client.Exists(context.Background(), key).Result()
-	if err != nil {
-		t.Fatalf("EXISTS %s: %v", key, err)
-	}
+	require.NoError(t, err, "EXISTS %s", key)
 	return n == 1
 }
 
@@ -82,9 +83,7 @@ func timed(t testing.TB, h http.Handler, r *http.Request) *httptest.ResponseReco
 	t.Helper()
 	start := time.Now()
 	rec := Serve(h, r)
-	if d := time.Since(start); d > MaxOutage {
-		t.Fatalf("request took %v with Redis down, more than %v", d, MaxOutage)
-	}
+	require.LessOrEqual(t, time.Since(start), MaxOutage, "a request's time with Redis down")
 	return rec
 }
 
@@ -106,102 +105,102 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// storeTimeout is the Policy.Timeout of the suite's limiters unless the
-// policy sets one: longer than the default (100 ms), so that on a loaded
+// storeTimeout is the Options.Timeout of the suite's limiters unless
+// their options set one: longer than the default (100 ms), so that on a loaded
 // machine a call to a healthy Redis does not run past it and fail a step
 // that expects the store to answer. While Redis is down a call runs to
 // it (go-redis retries the dial until the deadline), so each request of an
 // outage step takes about this long: well within MaxOutage.
 const storeTimeout = 500 * time.Millisecond
 
-// newRedisLimiter returns a limiter on r's store whose log goes to the
-// returned buffer.
-func newRedisLimiter(t testing.TB, r *Redis, p throttle.Policy) (*throttle.Limiter, *logBuffer) {
-	t.Helper()
+// redisOptions returns o with a Logger writing to the returned buffer and,
+// unless o sets one, a Timeout of storeTimeout, for a limiter on Redis.
+func redisOptions(o throttle.Options) (throttle.Options, *logBuffer) {
 	logs := &logBuffer{}
-	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	if p.Timeout == 0 {
-		p.Timeout = storeTimeout
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	if o.Timeout == 0 {
+		o.Timeout = storeTimeout
 	}
-	l, err := throttle.New(r.Store, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return o, logs
+}
+
+// newRedisLock returns a Lock named "submit" on r's store under o (see
+// redisOptions), and its log.
+func newRedisLock(t testing.TB, r *Redis, o throttle.Options) (*throttle.Lock, *logBuffer) {
+	t.Helper()
+	o, logs := redisOptions(o)
+	l, err := throttle.NewLock(r.Store, throttle.LockConfig{Name: "submit", Options: o})
+	require.NoError(t, err)
 	return l, logs
 }
 
 // logged fails the test unless the limiter logged a store error.
 func logged(t testing.TB, logs *logBuffer) {
 	t.Helper()
-	if s := logs.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "store error") {
-		t.Fatalf("no store error was logged; log: %q", s)
-	}
+	s := logs.String()
+	require.Contains(t, s, "level=WARN", "no store error was logged")
+	require.Contains(t, s, "store error", "no store error was logged")
 }
 
 // guardedByRedis checks that a user is admitted once and then rejected,
-// with the key held in Redis.
-func guardedByRedis(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handler, user string) {
+// with the key of the limiter named name held in Redis.
+func guardedByRedis(t testing.TB, r *Redis, name string, h http.Handler, user string) {
 	t.Helper()
 	Status(t, Serve(h, Submit(user)), http.StatusCreated)
 	Status(t, Serve(h, Submit(user)), http.StatusTooManyRequests)
-	if !r.Held(t, StoredKey(l, user)) {
-		t.Fatalf("key of %s is not in Redis", user)
-	}
+	require.True(t, r.Held(t, StoredKey(name, user)), "key of %s is not in Redis", user)
 }
 
 // eventuallyGuarded waits (up to 15 s) until a fresh user is admitted once,
-// rejected next, and has the key in Redis: Redis guards requests again.
-func eventuallyGuarded(t testing.TB, r *Redis, l *throttle.Limiter, h http.Handler) {
+// rejected next, and has the key of the limiter named name in Redis: Redis
+// guards requests again.
+func eventuallyGuarded(t testing.TB, r *Redis, name string, h http.Handler) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; ; i++ {
 		user := fmt.Sprintf("after-restart-%d", i)
 		first, second := Serve(h, Submit(user)).Code, Serve(h, Submit(user)).Code
-		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, StoredKey(l, user)) {
+		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, StoredKey(name, user)) {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Redis does not guard requests after restart (last: %d then %d)", first, second)
-		}
+		require.False(t, time.Now().After(deadline), "Redis does not guard requests after restart (last: %d then %d)", first, second)
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 func testFailOpen(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailOpen})
-	h := a.Wrap(l, UserKey(), &counter{})
-	guardedByRedis(t, r, l, h, "before")
+	l, logs := newRedisLock(t, r, throttle.Options{WhenStoreFails: throttle.FailOpen})
+	h := a.Wrap(guard.Lock(l), UserKey(), &counter{})
+	guardedByRedis(t, r, "submit", h, "before")
 
 	r.Server.Stop(t)
 	before := l.Stats().FailedOpen
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		rec := timed(t, h, Submit("during"))
 		Status(t, rec, http.StatusCreated)
 		// Unmetered: the policy holds, the client's quota is unknown.
 		CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
 		NoLimit(t, rec.Header())
 	}
-	if n := l.Stats().FailedOpen - before; n != 3 {
-		t.Fatalf("Stats.FailedOpen grew by %d, want 3", n)
-	}
+	require.Equal(t, uint64(3), l.Stats().FailedOpen-before, "Stats.FailedOpen growth")
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, l, h)
+	eventuallyGuarded(t, r, "submit", h)
 }
 
 func testFailClosed(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailClosed})
+	l, logs := newRedisLock(t, r, throttle.Options{WhenStoreFails: throttle.FailClosed})
 	c := &counter{}
-	h := a.Wrap(l, UserKey(), c)
-	guardedByRedis(t, r, l, h, "before")
+	h := a.Wrap(guard.Lock(l), UserKey(), c)
+	guardedByRedis(t, r, "submit", h, "before")
 
 	r.Server.Stop(t)
 	calls := c.calls.Load()
 	port := r.Server.Addr[strings.LastIndexByte(r.Server.Addr, ':')+1:]
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		rec := timed(t, h, Submit("during"))
 		CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank",
 			"during", "redis", "dial", "refused", "127.0.0.1", port)
@@ -209,38 +208,33 @@ func testFailClosed(t *testing.T, a Adapter) {
 		CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
 		NoLimit(t, rec.Header())
 	}
-	if n := c.calls.Load() - calls; n != 0 {
-		t.Fatalf("handler ran %d times while Redis was down under FailClosed", n)
-	}
+	require.Equal(t, calls, c.calls.Load(), "handler runs while Redis was down under FailClosed")
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, l, h)
+	eventuallyGuarded(t, r, "submit", h)
 }
 
 func testFailOver(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "submit", WhenStoreFails: throttle.FailOver,
-		Fallback: memstore.New()})
+	l, logs := newRedisLock(t, r, throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: memstore.New()})
 	var calls atomic.Int32
-	h := a.Wrap(l, UserKey(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := a.Wrap(guard.Lock(l), UserKey(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
 		OK(w, http.StatusCreated)
 	}))
-	guardedByRedis(t, r, l, h, "before")
+	guardedByRedis(t, r, "submit", h, "before")
 
 	r.Server.Stop(t)
 	Status(t, timed(t, h, Submit("during")), http.StatusCreated)
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		CheckProblem(t, timed(t, h, Submit("during")), http.StatusTooManyRequests, QuotaExceeded)
 	}
-	if n := l.Stats().Fallback; n == 0 {
-		t.Fatal("Stats.Fallback is 0 after serving from the fallback")
-	}
+	require.NotZero(t, l.Stats().Fallback, "Stats.Fallback after serving from the fallback")
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, l, h)
+	eventuallyGuarded(t, r, "submit", h)
 }
 
 // testQuotaStoreFails runs a Quota of one request a minute on Redis, stops
@@ -249,10 +243,11 @@ func testFailOver(t *testing.T, a Adapter) {
 // either way; and that Redis decides again once it is back.
 func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 	r := StartRedis(t)
-	l, logs := newRedisLimiter(t, r, throttle.Policy{Name: "search", Mode: throttle.Quota, Limit: 1,
-		Window: time.Minute, WhenStoreFails: mode})
+	o, logs := redisOptions(throttle.Options{WhenStoreFails: mode})
+	q, err := throttle.NewQuota(r.Store, throttle.QuotaConfig{Name: "search", Options: o})
+	require.NoError(t, err)
 	c := &counter{}
-	h := a.Wrap(l, UserKey(), c)
+	h := a.Wrap(guard.Quota(q, throttle.Rate{Limit: 1, Window: time.Minute}), UserKey(), c)
 	policy := WindowPolicy("search", 1, 60)
 
 	rec := Serve(h, Submit("before"))
@@ -262,13 +257,11 @@ func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 	rec = Serve(h, Submit("before"))
 	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 	CheckRejectedLimit(t, rec.Header(), "search", 0)
-	if !r.Held(t, StoredKey(l, "before")) {
-		t.Fatal("the quota is not in Redis")
-	}
+	require.True(t, r.Held(t, StoredKey("search", "before")), "the quota is not in Redis")
 
 	r.Server.Stop(t)
-	calls, failedOpen := c.calls.Load(), l.Stats().FailedOpen
-	for i := 0; i < 3; i++ {
+	calls, failedOpen := c.calls.Load(), q.Stats().FailedOpen
+	for range 3 {
 		rec := timed(t, h, Submit("during"))
 		if mode == throttle.FailOpen {
 			Status(t, rec, http.StatusCreated)
@@ -284,32 +277,29 @@ func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 	if mode == throttle.FailOpen {
 		want = 3
 	}
-	if n := c.calls.Load() - calls; n != want {
-		t.Fatalf("handler ran %d times while Redis was down, want %d", n, want)
-	}
-	if n := l.Stats().FailedOpen - failedOpen; n != uint64(want) {
-		t.Fatalf("Stats.FailedOpen grew by %d, want %d", n, want)
-	}
+	assert.Equal(t, want, c.calls.Load()-calls, "handler runs while Redis was down")
+	assert.Equal(t, uint64(want), q.Stats().FailedOpen-failedOpen, "Stats.FailedOpen growth")
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, l, h)
+	eventuallyGuarded(t, r, "search", h)
 }
 
-// testReplayStoreFails: a Replay policy fails closed by default. With Redis
+// testReplayStoreFails: a Replay fails closed by default. With Redis
 // stopped, an order gets 503 and the handler never runs; a recorded answer
 // lost with a Redis that restarts empty is lost, not replayed wrongly: the
 // next request with the same key runs afresh, and another user's request
 // is never answered with it.
 func testReplayStoreFails(t *testing.T, a Adapter) {
 	r := StartRedis(t)
-	p := ReplayPolicy()
-	l, logs := newRedisLimiter(t, r, p)
-	if l.Policy().WhenStoreFails != throttle.FailClosed {
-		t.Fatalf("Replay fails %v by default, want closed", l.Policy().WhenStoreFails)
-	}
+	c := ReplayConfig()
+	var logs *logBuffer
+	c.Options, logs = redisOptions(c.Options)
+	rp, err := throttle.NewReplay(r.Store, c)
+	require.NoError(t, err)
+	require.Equal(t, throttle.FailClosed, rp.Config().WhenStoreFails, "a Replay fails closed by default")
 	o := &Orders{}
-	h := a.Wrap(l, ReplayKey(), o)
+	h := a.Wrap(guard.Replay(rp), ReplayKey(), o)
 	id := orderID(t, Serve(h, Order("alice", "k1", "{}")))
 	checkReplayed(t, Serve(h, Order("alice", "k1", "{}")), id)
 
@@ -319,9 +309,7 @@ func testReplayStoreFails(t *testing.T, a Adapter) {
 		CheckProblem(t, rec, http.StatusServiceUnavailable, "about:blank", "alice", "redis", "127.0.0.1")
 		RetryAfter(t, rec.Header())
 	}
-	if n := o.Runs.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want once (none while Redis was down)", n)
-	}
+	require.Equal(t, int32(1), o.Runs.Load(), "handler runs: once, none while Redis was down")
 	logged(t, logs)
 
 	r.Server.Restart(t) // empty: the record went with the lock
@@ -334,10 +322,7 @@ func testReplayStoreFails(t *testing.T, a Adapter) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := orderID(t, rec); got == id || rec.Header().Get(ReplayedHeader) != "" {
-		t.Fatalf("after the restart: order %d replayed %q; want a new run", got, rec.Header().Get(ReplayedHeader))
-	}
-	if got := orderID(t, Serve(h, Order("bob", "k1", "{}"))); got == id {
-		t.Fatal("bob got alice's order")
-	}
+	require.NotEqual(t, id, orderID(t, rec), "after the restart: the old order, want a new run")
+	require.Empty(t, rec.Header().Get(ReplayedHeader), "after the restart: a replay, want a new run")
+	require.NotEqual(t, id, orderID(t, Serve(h, Order("bob", "k1", "{}"))), "bob got alice's order")
 }

@@ -54,10 +54,8 @@ var retryAfterFields = newFieldCache(600, func(n int64) string { return strconv.
 // policies (2.4 KB per Guard).
 const cachedLimitSeconds = 300
 
-// cached returns the Guard that made rej while rej.Policy is still the
-// Guard's own, so that its cached answers are rej's too; nil otherwise,
-// for a rejection made elsewhere or given another policy by the
-// application's rejection handler before it calls Write.
+// cached returns the Guard that made rej, whose cached answers are rej's
+// too; nil for a rejection made elsewhere.
 func (rej *Rejection) cached() *Guard {
 	return rej.g
 }

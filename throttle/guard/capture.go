@@ -10,7 +10,7 @@ import (
 // body.
 type Response struct {
 	// Status is the recorded status code: a success, since a failed
-	// response (Policy.Failed) is never recorded.
+	// response (WithFailed) is never recorded.
 	Status int
 	// Header holds the recorded header fields, canonical names; only those
 	// the Recording allows.
@@ -55,7 +55,7 @@ type Recording struct {
 	// MaxBody is the largest body recorded, in bytes; default
 	// DefaultMaxRecordedBody. A response with a longer body is not
 	// recorded (its duplicates are turned away with the policy's
-	// RejectStatus, as Dedupe's are), and neither is one the handler
+	// status, as Dedupe's are), and neither is one the handler
 	// flushed or hijacked: its client has it already, in pieces that were
 	// never all in hand. The store may have a smaller limit (see
 	// memstore.WithMaxRecordBytes).

@@ -4,9 +4,9 @@
 // fiber, a gRPC interceptor, a custom router. (chi, gorilla/mux and other
 // net/http routers need none: use nethttp.)
 //
-// An adapter makes one Guard when its middleware is built (New), and for
-// each request builds the request's identity with its key function and
-// calls Guard.Serve with an Exchange: the request, the response writer, and
+// An adapter is given one Guard (Lock, Quota or Replay) when its middleware
+// is built, and for each request builds the request's identity with its key
+// function and calls Guard.Serve with an Exchange: the request, the response writer, and
 // a Next that runs the rest of the chain and reports the status the client
 // got. Serve does everything else, the same way for every framework:
 //

@@ -238,7 +238,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.Resp
 		}
 		rej := g.rejection(err)
 		if d != nil {
-			// A copy: d itself stays on the stack (AdmitN is inlined).
+			// A copy: d itself stays on the stack (Quota.Admit is inlined).
 			dc := *d
 			rej.Decision = &dc
 		}
@@ -273,7 +273,7 @@ func (g *Guard) badInput(err error, reason Reason) *Rejection {
 
 // reject returns rej as begin's answer, except under DryRun, where
 // the request goes ahead with a ticket that holds nothing but, when it was
-// turned away for its key or quota (which the Limiter observed as
+// turned away for its key or quota (which the limiter observed as
 // DryRunRejected), the rejection's RateLimit fields. A request whose client
 // left is answered as ever: nobody is waiting for it.
 func (g *Guard) reject(ctx context.Context, rej *Rejection) (context.Context, ticket, *Rejection) {

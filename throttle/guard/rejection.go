@@ -11,12 +11,12 @@ import (
 
 // Reason says why a request was turned away, for logs, metrics and custom
 // rejection handlers: the status alone does not tell a duplicate from a
-// policy's custom RejectStatus, or a store outage from a client that left.
+// custom status (WithStatus), or a store outage from a client that left.
 type Reason uint8
 
 const (
 	// ReasonContended means another request holds the key: the policy's
-	// RejectStatus (429, or 409 for Exclusive).
+	// status (429, or 409 for Exclusive; WithStatus).
 	ReasonContended Reason = iota + 1
 	// ReasonBadKey means the key could not be built from the request: 400,
 	// or the 4xx the key function's error carries (413 for a body too long
@@ -138,10 +138,10 @@ func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
 	return &Rejection{Status: status, Reason: reason, Policy: g.p.name, Err: err, g: g}
 }
 
-// rejection turns an error of Limiter.Admit or AdmitN into the answer for
+// rejection turns an error of Lock.Admit, Quota.Admit or Replay.Claim into the answer for
 // the client.
 func (g *Guard) rejection(err error) *Rejection {
-	// A duplicate's error is the Limiter's *ContendedError itself: a type
+	// A duplicate's error is the limiter's *ContendedError itself: a type
 	// assertion finds it without errors.As's reflection (and without
 	// moving a variable to the heap for it to write to).
 	if ce, ok := err.(*throttle.ContendedError); ok {
@@ -154,7 +154,7 @@ func (g *Guard) rejection(err error) *Rejection {
 	case !errors.Is(err, throttle.ErrStore) &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		// The caller's context ended: nobody is listening any more. (A
-		// store call that ran past Policy.Timeout is ErrStore, below.)
+		// store call that ran past Options.Timeout is ErrStore, below.)
 		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err)
 	}
 	// ErrStore under a fail-closed policy, or anything Admit may return

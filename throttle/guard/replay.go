@@ -22,7 +22,7 @@ const inFlightRetry = time.Second
 
 // beginReplay decides a request of a Replay policy whose identity is id and
 // whose body has the given fingerprint ("" to not compare bodies), with
-// Limiter.Claim:
+// Replay.Claim:
 //
 //   - The first request of the key goes ahead, its response captured, and
 //     its ticket records it when it succeeds (or releases the key when it

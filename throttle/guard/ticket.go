@@ -22,7 +22,7 @@ type ticket struct {
 	// back to id's quota when the request succeeds.
 	id     string
 	refund int
-	// dryRun is the rejection a request let through under Policy.DryRun
+	// dryRun is the rejection a request let through under DryRun
 	// would have had, for its RateLimit fields.
 	dryRun *Rejection
 	// capture and fingerprint are set for the first request of a Replay
@@ -56,7 +56,7 @@ func (t *ticket) setHeaders(h http.Header) {
 
 // finish ends the request's hold once the handler has returned with status
 // (or panicked): Cooldown keeps the key for its window; Dedupe releases it
-// when the handler failed (Policy.Failed) or panicked; Replay does the same
+// when the handler failed (WithFailed) or panicked; Replay does the same
 // and, when the handler succeeded, records its captured response for the
 // key's duplicates; Exclusive stops refreshing and releases; a Quota under
 // CountOnlyFailures gives the cost back when the handler succeeded. The
@@ -79,8 +79,8 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	case t.stop != nil:
 		t.stop()
 	}
-	if !failed && t.keeps(ctx) {
-		return
+	if t.g.p.mode == throttle.Cooldown || (!failed && t.keeps(ctx)) {
+		return // Cooldown keeps its key whatever happened
 	}
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
