@@ -81,38 +81,38 @@ func main() { demo.Main("echo", routes) }
 func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
-	limiter, err := throttle.New(store, throttle.Policy{
-		Name:           "submit",
-		Window:         s.Window,
-		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
-		Fallback:       s.Fallback,
-		Observer:       s.Observer, // counted in GET /metrics
+	submitLock, err := throttle.NewLock(store, throttle.LockConfig{
+		Name: "submit",
+		TTL:  s.Window,
+		// -fail: what a request gets while Redis fails; the Observer is
+		// counted in GET /metrics.
+		Options: s.Options(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	// GET /search: a Quota of 10 requests per minute per user, whatever
-	// -window says (see demo.SearchPolicy).
-	search, err := demo.NewSearchLimiter(store, s)
+	// -window says (see demo.SearchRate).
+	search, err := demo.NewSearchQuota(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /jobs/:id/run: Exclusive, one run per job id at a time (see
-	// demo.JobsPolicy).
-	jobs, err := demo.NewJobsLimiter(store, s)
+	// POST /jobs/:id/run: an Exclusive lock, one run per job id at a time
+	// (see demo.JobsLock).
+	jobs, err := demo.NewJobsLock(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /orders: Replay, the repeats of an order get its first answer
-	// (see demo.OrdersPolicy).
-	orders, err := demo.NewOrdersLimiter(store, s)
+	// POST /orders: a Replay, the repeats of an order get its first answer
+	// (see demo.OrdersReplay).
+	orders, err := demo.NewOrdersReplay(store, s)
 	if err != nil {
 		return nil, err
 	}
 	book := demo.NewOrderBook("echo")
-	// POST /password-reset: Cooldown, one reset email per user per minute
-	// whatever happens (see demo.ResetPolicy).
-	reset, err := demo.NewResetLimiter(store, s)
+	// POST /password-reset: a Cooldown lock, one reset email per user per
+	// minute whatever happens (see demo.ResetLock).
+	reset, err := demo.NewResetLock(store, s)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +131,19 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.GET("/", echo.WrapHandler(demo.FormPage(s, "echo"))) // the order form
 	// A browser gets a rejection as a page, other clients as problem+json.
-	e.POST("/submit", submit, echoadapter.Middleware(limiter, key, echoadapter.WithRejectHandler(rejectPage)))
-	e.GET("/search", searchHandler, echoadapter.Middleware(search, key))
+	e.POST("/submit", submit, echoadapter.Middleware(guard.Lock(submitLock), key, echoadapter.WithRejectHandler(rejectPage)))
+	e.GET("/search", searchHandler, echoadapter.Middleware(guard.Quota(search, demo.SearchRate), key))
 	// An order is keyed by its user, then its Idempotency-Key or else the
 	// hash of its body (demo.OrderKey).
 	e.POST("/orders", echo.WrapHandler(http.HandlerFunc(book.Place)),
-		echoadapter.Middleware(orders, demo.OrderKey(key), echoadapter.WithRejectHandler(rejectPage)))
+		echoadapter.Middleware(guard.Replay(orders), demo.OrderKey(key), echoadapter.WithRejectHandler(rejectPage)))
 	e.GET("/orders/:id", func(c echo.Context) error {
 		book.Show(c.Response(), c.Request(), c.Param("id"))
 		return nil
 	})
 	e.GET("/checkout", echo.WrapHandler(http.HandlerFunc(demo.Checkout))) // an order form to double-click
-	e.POST("/password-reset", echo.WrapHandler(http.HandlerFunc(demo.Reset)), echoadapter.Middleware(reset, key))
-	e.POST("/jobs/:id/run", runJob(s), echoadapter.ContextMiddleware(jobs, jobKey))
+	e.POST("/password-reset", echo.WrapHandler(http.HandlerFunc(demo.Reset)), echoadapter.Middleware(guard.Lock(reset), key))
+	e.POST("/jobs/:id/run", runJob(s), echoadapter.ContextMiddleware(guard.Lock(jobs), jobKey))
 	e.GET("/healthz", healthz)                     // no throttle middleware: never throttled
 	e.GET("/metrics", echo.WrapHandler(s.Metrics)) // likewise
 	return e, nil

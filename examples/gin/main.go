@@ -80,38 +80,38 @@ func main() { demo.Main("gin", routes) }
 func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
-	limiter, err := throttle.New(store, throttle.Policy{
-		Name:           "submit",
-		Window:         s.Window,
-		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
-		Fallback:       s.Fallback,
-		Observer:       s.Observer, // counted in GET /metrics
+	submitLock, err := throttle.NewLock(store, throttle.LockConfig{
+		Name: "submit",
+		TTL:  s.Window,
+		// -fail: what a request gets while Redis fails; the Observer is
+		// counted in GET /metrics.
+		Options: s.Options(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	// GET /search: a Quota of 10 requests per minute per user, whatever
-	// -window says (see demo.SearchPolicy).
-	search, err := demo.NewSearchLimiter(store, s)
+	// -window says (see demo.SearchRate).
+	search, err := demo.NewSearchQuota(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /jobs/:id/run: Exclusive, one run per job id at a time (see
-	// demo.JobsPolicy).
-	jobs, err := demo.NewJobsLimiter(store, s)
+	// POST /jobs/:id/run: an Exclusive lock, one run per job id at a time
+	// (see demo.JobsLock).
+	jobs, err := demo.NewJobsLock(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /orders: Replay, the repeats of an order get its first answer
-	// (see demo.OrdersPolicy).
-	orders, err := demo.NewOrdersLimiter(store, s)
+	// POST /orders: a Replay, the repeats of an order get its first answer
+	// (see demo.OrdersReplay).
+	orders, err := demo.NewOrdersReplay(store, s)
 	if err != nil {
 		return nil, err
 	}
 	book := demo.NewOrderBook("gin")
-	// POST /password-reset: Cooldown, one reset email per user per minute
-	// whatever happens (see demo.ResetPolicy).
-	reset, err := demo.NewResetLimiter(store, s)
+	// POST /password-reset: a Cooldown lock, one reset email per user per
+	// minute whatever happens (see demo.ResetLock).
+	reset, err := demo.NewResetLock(store, s)
 	if err != nil {
 		return nil, err
 	}
@@ -137,16 +137,16 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	r.Use(gin.Recovery())
 	r.GET("/", gin.WrapH(demo.FormPage(s, "gin"))) // the order form
 	// A browser gets a rejection as a page, other clients as problem+json.
-	r.POST("/submit", ginadapter.Middleware(limiter, key, ginadapter.WithRejectHandler(rejectPage)), submit)
-	r.GET("/search", ginadapter.Middleware(search, key), searchHandler)
+	r.POST("/submit", ginadapter.Middleware(guard.Lock(submitLock), key, ginadapter.WithRejectHandler(rejectPage)), submit)
+	r.GET("/search", ginadapter.Middleware(guard.Quota(search, demo.SearchRate), key), searchHandler)
 	// An order is keyed by its user, then its Idempotency-Key or else the
 	// hash of its body (demo.OrderKey).
-	r.POST("/orders", ginadapter.Middleware(orders, demo.OrderKey(key), ginadapter.WithRejectHandler(rejectPage)),
+	r.POST("/orders", ginadapter.Middleware(guard.Replay(orders), demo.OrderKey(key), ginadapter.WithRejectHandler(rejectPage)),
 		gin.WrapF(book.Place))
 	r.GET("/orders/:id", func(c *gin.Context) { book.Show(c.Writer, c.Request, c.Param("id")) })
 	r.GET("/checkout", gin.WrapF(demo.Checkout)) // an order form to double-click
-	r.POST("/password-reset", ginadapter.Middleware(reset, key), gin.WrapF(demo.Reset))
-	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(jobs, jobKey), runJob(s))
+	r.POST("/password-reset", ginadapter.Middleware(guard.Lock(reset), key), gin.WrapF(demo.Reset))
+	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(guard.Lock(jobs), jobKey), runJob(s))
 	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
 	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise
 	return r, nil

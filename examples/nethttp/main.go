@@ -71,6 +71,7 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 func main() { demo.Main("nethttp", routes) }
@@ -78,38 +79,38 @@ func main() { demo.Main("nethttp", routes) }
 func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
-	limiter, err := throttle.New(store, throttle.Policy{
-		Name:           "submit",
-		Window:         s.Window,
-		WhenStoreFails: s.WhenStoreFails, // -fail: what a request gets while Redis fails
-		Fallback:       s.Fallback,
-		Observer:       s.Observer, // counted in GET /metrics
+	submitLock, err := throttle.NewLock(store, throttle.LockConfig{
+		Name: "submit",
+		TTL:  s.Window,
+		// -fail: what a request gets while Redis fails; the Observer is
+		// counted in GET /metrics.
+		Options: s.Options(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	// GET /search: a Quota of 10 requests per minute per user, whatever
-	// -window says (see demo.SearchPolicy).
-	search, err := demo.NewSearchLimiter(store, s)
+	// -window says (see demo.SearchRate).
+	search, err := demo.NewSearchQuota(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /jobs/{id}/run: Exclusive, one run per job id at a time (see
-	// demo.JobsPolicy).
-	jobs, err := demo.NewJobsLimiter(store, s)
+	// POST /jobs/{id}/run: an Exclusive lock, one run per job id at a time
+	// (see demo.JobsLock).
+	jobs, err := demo.NewJobsLock(store, s)
 	if err != nil {
 		return nil, err
 	}
-	// POST /orders: Replay, the repeats of an order get its first answer
-	// (see demo.OrdersPolicy).
-	orders, err := demo.NewOrdersLimiter(store, s)
+	// POST /orders: a Replay, the repeats of an order get its first answer
+	// (see demo.OrdersReplay).
+	orders, err := demo.NewOrdersReplay(store, s)
 	if err != nil {
 		return nil, err
 	}
 	book := demo.NewOrderBook("nethttp")
-	// POST /password-reset: Cooldown, one reset email per user per minute
-	// whatever happens (see demo.ResetPolicy).
-	reset, err := demo.NewResetLimiter(store, s)
+	// POST /password-reset: a Cooldown lock, one reset email per user per
+	// minute whatever happens (see demo.ResetLock).
+	reset, err := demo.NewResetLock(store, s)
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +125,16 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", demo.FormPage(s, "nethttp")) // the order form
 	// A browser gets a rejection as a page, other clients as problem+json.
-	mux.Handle("POST /submit", nethttp.Middleware(limiter, key, nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(submit)))
-	mux.Handle("GET /search", nethttp.Middleware(search, key)(http.HandlerFunc(searchHandler)))
+	mux.Handle("POST /submit", nethttp.Middleware(guard.Lock(submitLock), key, nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(submit)))
+	mux.Handle("GET /search", nethttp.Middleware(guard.Quota(search, demo.SearchRate), key)(http.HandlerFunc(searchHandler)))
 	// An order is keyed by its user, then its Idempotency-Key or else the
 	// hash of its body (demo.OrderKey).
-	mux.Handle("POST /orders", nethttp.Middleware(orders, demo.OrderKey(key),
+	mux.Handle("POST /orders", nethttp.Middleware(guard.Replay(orders), demo.OrderKey(key),
 		nethttp.WithRejectHandler(demo.RejectPage))(http.HandlerFunc(book.Place)))
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { book.Show(w, r, r.PathValue("id")) })
 	mux.HandleFunc("GET /checkout", demo.Checkout) // an order form to double-click
-	mux.Handle("POST /password-reset", nethttp.Middleware(reset, key)(http.HandlerFunc(demo.Reset)))
-	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(jobs, jobKey)(runJob(s)))
+	mux.Handle("POST /password-reset", nethttp.Middleware(guard.Lock(reset), key)(http.HandlerFunc(demo.Reset)))
+	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(guard.Lock(jobs), jobKey)(runJob(s)))
 	mux.HandleFunc("GET /healthz", healthz) // outside the middleware: never throttled
 	mux.Handle("GET /metrics", s.Metrics)   // likewise
 	return mux, nil

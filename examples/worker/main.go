@@ -6,12 +6,12 @@
 //
 // The customers are c1…cN (-customers, default 10). In each round (-rounds,
 // default 1) the worker walks the list in order and tries each customer's
-// lock once (Exclusive policy "sync", no waiting, with a fencing token). A
-// customer held by another worker is skipped. A customer it locks is synced
-// for -work (default 3s) inside Limiter.Do under a lease of -ttl (default
-// 1s): the sync outlives its lease several times over, and the lease
-// refresher in Do extends it every ttl/3 until the sync returns; the lock is
-// then released.
+// lock once (an Exclusive throttle.Lock named "sync", no waiting, with a
+// fencing token). A customer held by another worker is skipped. A customer
+// it locks is synced for -work (default 3s) inside Lock.Do under a lease of
+// -ttl (default 1s, the lock's TTL): the sync outlives its lease several
+// times over, and the lease refresher in Do extends it every ttl/3 until the
+// sync returns; the lock is then released.
 //
 // Syncs run concurrently: the walk starts a goroutine for every customer it
 // locks and moves on to the next customer as soon as the lock is taken, and
@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	// ContextTimeoutEnabled makes every store call end at Policy.Timeout.
+	// ContextTimeoutEnabled makes every store call end at Options.Timeout.
 	rdb := redis.NewClient(&redis.Options{Addr: c.redis, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -155,18 +155,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	store := redisstore.New(rdb)
 	defer store.Close()
-	lim, err := throttle.New(store, throttle.Policy{
-		Name:     "sync",
-		Mode:     throttle.Exclusive,
-		LeaseTTL: c.ttl,
-		Fence:    true,
-		Logger:   logger,
+	lock, err := throttle.NewLock(store, throttle.LockConfig{
+		Name:    "sync",
+		Mode:    throttle.Exclusive,
+		TTL:     c.ttl, // the lease, refreshed every ttl/3 while a sync runs
+		Fence:   true,
+		Options: throttle.Options{Logger: logger},
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
 	}
-	w := &worker{id: c.id, lim: lim, work: c.work, log: &events{w: stdout}, logger: logger}
+	w := &worker{id: c.id, lock: lock, work: c.work, log: &events{w: stdout}, logger: logger}
 	customers := make([]string, c.customers)
 	for i := range customers {
 		customers[i] = "c" + strconv.Itoa(i+1)

@@ -34,7 +34,7 @@ func (e *events) emit(worker, customer, event string, fence int64) {
 // worker syncs the customers whose locks it can take.
 type worker struct {
 	id     string
-	lim    *throttle.Limiter
+	lock   *throttle.Lock
 	work   time.Duration
 	log    *events
 	logger *slog.Logger
@@ -67,7 +67,7 @@ func (w *worker) sync(ctx context.Context, customer string, decided chan<- struc
 	defer decide()
 	var fence int64
 	started := false
-	err := w.lim.Do(ctx, customer, func(work context.Context) error {
+	err := w.lock.Do(ctx, customer, func(work context.Context) error {
 		fence = throttle.LeaseFrom(work).Fence()
 		started = true
 		w.log.emit(w.id, customer, "start", fence)

@@ -1,7 +1,8 @@
 // Package demo is the plumbing the three HTTP examples share — flags, the
 // choice of store, serving until SIGINT or SIGTERM, GET /metrics
-// (metrics.go), the policy and body of GET /search (search.go) and of POST
-// /jobs/{id}/run (jobs.go), the fail=1 rejection of POST /submit
+// (metrics.go), the limiter and body of GET /search (search.go), of POST
+// /jobs/{id}/run (jobs.go), of POST /orders (orders.go) and of POST
+// /password-reset (reset.go), the fail=1 rejection of POST /submit
 // (submit.go), and the order form of GET / with the pages a browser gets
 // from POST /submit (form.go, pages.go) — so that each example's main.go
 // shows only what differs: how its framework takes the throttle middleware.
@@ -55,11 +56,18 @@ type Settings struct {
 	Quotas throttle.Store
 	// Work is how long a job of POST /jobs/{id}/run works (-work).
 	Work time.Duration
-	// Observer is the one promthrottle Observer that every policy of the
-	// example reports to (Policy.Observer), and Metrics the handler of
+	// Observer is the one promthrottle Observer that every limiter of the
+	// example reports to (Options.Observer), and Metrics the handler of
 	// GET /metrics that exports it. Nil in a Settings made by hand.
 	Observer throttle.Observer
 	Metrics  http.Handler
+}
+
+// Options returns the options every limiter of an example shares: what a
+// request gets while Redis fails (-fail), and the Observer GET /metrics
+// exports.
+func (s Settings) Options() throttle.Options {
+	return throttle.Options{WhenStoreFails: s.WhenStoreFails, Fallback: s.Fallback, Observer: s.Observer}
 }
 
 // Routes builds an example's HTTP handler on store, with the settings the

@@ -25,26 +25,24 @@ const JobLease = 3 * time.Second
 // client sending kilobytes of it is mistaken or probing.
 const MaxJobID = 64
 
-// JobsPolicy returns the policy of POST /jobs/{id}/run: Exclusive, one run
-// per job id at a time, whatever the user; a second caller for an id that
-// is running gets 409 Conflict. While Redis fails it does what -fail says;
-// by default an Exclusive policy fails closed (503), since its callers rely
-// on mutual exclusion.
-func JobsPolicy(s Settings) throttle.Policy {
-	return throttle.Policy{
-		Name:           "jobs",
-		Mode:           throttle.Exclusive,
-		LeaseTTL:       JobLease,
-		WhenStoreFails: s.WhenStoreFails,
-		Fallback:       s.Fallback,
-		Observer:       s.Observer,
+// JobsLock returns the config of POST /jobs/{id}/run's lock: Exclusive,
+// one run per job id at a time, whatever the user; a second caller for an
+// id that is running gets 409 Conflict. While Redis fails it does what
+// -fail says; by default an Exclusive lock fails closed (503), since its
+// callers rely on mutual exclusion.
+func JobsLock(s Settings) throttle.LockConfig {
+	return throttle.LockConfig{
+		Name:    "jobs",
+		Mode:    throttle.Exclusive,
+		TTL:     JobLease, // the lease, refreshed while the job works
+		Options: s.Options(),
 	}
 }
 
-// NewJobsLimiter returns the limiter of POST /jobs/{id}/run: JobsPolicy on
-// store, the store of locks the flags chose.
-func NewJobsLimiter(store throttle.Store, s Settings) (*throttle.Limiter, error) {
-	return throttle.New(store, JobsPolicy(s))
+// NewJobsLock returns the lock of POST /jobs/{id}/run: JobsLock on store,
+// the store of locks the flags chose.
+func NewJobsLock(store throttle.Store, s Settings) (*throttle.Lock, error) {
+	return throttle.NewLock(store, JobsLock(s))
 }
 
 // The errors of a job id that cannot be a key. Their source is the one

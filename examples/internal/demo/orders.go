@@ -17,7 +17,7 @@ import (
 )
 
 // OrderWindow is how long POST /orders replays an order's answer to the
-// requests that repeat it (the Replay policy's Window): a double click, a
+// requests that repeat it (the Replay's TTL): a double click, a
 // retried POST, the same Idempotency-Key sent again.
 const OrderWindow = 10 * time.Minute
 
@@ -26,30 +26,27 @@ const OrderWindow = 10 * time.Minute
 // for it.
 const OrderWork = time.Second
 
-// OrdersPolicy returns the policy of POST /orders: Replay, so that the
-// repeats of an order get its answer again (marked Idempotent-Replayed:
-// true) and the order is placed once. While Redis fails it does what -fail
-// says; by default a Replay policy fails closed (503): an order must not
-// be placed twice because the store is down.
-func OrdersPolicy(s Settings) throttle.Policy {
-	return throttle.Policy{
-		Name:           "orders",
-		Mode:           throttle.Replay,
-		Window:         OrderWindow,
-		WhenStoreFails: s.WhenStoreFails,
-		Fallback:       s.Fallback,
-		Observer:       s.Observer,
+// OrdersReplay returns the config of POST /orders's Replay: the repeats
+// of an order get its answer again (marked Idempotent-Replayed: true) and
+// the order is placed once. While Redis fails it does what -fail says; by
+// default a Replay fails closed (503): an order must not be placed twice
+// because the store is down.
+func OrdersReplay(s Settings) throttle.ReplayConfig {
+	return throttle.ReplayConfig{
+		Name:    "orders",
+		TTL:     OrderWindow,
+		Options: s.Options(),
 	}
 }
 
-// NewOrdersLimiter returns the limiter of POST /orders: OrdersPolicy on
-// the store that keeps records (see Settings.Quotas: over Redlock, the
-// first master).
-func NewOrdersLimiter(store throttle.Store, s Settings) (*throttle.Limiter, error) {
+// NewOrdersReplay returns the Replay of POST /orders: OrdersReplay on the
+// store that keeps records (see Settings.Quotas: over Redlock, the first
+// master).
+func NewOrdersReplay(store throttle.Store, s Settings) (*throttle.Replay, error) {
 	if s.Quotas != nil {
 		store = s.Quotas
 	}
-	return throttle.New(store, OrdersPolicy(s))
+	return throttle.NewReplay(store, OrdersReplay(s))
 }
 
 // OrderKey returns the key of POST /orders: the user, as user identifies

@@ -1,34 +1,105 @@
 package demo_test
 
 import (
+	"context"
+	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/examples/internal/demo"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
+	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// rejections are the ways the middleware of POST /submit can turn a
-// request away.
-func rejections() map[string]*guard.Rejection {
-	p := throttle.Policy{Name: "submit", Window: 5 * time.Second}
-	return map[string]*guard.Rejection{
-		"duplicate":         {Status: http.StatusTooManyRequests, Reason: guard.ReasonContended, RetryAfter: 3200 * time.Millisecond, Policy: &p},
-		"bad key":           {Status: http.StatusBadRequest, Reason: guard.ReasonBadKey, Policy: &p},
-		"body too large":    {Status: http.StatusRequestEntityTooLarge, Reason: guard.ReasonBadKey, Policy: &p},
-		"store unavailable": {Status: http.StatusServiceUnavailable, Reason: guard.ReasonStoreUnavailable, RetryAfter: time.Second, Policy: &p},
+// submitTTL is the window of the "submit" lock the rejections come from:
+// a duplicate sent at once is told to wait a little over 3 s, 4 s rounded
+// up.
+const submitTTL = 3200 * time.Millisecond
+
+// downStore is a store whose acquisitions fail. Its error wraps
+// store.ErrNotApplied (nothing was taken), which spares the lock a
+// background release.
+type downStore struct{ *memstore.Store }
+
+func (downStore) Acquire(context.Context, store.Request) (store.Grant, error) {
+	return store.Grant{}, fmt.Errorf("demo test: store down: %w", store.ErrNotApplied)
+}
+
+// rejected sends r through a POST /submit middleware of a "submit" lock on
+// st keyed by key, as the examples build it, and returns the rejection its
+// reject handler got (nil when the request went ahead).
+func rejected(t *testing.T, st throttle.Store, fail throttle.FailMode, key keyfuncs.Func, rs ...*http.Request) *guard.Rejection {
+	t.Helper()
+	lock, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit", TTL: submitTTL,
+		Options: throttle.Options{WhenStoreFails: fail}})
+	require.NoError(t, err)
+	var rej *guard.Rejection
+	h := nethttp.Middleware(guard.Lock(lock), key, nethttp.WithRejectHandler(
+		func(_ http.ResponseWriter, _ *http.Request, r *guard.Rejection) { rej = r }))(
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	for _, r := range rs {
+		rej = nil
+		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
+	return rej
+}
+
+// submission returns a POST /submit from user (none when empty) with body.
+func submission(user, body string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/submit", strings.NewReader(body))
+	if user != "" {
+		r.Header.Set("X-User-ID", user)
+	}
+	return r
+}
+
+// rejections are the ways the middleware of POST /submit can turn a
+// request away, as a "submit" lock's guard turns them away.
+func rejections(t *testing.T) map[string]*guard.Rejection {
+	t.Helper()
+	user := keyfuncs.Header("X-User-ID")
+	rejs := map[string]*guard.Rejection{
+		"duplicate": rejected(t, memstore.New(), throttle.FailDefault, user, submission("42", ""), submission("42", "")),
+		"bad key":   rejected(t, memstore.New(), throttle.FailDefault, user, submission("", "")),
+		"body too large": rejected(t, memstore.New(), throttle.FailDefault, keyfuncs.BodyHash(16),
+			submission("", strings.Repeat("x", 100))),
+		"store unavailable": rejected(t, downStore{memstore.New()}, throttle.FailClosed, user, submission("42", "")),
+	}
+	want := map[string]struct {
+		status int
+		reason guard.Reason
+	}{
+		"duplicate":         {http.StatusTooManyRequests, guard.ReasonContended},
+		"bad key":           {http.StatusBadRequest, guard.ReasonBadKey},
+		"body too large":    {http.StatusRequestEntityTooLarge, guard.ReasonBadKey},
+		"store unavailable": {http.StatusServiceUnavailable, guard.ReasonStoreUnavailable},
+	}
+	for name, rej := range rejs {
+		require.NotNil(t, rej, "%s: the request was not rejected", name)
+		require.Equal(t, want[name].status, rej.Status, name)
+		require.Equal(t, want[name].reason, rej.Reason, name)
+		require.Equal(t, "submit", rej.Policy, name)
+	}
+	return rejs
 }
 
 // TestRejectPageOtherClients: a client whose Accept does not name
 // text/html gets exactly guard.Write's answer, the adapters' default.
 func TestRejectPageOtherClients(t *testing.T) {
-	for name, rej := range rejections() {
+	for name, rej := range rejections(t) {
 		for _, accept := range []string{"", "*/*", "application/json", "application/problem+json"} {
 			r := httptest.NewRequest(http.MethodPost, "/submit", nil)
 			if accept != "" {
@@ -37,17 +108,9 @@ func TestRejectPageOtherClients(t *testing.T) {
 			got, want := httptest.NewRecorder(), httptest.NewRecorder()
 			demo.RejectPage(got, r, rej)
 			guard.Write(want, rej)
-			if got.Code != want.Code || got.Body.String() != want.Body.String() {
-				t.Errorf("%s, Accept %q: got %d %q, want %d %q", name, accept, got.Code, got.Body, want.Code, want.Body)
-			}
-			for k := range want.Header() {
-				if g, w := got.Header().Values(k), want.Header().Values(k); strings.Join(g, "\n") != strings.Join(w, "\n") {
-					t.Errorf("%s, Accept %q: %s %q, want %q", name, accept, k, g, w)
-				}
-			}
-			if len(got.Header()) != len(want.Header()) {
-				t.Errorf("%s, Accept %q: header %v, want %v", name, accept, got.Header(), want.Header())
-			}
+			assert.Equal(t, want.Code, got.Code, "%s, Accept %q: status", name, accept)
+			assert.Equal(t, want.Body.String(), got.Body.String(), "%s, Accept %q: body", name, accept)
+			assert.Equal(t, want.Header(), got.Header(), "%s, Accept %q: header", name, accept)
 		}
 	}
 }
@@ -56,7 +119,7 @@ func TestRejectPageOtherClients(t *testing.T) {
 // and standard fields, never problem+json; a duplicate's page says
 // "already submitted" and the wait Retry-After gives.
 func TestRejectPageBrowser(t *testing.T) {
-	for name, rej := range rejections() {
+	for name, rej := range rejections(t) {
 		r := httptest.NewRequest(http.MethodPost, "/submit", nil)
 		r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
 		w := httptest.NewRecorder()
@@ -64,33 +127,30 @@ func TestRejectPageBrowser(t *testing.T) {
 
 		fields := http.Header{}
 		guard.SetHeaders(fields, rej)
-		if w.Code != rej.Status {
-			t.Errorf("%s: status %d, want %d", name, w.Code, rej.Status)
-		}
-		if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
-			t.Errorf("%s: Content-Type %q, want text/html", name, ct)
-		}
+		assert.Equal(t, rej.Status, w.Code, "%s: status", name)
+		assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"), "%s: Content-Type", name)
+		assert.NotEmpty(t, fields.Get("RateLimit-Policy"), "%s: the rejection has no RateLimit-Policy", name)
 		for k := range fields {
-			if got, want := w.Header().Get(k), fields.Get(k); got != want {
-				t.Errorf("%s: %s %q, want %q", name, k, got, want)
-			}
+			assert.Equal(t, fields.Get(k), w.Header().Get(k), "%s: %s", name, k)
 		}
 		body := w.Body.String()
-		if strings.Contains(body, `"status":`) || !strings.Contains(body, "<!doctype html>") {
-			t.Errorf("%s: not a page:\n%s", name, body)
-		}
+		assert.NotContains(t, body, `"status":`, "%s: not a page", name)
+		assert.Contains(t, body, "<!doctype html>", "%s: not a page", name)
 		if rej.Reason == guard.ReasonContended {
-			if want := "Try again in 4 s"; !strings.Contains(body, "Already submitted") || !strings.Contains(body, want) ||
-				w.Header().Get("Retry-After") != "4" {
-				t.Errorf("%s: page does not say already submitted and %q (Retry-After %q):\n%s", name, want, w.Header().Get("Retry-After"), body)
-			}
+			// A duplicate sent at once waits a little over 3 s of the
+			// 3.2 s window: Retry-After and the page say 4, rounded up.
+			require.Greater(t, rej.RetryAfter, 2*time.Second, name)
+			require.LessOrEqual(t, rej.RetryAfter, submitTTL, name)
+			want := strconv.Itoa(int(math.Ceil(rej.RetryAfter.Seconds())))
+			assert.Equal(t, want, w.Header().Get("Retry-After"), "%s: Retry-After", name)
+			assert.Contains(t, body, "Already submitted", name)
+			assert.Contains(t, body, "Try again in "+want+" s", name)
+			assert.NotEmpty(t, fields.Get("RateLimit"), "%s: a duplicate's page has no RateLimit field", name)
 			continue
 		}
-		if detail := html.EscapeString(guard.Detail(rej)); !strings.Contains(body, detail) {
-			t.Errorf("%s: page does not say %q:\n%s", name, detail, body)
-		}
-		if ra := w.Header().Get("Retry-After"); ra != "" && !strings.Contains(body, "Try again in "+ra+" s") {
-			t.Errorf("%s: page does not give the wait of Retry-After %q:\n%s", name, ra, body)
+		assert.Contains(t, body, html.EscapeString(guard.Detail(rej)), "%s: the page does not give the detail", name)
+		if ra := w.Header().Get("Retry-After"); ra != "" {
+			assert.Contains(t, body, "Try again in "+ra+" s", "%s: the page does not give the wait of Retry-After", name)
 		}
 	}
 }
@@ -102,25 +162,25 @@ func TestFormPageCookie(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 	cookies := w.Result().Cookies()
-	if w.Code != http.StatusOK || len(cookies) != 1 || cookies[0].Name != demo.UserCookie || cookies[0].Value == "" {
-		t.Fatalf("GET / without a cookie: %d, cookies %v; want 200 and one %s cookie", w.Code, cookies, demo.UserCookie)
-	}
-	if body := w.Body.String(); !strings.Contains(body, demo.UserCookie) || !strings.Contains(body, "two tabs are one user") {
-		t.Errorf("the page does not say the cookie is the user:\n%s", body)
-	}
+	require.Equal(t, http.StatusOK, w.Code, "GET / without a cookie")
+	require.Len(t, cookies, 1, "GET / without a cookie: want one %s cookie", demo.UserCookie)
+	require.Equal(t, demo.UserCookie, cookies[0].Name)
+	require.NotEmpty(t, cookies[0].Value)
+	body := w.Body.String()
+	assert.Contains(t, body, demo.UserCookie, "the page does not say the cookie is the user")
+	assert.Contains(t, body, "two tabs are one user", "the page does not say the cookie is the user")
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.AddCookie(cookies[0])
 	again := httptest.NewRecorder()
 	h.ServeHTTP(again, r)
-	if again.Code != http.StatusOK || len(again.Result().Cookies()) != 0 {
-		t.Errorf("GET / with the cookie: %d, cookies %v; want 200 and none set", again.Code, again.Result().Cookies())
-	}
+	assert.Equal(t, http.StatusOK, again.Code, "GET / with the cookie")
+	assert.Empty(t, again.Result().Cookies(), "GET / with the cookie set one")
 
 	// Each browser gets its own.
 	other := httptest.NewRecorder()
 	h.ServeHTTP(other, httptest.NewRequest(http.MethodGet, "/", nil))
-	if oc := other.Result().Cookies(); len(oc) != 1 || oc[0].Value == cookies[0].Value {
-		t.Errorf("a second browser got cookies %v, want one other than %q", oc, cookies[0].Value)
-	}
+	oc := other.Result().Cookies()
+	require.Len(t, oc, 1, "a second browser")
+	assert.NotEqual(t, cookies[0].Value, oc[0].Value, "a second browser got the first one's cookie")
 }

@@ -11,27 +11,25 @@ import (
 // for another reset email: one email per user per minute.
 const ResetWindow = time.Minute
 
-// ResetPolicy returns the policy of POST /password-reset: Cooldown, one
-// request per user per ResetWindow whatever its outcome. That is the mode
-// for anything that must not be repeated quickly even when it fails, such
-// as sending an email: Dedupe would free the key after a failure and let a
-// client that fails on purpose send emails without end. While Redis fails
-// it does what -fail says, as /submit does.
-func ResetPolicy(s Settings) throttle.Policy {
-	return throttle.Policy{
-		Name:           "reset",
-		Mode:           throttle.Cooldown,
-		Window:         ResetWindow,
-		WhenStoreFails: s.WhenStoreFails,
-		Fallback:       s.Fallback,
-		Observer:       s.Observer,
+// ResetLock returns the config of POST /password-reset's lock: Cooldown,
+// one request per user per ResetWindow whatever its outcome. That is the
+// mode for anything that must not be repeated quickly even when it fails,
+// such as sending an email: Dedupe would free the key after a failure and
+// let a client that fails on purpose send emails without end. While Redis
+// fails it does what -fail says, as /submit does.
+func ResetLock(s Settings) throttle.LockConfig {
+	return throttle.LockConfig{
+		Name:    "reset",
+		Mode:    throttle.Cooldown,
+		TTL:     ResetWindow,
+		Options: s.Options(),
 	}
 }
 
-// NewResetLimiter returns the limiter of POST /password-reset: ResetPolicy
-// on store.
-func NewResetLimiter(store throttle.Store, s Settings) (*throttle.Limiter, error) {
-	return throttle.New(store, ResetPolicy(s))
+// NewResetLock returns the lock of POST /password-reset: ResetLock on
+// store.
+func NewResetLock(store throttle.Store, s Settings) (*throttle.Lock, error) {
+	return throttle.NewLock(store, ResetLock(s))
 }
 
 // ResetJSON is the body of an accepted POST /password-reset (202).

@@ -16,31 +16,27 @@ const (
 	SearchWindow = time.Minute
 )
 
-// SearchPolicy returns the policy of GET /search: a Quota of 10 requests per
-// minute per user (Burst defaults to Limit), refilled smoothly, one request
+// SearchRate is the rate of GET /search: 10 requests per minute per user,
+// all of which may come at once (Burst 10), refilled smoothly, one request
 // every 6 s. Its RateLimit-Policy field is "search";q=10;w=60, and the 11th
-// request within the minute gets 429 with a Retry-After of about 6 s. While
-// Redis fails it does what -fail says, as /submit does.
-func SearchPolicy(s Settings) throttle.Policy {
-	return throttle.Policy{
-		Name:           "search",
-		Mode:           throttle.Quota,
-		Limit:          SearchLimit,
-		Window:         SearchWindow,
-		WhenStoreFails: s.WhenStoreFails,
-		Fallback:       s.Fallback,
-		Observer:       s.Observer,
-	}
+// request within the minute gets 429 with a Retry-After of about 6 s.
+var SearchRate = throttle.Rate{Limit: SearchLimit, Window: SearchWindow, Burst: SearchLimit}
+
+// SearchQuota returns the config of GET /search's Quota (the rate,
+// SearchRate, is given to guard.Quota). While Redis fails it does what
+// -fail says, as /submit does.
+func SearchQuota(s Settings) throttle.QuotaConfig {
+	return throttle.QuotaConfig{Name: "search", Options: s.Options()}
 }
 
-// NewSearchLimiter returns the limiter of GET /search: SearchPolicy on
+// NewSearchQuota returns the Quota of GET /search: SearchQuota on
 // s.Quotas, the store the flags chose for quotas (store itself, but for
 // Redlock, which keeps no quotas), or on store when s.Quotas is nil.
-func NewSearchLimiter(store throttle.Store, s Settings) (*throttle.Limiter, error) {
+func NewSearchQuota(store throttle.Store, s Settings) (*throttle.Quota, error) {
 	if s.Quotas != nil {
 		store = s.Quotas
 	}
-	return throttle.New(store, SearchPolicy(s))
+	return throttle.NewQuota(store, SearchQuota(s))
 }
 
 // SearchResult is one hit of GET /search.

@@ -141,23 +141,22 @@ func (c *clients) rows() ([]row, error) {
 		rows = append(rows, row{s.name + " Store.Acquire", storeAcquire(s.st)})
 	}
 	stores = append(stores, named{"memstore", memstore.New()})
-	policy := throttle.Policy{Name: "loadbench", Window: ttl}
-	quota := throttle.Policy{Name: "loadbench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute}
+	rate := throttle.Rate{Limit: 100, Window: time.Minute}
 	var acquire, cycle, allow []row
 	for _, s := range stores {
-		l, err := throttle.New(s.st, policy)
+		l, err := throttle.NewLock(s.st, throttle.LockConfig{Name: "loadbench", TTL: ttl})
 		if err != nil {
 			return nil, err
 		}
-		q, err := throttle.New(s.st, quota)
+		q, err := throttle.NewQuota(s.st, throttle.QuotaConfig{Name: "loadbench-quota"})
 		if err != nil {
 			return nil, err
 		}
-		acquire = append(acquire, row{"Limiter.Acquire · " + s.name, func(ids, _ []string) func() error {
+		acquire = append(acquire, row{"Lock.Acquire · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error { _, err := l.Acquire(ctx, ids[next()]); return err }
 		}})
-		cycle = append(cycle, row{"Limiter.Acquire + Release · " + s.name, func(ids, _ []string) func() error {
+		cycle = append(cycle, row{"Lock.Acquire + Release · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error {
 				lease, err := l.Acquire(ctx, ids[next()])
@@ -167,10 +166,10 @@ func (c *clients) rows() ([]row, error) {
 				return lease.Release(ctx)
 			}
 		}})
-		allow = append(allow, row{"Limiter.Allow (Quota) · " + s.name, func(ids, _ []string) func() error {
+		allow = append(allow, row{"Quota.Allow · " + s.name, func(ids, _ []string) func() error {
 			next := counter()
 			return func() error {
-				d, err := q.Allow(ctx, ids[next()])
+				d, err := q.Allow(ctx, ids[next()], rate, 1)
 				if err == nil && !d.Allowed {
 					err = errors.New("a fresh quota refused a request")
 				}
@@ -183,8 +182,8 @@ func (c *clients) rows() ([]row, error) {
 	return append(rows, allow...), nil
 }
 
-// storeAcquire is a row's operation on a store's own Acquire, without the
-// Limiter: what the store costs by itself.
+// storeAcquire is a row's operation on a store's own Acquire, without a
+// Lock: what the store costs by itself.
 func storeAcquire(s throttle.Store) func(ids, keys []string) func() error {
 	return func(_, keys []string) func() error {
 		next := counter()
