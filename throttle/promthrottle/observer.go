@@ -129,40 +129,32 @@ func New(opts ...Option) *Observer {
 // already exists) it takes no lock and allocates nothing. ctx is unused.
 func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	s := o.series(e.Policy, e.Mode)
+	if int(e.Kind) < len(outcomeSlot) && outcomeSlot[e.Kind] > 0 {
+		s.outcome(outcomeSlot[e.Kind] - 1).Inc()
+		return
+	}
+	if int(e.Kind) < len(leaseSlot) && leaseSlot[e.Kind] > 0 {
+		s.leaseEvent(leaseSlot[e.Kind] - 1).Inc()
+		return
+	}
 	switch e.Kind {
-	case throttle.Admitted:
-		s.outcome(0).Inc()
-	case throttle.Rejected:
-		s.outcome(1).Inc()
-	case throttle.DryRunRejected:
-		s.outcome(2).Inc()
-	case throttle.FailedOpen:
-		s.outcome(3).Inc()
-	case throttle.FailedClosed:
-		s.outcome(4).Inc()
-	case throttle.Fallback:
-		s.outcome(5).Inc()
-	case throttle.KeyError:
-		s.outcome(6).Inc()
-	case throttle.Replayed:
-		s.outcome(7).Inc()
-	case throttle.Shed:
-		s.outcome(8).Inc()
 	case throttle.StoreCall:
 		s.storeCall(e.Op, e.Err, e.Latency.Seconds())
 	case throttle.Released:
 		s.hold(e.Reason).Observe(e.Hold.Seconds())
-	case throttle.Extended:
-		s.leaseEvent(0).Inc()
-	case throttle.Lost:
-		s.leaseEvent(1).Inc()
-	case throttle.FallbackOn:
-		s.leaseEvent(2).Inc()
-	case throttle.FallbackOff:
-		s.leaseEvent(3).Inc()
 	}
 	// Kinds added to the core later are ignored until they get a metric.
 }
+
+// outcomeSlot and leaseSlot give the slot, plus one, of an event kind's
+// outcome (in outcomeNames) or lease event (in leaseNames); 0 for the
+// kinds of the other metrics.
+var (
+	outcomeSlot = [...]int{throttle.Admitted: 1, throttle.Rejected: 2, throttle.DryRunRejected: 3,
+		throttle.FailedOpen: 4, throttle.FailedClosed: 5, throttle.Fallback: 6, throttle.KeyError: 7,
+		throttle.Replayed: 8, throttle.Shed: 9}
+	leaseSlot = [...]int{throttle.Extended: 1, throttle.Lost: 2, throttle.FallbackOn: 3, throttle.FallbackOff: 4}
+)
 
 // series returns the series of a policy and mode, making them the first
 // time.
