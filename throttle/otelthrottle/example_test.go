@@ -55,7 +55,7 @@ func Example() {
 	var lines []string
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, isSum := m.Data.(metricdata.Sum[int64]); isSum && m.Name == otelthrottle.RequestsName {
+			if sum, isSum := m.Data.(metricdata.Sum[int64]); isSum && m.Name == "throttle.requests" {
 				for _, dp := range sum.DataPoints {
 					lines = append(lines, fmt.Sprintf("%s{%s} %d", m.Name, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Value))
 				}

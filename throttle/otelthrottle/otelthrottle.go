@@ -12,61 +12,60 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// ScopeName is the instrumentation scope of the Observer's meter: the
+// scopeName is the instrumentation scope of the Observer's meter: the
 // package's import path, as OpenTelemetry asks, so that a view or an
 // exporter can pick out (or drop) the throttle's instruments.
-const ScopeName = "github.com/go-throttle/throttle/throttle/otelthrottle"
+const scopeName = "github.com/go-throttle/throttle/throttle/otelthrottle"
 
-// Names of the instruments, exported so that views and tests can refer to
-// them without repeating the strings. The package documentation lists
-// their units and attributes.
+// Names of the instruments. The package documentation lists them with
+// their units and attributes, for views and dashboards.
 const (
-	// RequestsName counts requests by outcome.
-	RequestsName = "throttle.requests"
-	// StoreDurationName times store calls, in seconds.
-	StoreDurationName = "throttle.store.duration"
-	// HoldDurationName times how long a key was held before its release,
+	// requestsName counts requests by outcome.
+	requestsName = "throttle.requests"
+	// storeDurationName times store calls, in seconds.
+	storeDurationName = "throttle.store.duration"
+	// holdDurationName times how long a key was held before its release,
 	// in seconds.
-	HoldDurationName = "throttle.hold.duration"
-	// LeaseEventsName counts lease extensions and losses.
-	LeaseEventsName = "throttle.lease.events"
+	holdDurationName = "throttle.hold.duration"
+	// leaseEventsName counts lease extensions and losses.
+	leaseEventsName = "throttle.lease.events"
 )
 
 // Attribute keys the Observer sets. Their values are policy names and
 // fixed words only (see the package documentation), so each instrument has
 // a small, bounded set of series.
 const (
-	// PolicyKey is the policy's name: the Name of the limiter's config
+	// policyKey is the policy's name: the Name of the limiter's config
 	// (throttle.LockConfig, QuotaConfig or ReplayConfig).
-	PolicyKey = attribute.Key("throttle.policy")
-	// ModeKey is the policy's mode: dedupe, cooldown or exclusive (a Lock),
+	policyKey = attribute.Key("throttle.policy")
+	// modeKey is the policy's mode: dedupe, cooldown or exclusive (a Lock),
 	// quota (a Quota) or replay (a Replay).
-	ModeKey = attribute.Key("throttle.mode")
-	// OutcomeKey is what became of a request: admitted, rejected,
+	modeKey = attribute.Key("throttle.mode")
+	// outcomeKey is what became of a request: admitted, rejected,
 	// dry_run_rejected, failed_open, failed_closed, fallback or key_error.
-	OutcomeKey = attribute.Key("throttle.outcome")
-	// OperationKey is the store call: acquire, release, extend or quota.
-	OperationKey = attribute.Key("throttle.store.operation")
-	// ReasonKey is why a key was released: done, failed or panic.
-	ReasonKey = attribute.Key("throttle.release.reason")
-	// LeaseEventKey is what happened to a lease: extended or lost.
-	LeaseEventKey = attribute.Key("throttle.lease.event")
-	// ErrorTypeKey is the semantic conventions' error.type, set on a store
+	outcomeKey = attribute.Key("throttle.outcome")
+	// operationKey is the store call: acquire, release, extend or quota.
+	operationKey = attribute.Key("throttle.store.operation")
+	// reasonKey is why a key was released: done, failed or panic.
+	reasonKey = attribute.Key("throttle.release.reason")
+	// leaseEventKey is what happened to a lease: extended or lost.
+	leaseEventKey = attribute.Key("throttle.lease.event")
+	// errorTypeKey is the semantic conventions' error.type, set on a store
 	// call that failed. The Event says only that it failed, not how, so
-	// its value is always ErrorTypeOther.
-	ErrorTypeKey = attribute.Key("error.type")
-	// DurationKey is a span event's store call duration, in seconds.
-	DurationKey = attribute.Key("throttle.store.duration")
-	// RetryAfterKey is a span event's wait, in seconds, that a rejected
+	// its value is always errorTypeOther.
+	errorTypeKey = attribute.Key("error.type")
+	// durationKey is a span event's store call duration, in seconds.
+	durationKey = attribute.Key("throttle.store.duration")
+	// retryAfterKey is a span event's wait, in seconds, that a rejected
 	// request's client was told.
-	RetryAfterKey = attribute.Key("throttle.retry_after")
-	// ErrorKey is true on the span event of a store call that failed.
-	ErrorKey = attribute.Key("error")
+	retryAfterKey = attribute.Key("throttle.retry_after")
+	// errorKey is true on the span event of a store call that failed.
+	errorKey = attribute.Key("error")
 )
 
-// ErrorTypeOther is the error.type of a failed store call: the semantic
+// errorTypeOther is the error.type of a failed store call: the semantic
 // conventions' value for an error whose class is not known.
-const ErrorTypeOther = "_OTHER"
+const errorTypeOther = "_OTHER"
 
 // Bucket boundaries, in seconds. Store calls take from tens of microseconds
 // (memstore) to the Options.Timeout (100 ms by default); holds last from a
@@ -135,24 +134,24 @@ func New(opts ...Option) (*Observer, error) {
 	if cfg.provider == nil {
 		cfg.provider = otel.GetMeterProvider()
 	}
-	m := cfg.provider.Meter(ScopeName)
+	m := cfg.provider.Meter(scopeName)
 	o := &Observer{spans: cfg.spans}
 	var err error
-	if o.requests, err = m.Int64Counter(RequestsName, metric.WithUnit("{request}"),
+	if o.requests, err = m.Int64Counter(requestsName, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests decided by a throttle policy, by outcome.")); err != nil {
 		return nil, err
 	}
-	if o.storeTime, err = m.Float64Histogram(StoreDurationName, metric.WithUnit("s"),
+	if o.storeTime, err = m.Float64Histogram(storeDurationName, metric.WithUnit("s"),
 		metric.WithDescription("Duration of the throttle's store calls."),
 		metric.WithExplicitBucketBoundaries(storeBuckets...)); err != nil {
 		return nil, err
 	}
-	if o.holdTime, err = m.Float64Histogram(HoldDurationName, metric.WithUnit("s"),
+	if o.holdTime, err = m.Float64Histogram(holdDurationName, metric.WithUnit("s"),
 		metric.WithDescription("How long a key was held before it was released."),
 		metric.WithExplicitBucketBoundaries(holdBuckets...)); err != nil {
 		return nil, err
 	}
-	if o.lease, err = m.Int64Counter(LeaseEventsName, metric.WithUnit("{event}"),
+	if o.lease, err = m.Int64Counter(leaseEventsName, metric.WithUnit("{event}"),
 		metric.WithDescription("Lease extensions and losses.")); err != nil {
 		return nil, err
 	}
@@ -213,9 +212,9 @@ func (o *Observer) storeEvent(ctx context.Context, s *limiterSets, e throttle.Ev
 		name = storeEventNames[op]
 	}
 	attrs := make([]attribute.KeyValue, 3, 4)
-	attrs[0], attrs[1], attrs[2] = s.policy, OperationKey.String(e.Op), DurationKey.Float64(e.Latency.Seconds())
+	attrs[0], attrs[1], attrs[2] = s.policy, operationKey.String(e.Op), durationKey.Float64(e.Latency.Seconds())
 	if e.Err {
-		attrs = append(attrs, ErrorKey.Bool(true))
+		attrs = append(attrs, errorKey.Bool(true))
 	}
 	span.AddEvent(name, trace.WithAttributes(attrs...))
 }
@@ -231,7 +230,7 @@ func (o *Observer) rejectionEvent(ctx context.Context, s *limiterSets, e throttl
 	if e.Kind == throttle.DryRunRejected {
 		name = "throttle.dry_run_rejected"
 	}
-	span.AddEvent(name, trace.WithAttributes(s.policy, s.mode, RetryAfterKey.Float64(e.RetryAfter.Seconds())))
+	span.AddEvent(name, trace.WithAttributes(s.policy, s.mode, retryAfterKey.Float64(e.RetryAfter.Seconds())))
 }
 
 // limiterID tells apart the limiters an Observer serves: policies are told
@@ -299,10 +298,10 @@ func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {
 }
 
 func newLimiterSets(policy string, mode throttle.Mode) *limiterSets {
-	s := &limiterSets{policy: PolicyKey.String(policy), mode: ModeKey.String(mode.String())}
+	s := &limiterSets{policy: policyKey.String(policy), mode: modeKey.String(mode.String())}
 	for _, k := range outcomes {
 		s.outcome[k] = []metric.AddOption{metric.WithAttributeSet(
-			attribute.NewSet(s.policy, s.mode, OutcomeKey.String(k.String())))}
+			attribute.NewSet(s.policy, s.mode, outcomeKey.String(k.String())))}
 	}
 	for i, op := range ops {
 		for failed := range 2 {
@@ -313,18 +312,18 @@ func newLimiterSets(policy string, mode throttle.Mode) *limiterSets {
 		s.hold[r] = s.holdOpts(throttle.ReleaseReason(r))
 	}
 	s.extended = []metric.AddOption{metric.WithAttributeSet(
-		attribute.NewSet(s.policy, LeaseEventKey.String("extended")))}
+		attribute.NewSet(s.policy, leaseEventKey.String("extended")))}
 	s.lost = []metric.AddOption{metric.WithAttributeSet(
-		attribute.NewSet(s.policy, LeaseEventKey.String("lost")))}
+		attribute.NewSet(s.policy, leaseEventKey.String("lost")))}
 	return s
 }
 
 // storeOpts returns the options of a store call: policy, operation and,
 // when it failed, error.type.
 func (s *limiterSets) storeOpts(op string, failed bool) []metric.RecordOption {
-	set := attribute.NewSet(s.policy, OperationKey.String(op))
+	set := attribute.NewSet(s.policy, operationKey.String(op))
 	if failed {
-		set = attribute.NewSet(s.policy, OperationKey.String(op), ErrorTypeKey.String(ErrorTypeOther))
+		set = attribute.NewSet(s.policy, operationKey.String(op), errorTypeKey.String(errorTypeOther))
 	}
 	return []metric.RecordOption{metric.WithAttributeSet(set)}
 }
@@ -332,7 +331,7 @@ func (s *limiterSets) storeOpts(op string, failed bool) []metric.RecordOption {
 // holdOpts returns the options of a release for reason r.
 func (s *limiterSets) holdOpts(r throttle.ReleaseReason) []metric.RecordOption {
 	return []metric.RecordOption{metric.WithAttributeSet(
-		attribute.NewSet(s.policy, s.mode, ReasonKey.String(r.String())))}
+		attribute.NewSet(s.policy, s.mode, reasonKey.String(r.String())))}
 }
 
 // Check at compile time that Observer is a throttle.Observer.

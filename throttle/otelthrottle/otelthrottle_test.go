@@ -137,7 +137,7 @@ func (e *env) collect(t *testing.T) metricdata.ResourceMetrics {
 func find(t *testing.T, rm metricdata.ResourceMetrics, name string) *metricdata.Metrics {
 	t.Helper()
 	for _, sm := range rm.ScopeMetrics {
-		require.Equal(t, otelthrottle.ScopeName, sm.Scope.Name, "metrics' scope")
+		require.Equal(t, "github.com/go-throttle/throttle/throttle/otelthrottle", sm.Scope.Name, "metrics' scope")
 		for i := range sm.Metrics {
 			if sm.Metrics[i].Name == name {
 				return &sm.Metrics[i]
@@ -270,12 +270,12 @@ func checkStoreEvent(t *testing.T, ev sdktrace.Event, policy, op string, failed 
 	t.Helper()
 	a := attrs(ev)
 	require.Equal(t, "throttle.store."+op, ev.Name, "store event %v", ev.Attributes)
-	require.Equal(t, policy, a[otelthrottle.PolicyKey].AsString(), "store event %s: policy", ev.Name)
-	require.Equal(t, op, a[otelthrottle.OperationKey].AsString(), "store event %s: operation", ev.Name)
-	d := a[otelthrottle.DurationKey]
+	require.Equal(t, policy, a[attribute.Key("throttle.policy")].AsString(), "store event %s: policy", ev.Name)
+	require.Equal(t, op, a[attribute.Key("throttle.store.operation")].AsString(), "store event %s: operation", ev.Name)
+	d := a[attribute.Key("throttle.store.duration")]
 	require.Equal(t, attribute.FLOAT64, d.Type(), "store event %s: duration %v", ev.Name, d.String())
 	require.Positive(t, d.AsFloat64(), "store event %s: duration", ev.Name)
-	e, hasErr := a[otelthrottle.ErrorKey]
+	e, hasErr := a[attribute.Key("error")]
 	require.Equal(t, failed, hasErr, "store event %s: error attribute %v", ev.Name, ev.Attributes)
 	if failed {
 		require.True(t, e.AsBool(), "store event %s: error attribute %v", ev.Name, ev.Attributes)
@@ -290,9 +290,9 @@ func checkRejectionEvent(t *testing.T, ev sdktrace.Event, name, policy, mode str
 	a := attrs(ev)
 	require.Equal(t, name, ev.Name, "rejection event %v", ev.Attributes)
 	require.Len(t, a, 3, "rejection event %s: attributes", ev.Name)
-	require.Equal(t, policy, a[otelthrottle.PolicyKey].AsString(), "rejection event %s: policy", ev.Name)
-	require.Equal(t, mode, a[otelthrottle.ModeKey].AsString(), "rejection event %s: mode", ev.Name)
-	r := a[otelthrottle.RetryAfterKey]
+	require.Equal(t, policy, a[attribute.Key("throttle.policy")].AsString(), "rejection event %s: policy", ev.Name)
+	require.Equal(t, mode, a[attribute.Key("throttle.mode")].AsString(), "rejection event %s: mode", ev.Name)
+	r := a[attribute.Key("throttle.retry_after")]
 	require.Equal(t, attribute.FLOAT64, r.Type(), "rejection event: retry_after %v", r.String())
 	require.Positive(t, r.AsFloat64(), "rejection event: retry_after")
 	require.LessOrEqual(t, r.AsFloat64(), max.Seconds(), "rejection event: retry_after")
@@ -356,18 +356,18 @@ func TestDedupe(t *testing.T) {
 	wantStatus(t, "failing", serve(h, "carol-7", "failing"), http.StatusInternalServerError)
 
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "admitted"): 3,
 		outcome("submit", "dedupe", "rejected"): 1,
 	})
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("submit", "acquire", false): 4,
 		storeOp("submit", "release", false): 1, // carol's failure gives the key back
 	})
-	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("submit", "dedupe", "failed"): 1,
 	})
-	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{})
+	equal(t, "lease events", counts(t, rm, "throttle.lease.events"), map[string]int64{})
 
 	s := e.wantEvents(t, "first", "throttle.store.acquire")
 	checkStoreEvent(t, s.Events()[0], "submit", "acquire", false)
@@ -388,14 +388,14 @@ func TestQuota(t *testing.T) {
 		wantStatus(t, fmt.Sprint("request ", i), serve(h, "dave-99", fmt.Sprint("q", i)), want)
 	}
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("search", "quota", "admitted"): 2,
 		outcome("search", "quota", "rejected"): 1,
 	})
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("search", "quota", false): 3,
 	})
-	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{})
+	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{})
 	s := e.wantEvents(t, "q0", "throttle.store.quota")
 	checkStoreEvent(t, s.Events()[0], "search", "quota", false)
 	s = e.wantEvents(t, "q2", "throttle.store.quota", "throttle.rejected")
@@ -409,10 +409,10 @@ func TestKeyError(t *testing.T) {
 	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), ok)
 	wantStatus(t, "no user", serve(h, "", "nokey"), http.StatusBadRequest)
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "key_error"): 1,
 	})
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{})
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{})
 	e.wantEvents(t, "nokey") // no store call, and a key error is no rejection event
 }
 
@@ -422,14 +422,14 @@ func TestExclusiveRelease(t *testing.T) {
 	wantStatus(t, "first", serve(h, "erin-5", "x1"), http.StatusCreated)
 	wantStatus(t, "after release", serve(h, "erin-5", "x2"), http.StatusCreated)
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("export", "exclusive", "admitted"): 2,
 	})
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("export", "acquire", false): 2,
 		storeOp("export", "release", false): 2,
 	})
-	holds := histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)
+	holds := histogram(t, rm, "throttle.hold.duration", 0.001, 3600)
 	equal(t, "holds", histCounts(holds), map[string]uint64{hold("export", "exclusive", "done"): 2})
 	require.Positive(t, holds[hold("export", "exclusive", "done")].Sum, "hold time sum")
 	s := e.wantEvents(t, "x1", "throttle.store.acquire", "throttle.store.release")
@@ -457,10 +457,10 @@ func TestPanicRelease(t *testing.T) {
 	// The panic released the key: the user may try again at once.
 	wantStatus(t, "retry", serve(h, "frank-3", "retry"), http.StatusInternalServerError)
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "admitted"): 2,
 	})
-	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("submit", "dedupe", "panic"): 2,
 	})
 	// The SDK's span.End records the panic going past it as "exception".
@@ -475,7 +475,7 @@ func TestDryRun(t *testing.T) {
 	wantStatus(t, "first", serve(h, "gina-8", "d1"), http.StatusCreated)
 	wantStatus(t, "duplicate goes ahead", serve(h, "gina-8", "d2"), http.StatusCreated)
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "admitted"):         1,
 		outcome("submit", "dedupe", "dry_run_rejected"): 1,
 	})
@@ -505,11 +505,11 @@ func TestStoreFails(t *testing.T) {
 	wantStatus(t, "fail open", serve(open, "hank-1", "open"), http.StatusCreated)
 	wantStatus(t, "fail closed", serve(closed, "hank-1", "closed"), http.StatusServiceUnavailable)
 	rm := e.collect(t)
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{
 		outcome("open", "dedupe", "failed_open"):     1,
 		outcome("closed", "dedupe", "failed_closed"): 1,
 	})
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("open", "acquire", true):   1,
 		storeOp("closed", "acquire", true): 1,
 	})
@@ -576,10 +576,10 @@ func TestLeaseExtended(t *testing.T) {
 	n := tp.extended.Load()
 	require.NotZero(t, n, "the tap saw no extension")
 	rm := e.collect(t)
-	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{
+	equal(t, "lease events", counts(t, rm, "throttle.lease.events"), map[string]int64{
 		leaseEvent("job", "extended"): n,
 	})
-	stores := histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1))
+	stores := histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1))
 	require.Equal(t, uint64(n), stores[storeOp("job", "extend", false)], "extend calls (every extension succeeded)")
 	// The refresher's context derives from the request's, so the
 	// extensions are on the request's span.
@@ -609,10 +609,10 @@ func TestLeaseLost(t *testing.T) {
 	h := leaseHandler(t, e, losingStore{memstore.New()}, tp, true)
 	wantStatus(t, "lost lease", serve(h, "jack-4", "lost"), http.StatusOK)
 	rm := e.collect(t)
-	equal(t, "lease events", counts(t, rm, otelthrottle.LeaseEventsName), map[string]int64{
+	equal(t, "lease events", counts(t, rm, "throttle.lease.events"), map[string]int64{
 		leaseEvent("job", "lost"): 1,
 	})
-	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("job", "exclusive", "done"): 1,
 	})
 	e.noUser(t, "jack")
@@ -625,7 +625,7 @@ func TestSpanEventsOff(t *testing.T) {
 	wantStatus(t, "duplicate", serve(h, "kim-6", "s2"), http.StatusTooManyRequests)
 	e.wantEvents(t, "s1")
 	e.wantEvents(t, "s2")
-	equal(t, "requests", counts(t, e.collect(t), otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, e.collect(t), "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "admitted"): 1,
 		outcome("submit", "dedupe", "rejected"): 1,
 	})
@@ -646,7 +646,7 @@ func TestNoSpan(t *testing.T) {
 	})
 	wantStatus(t, "unsampled span", serve(unsampled, "lee-1", ""), http.StatusTooManyRequests)
 	require.Empty(t, e.spans.Ended(), "spans recorded")
-	equal(t, "requests", counts(t, e.collect(t), otelthrottle.RequestsName), map[string]int64{
+	equal(t, "requests", counts(t, e.collect(t), "throttle.requests"), map[string]int64{
 		outcome("submit", "dedupe", "admitted"): 1,
 		outcome("submit", "dedupe", "rejected"): 1,
 	})
@@ -672,8 +672,8 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	rm := e.collect(t)
-	reqs := counts(t, rm, otelthrottle.RequestsName)
-	stores := histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1))
+	reqs := counts(t, rm, "throttle.requests")
+	stores := histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1))
 	var total int64
 	var calls, failed uint64
 	for _, p := range policies {
@@ -700,14 +700,14 @@ func TestUnknownValues(t *testing.T) {
 	e.obs.Observe(ctx, throttle.Event{Kind: throttle.FallbackOn, Policy: "p"})
 	e.obs.Observe(ctx, throttle.Event{Kind: throttle.EventKind(200), Policy: "p"})
 	rm := e.collect(t)
-	equal(t, "store calls", histCounts(histogram(t, rm, otelthrottle.StoreDurationName, 0.00005, 1)), map[string]uint64{
+	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("p", "scan", true): 1,
 	})
-	equal(t, "holds", histCounts(histogram(t, rm, otelthrottle.HoldDurationName, 0.001, 3600)), map[string]uint64{
+	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("p", "unknown", "unknown"): 1,
 		hold("p", "dedupe", "done"):     1,
 	})
-	equal(t, "requests", counts(t, rm, otelthrottle.RequestsName), map[string]int64{})
+	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{})
 }
 
 // TestSteadyStateAllocs checks that, once a policy's attribute sets exist,
