@@ -72,7 +72,7 @@ func TestObserverAdmissions(t *testing.T) {
 		}
 	}
 	require.Positive(t, events[3].RetryAfter, "rejection's RetryAfter")
-	require.LessOrEqual(t, events[3].RetryAfter, throttle.DefaultTTL, "rejection's RetryAfter")
+	require.LessOrEqual(t, events[3].RetryAfter, 5*time.Second, "rejection's RetryAfter")
 }
 
 func TestObserverDryRunAndQuota(t *testing.T) {

@@ -89,20 +89,22 @@ func (f FailMode) String() string {
 	return "unknown"
 }
 
-// Defaults of the zero fields of a config.
+// DefaultPrefix starts every stored key unless Options.Prefix says
+// otherwise: with it, a store's keys can be told from the application's.
+const DefaultPrefix = "throttle"
+
+// Defaults of the other zero fields of a config.
 const (
-	// DefaultTTL is how long a Dedupe or Cooldown key is held, and how long
+	// defaultTTL is how long a Dedupe or Cooldown key is held, and how long
 	// a Replay answer is kept: long enough to cover a double click and a
 	// client's quick retries.
-	DefaultTTL = 5 * time.Second
-	// DefaultLeaseTTL is an Exclusive key's lease, refreshed while the work
+	defaultTTL = 5 * time.Second
+	// defaultLeaseTTL is an Exclusive key's lease, refreshed while the work
 	// runs: it only bounds how long a crashed holder blocks the others.
-	DefaultLeaseTTL = 30 * time.Second
-	// DefaultPrefix starts every stored key.
-	DefaultPrefix = "throttle"
-	// DefaultTimeout is how long a store outside this process may stay
+	defaultLeaseTTL = 30 * time.Second
+	// defaultTimeout is how long a store outside this process may stay
 	// silent before it counts as failing.
-	DefaultTimeout = 100 * time.Millisecond
+	defaultTimeout = 100 * time.Millisecond
 	// defaultReplayWait is how long a Replay duplicate waits for an
 	// original still in flight.
 	defaultReplayWait = 5 * time.Second
@@ -172,7 +174,7 @@ func (p policy) withDefaults() (policy, error) {
 		return p, invalid("prefix %q must not contain '{' or '}'", p.Prefix)
 	}
 	if p.Timeout == 0 {
-		p.Timeout = DefaultTimeout
+		p.Timeout = defaultTimeout
 	}
 	return p, p.failMode()
 }
@@ -180,9 +182,9 @@ func (p policy) withDefaults() (policy, error) {
 // durations fills in and checks the TTL, the waits and the timeout.
 func (p *policy) durations() error {
 	if p.TTL == 0 {
-		p.TTL = DefaultTTL
+		p.TTL = defaultTTL
 		if p.Mode == Exclusive {
-			p.TTL = DefaultLeaseTTL
+			p.TTL = defaultLeaseTTL
 		}
 	}
 	if p.Mode == ModeReplay && p.Wait == 0 {

@@ -19,9 +19,9 @@ func TestLockDefaults(t *testing.T) {
 	c := l.Config()
 	assert.Equal(t, "submit", c.Name)
 	assert.Equal(t, throttle.Dedupe, c.Mode)
-	assert.Equal(t, throttle.DefaultTTL, c.TTL)
+	assert.Equal(t, 5*time.Second, c.TTL)
 	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
-	assert.Equal(t, throttle.DefaultTimeout, c.Timeout)
+	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.Equal(t, throttle.FailOpen, c.WhenStoreFails)
 	assert.NotNil(t, c.Backoff)
 	assert.Zero(t, c.Wait)
@@ -29,11 +29,11 @@ func TestLockDefaults(t *testing.T) {
 
 	c = newLock(t, brokenStore{}, throttle.LockConfig{Name: "mail", Mode: throttle.Cooldown}).Config()
 	assert.Equal(t, throttle.FailOpen, c.WhenStoreFails, "Cooldown fails open")
-	assert.Equal(t, throttle.DefaultTTL, c.TTL)
+	assert.Equal(t, 5*time.Second, c.TTL)
 
 	c = newLock(t, brokenStore{}, throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive}).Config()
 	assert.Equal(t, throttle.FailClosed, c.WhenStoreFails, "Exclusive fails closed")
-	assert.Equal(t, throttle.DefaultLeaseTTL, c.TTL, "an Exclusive key's TTL is its lease")
+	assert.Equal(t, 30*time.Second, c.TTL, "an Exclusive key's TTL is its lease")
 
 	// What is set is kept.
 	set := throttle.LockConfig{Name: "set", Mode: throttle.Exclusive, TTL: time.Minute, MaxHold: time.Hour,
@@ -50,7 +50,7 @@ func TestQuotaDefaults(t *testing.T) {
 	assert.Equal(t, "api", c.Name)
 	assert.Zero(t, c.Wait)
 	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
-	assert.Equal(t, throttle.DefaultTimeout, c.Timeout)
+	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.Equal(t, throttle.FailOpen, c.WhenStoreFails, "a Quota fails open")
 }
 
@@ -58,11 +58,11 @@ func TestReplayDefaults(t *testing.T) {
 	r := newReplay(t, memstore.New(), throttle.ReplayConfig{Name: "order"})
 	c := r.Config()
 	assert.Equal(t, "order", c.Name)
-	assert.Equal(t, throttle.DefaultTTL, c.TTL)
+	assert.Equal(t, 5*time.Second, c.TTL)
 	assert.Equal(t, 5*time.Second, c.Wait, "a duplicate waits 5s for its original by default")
 	assert.Equal(t, throttle.FailClosed, c.WhenStoreFails, "a Replay fails closed")
 	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
-	assert.Equal(t, throttle.DefaultTimeout, c.Timeout)
+	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.False(t, c.Fence)
 
 	// A negative Wait is Replay's "do not wait", kept as it is.

@@ -60,7 +60,7 @@ func (rej *Rejection) cached() *Guard {
 	return rej.g
 }
 
-// body returns Body(rej), shared with other responses when it is the
+// body returns buildBody(rej), shared with other responses when it is the
 // Guard's cached answer to a duplicate: the caller must not change it.
 func body(rej *Rejection) []byte {
 	if g := rej.cached(); g != nil && rej.Reason == ReasonContended && rej.Status == g.p.status {

@@ -110,7 +110,7 @@ func TestBodyNotShared(t *testing.T) {
 	require.NoError(t, err)
 	g := Lock(l)
 	rej := g.contended(throttle.ErrContended, &throttle.ContendedError{RetryAfter: time.Second})
-	b := Body(rej)
+	b := buildBody(rej)
 	want := string(b)
 	clear(b)
 	require.Equal(t, want, written(rej).Body.String(), "answer after the caller changed Body's bytes")

@@ -44,7 +44,7 @@ func (r *Response) Write(w http.ResponseWriter) {
 // of body.
 type Recording struct {
 	// Headers lists the header fields recorded and replayed; nil means
-	// DefaultRecordedHeaders. Set-Cookie is never recorded unless
+	// defaultRecordedHeaders. Set-Cookie is never recorded unless
 	// SetCookie is set, even when listed: a cookie set for the first
 	// request (a session, say) would otherwise be handed to whoever sends
 	// a duplicate under the same key.
@@ -53,7 +53,7 @@ type Recording struct {
 	// or is nil. Only for cookies that every sender of the key may have.
 	SetCookie bool
 	// MaxBody is the largest body recorded, in bytes; default
-	// DefaultMaxRecordedBody. A response with a longer body is not
+	// defaultMaxRecordedBody. A response with a longer body is not
 	// recorded (its duplicates are turned away with the policy's
 	// status, as Dedupe's are), and neither is one the handler
 	// flushed or hijacked: its client has it already, in pieces that were
@@ -62,15 +62,15 @@ type Recording struct {
 	MaxBody int
 }
 
-// DefaultMaxRecordedBody is Recording.MaxBody's default: 64 KiB, enough
+// defaultMaxRecordedBody is Recording.MaxBody's default: 64 KiB, enough
 // for any API answer that names what was created, small enough to keep
 // many in Redis.
-const DefaultMaxRecordedBody = 64 << 10
+const defaultMaxRecordedBody = 64 << 10
 
-// DefaultRecordedHeaders are the header fields recorded when
+// defaultRecordedHeaders are the header fields recorded when
 // Recording.Headers is nil: those that describe the response's content and
 // where it points, plus the RateLimit fields. Set-Cookie is not among them.
-var DefaultRecordedHeaders = []string{"Content-Type", "Location", "Cache-Control", "Content-Language",
+var defaultRecordedHeaders = []string{"Content-Type", "Location", "Cache-Control", "Content-Language",
 	"Ratelimit", "Ratelimit-Policy"}
 
 // recording is a Recording made ready for use: canonical names in a set.
@@ -82,7 +82,7 @@ type recording struct {
 func newRecording(r Recording) recording {
 	names := r.Headers
 	if names == nil {
-		names = DefaultRecordedHeaders
+		names = defaultRecordedHeaders
 		if r.SetCookie {
 			names = append(names[:len(names):len(names)], "Set-Cookie")
 		}
@@ -96,7 +96,7 @@ func newRecording(r Recording) recording {
 		rc.headers[n] = true
 	}
 	if rc.maxBody <= 0 {
-		rc.maxBody = DefaultMaxRecordedBody
+		rc.maxBody = defaultMaxRecordedBody
 	}
 	return rc
 }

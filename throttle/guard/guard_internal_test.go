@@ -85,10 +85,10 @@ func TestBeginContended(t *testing.T) {
 		status int
 		window time.Duration
 	}{
-		{"dedupe", throttle.LockConfig{Name: "submit"}, nil, 429, throttle.DefaultTTL},
+		{"dedupe", throttle.LockConfig{Name: "submit"}, nil, 429, 5 * time.Second},
 		{"cooldown", throttle.LockConfig{Name: "report", Mode: throttle.Cooldown, TTL: 3 * time.Second}, nil, 429, 3 * time.Second},
 		{"exclusive", throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 20 * time.Second}, nil, 409, 20 * time.Second},
-		{"WithStatus", throttle.LockConfig{Name: "submit"}, []Option{WithStatus(http.StatusTooEarly)}, 425, throttle.DefaultTTL},
+		{"WithStatus", throttle.LockConfig{Name: "submit"}, []Option{WithStatus(http.StatusTooEarly)}, 425, 5 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := Lock(newLock(t, c.c), c.opts...)

@@ -201,15 +201,7 @@ func rejectedLimitField(rej *Rejection) string {
 	return limitField(rej.policy().name, 0, retryAfter(rej))
 }
 
-// Body returns the RFC 9457 problem+json document for a rejection, for
-// frameworks that cannot hand Write an http.ResponseWriter. Send it with
-// Status, SetHeaders and the fixed headers Write sets, so that the answer is
-// the same as the other adapters'.
-func Body(rej *Rejection) []byte {
-	return buildBody(rej)
-}
-
-// buildBody is Body.
+// buildBody returns the RFC 9457 problem+json document for a rejection.
 func buildBody(rej *Rejection) []byte {
 	b := make([]byte, 0, 256)
 	typ := problemType(rej)
