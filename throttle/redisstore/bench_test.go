@@ -130,10 +130,9 @@ func (a admissionImpl) check(card, key string) error {
 // benchStore returns a store on c whose plain acquisitions take path (see
 // setPath), closed at the benchmark's end.
 func benchStore(b *testing.B, c *redis.Client, path string) *redisstore.Store {
-	s := redisstore.New(c)
+	s := redisstore.New(c, redisstore.WithPath(path))
 	b.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
-	setPath(s, path)
 	return s
 }
 

@@ -54,9 +54,9 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 }
 
 // store returns a store on the cluster client, closed at the test's end.
-func (env *clusterEnv) store(t testing.TB) *redisstore.Store {
+func (env *clusterEnv) store(t testing.TB, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	s := redisstore.New(env.cc)
+	s := redisstore.New(env.cc, opts...)
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
 	return s
@@ -102,9 +102,7 @@ func (env *clusterEnv) testConformance(t *testing.T) {
 	for _, path := range plainPaths {
 		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
-				s := env.store(t)
-				setPath(s, path)
-				return s
+				return env.store(t, redisstore.WithPath(path))
 			})
 		})
 	}

@@ -56,16 +56,5 @@ func mustOutcome(t testing.TB, want store.Outcome) func(store.Outcome, error) {
 }
 
 // plainPaths are the paths of plain acquisitions that the tests cover (see
-// setPath).
+// redisstore.WithPath).
 var plainPaths = []string{"store", "set", "pipeline", "script"}
-
-// setPath holds the plain acquisitions of s on path: "script" (the acquire
-// script, SetScriptedPlain) or a path of SetPlainPath ("store" is the
-// default, which chooses by refusals).
-func setPath(s *redisstore.Store, path string) {
-	if path == "script" {
-		s.SetScriptedPlain(true)
-		return
-	}
-	s.SetPlainPath(path)
-}

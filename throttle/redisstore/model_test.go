@@ -75,9 +75,8 @@ func TestRemainingWithoutExpiry(t *testing.T) {
 	ctx := context.Background()
 	for _, path := range plainPaths {
 		c := srv.Client(t)
-		s := redisstore.New(c)
+		s := redisstore.New(c, redisstore.WithPath(path))
 		t.Cleanup(func() { _ = s.Close() })
-		setPath(s, path)
 		k := key(t)
 		if err := c.Set(ctx, k, "foreign", 0).Err(); err != nil {
 			t.Fatal(err)

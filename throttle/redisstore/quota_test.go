@@ -56,9 +56,8 @@ type quotaStep struct {
 // that fills the quota, that the key is gone.
 // A last part refunds on a quota overspent under a smaller Rate.
 func TestQuotaModel(t *testing.T) {
-	rs, _, c := newStore(t)
 	clk := &quotaClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-	rs.SetQuotaClock(clk.Now)
+	rs, _, c := newStore(t, redisstore.WithQuotaClock(clk.Now))
 	ms := memstore.New(memstore.WithClock(clk.Now))
 	ctx := context.Background()
 
@@ -448,7 +447,8 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 
 	// Under a test clock the expiry is read as a time.
 	clk := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.SetQuotaClock(func() time.Time { return clk })
+	s = redisstore.New(c, redisstore.WithQuotaClock(func() time.Time { return clk }))
+	t.Cleanup(func() { _ = s.Close() })
 	k = key(t)
 	at := clk.Add(5 * time.Second).UnixMilli()
 	if err := c.Do(ctx, "SET", k, token, "PXAT", at).Err(); err != nil {
@@ -482,8 +482,7 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 func TestQuotaNewKeyStep(t *testing.T) {
 	for _, path := range []string{"set", "script", "store"} {
 		t.Run(path, func(t *testing.T) {
-			s, _, c := newStore(t)
-			s.SetQuotaPath(path)
+			s, _, c := newStore(t, redisstore.WithPath(path))
 			redistest.CheckQuotaNewKey(t, s, c, path == "script", func() string { return key(t) })
 		})
 	}

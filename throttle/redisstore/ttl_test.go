@@ -62,10 +62,10 @@ func TestExtremeTTL(t *testing.T) {
 	s, _, c := newStore(t, redisstore.WithFenceTTL(math.MaxInt64))
 	ctx := context.Background()
 	for _, p := range paths {
+		s := redisstore.New(c, redisstore.WithFenceTTL(math.MaxInt64), redisstore.WithPath(p.path))
+		t.Cleanup(func() { _ = s.Close() })
 		for i, ttl := range huge {
 			t.Run(fmt.Sprintf("%s/%d", p.name, i), func(t *testing.T) {
-				setPath(s, p.path)
-				defer func() { s.SetScriptedPlain(false); s.SetPlainPath("store") }()
 				req := p.req
 				req.Key, req.Token, req.TTL = key(t), store.NewToken(), ttl
 				g := mustAcquire(t, s, req)
@@ -123,8 +123,7 @@ func TestExtremeTTL(t *testing.T) {
 // wrote with a PX longer than a time.Duration holds is reported as held for
 // the longest Duration, not for a wrapped-around negative one.
 func TestRemainingBeyondDuration(t *testing.T) {
-	s, _, c := newStore(t)
-	s.SetScriptedPlain(true)
+	s, _, c := newStore(t, redisstore.WithPath("script"))
 	ctx := context.Background()
 	k := key(t)
 	if err := c.Do(ctx, "SET", k, "foreign", "PX", int64(1e15)).Err(); err != nil {

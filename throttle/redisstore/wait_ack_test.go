@@ -64,7 +64,6 @@ func ackStore(t testing.TB, r replicated, scripted bool, opts ...redisstore.Opti
 	s := redisstore.New(c, opts...)
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
-	s.SetScriptedPlain(scripted)
 	ctx := context.Background()
 	for _, src := range redisstore.Scripts() {
 		if err := c.ScriptLoad(ctx, src[0]).Err(); err != nil {
@@ -255,7 +254,7 @@ func TestReplicaAckOwnTokenRetry(t *testing.T) {
 // TestReplicaAckOptionValues checks the option's arguments on a server
 // without replicas, where every WAIT for one replica times out: replicas
 // <= 0 and a later WithReplicaAck(0, ...) switch it off, a timeout <= 0
-// means DefaultReplicaAckTimeout, a fractional one is rounded up to whole
+// means 50ms, a fractional one is rounded up to whole
 // milliseconds; and New refuses it on a Cluster client.
 func TestReplicaAckOptionValues(t *testing.T) {
 	srv := redistest.Start(t)
@@ -270,7 +269,7 @@ func TestReplicaAckOptionValues(t *testing.T) {
 		{"zero-replicas", []redisstore.Option{redisstore.WithReplicaAck(0, time.Second)}, "", 0},
 		{"negative-replicas", []redisstore.Option{redisstore.WithReplicaAck(-1, time.Second)}, "", 0},
 		{"switched-off", []redisstore.Option{redisstore.WithReplicaAck(1, time.Second), redisstore.WithReplicaAck(0, 0)}, "", 0},
-		{"default-timeout", []redisstore.Option{redisstore.WithReplicaAck(1, 0)}, "within 50ms", redisstore.DefaultReplicaAckTimeout},
+		{"default-timeout", []redisstore.Option{redisstore.WithReplicaAck(1, 0)}, "within 50ms", 50 * time.Millisecond},
 		{"rounded-up", []redisstore.Option{redisstore.WithReplicaAck(1, 1500*time.Microsecond)}, "within 2ms", 2 * time.Millisecond},
 	}
 	for _, tc := range cases {

@@ -216,10 +216,9 @@ func TestQuotaMatchesMemstore(t *testing.T) {
 }
 
 func quotaMatchesMemstore(t *testing.T, r store.Rate) {
-	s, _ := newStore(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s.SetQuotaClock(clock)
+	s, _ := newStore(t, rueidisstore.WithQuotaClock(clock))
 	ms := memstoreWithClock(clock)
 	ctx := context.Background()
 	k := key(t)
@@ -241,34 +240,5 @@ func quotaMatchesMemstore(t *testing.T, r store.Rate) {
 		if rerr != nil && !errors.Is(rerr, store.ErrInvalid) {
 			t.Fatalf("step %d: %v does not match store.ErrInvalid", i, rerr)
 		}
-	}
-}
-
-// TestSyntaxErrorDetection: the check that moves a store to the pipeline
-// recognises Redis's syntax error and nothing else a SET can answer.
-func TestSyntaxErrorDetection(t *testing.T) {
-	_, srv := newStore(t)
-	c := newClient(t, srv)
-	ctx := context.Background()
-	bad := c.Do(ctx, c.B().Arbitrary("SET").Keys("k").Args("v", "NX", "XX").Build()).Error()
-	if !rueidisstore.IsSyntaxError(bad) {
-		t.Fatalf("SET NX XX answered %v, not seen as a syntax error", bad)
-	}
-	if err := c.Do(ctx, c.B().Hset().Key("h").FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	wrong := c.Do(ctx, c.B().Arbitrary("SET").Keys("h").Args("v", "NX", "GET", "PX", "1000").Build()).Error()
-	if wrong == nil || rueidisstore.IsSyntaxError(wrong) {
-		t.Fatalf("SET NX GET on a hash answered %v", wrong)
-	}
-	if rueidisstore.IsSyntaxError(context.DeadlineExceeded) {
-		t.Fatal("a deadline is no syntax error")
-	}
-	// The store stays on SET NX GET on this server.
-	s := rueidisstore.New(c)
-	defer func() { _ = s.Close() }()
-	mustAcquire(t, s, store.Request{Key: key(t), Token: "t", TTL: time.Second})
-	if !s.GetOnSet() {
-		t.Fatal("a Redis 7 server moved the store to the pipeline")
 	}
 }
