@@ -17,30 +17,23 @@ var (
 )
 
 // BodyHash keys on the SHA-256 of the request body, as unpadded base64url
-// (43 characters). Joined with a user key it recognises the very same
-// submission sent twice (a double click, a client retry) while letting
-// different submissions through.
+// (43 characters): joined with a user, it recognises the very same
+// submission sent twice while letting different ones through.
 //
-// At most maxBytes are hashed and held in memory: a longer body, or a
-// Content-Length over maxBytes (checked before reading, so a client that
-// sent "Expect: 100-continue" is refused without uploading), gives a 413
-// *Error. A body that fails to read gives a 400, or a 413 for an
-// *http.MaxBytesError. The body is put back for the handler in every case:
-// r.Body yields the bytes read, then the unread rest, and closing it closes
-// the original. A nil body and http.NoBody hash as the empty body.
-//
-// Any other body is read, and so asked for, even when the request turns out
-// to be a duplicate: nothing else tells a resent submission from a new one.
-// To turn duplicates away without reading their bodies, key on the
-// client's Idempotency-Key and on the body only without it (IdempotencyKey
-// with IdempotencyFallback(BodyHash(n))), and put BodyHash last in a Join,
-// which stops at the first func that fails. BodyHash panics if maxBytes is
-// negative.
+// At most maxBytes are read and held: a longer body, or a Content-Length
+// over maxBytes (checked first, so that an "Expect: 100-continue" client
+// is refused before it uploads), gives a 413 *Error; a body that fails to
+// read, a 400 (413 for an *http.MaxBytesError). The body is put back for
+// the handler whatever happens, and closing it closes the original. Any
+// other body is read, so asked for, even from a duplicate: nothing else
+// tells it from a new submission. Put BodyHash last in a Join, or behind
+// an Idempotency-Key (IdempotencyFallback), to read fewer bodies. It
+// panics if maxBytes is negative.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
 	}
-	maxBytes = min(maxBytes, math.MaxInt64-1) // maxBytes+1 is read
+	maxBytes = min(maxBytes, math.MaxInt64-1) // maxBytes+1 are read
 	return func(r *http.Request) (string, error) {
 		switch {
 		case r.Body == nil || r.Body == http.NoBody:
@@ -53,14 +46,13 @@ func BodyHash(maxBytes int64) Func {
 }
 
 // hashBody reads up to maxBytes+1 bytes of r.Body, puts them back in front
-// of the rest, and hashes them when that was the whole body.
+// of the rest, and hashes them if they were the whole body.
 func hashBody(r *http.Request, maxBytes int64) (string, error) {
 	orig := r.Body
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
 	read := buf.Bytes()
-	whole := err == nil && int64(len(read)) <= maxBytes
-	if whole { // the original returned EOF: nothing is left to read
+	if err == nil && int64(len(read)) <= maxBytes { // orig is at EOF
 		r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
 		return hashString(read), nil
 	}
@@ -77,31 +69,26 @@ func hashString(b []byte) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// restoredBody gives back a request body that was partly or fully read,
-// and closes the original body when closed.
 type restoredBody struct {
 	io.Reader
 	io.Closer
 }
 
-// BodyFingerprint returns the SHA-256 of r's body as BodyHash(maxBytes)
-// computes it, with the same limits and errors, and the body put back. It
-// is the idempotency fingerprint of the draft: stored with the response to
-// the first request under an idempotency key, it tells a later request
-// that reuses the key for another payload, which the draft says to refuse
-// with 422 rather than answer with a response that does not belong to it.
+// BodyFingerprint is BodyHash(maxBytes) applied to r: the draft's
+// idempotency fingerprint. Stored with the first response under an
+// idempotency key, it tells a later request that reuses the key for another
+// payload, which the draft refuses with 422 rather than replaying a
+// response that does not belong to it.
 func BodyFingerprint(r *http.Request, maxBytes int64) (string, error) {
 	return BodyHash(maxBytes)(r)
 }
 
 // IdempotencyFingerprint is the fingerprint the adapters store with a
-// Replay policy's first response: BodyFingerprint with
-// DefaultIdempotencyBodyLimit when the request carries an Idempotency-Key
-// field, and "" otherwise (a request keyed by its body's hash cannot bring
-// another body under the same key, so its body is not read twice). A body
-// over the limit gets the 413 *Error, as a request whose body cannot be
-// compared must not be answered with another request's response; a route
-// that takes larger bodies passes its own fingerprint with a larger limit.
+// Replay response: BodyFingerprint with DefaultIdempotencyBodyLimit under
+// an Idempotency-Key field, "" without one (a request keyed on its body's
+// hash cannot bring another body, so it is not read twice). A body over
+// the limit gets the 413, since a body that cannot be compared must not be
+// answered with another request's response.
 func IdempotencyFingerprint(r *http.Request) (string, error) {
 	if len(r.Header[idempotencyHeader]) == 0 {
 		return "", nil

@@ -7,17 +7,15 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// FirstOf is a fallback chain: it keys on the first of fs that succeeds,
-// such as the user ID header when present and the client IP otherwise. The
+// FirstOf keys on the first of fs that succeeds, such as the user ID header
+// when present and the client IP otherwise, or returns the last error. The
 // identity is store.JoinID(strconv.Itoa(i), value), i being the index of
 // the func that answered, so a user whose ID reads "192.0.2.1" never shares
-// a key with the client at that address. If every func fails, the last
-// one's error is returned.
+// a key with the client at that address.
 //
-// FirstOf and Join work on any key function type, so the one pair serves
-// every adapter: FirstOf(ginadapter.Value("user"), ginadapter.FullPath())
-// is a ginadapter.KeyFunc. Both panic if fs is empty or holds a nil func,
-// a programming error, and copy fs.
+// FirstOf and Join work on any key function type, so the pair serves every
+// adapter: FirstOf(ginadapter.Value("user"), ginadapter.FullPath()) is a
+// ginadapter.KeyFunc. Both copy fs, and panic if it is empty or holds nil.
 func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("FirstOf", fs)
 	return func(a A) (string, error) {
@@ -33,9 +31,8 @@ func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 }
 
 // Join keys on all of fs together, such as a user and a route, joined with
-// store.JoinID so that different lists of values never give the same
-// identity. It stops at the first error and returns it as is, so put a
-// costly func (BodyHash) last.
+// store.JoinID so that different lists never give the same identity. It
+// returns the first error as is, so put a costly func (BodyHash) last.
 func Join[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("Join", fs)
 	return func(a A) (string, error) {
