@@ -16,19 +16,13 @@ var (
 	errBodyUnreadable = badRequest("body", "unreadable")
 )
 
-// BodyHash keys on the SHA-256 of the request body, as unpadded base64url
-// (43 characters): joined with a user, it recognises the very same
-// submission sent twice while letting different ones through.
-//
-// At most maxBytes are read and held: a longer body, or a Content-Length
-// over maxBytes (checked first, so that an "Expect: 100-continue" client
-// is refused before it uploads), gives a 413 *Error; a body that fails to
-// read, a 400 (413 for an *http.MaxBytesError). The body is put back for
-// the handler whatever happens, and closing it closes the original. Any
-// other body is read, so asked for, even from a duplicate: nothing else
-// tells it from a new submission. Put BodyHash last in a Join, or behind
-// an Idempotency-Key (IdempotencyFallback), to read fewer bodies. It
-// panics if maxBytes is negative.
+// BodyHash keys on the SHA-256 of the body, as unpadded base64url: joined
+// with a user, it tells the same submission sent twice. A body over
+// maxBytes, or a Content-Length over it (checked before an "Expect:
+// 100-continue" client is asked to upload), gives a 413 *Error, an
+// unreadable body a 400; the body is put back for the handler whatever
+// happens. Put it last in a Join, which stops at the first error, so that
+// fewer bodies are read. It panics if maxBytes is negative.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
@@ -45,8 +39,6 @@ func BodyHash(maxBytes int64) Func {
 	}
 }
 
-// hashBody reads up to maxBytes+1 bytes of r.Body, puts them back in front
-// of the rest, and hashes them if they were the whole body.
 func hashBody(r *http.Request, maxBytes int64) (string, error) {
 	orig := r.Body
 	var buf bytes.Buffer
@@ -75,20 +67,16 @@ type restoredBody struct {
 }
 
 // BodyFingerprint is BodyHash(maxBytes) applied to r: the draft's
-// idempotency fingerprint. Stored with the first response under an
-// idempotency key, it tells a later request that reuses the key for another
-// payload, which the draft refuses with 422 rather than replaying a
-// response that does not belong to it.
+// fingerprint, which tells a request that reuses an idempotency key for
+// another payload (422) from a retry.
 func BodyFingerprint(r *http.Request, maxBytes int64) (string, error) {
 	return BodyHash(maxBytes)(r)
 }
 
-// IdempotencyFingerprint is the fingerprint the adapters store with a
-// Replay response: BodyFingerprint with DefaultIdempotencyBodyLimit under
-// an Idempotency-Key field, "" without one (a request keyed on its body's
-// hash cannot bring another body, so it is not read twice). A body over
-// the limit gets the 413, since a body that cannot be compared must not be
-// answered with another request's response.
+// IdempotencyFingerprint is the fingerprint stored with a Replay response:
+// BodyFingerprint up to DefaultIdempotencyBodyLimit under an
+// Idempotency-Key, and "" without one, as a request keyed on its body's
+// hash cannot bring another body.
 func IdempotencyFingerprint(r *http.Request) (string, error) {
 	if len(r.Header[idempotencyHeader]) == 0 {
 		return "", nil

@@ -4,10 +4,8 @@ import "net/http"
 
 // Error is returned by a Func that cannot build an identity, and answered
 // with HTTPStatus rather than throttling the request under a shared key.
-// Source and Reason are fixed texts that never hold a value from the
-// request, so the error is safe to log and to show the client. A Func may
-// return one shared *Error for every request that fails the same way:
-// treat it as read-only.
+// Source and Reason never hold a value from the request, so the error is
+// safe to show. A Func may return one shared *Error: treat it as read-only.
 type Error struct {
 	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
 	Source string // what was missing or bad, such as `header "X-User-ID"`

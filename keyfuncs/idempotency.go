@@ -12,19 +12,16 @@ import (
 )
 
 const (
-	idempotencyHeader = "Idempotency-Key"
-	// maxIdempotencyKeyLength is Stripe's documented limit (the draft sets
-	// none): a longer value is a payload or a token sent by mistake.
-	maxIdempotencyKeyLength = 255
+	idempotencyHeader       = "Idempotency-Key"
+	maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
 )
 
 // DefaultIdempotencyBodyLimit is the most body bytes IdempotencyFingerprint
-// hashes, and the limit to give BodyHash as IdempotencyKey's fallback: a
-// longer body is refused with 413 rather than compared in part.
+// compares, and a limit for IdempotencyKey's BodyHash fallback: a longer
+// body is refused with 413 rather than compared in part.
 const DefaultIdempotencyBodyLimit = 1 << 20
 
-// The errors about the field: fixed texts that never quote the value, which
-// may be a megabyte long or a secret sent by mistake.
+// Errors never quote the value, which may be long or a secret.
 var (
 	errNoIdempotencyKey = idemError("missing")
 	errIdemRepeated     = idemError("sent in more than one field line; send exactly one")
@@ -49,16 +46,14 @@ type idempotencyConfig struct {
 	fallback Func
 }
 
-// RequireIdempotencyKey refuses a request without the field (400) and runs
-// no fallback, whatever the order of the options: what the draft advises
-// for an operation documented to need the header.
+// RequireIdempotencyKey refuses a request without the field, whatever the
+// order of the options, as the draft advises for an operation that needs it.
 func RequireIdempotencyKey() IdempotencyOption {
 	return func(c *idempotencyConfig) { c.required = true }
 }
 
-// IdempotencyFallback keys a request without the field on f instead, such
-// as BodyHash(DefaultIdempotencyBodyLimit), which takes the same body sent
-// twice for a retry. A malformed, empty or repeated field is still refused,
+// IdempotencyFallback keys a request without the field on f, such as
+// BodyHash(DefaultIdempotencyBodyLimit); a malformed field is still refused,
 // never quietly replaced. It panics if f is nil.
 func IdempotencyFallback(f Func) IdempotencyOption {
 	if f == nil {
@@ -68,19 +63,14 @@ func IdempotencyFallback(f Func) IdempotencyOption {
 }
 
 // IdempotencyKey keys on the client's Idempotency-Key field, which marks a
-// retried POST as the same operation. The draft makes it an RFC 9651 String,
-// parameters allowed and ignored ("8e03978e-40d5";v=1); a bare value, as
-// Stripe's clients send it, is taken whole as the same key. The key must be
-// 1 to 255 characters of printable ASCII (spaces only inside quotes) in one
-// field line; anything else gets a 400 *Error with source
-// `header "Idempotency-Key"` saying what is wrong, never quoting the value.
-//
-// Without the field the request is refused, or keyed on the fallback:
-// store.JoinID("0", key) and store.JoinID("1", fallback value) never share
-// a lock (FirstOf would also fall back on a malformed key, hiding a broken
-// client from itself). A key is only as unique as the client made it:
-// scope it by user and route, last, so that a request without a user or a
-// route is refused before its body is read:
+// retried POST as the same operation: an RFC 9651 String, whose parameters
+// are ignored, or a bare value as Stripe's clients send it, taken whole. A
+// key that is not 1 to 255 printable ASCII characters in one field line is
+// refused with a 400 *Error saying why, never quoting the value. Without
+// the field, the request is refused or keyed on the fallback, as
+// store.JoinID("1", value) where a key gives store.JoinID("0", key).
+// Scope the key, which is only as unique as the client made it, by user
+// and route, and put it last so that the body is read only when needed:
 //
 //	keyfuncs.Join(user, keyfuncs.Method(), keyfuncs.Pattern(), keyfuncs.IdempotencyKey(
 //		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
@@ -106,8 +96,8 @@ func IdempotencyKey(opts ...IdempotencyOption) Func {
 	}
 }
 
-// idempotencyKey reads the one Idempotency-Key field line, spaces around
-// the value ignored as RFC 9651 ignores them around an Item.
+// idempotencyKey reads the one field line, spaces around it ignored as RFC
+// 9651 ignores them around an Item.
 func idempotencyKey(r *http.Request) (string, error) {
 	lines := r.Header[idempotencyHeader]
 	switch {
@@ -135,8 +125,7 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return checkLength(k)
 }
 
-// bareKey checks a key sent without quotes: printable ASCII without
-// spaces, double quotes or commas.
+// bareKey checks a key sent without quotes.
 func bareKey(v string) (string, error) {
 	if len(v) > maxIdempotencyKeyLength {
 		return "", errIdemTooLong
@@ -164,8 +153,8 @@ func checkLength(k string) (string, error) {
 	return k, nil
 }
 
-// scanString returns the index past the closing quote of the String v
-// starts with and whether it holds escapes, or what is wrong inside it.
+// scanString returns the index past the String v starts with and whether
+// it holds escapes, or what is wrong inside it.
 func scanString(v string) (end int, escaped bool, err error) {
 	for i := 1; i < len(v); i++ {
 		switch c := v[i]; {
@@ -184,8 +173,7 @@ func scanString(v string) (end int, escaped bool, err error) {
 	return 0, false, errIdemUnclosed
 }
 
-// refusal tells why httpsfv refused v, whose String is well formed: a
-// list, characters after the Item, or else malformed parameters.
+// refusal tells why httpsfv refused v, whose String is well formed.
 func refusal(v string, err error) error {
 	if list, lerr := httpsfv.UnmarshalList([]string{v}); lerr == nil && len(list) > 1 {
 		return errIdemList

@@ -26,9 +26,8 @@ func newIPConfig(opts []IPOption) ipConfig {
 }
 
 // GroupIPv6 gives IPv6 clients one identity per /bits network, such as
-// "2001:db8:1:2::/64": a host usually holds a whole /64 and could take a
-// fresh address in it for every request. 64 is the usual choice; IPv4 is
-// not grouped. It panics if bits is outside 0..128.
+// "2001:db8:1:2::/64": a host usually holds a /64 and could take a fresh
+// address in it for every request. It panics if bits is outside 0..128.
 func GroupIPv6(bits int) IPOption {
 	if bits < 0 || bits > 128 {
 		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
@@ -38,11 +37,9 @@ func GroupIPv6(bits int) IPOption {
 
 var errBadRemote = badRequest("remote address", "not an IP address")
 
-// RemoteIP keys on the direct peer's address, normalised so that one
-// client has one identity: port and zone dropped, IPv4-mapped addresses
-// written as IPv4, IPv6 in RFC 5952 form (or grouped, see GroupIPv6).
-// Behind a proxy, use ForwardedIP. A peer that is no IP address (a Unix
-// socket) gives a 400 *Error, never a shared key.
+// RemoteIP keys on the peer's address, written so that a client has one
+// identity: no port or zone, IPv4-mapped addresses as IPv4, IPv6 in RFC
+// 5952 form. A peer that is no IP address gives a 400 *Error.
 func RemoteIP(opts ...IPOption) Func {
 	c := newIPConfig(opts)
 	return func(r *http.Request) (string, error) {
@@ -57,9 +54,9 @@ func RemoteIP(opts ...IPOption) Func {
 	}
 }
 
-// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", zones
-// included, and returns the address text as found and the address,
-// unmapped and without zone. The port may be obfuscated ("_abc", RFC 7239).
+// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port" and returns
+// the address text and the address, unmapped and without zone. The port is
+// not read: RFC 7239 lets a proxy obfuscate it ("_abc").
 func parseHostPort(s string) (string, netip.Addr, bool) {
 	host, ok := s, true
 	if strings.HasPrefix(s, "[") {
@@ -79,8 +76,6 @@ func parseHostPort(s string) (string, netip.Addr, bool) {
 	return host, a.WithZone("").Unmap(), true
 }
 
-// isPort reports whether s is ':' and a port: digits, or letters, digits,
-// '.', '_' and '-' (obfuscated).
 func isPort(s string) bool {
 	if len(s) < 2 || s[0] != ':' {
 		return false
@@ -93,8 +88,8 @@ func isPort(s string) bool {
 	return true
 }
 
-// format writes an address as an identity. An IPv4 host written with
-// digits and dots only, which netip accepted, is canonical as it stands.
+// format writes an address as an identity; an IPv4 host of digits and dots
+// that netip accepted is canonical as it stands.
 func (c ipConfig) format(host string, a netip.Addr) string {
 	if a.Is4() {
 		if strings.Trim(host, "0123456789.") == "" {
@@ -102,7 +97,7 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 		}
 		return a.String()
 	}
-	var buf [64]byte // room for the longest IPv6 prefix
+	var buf [64]byte
 	if c.v6bits < 128 {
 		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6, bits within 0..128
 		return string(p.AppendTo(buf[:0]))
@@ -110,10 +105,9 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 	return string(a.AppendTo(buf[:0]))
 }
 
-// canonicalIPv4Host returns the host of s, "ip:port" or "ip", when it is
-// IPv4 written canonically (four numbers up to 255, no leading zeros) and
-// the port one parseHostPort accepts: the usual peer, whose identity is its
-// host as it stands, found without netip's parsing.
+// canonicalIPv4Host returns the host of s when it is IPv4 written
+// canonically (no leading zeros) with a port parseHostPort accepts: the
+// usual peer, whose identity it is, found without netip's parsing.
 func canonicalIPv4Host(s string) (string, bool) {
 	host, _, hasPort := strings.Cut(s, ":")
 	if hasPort && !isPort(s[len(host):]) {

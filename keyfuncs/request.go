@@ -13,20 +13,18 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Func returns the identity a request is throttled under, which the
-// middleware escapes and bounds into the stored key. A Func that cannot
-// build one returns an error, typically a *Error.
+// Func returns the identity a request is throttled under, or an error,
+// typically a *Error, when the request does not carry one.
 type Func func(r *http.Request) (string, error)
 
-// Static keys every request on s: alone, one lock for the whole policy (one
-// costly report at a time); joined with other funcs, a label.
+// Static keys every request on s: alone, one lock for the whole policy;
+// joined with other funcs, a label.
 func Static(s string) Func {
 	return func(*http.Request) (string, error) { return s, nil }
 }
 
 // Header keys on the first value of the header name, such as an X-User-ID
-// an authenticating gateway sets; missing or empty, a 400 *Error. Trust
-// only a header your infrastructure sets or strips.
+// a gateway sets (trust only a header your infrastructure sets or strips).
 func Header(name string) Func {
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	errMissing := missing("header " + strconv.Quote(name))
@@ -38,9 +36,8 @@ func Header(name string) Func {
 	}
 }
 
-// Cookie keys on the cookie name, the key of a browser form, which cannot
-// send a header; missing, empty or malformed, a 400 *Error. It identifies a
-// browser, not a user: put it after the authenticated user in FirstOf.
+// Cookie keys on the cookie name, for a browser form, which cannot send a
+// header. It names a browser, not a user: put it after the user in FirstOf.
 func Cookie(name string) Func {
 	errMissing := missing("cookie " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
@@ -53,8 +50,8 @@ func Cookie(name string) Func {
 }
 
 // Query keys on the values of the URL query parameter name, joined with
-// store.JoinID so that ?id=a&id=b and ?id=a:b differ. Absent, all empty, or
-// with a malformed %-escape (two requests would look alike), a 400 *Error.
+// store.JoinID so that ?id=a&id=b and ?id=a:b differ. A malformed %-escape
+// is refused, as two requests would look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
 	errMissing, errEscape := missing(source), badRequest(source, "malformed escape")
@@ -85,7 +82,7 @@ func Query(name string) Func {
 }
 
 // PathValue keys on the wildcard name of the http.ServeMux route matched,
-// such as {id} in "POST /orders/{id}"; missing or empty, a 400 *Error.
+// such as {id} in "POST /orders/{id}".
 func PathValue(name string) Func {
 	errMissing := missing("path value " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
@@ -98,8 +95,7 @@ func PathValue(name string) Func {
 
 // Pattern keys on the http.ServeMux pattern matched, such as
 // "POST /orders/{id}": one limit per route. The mux sets it as it
-// dispatches, so install the middleware on each route; without one, a 400
-// *Error with source "route pattern".
+// dispatches, so install the middleware on each route.
 func Pattern() Func {
 	errMissing := missing("route pattern")
 	return func(r *http.Request) (string, error) {
@@ -110,8 +106,7 @@ func Pattern() Func {
 	}
 }
 
-// Method keys on the request method (GET if empty, as in net/http), for a
-// route whose pattern names none.
+// Method keys on the request method, GET if empty, as in net/http.
 func Method() Func {
 	return func(r *http.Request) (string, error) {
 		if r.Method == "" {
@@ -121,9 +116,9 @@ func Method() Func {
 	}
 }
 
-// ContextValue keys on r.Context().Value(key), read as FromValue reads it:
-// typically a user ID an authentication middleware, run first, stored
-// there, the most trustworthy identity a request carries.
+// ContextValue keys on r.Context().Value(key), read as FromValue reads it,
+// such as the user ID an authentication middleware stored there: the most
+// trustworthy identity a request carries.
 func ContextValue(key any) Func {
 	return func(r *http.Request) (string, error) {
 		return FromValue(r.Context().Value(key), "context value")
@@ -132,9 +127,8 @@ func ContextValue(key any) Func {
 
 // FromValue turns a value an earlier middleware stored (a context value,
 // gin's or echo's c.Get) into an identity: a string or integer kind, or a
-// fmt.Stringer. Nil or empty gives a 400 *Error "missing", another type a
-// 400 *Error "unsupported type", so that a programming error never lumps
-// users together; source names where the value came from.
+// fmt.Stringer. Any other type is refused, so that a programming error
+// never lumps users together; source names the value in the *Error.
 func FromValue(v any, source string) (string, error) {
 	s, ok := valueString(v)
 	switch {
@@ -156,21 +150,17 @@ func valueString(v any) (s string, ok bool) {
 		}
 		return v.String(), true
 	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.String:
-		return rv.String(), true
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(rv.Int(), 10), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return strconv.FormatUint(rv.Uint(), 10), true
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return fmt.Sprint(v), true
 	}
 	return "", false
 }
 
 // FromIP turns an address a framework computed (gin's c.ClientIP, echo's
 // c.RealIP) into the identity RemoteIP would give it, so that a client has
-// one identity in every adapter; empty or not a plain IP address, a 400
-// *Error whose source names where it came from.
+// one identity in every adapter; source names it in the *Error.
 func FromIP(s, source string) (string, error) {
 	if s == "" {
 		return "", missing(source)
@@ -180,4 +170,55 @@ func FromIP(s, source string) (string, error) {
 		return "", badRequest(source, "not an IP address")
 	}
 	return a.Unmap().String(), nil
+}
+
+// FirstOf keys on the first of fs that succeeds, such as a user header and
+// else the client address, or returns the last error. The identity is
+// store.JoinID(strconv.Itoa(i), value), i the index of the func that
+// answered, so a user named "192.0.2.1" never shares a key with the client
+// at that address. FirstOf and Join take any key function type, so they
+// serve every adapter; both copy fs, and panic if it is empty or holds nil.
+func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
+	fs = checked("FirstOf", fs)
+	return func(a A) (string, error) {
+		var err error
+		for i, f := range fs {
+			var v string
+			if v, err = f(a); err == nil {
+				return store.JoinID(strconv.Itoa(i), v), nil
+			}
+		}
+		return "", err
+	}
+}
+
+// Join keys on all of fs together, such as a user and a route, joined with
+// store.JoinID so that different lists never give the same identity, or
+// returns the first error.
+func Join[F ~func(A) (string, error), A any](fs ...F) F {
+	fs = checked("Join", fs)
+	return func(a A) (string, error) {
+		var buf [8]string
+		vals := buf[:0]
+		for _, f := range fs {
+			v, err := f(a)
+			if err != nil {
+				return "", err
+			}
+			vals = append(vals, v)
+		}
+		return store.JoinID(vals...), nil
+	}
+}
+
+func checked[F any](name string, fs []F) []F {
+	if len(fs) == 0 {
+		panic("keyfuncs: " + name + " needs at least one key function")
+	}
+	for i, f := range fs {
+		if reflect.ValueOf(f).IsNil() {
+			panic("keyfuncs: " + name + ": key function " + strconv.Itoa(i) + " is nil")
+		}
+	}
+	return append([]F(nil), fs...)
 }

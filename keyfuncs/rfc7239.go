@@ -32,8 +32,8 @@ func appendForwarded(nodes []string, line string) ([]string, error) {
 	return nodes, nil
 }
 
-// element reads the pairs of one element and the ',' ending it, and
-// returns its for= node; names are case-insensitive, for= comes once.
+// element reads the pairs of an element up to its ',' and returns its
+// for= node.
 func (p *fwdParser) element() (node string, err error) {
 	found := false
 	for !p.next(',') && p.i < len(p.s) {
@@ -57,9 +57,8 @@ func (p *fwdParser) element() (node string, err error) {
 	return node, nil
 }
 
-// value reads a token, which may also hold ':', '[' and ']' as some proxies
-// write nodes without the quotes RFC 7239 asks for, or a quoted-string, and
-// returns its content.
+// value reads a token (with ':', '[' and ']', which some proxies leave
+// unquoted in nodes) or a quoted-string, and returns its content.
 func (p *fwdParser) value() (string, bool) {
 	if !p.next('"') {
 		v := p.skip(isNodeChar)
@@ -82,7 +81,6 @@ func (p *fwdParser) value() (string, bool) {
 	return v, true
 }
 
-// skip reads the bytes that match and returns them.
 func (p *fwdParser) skip(match func(byte) bool) string {
 	start := p.i
 	for p.i < len(p.s) && match(p.s[p.i]) {
@@ -91,7 +89,6 @@ func (p *fwdParser) skip(match func(byte) bool) string {
 	return p.s[start:p.i]
 }
 
-// next reads c if it comes next.
 func (p *fwdParser) next(c byte) bool {
 	if p.i < len(p.s) && p.s[p.i] == c {
 		p.i++
