@@ -1,80 +1,67 @@
 package redisalgo
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
-
-	"github.com/go-throttle/throttle/internal/redislua"
 )
 
-// Option configures a Store; the public packages pass theirs through.
+// Option configures a Store; the public packages document theirs.
 type Option func(*config)
 
 type config struct {
-	fenceTTL     time.Duration
-	watchTimeout time.Duration
-	log          *slog.Logger
-	replicas     int
-	ackTimeout   time.Duration
-	now          func() time.Time // test clock of quotas
-	path         Path
+	fenceTTL, watchTimeout time.Duration
+	log                    *slog.Logger
+	replicas               int
+	ackTimeout             time.Duration
+	now                    func() time.Time // a test clock for quotas
+	path                   string           // for tests: "set", "pipeline", "script" or "" (choose)
 }
 
-// Path holds plain acquisitions and quota charges on one way, for tests.
-type Path uint8
-
-// The paths; Auto, the default, chooses by what calls find (see Share).
-const (
-	Auto     Path = iota
-	Set           // SET NX alone; quota charges try SET NX first
-	Lookup        // SET NX with GET and PTTL in one round trip
-	Scripted      // the acquire or GCRA script alone
-)
+// configure applies opts over the defaults: fence counters live a day (at
+// least a second), background calls wait a second, and WAIT 50ms.
+func configure(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	c.fenceTTL, c.watchTimeout = max(or(c.fenceTTL, 24*time.Hour), time.Second), or(c.watchTimeout, time.Second)
+	c.ackTimeout, c.log = duration(millis(or(c.ackTimeout, 50*time.Millisecond))), cmp.Or(c.log, slog.Default())
+	if c.path == "store" {
+		c.path = ""
+	}
+	return c
+}
 
 // WithFenceTTL is redisstore.WithFenceTTL.
-func WithFenceTTL(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			d = 24 * time.Hour
-		}
-		c.fenceTTL = max(d, time.Second)
-	}
-}
+func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = d } }
 
 // WithWatchTimeout is redisstore.WithWatchTimeout.
-func WithWatchTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			d = time.Second
-		}
-		c.watchTimeout = d
-	}
-}
+func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = d } }
 
 // WithLogger is redisstore.WithLogger.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
-// WithReplicaAck is redisstore.WithReplicaAck; the Conn must implement
-// Waiter.
+// WithReplicaAck is redisstore.WithReplicaAck; the Conn must be a Waiter.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return func(c *config) {
-		if timeout <= 0 {
-			timeout = 50 * time.Millisecond
-		}
-		c.replicas, c.ackTimeout = max(replicas, 0), time.Duration(redislua.Millis(timeout))*time.Millisecond
-	}
+	return func(c *config) { c.replicas, c.ackTimeout = max(replicas, 0), timeout }
 }
 
-// WithClock makes quota decisions use now instead of the server's TIME
-// (tests).
+// WithClock makes quotas read now instead of the server's TIME (tests).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithPath holds plain acquisitions and quota charges on p (tests).
-func WithPath(p Path) Option { return func(c *config) { c.path = p } }
+// WithPath holds plain acquisitions and quota charges on one path (tests):
+// "set" (SET NX alone; quota charges try it first), "pipeline" (SET NX, GET
+// and PTTL), "script", or "store", the default, which chooses by Share.
+func WithPath(p string) Option { return func(c *config) { c.path = p } }
 
-func (c *config) logger() *slog.Logger {
-	if c.log != nil {
-		return c.log
+// Logger returns the logger opts configure.
+func Logger(opts ...Option) *slog.Logger { return configure(opts).log }
+
+// or returns d, or def when d is not positive (the options' "default").
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
-	return slog.Default()
+	return def
 }

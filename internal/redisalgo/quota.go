@@ -4,21 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
-	"github.com/go-throttle/throttle/internal/redislua"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// AllowN decides a request of cost against the GCRA quota r of key (see
-// store.Quota) on the Redis server's clock, in one script: gcra_ms.lua,
-// which keeps the TAT as the key's expiry, when the interval is a whole
-// number of milliseconds, gcra.lua otherwise.
-//
-// While most charges find no key (new users), a charge on a
-// whole-millisecond interval first sends SET key "" NX PX, what the script
-// would do to a missing key at a third of its server time, and runs the
-// script only when the key exists: a second round trip, so the store stops
-// trying once about one charge in eight finds its key (BenchmarkQuotaPaired).
+// AllowN decides a request of cost against the GCRA quota r of key on the
+// server's clock, in one script: gcra_ms.lua, keeping the TAT as the key's
+// expiry, for an interval of whole milliseconds, gcra.lua otherwise. While
+// most charges find no key, such a charge first tries SET key "" NX PX, what
+// the script does to a new key at a third of its server time, and runs the
+// script only when the key exists (BenchmarkQuotaPaired shows it pays).
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if key == "" {
 		return store.Decision{}, s.check(key, "-", 1)
@@ -26,36 +22,47 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := r.Check(cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	gc := redislua.NewGCRACall(r, s.cfg.now)
-	first := s.cfg.path == Set || s.cfg.path == Auto && !s.returning.Frequent()
-	v, err := gc.Charge(cost, &s.returning, first,
-		func(px int64) (bool, error) {
-			set, _, _, err := s.conn.SetNX(ctx, key, "", px, false)
-			return set, err
-		},
-		func() (int64, error) { return s.gcra(ctx, key, gc, r, cost) })
-	if err != nil {
-		return store.Decision{}, s.fail("quota", err, true)
-	}
-	return redislua.Decision(v, gc.T, int64(r.Burst), int64(cost)), nil
-}
-
-// gcra runs the GCRA script of gc on key and returns its reply.
-func (s *Store) gcra(ctx context.Context, key string, gc redislua.GCRACall, r store.Rate, cost int) (int64, error) {
-	sc := gcraScript
-	if gc.Millis {
-		sc = gcraMsScript
-	}
-	args := []string{strconv.FormatInt(gc.Interval, 10), strconv.Itoa(r.Burst), strconv.Itoa(cost)}
-	if gc.Now != 0 {
-		args = append(args, strconv.FormatInt(gc.Now, 10))
+	t := int64(r.Interval() / time.Microsecond) // the scripts reply in µs
+	sc, interval, args := s.gcraCall(t, r.Burst, cost)
+	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0
+	newKey := int64(cost) * t // the reply for a key without time left
+	if step && (s.cfg.path == "set" || s.cfg.path == "" && !s.returning.Frequent()) {
+		set, _, _, err := s.conn.SetNX(ctx, key, "", int64(cost)*interval, false)
+		if err != nil {
+			return store.Decision{}, s.fail("quota", err, true)
+		}
+		s.returning.Observe(!set)
+		if set {
+			return decision(newKey, t, int64(r.Burst), int64(cost)), nil
+		}
 	}
 	res, err := s.conn.Eval(ctx, sc, []string{key}, args...)
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("unexpected script reply %v", res)
 	}
 	if err != nil {
-		return 0, err
+		return store.Decision{}, s.fail("quota", err, true)
 	}
-	return res[0], nil
+	if step {
+		s.returning.Observe(res[0] != newKey)
+	}
+	return decision(res[0], t, int64(r.Burst), int64(cost)), nil
+}
+
+// gcraCall returns the script for an interval of t µs, the interval in its
+// unit and its arguments (with the test clock's time, if any).
+func (s *Store) gcraCall(t int64, burst, cost int) (*Script, int64, []string) {
+	sc, interval := gcraScript, t
+	if t%1000 == 0 {
+		sc, interval = gcraMsScript, t/1000
+	}
+	args := []string{strconv.FormatInt(interval, 10), strconv.Itoa(burst), strconv.Itoa(cost)}
+	if s.cfg.now != nil {
+		now := s.cfg.now().UnixMicro()
+		if sc == gcraMsScript {
+			now = s.cfg.now().UnixMilli()
+		}
+		args = append(args, strconv.FormatInt(now, 10))
+	}
+	return sc, interval, args
 }

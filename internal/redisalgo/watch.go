@@ -2,18 +2,16 @@ package redisalgo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
 
-// Watch returns a channel that receives a value after key is released or
-// recorded (the scripts publish on key+":released"), and the stop function
-// the caller must call when it no longer waits. It returns once Redis
-// confirmed the subscription, so a release after it is not missed while the
-// connection lives; it fails when that takes longer than the watch timeout
-// or ctx, or after Close, and the Limiter then polls. When the connection
-// is lost every waiter is woken, to look at its key again.
+// Watch returns a channel told when key is released or recorded, once Redis
+// confirmed the subscription to key+":released" (so no later release is
+// missed while the connection lives), and the stop function to call after.
+// It fails after the watch timeout or Close; a lost connection wakes all.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if key == "" {
 		return nil, nil, s.check(key, "-", 1)
@@ -21,131 +19,84 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 	return s.watch.watch(ctx, channel(key))
 }
 
-// healthInterval is how long the Pub/Sub connection may stay silent before
-// the receiver pings it, so that a connection that died silently is noticed.
-const healthInterval = 30 * time.Second
-
-// The receiver's pause after losing the connection doubles up to maxBackoff.
-const (
-	minBackoff = 50 * time.Millisecond
-	maxBackoff = 2 * time.Second
-)
-
-// watcher multiplexes every Watch of a Store over one PubSub connection, with
-// one subscription per watched channel, dropped with its last waiter: a
-// thousand waiters on a hundred keys cost one connection.
-//
-// Two goroutines own the connection. The manager sends SUBSCRIBE and
-// UNSUBSCRIBE, a batch per kick, so that the commands for one channel reach
-// Redis in the order they were decided; the receiver reads confirmations and
-// messages, and replaces a lost connection (the manager then subscribes
-// every channel again). Watch and stop only change the maps under mu. Every
-// call the goroutines make ends within the watch timeout and when Close
-// cancels ctx; Close waits for them at most twice that.
+// watcher multiplexes every Watch over one PubSub connection, one
+// subscription per watched channel while it has waiters. Watch and stop
+// change the maps under mu; flush sends what changed, one at a time, so that
+// a channel's commands reach Redis in the order decided. A receiver settles
+// waits, wakes waiters and replaces a lost connection. Background calls end
+// within the watch timeout and when Close cancels ctx.
 type watcher struct {
-	s *Store
+	s        *Store
+	flushing sync.Mutex
 
 	mu      sync.Mutex
-	ps      PubSub // nil until the first Watch
-	entries map[string]*watchEntry
-	dirty   map[string]struct{} // channels the manager must look at
-	sent    map[string]bool     // channels subscribed on ps
+	ps      PubSub                 // nil until the first Watch
+	entries map[string]*watchEntry // by channel
+	dirty   map[string]bool        // channels flush must look at
+	sent    map[string]bool        // channels subscribed on ps
 	closed  bool
-	running int           // goroutines that Close waits for
-	stopped chan struct{} // closed when running is 0 after Close
-	checked chan struct{} // closed when the start-up check is over
+	running sync.WaitGroup // goroutines Close waits for
+	checked chan struct{}  // closed when the start-up check is over
 
-	kick        chan struct{}
-	ctx         context.Context // cancelled by Close
-	cancel      context.CancelFunc
-	done        <-chan struct{}
-	waitTimeout time.Duration
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+	timeout time.Duration
 }
 
-// watchEntry is one watched channel and its waiters.
+// watchEntry is one watched channel's waiters; ready is closed (settled) once
+// the SUBSCRIBE sent for it was confirmed or failed (err).
 type watchEntry struct {
-	waiters map[chan struct{}]struct{}
-	ready   chan struct{} // closed once subscribed, or when err is set
-	settled bool          // ready is closed
-	subSent bool          // SUBSCRIBE was sent for this entry
-	err     error
+	waiters       map[chan struct{}]bool
+	ready         chan struct{}
+	sent, settled bool
+	err           error
 }
 
 func (w *watcher) init(s *Store) {
-	w.s, w.waitTimeout = s, s.cfg.watchTimeout
-	w.entries, w.dirty, w.sent = map[string]*watchEntry{}, map[string]struct{}{}, map[string]bool{}
-	w.kick, w.stopped, w.checked = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	w.s, w.timeout = s, s.cfg.watchTimeout
+	w.entries, w.dirty, w.sent = map[string]*watchEntry{}, map[string]bool{}, map[string]bool{}
+	w.checked = make(chan struct{})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.done = w.ctx.Done()
 }
 
-// spawn runs fn on a goroutine that Close waits for; mu is held.
-func (w *watcher) spawn(fn func()) {
-	w.running++
-	go func() {
-		defer func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.running--; w.running == 0 && w.closed {
-				close(w.stopped)
-			}
-		}()
-		fn()
-	}()
-}
-
-// background runs fn on a goroutine that Close cancels and waits for; it
-// reports false, running nothing, after Close.
-func (w *watcher) background(fn func(ctx context.Context)) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.spawn(func() { fn(w.ctx) })
+// spawn runs fn on a goroutine that Close waits for, unless closed; mu is held.
+func (w *watcher) spawn(fn func(ctx context.Context)) bool {
+	if w.closed {
+		return false
 	}
-	return !w.closed
-}
-
-// callContext bounds one background call by the watch timeout and Close.
-func (w *watcher) callContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(w.ctx, w.waitTimeout)
+	w.running.Go(func() { fn(w.ctx) })
+	return true
 }
 
 func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func(), error) {
 	wake := make(chan struct{}, 1)
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return nil, nil, fmt.Errorf("%s: store closed", w.s.name)
-	}
-	if w.ps == nil {
+	if w.ps == nil && w.spawn(w.receive) {
 		w.ps = w.s.conn.PubSub()
-		w.spawn(w.receive)
-		w.spawn(w.manage)
 	}
 	e := w.entries[ch]
 	if e == nil {
-		e = &watchEntry{waiters: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
-		w.entries[ch] = e
-		w.markDirty(ch)
+		e = &watchEntry{waiters: map[chan struct{}]bool{}, ready: make(chan struct{})}
+		w.entries[ch], w.dirty[ch] = e, true
 	}
-	e.waiters[wake] = struct{}{}
+	e.waiters[wake] = true
+	closed := w.closed
 	w.mu.Unlock()
-
 	stop := sync.OnceFunc(func() { w.leave(ch, e, wake) })
-	timer := time.NewTimer(w.waitTimeout)
-	defer timer.Stop()
+	timeout := time.After(w.timeout)
+	if !closed { // else w.ctx is done
+		w.flush(w.ctx)
+	}
 	var err error
 	select {
 	case <-e.ready:
-		w.mu.Lock()
-		err = e.err
-		w.mu.Unlock()
+		err = e.err // written before ready was closed
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-timer.C:
-		err = fmt.Errorf("subscription not confirmed within %v", w.waitTimeout)
-	case <-w.done:
-		err = fmt.Errorf("store closed")
+	case <-timeout:
+		err = fmt.Errorf("subscription not confirmed within %v", w.timeout)
+	case <-w.ctx.Done():
+		err = errors.New("store closed")
 	}
 	if err != nil {
 		stop()
@@ -154,60 +105,30 @@ func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func()
 	return wake, stop, nil
 }
 
-// leave removes a waiter; the last one of a channel has it unsubscribed.
+// leave removes a waiter; the last one of a channel has it unsubscribed, in
+// the background.
 func (w *watcher) leave(ch string, e *watchEntry, wake chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(e.waiters, wake)
 	if len(e.waiters) == 0 && w.entries[ch] == e {
 		delete(w.entries, ch)
-		w.markDirty(ch)
+		w.dirty[ch] = true
+		w.spawn(w.flush)
 	}
 }
 
-// markDirty queues ch for the manager; mu is held.
-func (w *watcher) markDirty(ch string) {
-	w.dirty[ch] = struct{}{}
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-// manage brings the connection's subscriptions in line with the entries.
-func (w *watcher) manage() {
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-w.kick:
-		}
-		ps, sub, unsub := w.batch()
-		ctx, cancel := w.callContext()
-		if len(sub) > 0 {
-			if err := ps.Subscribe(ctx, sub...); err != nil {
-				w.settle(sub, err)
-			}
-		}
-		if len(unsub) > 0 {
-			_ = ps.Unsubscribe(ctx, unsub...) // a stray subscription only drops its messages
-		}
-		cancel()
-	}
-}
-
-// batch takes the dirty channels: those to subscribe (a new entry needs its
-// own confirmation even when its channel is subscribed, and after a
-// reconnection every entry needs one), and those to unsubscribe.
-func (w *watcher) batch() (ps PubSub, sub, unsub []string) {
+// flush subscribes the dirty channels whose entry is unsettled (it needs its
+// own confirmation) or not subscribed on ps, and unsubscribes the others.
+func (w *watcher) flush(ctx context.Context) {
+	w.flushing.Lock()
+	defer w.flushing.Unlock()
+	var sub, unsub []string
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for ch := range w.dirty {
-		e := w.entries[ch]
-		switch {
+		switch e := w.entries[ch]; {
 		case e != nil && (!e.settled || !w.sent[ch]):
-			e.subSent = !e.settled
-			w.sent[ch] = true
+			e.sent, w.sent[ch] = !e.settled, true
 			sub = append(sub, ch)
 		case e == nil && w.sent[ch]:
 			delete(w.sent, ch)
@@ -215,51 +136,63 @@ func (w *watcher) batch() (ps PubSub, sub, unsub []string) {
 		}
 	}
 	clear(w.dirty)
-	return w.ps, sub, unsub
+	ps := w.ps
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	if len(sub) > 0 {
+		if err := ps.Subscribe(ctx, sub...); err != nil {
+			w.settle(sub, err)
+		}
+	}
+	if len(unsub) > 0 {
+		_ = ps.Unsubscribe(ctx, unsub...) // a stray subscription only drops its messages
+	}
 }
 
-// settle ends the wait of the unconfirmed entries of chs, with err (nil
-// when Redis confirmed).
+// settle ends the waits for chs's SUBSCRIBE, with err (nil: confirmed).
 func (w *watcher) settle(chs []string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ch := range chs {
-		if e := w.entries[ch]; e != nil && e.subSent && !e.settled {
+		if e := w.entries[ch]; e != nil && e.sent && !e.settled {
 			e.err, e.settled = err, true
 			close(e.ready)
 		}
 	}
 }
 
-// receive reads the connection until Close. An idle read is no error; after
-// healthInterval of silence it pings.
-func (w *watcher) receive() {
+// The receiver pings after healthInterval of silence, and replaces a lost
+// connection after a pause doubling up to maxBackoff.
+const (
+	healthInterval = 30 * time.Second
+	minBackoff     = 50 * time.Millisecond
+	maxBackoff     = 2 * time.Second
+)
+
+// receive reads the connection until Close.
+func (w *watcher) receive(ctx context.Context) {
 	backoff, heard := minBackoff, time.Now()
-	for {
+	for ctx.Err() == nil {
 		w.mu.Lock()
 		ps := w.ps
 		w.mu.Unlock()
-		ctx, cancel := w.callContext()
-		ch, subscribed, ok, err := ps.Receive(ctx, w.waitTimeout)
+		rctx, cancel := context.WithTimeout(ctx, w.timeout)
+		ch, subscribed, ok, err := ps.Receive(rctx, w.timeout)
 		cancel()
-		select {
-		case <-w.done:
-			return
-		default:
-		}
 		switch {
+		case ctx.Err() != nil:
 		case err != nil:
 			w.reconnect(ps)
 			select {
-			case <-w.done:
-				return
+			case <-ctx.Done():
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, maxBackoff)
 		case !ok && time.Since(heard) >= healthInterval:
 			heard = time.Now()
-			ctx, cancel := w.callContext()
-			_ = ps.Ping(ctx)
+			pctx, cancel := context.WithTimeout(ctx, w.timeout)
+			_ = ps.Ping(pctx)
 			cancel()
 		case !ok:
 		case subscribed:
@@ -267,14 +200,15 @@ func (w *watcher) receive() {
 			w.settle([]string{ch}, nil)
 		default:
 			heard, backoff = time.Now(), minBackoff
-			w.notify(ch)
+			w.mu.Lock()
+			w.wake(ch)
+			w.mu.Unlock()
 		}
 	}
 }
 
-// reconnect replaces the lost connection old: the manager subscribes every
-// channel again on the new one, and every waiter looks at its key again, a
-// release may have been missed.
+// reconnect replaces the lost connection old, subscribes every channel again
+// and wakes every waiter: a release may have been missed.
 func (w *watcher) reconnect(old PubSub) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -282,23 +216,16 @@ func (w *watcher) reconnect(old PubSub) {
 		return
 	}
 	w.ps = w.s.conn.PubSub()
-	w.spawn(func() { _ = old.Close() })
+	w.spawn(func(context.Context) { _ = old.Close() })
 	clear(w.sent)
 	for ch := range w.entries {
-		w.markDirty(ch)
+		w.dirty[ch] = true
 		w.wake(ch)
 	}
+	w.spawn(w.flush)
 }
 
-// notify wakes every waiter of ch.
-func (w *watcher) notify(ch string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.wake(ch)
-}
-
-// wake signals the waiters of ch without blocking: one that has a signal
-// pending needs no second; mu is held.
+// wake signals ch's waiters that have no signal pending; mu is held.
 func (w *watcher) wake(ch string) {
 	if e := w.entries[ch]; e != nil {
 		for c := range e.waiters {
@@ -310,29 +237,24 @@ func (w *watcher) wake(ch string) {
 	}
 }
 
-// close cancels the background calls, closes the connection on a goroutine
-// of its own (a client reconnecting to a hung server may hold it), and waits
+// close cancels the background calls, closes the connection in the
+// background (a client reconnecting to a hung server may hold it), and waits
 // for every goroutine at most twice the watch timeout.
 func (w *watcher) close() error {
 	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		w.cancel()
-		if ps := w.ps; ps != nil {
-			w.spawn(func() { _ = ps.Close() })
-		}
-		if w.running == 0 {
-			close(w.stopped)
-		}
+	if ps := w.ps; ps != nil {
+		w.spawn(func(context.Context) { _ = ps.Close() })
 	}
+	w.closed = true
+	w.cancel()
 	w.mu.Unlock()
-	timer := time.NewTimer(2 * w.waitTimeout)
-	defer timer.Stop()
+	stopped := make(chan struct{})
+	go func() { w.running.Wait(); close(stopped) }()
 	select {
-	case <-w.stopped:
+	case <-stopped:
 		return nil
-	case <-timer.C:
+	case <-time.After(2 * w.timeout):
 		return fmt.Errorf("%s: close: Redis did not answer within %v; the store's background goroutines "+
-			"end when the client's timeouts expire", w.s.name, 2*w.waitTimeout)
+			"end when the client's timeouts expire", w.s.name, 2*w.timeout)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,23 +14,18 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 )
 
-// conn is the store's seam (redisalgo.Conn) on a go-redis client.
-type conn struct{ c redis.UniversalClient }
+// conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
+// adds WAIT, which a Cluster client would send to an arbitrary node.
+type (
+	conn     struct{ c redis.UniversalClient }
+	waitConn struct{ conn }
+)
 
-// waitConn is a conn that can send WAIT after a script on its connection,
-// which a Cluster client cannot: it would route the key-less WAIT anywhere.
-type waitConn struct{ conn }
-
-// evalCmd builds EVALSHA (or EVAL) of script on keys; a Cluster client
-// routes it by its first key.
+// evalCmd builds EVALSHA (or EVAL) of script, routed by its first key.
 func evalCmd(ctx context.Context, name, script string, keys, args []string) *redis.Cmd {
-	all := make([]any, 0, 3+len(keys)+len(args))
-	all = append(all, name, script, len(keys))
-	for _, k := range keys {
-		all = append(all, k)
-	}
-	for _, a := range args {
-		all = append(all, a)
+	all := []any{name, script, len(keys)}
+	for _, v := range slices.Concat(keys, args) {
+		all = append(all, v)
 	}
 	cmd := redis.NewCmd(ctx, all...)
 	cmd.SetFirstKeyPos(3)
@@ -47,18 +43,17 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 
 func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
 	keys []string, args ...string) ([]int64, int64, error, error) {
-	send := func(name, script string) (*redis.Cmd, *redis.IntCmd) {
-		cmd := evalCmd(ctx, name, script, keys, args)
-		wait := redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+	var cmd *redis.Cmd
+	var wait *redis.IntCmd
+	for _, script := range []string{s.SHA, s.Src} {
+		name := map[bool]string{true: "evalsha", false: "eval"}[script == s.SHA]
+		cmd, wait = evalCmd(ctx, name, script, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
-		_ = p.Process(ctx, cmd)
-		_ = p.Process(ctx, wait)
+		_ = p.BatchProcess(ctx, cmd, wait)
 		_, _ = p.Exec(ctx)
-		return cmd, wait
-	}
-	cmd, wait := send("evalsha", s.SHA)
-	if noScript(cmd.Err()) {
-		cmd, wait = send("eval", s.Src)
+		if !noScript(cmd.Err()) {
+			break
+		}
 	}
 	res, err := ints(cmd)
 	return res, wait.Val(), wait.Err(), err
@@ -66,11 +61,7 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 
 // ints reads a script's integer or array of integers.
 func ints(cmd *redis.Cmd) ([]int64, error) {
-	v, err := cmd.Result()
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := v.(int64); ok {
+	if n, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
 		return []int64{n}, nil
 	}
 	return cmd.Int64Slice()
@@ -99,38 +90,31 @@ func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-func (a conn) Policies(ctx context.Context) (map[string]string, error) {
+func (a conn) Policies(ctx context.Context) ([]string, error) {
+	cc, ok := a.c.(*redis.ClusterClient)
 	var mu sync.Mutex
-	found := map[string]string{}
+	var found []string
 	get := func(ctx context.Context, c redis.Cmdable, addr string) error {
-		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
-		if p, ok := m["maxmemory-policy"]; ok && err == nil {
-			mu.Lock()
-			found[addr] = p
-			mu.Unlock()
+		p, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		if v, ok := p["maxmemory-policy"]; ok && err == nil {
+			found = append(found, addr+v)
 		}
 		return err
 	}
-	var err error
-	if cc, ok := a.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return get(ctx, c, c.Options().Addr) })
-	} else {
-		err = get(ctx, a.c, "")
+	if !ok {
+		return found, get(ctx, a.c, "")
 	}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return get(ctx, c, c.Options().Addr+"=") })
 	mu.Lock()
 	defer mu.Unlock()
 	return found, err
 }
 
-func (a conn) Kind(err error) redisalgo.ErrKind {
+func (a conn) Unsent(err error) bool {
 	var nerr *net.OpError
-	switch {
-	case errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &nerr) && nerr.Op == "dial":
-		return redisalgo.NotApplied
-	case redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "ASK "):
-		return redisalgo.SlotMoving
-	}
-	return redisalgo.Other
+	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &nerr) && nerr.Op == "dial"
 }
 
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
@@ -140,21 +124,20 @@ func (a conn) PubSub() redisalgo.PubSub { return pubSub{a.c.Subscribe(context.Ba
 
 type pubSub struct{ *redis.PubSub }
 
-func (p pubSub) Ping(ctx context.Context) error { return p.PubSub.Ping(ctx) }
-
 func (p pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bool, error) {
 	msg, err := p.ReceiveTimeout(ctx, d)
 	var ne net.Error
 	switch m := msg.(type) {
-	case nil:
-		if errors.As(err, &ne) && ne.Timeout() {
-			return "", false, false, nil
-		}
-		return "", false, false, err
 	case *redis.Subscription:
 		return m.Channel, true, m.Kind == "subscribe", nil
 	case *redis.Message:
 		return m.Channel, false, true, nil
+	case nil:
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return "", false, false, err
+		}
 	}
-	return "", false, false, nil
+	return "", false, false, nil // idle, or a reply of no interest
 }
+
+func (p pubSub) Ping(ctx context.Context) error { return p.PubSub.Ping(ctx) }

@@ -9,24 +9,16 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 )
 
-// Store keeps locks, quotas and records in Redis: it implements store.Store,
-// store.Notifier, store.Quota and store.Recorder, whose documentation is its
-// methods' (see the package documentation for how), and Close. It is
-// rueidisstore.Store too: one algorithm over either client. Make one per
-// client and share it; it is safe for concurrent use.
+// Store implements store.Store, store.Notifier, store.Quota and
+// store.Recorder, whose documentation is its methods', and Close; it is
+// rueidisstore.Store too. Make one per client and share it.
 type Store = redisalgo.Store
 
-// New returns a Store on client: a *redis.Client, a Sentinel failover client
-// (redis.NewFailoverClient) or a *redis.ClusterClient. It panics when client
+// New returns a Store on client, which it does not own. It panics when client
 // is nil or a *redis.Ring, whose clients each route a key by their own view
 // of which shards are up, so that two processes can take one lock on two
-// servers.
-//
-// The store does not own the client: Close stops the store's goroutines and
-// leaves it open. Create the client with ContextTimeoutEnabled, or go-redis
-// waits its ReadTimeout instead of a call's deadline (New logs a warning).
-// New also checks maxmemory-policy once in the background (see the package
-// documentation); neither check delays New or makes it fail.
+// servers. It logs a warning when client ignores context deadlines (made
+// without ContextTimeoutEnabled).
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	switch client.(type) {
 	case nil:
@@ -37,14 +29,11 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
 	var c redisalgo.Conn = waitConn{conn{client}}
-	deadlines := true
-	switch cl := client.(type) {
-	case *redis.ClusterClient:
-		c, deadlines = conn{client}, cl.Options().ContextTimeoutEnabled
-	case *redis.Client:
-		deadlines = cl.Options().ContextTimeoutEnabled
+	cc, cluster := client.(*redis.ClusterClient)
+	if cluster {
+		c = conn{client}
 	}
-	if !deadlines {
+	if rc, ok := client.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled || cluster && !cc.Options().ContextTimeoutEnabled {
 		redisalgo.Logger(opts...).Warn("redisstore: the Redis client was made without ContextTimeoutEnabled: " +
 			"store calls wait for its ReadTimeout instead of the policy's short Timeout")
 	}
@@ -69,21 +58,15 @@ func WithWatchTimeout(d time.Duration) Option { return redisalgo.WithWatchTimeou
 // the server's configuration; nil, the default, means slog.Default().
 func WithLogger(l *slog.Logger) Option { return redisalgo.WithLogger(l) }
 
-// WithReplicaAck makes every acquisition that takes a key wait, with WAIT
-// replicas timeout in the same round trip, until replicas replicas have it,
-// narrowing the window in which a failover loses a lock (Redis replicates
-// asynchronously). Acquisitions then run the acquire script. A grant that
-// too few replicas acknowledged within timeout (default 50ms, rounded up to
-// a millisecond) is released again and fails with ErrNotReplicated, for
-// Policy.WhenStoreFails to decide; a grant written by an earlier attempt
-// (the client retried) costs one more round trip to be confirmed. Every
-// acquisition takes a replica round trip longer (BenchmarkReplicaAck), and
-// while fewer replicas are connected each waits the timeout. WAIT does not
-// make Redis consistent: releases and extensions are not waited for, and a
-// replica that did not acknowledge may still be promoted; use fencing where
-// two holders would corrupt data. replicas <= 0 turns it off (the default).
-// It needs a *redis.Client (standalone or Sentinel): New panics on a Cluster
-// client, which would send WAIT to an arbitrary node.
+// WithReplicaAck narrows the window in which a failover loses a lock (Redis
+// replicates asynchronously): an acquisition runs the acquire script and
+// WAIT replicas timeout in one round trip, and reports a grant only once
+// replicas replicas have it; otherwise it releases the key and fails with
+// ErrNotReplicated. Each acquisition takes a replica round trip longer
+// (BenchmarkReplicaAck). Releases are not waited for, and a replica that did
+// not acknowledge may still be promoted: fence where two holders would
+// corrupt data. replicas <= 0 turns it off (the default); timeout <= 0 means
+// 50ms. New panics on a Cluster client, which would send WAIT anywhere.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }

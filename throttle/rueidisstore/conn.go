@@ -1,8 +1,10 @@
 package rueidisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -20,34 +22,29 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 	if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
 		res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
 	}
-	m, err := res.ToMessage()
-	switch {
-	case err != nil:
-		return nil, err
-	case m.IsArray():
-		return m.AsIntSlice()
+	if m, err := res.ToMessage(); err != nil || m.IsArray() {
+		return res.AsIntSlice()
 	}
-	v, err := m.AsInt64()
+	v, err := res.AsInt64()
 	return []int64{v}, err
 }
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
-	set := a.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()
-	if !lookup {
-		err := a.c.Do(ctx, set).Error()
-		if rueidis.IsRedisNil(err) {
-			return false, "", 0, nil
-		}
-		return err == nil, "", 0, err
+	cmds := rueidis.Commands{a.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()}
+	if lookup {
+		cmds = append(cmds, a.c.B().Get().Key(key).Build(), a.c.B().Pttl().Key(key).Build())
 	}
-	res := a.c.DoMulti(ctx, set, a.c.B().Get().Key(key).Build(), a.c.B().Pttl().Key(key).Build())
-	err := res[0].Error()
-	if rueidis.IsRedisNil(err) || err == nil {
-		err = res[2].Error()
+	res := a.c.DoMulti(ctx, cmds...)
+	set, err := true, res[0].Error()
+	if rueidis.IsRedisNil(err) {
+		set, err = false, nil
+	}
+	if err != nil || !lookup {
+		return set && err == nil, "", 0, err
 	}
 	holder, _ := res[1].ToString()
-	pttl, _ := res[2].AsInt64()
-	return res[0].Error() == nil, holder, pttl, err
+	pttl, err := res[2].AsInt64()
+	return set, holder, pttl, err
 }
 
 func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
@@ -58,48 +55,27 @@ func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-// Policies asks every node the client knows (on a Cluster, by address).
-func (a conn) Policies(ctx context.Context) (map[string]string, error) {
-	found := map[string]string{}
-	nodes := a.c.Nodes()
+func (a conn) Policies(ctx context.Context) ([]string, error) {
+	var found []string
 	var first error
+	nodes := a.c.Nodes()
 	for addr, n := range nodes {
 		m, err := n.Do(ctx, n.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
-		if err != nil {
-			first = cmpOr(first, err)
-			continue
+		if p, ok := m["maxmemory-policy"]; ok && err == nil {
+			found = append(found, map[bool]string{true: addr + "="}[len(nodes) > 1]+p)
 		}
-		if len(nodes) == 1 {
-			addr = ""
-		}
-		if p, ok := m["maxmemory-policy"]; ok {
-			found[addr] = p
-		}
+		first = cmp.Or(first, err)
 	}
 	return found, first
 }
 
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+func (a conn) Unsent(err error) bool {
+	var nerr *net.OpError
+	return errors.Is(err, rueidis.ErrClosing) || errors.As(err, &nerr) && nerr.Op == "dial"
 }
 
-func (a conn) Kind(err error) redisalgo.ErrKind {
-	if errors.Is(err, rueidis.ErrClosing) {
-		return redisalgo.NotApplied
-	}
-	if re, ok := rueidis.IsRedisErr(err); ok {
-		if _, ask := re.IsAsk(); ask || re.IsTryAgain() {
-			return redisalgo.SlotMoving
-		}
-	}
-	return redisalgo.Other
-}
-
-// PubSub dedicates a connection of the client to Watch; rueidis delivers its
-// messages to hooks, which hand them to Receive.
+// PubSub dedicates a connection of the client to Watch; rueidis hands its
+// messages to hooks, which pass them on to Receive.
 func (a conn) PubSub() redisalgo.PubSub {
 	dc, cancel := a.c.Dedicate()
 	p := &pubSub{dc: dc, cancel: cancel, events: make(chan event, 16), done: make(chan struct{})}
@@ -114,19 +90,20 @@ func (a conn) PubSub() redisalgo.PubSub {
 	return p
 }
 
-type event struct {
-	channel    string
-	subscribed bool
-}
-
-type pubSub struct {
-	dc     rueidis.DedicatedClient
-	cancel func()
-	events chan event
-	lost   <-chan error
-	done   chan struct{}
-	once   sync.Once
-}
+type (
+	event struct {
+		channel    string
+		subscribed bool
+	}
+	pubSub struct {
+		dc     rueidis.DedicatedClient
+		cancel func()
+		events chan event
+		lost   <-chan error
+		done   chan struct{}
+		once   sync.Once
+	}
+)
 
 func (p *pubSub) push(e event) {
 	select {
@@ -135,17 +112,19 @@ func (p *pubSub) push(e event) {
 	}
 }
 
+func (p *pubSub) do(ctx context.Context, cmd rueidis.Completed) error {
+	return p.dc.Do(ctx, cmd).Error()
+}
+
 func (p *pubSub) Subscribe(ctx context.Context, chs ...string) error {
-	return p.dc.Do(ctx, p.dc.B().Subscribe().Channel(chs...).Build()).Error()
+	return p.do(ctx, p.dc.B().Subscribe().Channel(chs...).Build())
 }
 
 func (p *pubSub) Unsubscribe(ctx context.Context, chs ...string) error {
-	return p.dc.Do(ctx, p.dc.B().Unsubscribe().Channel(chs...).Build()).Error()
+	return p.do(ctx, p.dc.B().Unsubscribe().Channel(chs...).Build())
 }
 
-func (p *pubSub) Ping(ctx context.Context) error {
-	return p.dc.Do(ctx, p.dc.B().Ping().Build()).Error()
-}
+func (p *pubSub) Ping(ctx context.Context) error { return p.do(ctx, p.dc.B().Ping().Build()) }
 
 func (p *pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bool, error) {
 	timer := time.NewTimer(d)
@@ -154,7 +133,7 @@ func (p *pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bo
 	case e := <-p.events:
 		return e.channel, e.subscribed, true, nil
 	case err := <-p.lost:
-		return "", false, false, cmpOr(err, errors.New("rueidisstore: Pub/Sub connection closed"))
+		return "", false, false, cmp.Or(err, errors.New("rueidisstore: Pub/Sub connection closed"))
 	case <-timer.C:
 	case <-ctx.Done():
 	}
@@ -162,9 +141,6 @@ func (p *pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bo
 }
 
 func (p *pubSub) Close() error {
-	p.once.Do(func() {
-		close(p.done)
-		p.cancel()
-	})
+	p.once.Do(func() { close(p.done); p.cancel() })
 	return nil
 }

@@ -8,16 +8,12 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 )
 
-// Store keeps locks, quotas and records in Redis: it implements store.Store,
-// store.Notifier, store.Quota and store.Recorder, and Close. It is
-// redisstore.Store, the one algorithm of both packages, on a rueidis client.
+// Store implements store.Store, store.Notifier, store.Quota, store.Recorder
+// and Close: it is redisstore.Store, one algorithm over either client.
 type Store = redisalgo.Store
 
-// New returns a Store on client, made by rueidis.NewClient for one server, a
-// Cluster or Sentinel (ClientOption.Sentinel). It panics when client is nil.
-// The store does not own the client: Close stops its goroutines and leaves
-// the client open. Keep rueidis's automatic pipelining on (the default): it
-// is the reason to pick this store.
+// New returns a Store on client (one server, a Cluster or Sentinel), which it
+// does not own. It panics when client is nil.
 func New(client rueidis.Client, opts ...Option) *Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
