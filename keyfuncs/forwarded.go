@@ -95,7 +95,7 @@ type forwarding struct {
 	tooLarge, tooMany, hidden, unparsable error
 }
 
-func (h forwarding) trusts(a netip.Addr) bool {
+func (h *forwarding) trusts(a netip.Addr) bool {
 	for _, p := range h.trusted {
 		if p.Contains(a) {
 			return true
@@ -106,7 +106,7 @@ func (h forwarding) trusts(a netip.Addr) bool {
 
 // client walks the addresses lines list from the right past trusted ones,
 // and returns the first untrusted one, or the leftmost, or none.
-func (h forwarding) client(lines []string) (host string, addr netip.Addr, err error) {
+func (h *forwarding) client(lines []string) (host string, addr netip.Addr, err error) {
 	var buf [16]string
 	nodes, err := h.appendNodes(buf[:0], lines)
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -117,7 +117,7 @@ func (h forwarding) client(lines []string) (host string, addr netip.Addr, err er
 	return host, addr, err
 }
 
-func (h forwarding) appendNodes(nodes, lines []string) ([]string, error) {
+func (h *forwarding) appendNodes(nodes, lines []string) ([]string, error) {
 	n := 0
 	for _, l := range lines {
 		n += len(l)
@@ -142,27 +142,27 @@ func (h forwarding) appendNodes(nodes, lines []string) ([]string, error) {
 	return nodes, nil
 }
 
-// address parses a node: the client is unknown if it is obfuscated
-// ("_abc"), "unknown" or missing, and a guess would give many clients one key.
-func (h forwarding) address(node string) (string, netip.Addr, error) {
-	if node == "" || node[0] == '_' || strings.EqualFold(node, "unknown") {
+// address parses a node. An obfuscated ("_abc"), "unknown" or missing one
+// leaves the client unknown, and a guess would give many clients one key.
+func (h *forwarding) address(node string) (string, netip.Addr, error) {
+	host, addr, ok := parseHostPort(node)
+	switch {
+	case ok:
+		return host, addr, nil
+	case node == "" || node[0] == '_' || strings.EqualFold(node, "unknown"):
 		return "", netip.Addr{}, h.hidden
 	}
-	host, addr, ok := parseHostPort(node)
-	if !ok {
-		return "", netip.Addr{}, h.unparsable
-	}
-	return host, addr, nil
+	return "", netip.Addr{}, h.unparsable
 }
 
 // appendXFF appends the non-empty elements of a line, stopping past
 // maxForwardedHops.
 func appendXFF(nodes []string, line string) []string {
-	for item := range strings.SplitSeq(line, ",") {
+	for more := true; more && len(nodes) <= maxForwardedHops; {
+		var item string
+		item, line, more = strings.Cut(line, ",")
 		if item = strings.Trim(item, " \t"); item != "" {
-			if nodes = append(nodes, item); len(nodes) > maxForwardedHops {
-				break
-			}
+			nodes = append(nodes, item)
 		}
 	}
 	return nodes

@@ -88,11 +88,11 @@ func isPort(s string) bool {
 	return true
 }
 
-// format writes an address as an identity; an IPv4 host of digits and dots
-// that netip accepted is canonical as it stands.
+// format writes an address as an identity. An IPv4 host that netip
+// accepted is canonical as it stands, unless written IPv4-mapped.
 func (c ipConfig) format(host string, a netip.Addr) string {
 	if a.Is4() {
-		if strings.Trim(host, "0123456789.") == "" {
+		if !strings.Contains(host, ":") {
 			return host
 		}
 		return a.String()
