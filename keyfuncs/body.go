@@ -11,18 +11,14 @@ import (
 	"net/http"
 )
 
-var (
-	errBodyTooLarge   = &Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than the hashing limit"}
-	errBodyUnreadable = badRequest("body", "unreadable")
-)
+var errBodyTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than the hashing limit"}
 
-// BodyHash keys on the SHA-256 of the body, as unpadded base64url: joined
-// with a user, it tells the same submission sent twice. A body over
-// maxBytes, or a Content-Length over it (checked before an "Expect:
-// 100-continue" client is asked to upload), gives a 413 *Error, an
-// unreadable body a 400; the body is put back for the handler whatever
-// happens. Put it last in a Join, which stops at the first error, so that
-// fewer bodies are read. It panics if maxBytes is negative.
+// BodyHash keys on the SHA-256 of the body (unpadded base64url): with a
+// user, it tells the same submission sent twice. A body, or Content-Length
+// (checked before an "Expect: 100-continue" upload), over maxBytes gives a
+// 413 *Error; the body is put back for the handler whatever happens. Put
+// it last in a Join, which stops at the first error. It panics if maxBytes
+// is negative.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
@@ -35,25 +31,21 @@ func BodyHash(maxBytes int64) Func {
 		case r.ContentLength > maxBytes:
 			return "", errBodyTooLarge
 		}
-		return hashBody(r, maxBytes)
+		orig := r.Body
+		var buf bytes.Buffer
+		_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
+		read := buf.Bytes()
+		if err == nil && int64(len(read)) <= maxBytes { // orig is at EOF
+			r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
+			return hashString(read), nil
+		}
+		r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
+		var mbe *http.MaxBytesError
+		if err != nil && !errors.As(err, &mbe) {
+			return "", badRequest("body", "unreadable")
+		}
+		return "", errBodyTooLarge
 	}
-}
-
-func hashBody(r *http.Request, maxBytes int64) (string, error) {
-	orig := r.Body
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
-	read := buf.Bytes()
-	if err == nil && int64(len(read)) <= maxBytes { // orig is at EOF
-		r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
-		return hashString(read), nil
-	}
-	r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
-	var mbe *http.MaxBytesError
-	if err != nil && !errors.As(err, &mbe) {
-		return "", errBodyUnreadable
-	}
-	return "", errBodyTooLarge
 }
 
 func hashString(b []byte) string {
@@ -75,8 +67,7 @@ func BodyFingerprint(r *http.Request, maxBytes int64) (string, error) {
 
 // IdempotencyFingerprint is the fingerprint stored with a Replay response:
 // BodyFingerprint up to DefaultIdempotencyBodyLimit under an
-// Idempotency-Key, and "" without one, as a request keyed on its body's
-// hash cannot bring another body.
+// Idempotency-Key, "" without one (a key made of the body already is one).
 func IdempotencyFingerprint(r *http.Request) (string, error) {
 	if len(r.Header[idempotencyHeader]) == 0 {
 		return "", nil

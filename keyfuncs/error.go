@@ -2,10 +2,9 @@ package keyfuncs
 
 import "net/http"
 
-// Error is returned by a Func that cannot build an identity, and answered
-// with HTTPStatus rather than throttling the request under a shared key.
-// Source and Reason never hold a value from the request, so the error is
-// safe to show. A Func may return one shared *Error: treat it as read-only.
+// Error tells why a Func could not build an identity. Source and Reason
+// never hold a value from the request, so it is safe to show the client; a
+// Func may return one shared *Error, so treat it as read-only.
 type Error struct {
 	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
 	Source string // what was missing or bad, such as `header "X-User-ID"`

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
-// Proxy chains are a few hops, while Go's server takes a megabyte of
-// headers: a longer forwarding header is refused, not walked.
+// Proxy chains are a few hops: a longer header is refused, not walked.
 const (
 	maxForwardedBytes = 64 << 10 // all lines of the header together
 	maxForwardedHops  = 100      // addresses listed
@@ -39,21 +39,18 @@ func normalisePrefix(p netip.Prefix) netip.Prefix {
 	return p.Masked()
 }
 
-// FromForwarded makes ForwardedIP read RFC 7239 Forwarded (its for= nodes)
-// instead of X-Forwarded-For; never both, as a proxy that sets one usually
-// passes the other on from the client untouched.
+// FromForwarded makes ForwardedIP read RFC 7239 Forwarded instead of
+// X-Forwarded-For: never both, as proxies pass the other on untouched.
 func FromForwarded() IPOption {
 	return func(c *ipConfig) { c.forwarded = true }
 }
 
-// ForwardedIP keys on the client address the trusted proxies report,
-// formatted like RemoteIP's. A peer that is not trusted is the client,
-// whatever it sent. From a trusted peer, X-Forwarded-For (all lines) is
-// walked from the right past trusted addresses to the first untrusted one,
-// the client; if all are trusted, the leftmost; with no header, the peer.
-// An unparsable, obfuscated or "unknown" client, or a header over 64 KiB or
-// 100 addresses, gives a 400 *Error rather than a key many clients would
-// share. A zero netip.Prefix makes it panic.
+// ForwardedIP keys on the client address trusted proxies report, written
+// like RemoteIP's. From a trusted peer, X-Forwarded-For is walked from the
+// right past trusted addresses to the client (or the leftmost, or the peer
+// with no header); any other peer is the client, whatever it sent. A bad,
+// hidden or "unknown" client, or a header over 64 KiB or 100 addresses,
+// gives a 400 *Error rather than a key clients would share.
 func ForwardedIP(trusted []netip.Prefix, opts ...IPOption) Func {
 	c := newIPConfig(opts)
 	h := forwarding{trusted: make([]netip.Prefix, len(trusted)), name: "X-Forwarded-For", rfc7239: c.forwarded}
@@ -66,9 +63,6 @@ func ForwardedIP(trusted []netip.Prefix, opts ...IPOption) Func {
 	if h.rfc7239 {
 		h.name = "Forwarded"
 	}
-	source := `header "` + h.name + `"`
-	h.tooLarge, h.tooMany = badRequest(source, "too large"), badRequest(source, "too many hops")
-	h.hidden, h.unparsable = badRequest(source, "obfuscated or unknown client address"), badRequest(source, "unparsable address")
 	return func(r *http.Request) (string, error) {
 		host, addr, ok := parseHostPort(r.RemoteAddr)
 		if !ok {
@@ -89,23 +83,18 @@ func ForwardedIP(trusted []netip.Prefix, opts ...IPOption) Func {
 
 // forwarding reads one of the two forwarding headers from trusted proxies.
 type forwarding struct {
-	trusted                               []netip.Prefix
-	name                                  string
-	rfc7239                               bool
-	tooLarge, tooMany, hidden, unparsable error
+	trusted []netip.Prefix
+	name    string
+	rfc7239 bool
 }
 
 func (h *forwarding) trusts(a netip.Addr) bool {
-	for _, p := range h.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(h.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
-// client walks the addresses lines list from the right past trusted ones,
-// and returns the first untrusted one, or the leftmost, or none.
+func (h *forwarding) refusal(reason string) error { return badRequest(`header "`+h.name+`"`, reason) }
+
+// client returns the first untrusted address from the right, or the leftmost.
 func (h *forwarding) client(lines []string) (host string, addr netip.Addr, err error) {
 	var buf [16]string
 	nodes, err := h.appendNodes(buf[:0], lines)
@@ -123,7 +112,7 @@ func (h *forwarding) appendNodes(nodes, lines []string) ([]string, error) {
 		n += len(l)
 	}
 	if n > maxForwardedBytes {
-		return nil, h.tooLarge
+		return nil, h.refusal("too large")
 	}
 	for _, line := range lines {
 		var err error
@@ -136,27 +125,24 @@ func (h *forwarding) appendNodes(nodes, lines []string) ([]string, error) {
 		case err != nil:
 			return nil, err
 		case len(nodes) > maxForwardedHops:
-			return nil, h.tooMany
+			return nil, h.refusal("too many hops")
 		}
 	}
 	return nodes, nil
 }
 
-// address parses a node. An obfuscated ("_abc"), "unknown" or missing one
-// leaves the client unknown, and a guess would give many clients one key.
+// address parses a node; a hidden one leaves the client unknown.
 func (h *forwarding) address(node string) (string, netip.Addr, error) {
 	host, addr, ok := parseHostPort(node)
 	switch {
 	case ok:
 		return host, addr, nil
 	case node == "" || node[0] == '_' || strings.EqualFold(node, "unknown"):
-		return "", netip.Addr{}, h.hidden
+		return "", netip.Addr{}, h.refusal("obfuscated or unknown client address")
 	}
-	return "", netip.Addr{}, h.unparsable
+	return "", netip.Addr{}, h.refusal("unparsable address")
 }
 
-// appendXFF appends the non-empty elements of a line, stopping past
-// maxForwardedHops.
 func appendXFF(nodes []string, line string) []string {
 	for more := true; more && len(nodes) <= maxForwardedHops; {
 		var item string

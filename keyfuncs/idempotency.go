@@ -13,6 +13,7 @@ import (
 
 const (
 	idempotencyHeader       = "Idempotency-Key"
+	idempotencySource       = `header "Idempotency-Key"`
 	maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
 )
 
@@ -23,20 +24,18 @@ const DefaultIdempotencyBodyLimit = 1 << 20
 
 // Errors never quote the value, which may be long or a secret.
 var (
-	errNoIdempotencyKey = idemError("missing")
-	errIdemRepeated     = idemError("sent in more than one field line; send exactly one")
-	errIdemList         = idemError("a list of keys; send exactly one")
-	errIdemEmpty        = idemError("empty")
-	errIdemTooLong      = idemError("longer than " + strconv.Itoa(maxIdempotencyKeyLength) + " characters")
-	errIdemNotASCII     = idemError("contains a control character or a character outside printable ASCII")
-	errIdemBareChar     = idemError(`malformed: an unquoted key may not contain spaces or double quotes`)
-	errIdemUnclosed     = idemError("malformed: the quoted key has no closing double quote")
-	errIdemEscape       = idemError(`malformed: only \" and \\ may be escaped in a quoted key`)
-	errIdemParameters   = idemError("malformed parameters after the quoted key")
-	errIdemTrailing     = idemError("malformed: unexpected characters after the quoted key")
+	errNoIdempotencyKey = badRequest(idempotencySource, "missing")
+	errIdemRepeated     = badRequest(idempotencySource, "sent in more than one field line; send exactly one")
+	errIdemList         = badRequest(idempotencySource, "a list of keys; send exactly one")
+	errIdemEmpty        = badRequest(idempotencySource, "empty")
+	errIdemTooLong      = badRequest(idempotencySource, "longer than "+strconv.Itoa(maxIdempotencyKeyLength)+" characters")
+	errIdemNotASCII     = badRequest(idempotencySource, "contains a control character or a character outside printable ASCII")
+	errIdemBareChar     = badRequest(idempotencySource, `malformed: an unquoted key may not contain spaces or double quotes`)
+	errIdemUnclosed     = badRequest(idempotencySource, "malformed: the quoted key has no closing double quote")
+	errIdemEscape       = badRequest(idempotencySource, `malformed: only \" and \\ may be escaped in a quoted key`)
+	errIdemParameters   = badRequest(idempotencySource, "malformed parameters after the quoted key")
+	errIdemTrailing     = badRequest(idempotencySource, "malformed: unexpected characters after the quoted key")
 )
-
-func idemError(reason string) *Error { return badRequest(`header "Idempotency-Key"`, reason) }
 
 // IdempotencyOption configures IdempotencyKey.
 type IdempotencyOption func(*idempotencyConfig)
@@ -63,14 +62,13 @@ func IdempotencyFallback(f Func) IdempotencyOption {
 }
 
 // IdempotencyKey keys on the client's Idempotency-Key field, which marks a
-// retried POST as the same operation: an RFC 9651 String, whose parameters
-// are ignored, or a bare value as Stripe's clients send it, taken whole. A
-// key that is not 1 to 255 printable ASCII characters in one field line is
-// refused with a 400 *Error saying why, never quoting the value. Without
-// the field, the request is refused or keyed on the fallback, as
-// store.JoinID("1", value) where a key gives store.JoinID("0", key).
-// Scope the key, which is only as unique as the client made it, by user
-// and route, and put it last so that the body is read only when needed:
+// retried POST as the same operation: an RFC 9651 String (parameters
+// ignored), or a bare value, as Stripe's clients send it, taken whole. Any
+// other value, or one not 1 to 255 printable ASCII characters, is refused
+// with a 400 *Error saying why. Without the field, the request is refused
+// or keyed on the fallback, as store.JoinID("1", value) where a key gives
+// store.JoinID("0", key). Scope the key by user and route, last, so that
+// the body is read only when needed:
 //
 //	keyfuncs.Join(user, keyfuncs.Method(), keyfuncs.Pattern(), keyfuncs.IdempotencyKey(
 //		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
@@ -96,8 +94,6 @@ func IdempotencyKey(opts ...IdempotencyOption) Func {
 	}
 }
 
-// idempotencyKey reads the one field line, spaces around it ignored as RFC
-// 9651 ignores them around an Item.
 func idempotencyKey(r *http.Request) (string, error) {
 	lines := r.Header[idempotencyHeader]
 	switch {
@@ -127,9 +123,6 @@ func idempotencyKey(r *http.Request) (string, error) {
 
 // bareKey checks a key sent without quotes.
 func bareKey(v string) (string, error) {
-	if len(v) > maxIdempotencyKeyLength {
-		return "", errIdemTooLong
-	}
 	for i := range len(v) {
 		switch c := v[i]; {
 		case c == ',':
@@ -153,8 +146,7 @@ func checkLength(k string) (string, error) {
 	return k, nil
 }
 
-// scanString returns the index past the String v starts with and whether
-// it holds escapes, or what is wrong inside it.
+// scanString returns the end and escapes of the String v starts with.
 func scanString(v string) (end int, escaped bool, err error) {
 	for i := 1; i < len(v); i++ {
 		switch c := v[i]; {

@@ -25,9 +25,8 @@ func newIPConfig(opts []IPOption) ipConfig {
 	return c
 }
 
-// GroupIPv6 gives IPv6 clients one identity per /bits network, such as
-// "2001:db8:1:2::/64": a host usually holds a /64 and could take a fresh
-// address in it for every request. It panics if bits is outside 0..128.
+// GroupIPv6 keys IPv6 clients by /bits network, such as "2001:db8:1:2::/64",
+// as a host usually holds a /64 and can use a fresh address per request.
 func GroupIPv6(bits int) IPOption {
 	if bits < 0 || bits > 128 {
 		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
@@ -38,8 +37,7 @@ func GroupIPv6(bits int) IPOption {
 var errBadRemote = badRequest("remote address", "not an IP address")
 
 // RemoteIP keys on the peer's address, written so that a client has one
-// identity: no port or zone, IPv4-mapped addresses as IPv4, IPv6 in RFC
-// 5952 form. A peer that is no IP address gives a 400 *Error.
+// identity: no port or zone, IPv4-mapped as IPv4, IPv6 in RFC 5952 form.
 func RemoteIP(opts ...IPOption) Func {
 	c := newIPConfig(opts)
 	return func(r *http.Request) (string, error) {
@@ -54,9 +52,8 @@ func RemoteIP(opts ...IPOption) Func {
 	}
 }
 
-// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port" and returns
-// the address text and the address, unmapped and without zone. The port is
-// not read: RFC 7239 lets a proxy obfuscate it ("_abc").
+// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", the port
+// unread as RFC 7239 lets proxies obfuscate it, and unmaps the address.
 func parseHostPort(s string) (string, netip.Addr, bool) {
 	host, ok := s, true
 	if strings.HasPrefix(s, "[") {
@@ -88,8 +85,7 @@ func isPort(s string) bool {
 	return true
 }
 
-// format writes an address as an identity. An IPv4 host that netip
-// accepted is canonical as it stands, unless written IPv4-mapped.
+// format writes a as an identity; host is its text if that is canonical.
 func (c ipConfig) format(host string, a netip.Addr) string {
 	if a.Is4() {
 		if !strings.Contains(host, ":") {
@@ -105,9 +101,8 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 	return string(a.AppendTo(buf[:0]))
 }
 
-// canonicalIPv4Host returns the host of s when it is IPv4 written
-// canonically (no leading zeros) with a port parseHostPort accepts: the
-// usual peer, whose identity it is, found without netip's parsing.
+// canonicalIPv4Host returns the host of s if it is IPv4 as netip writes it,
+// with a port parseHostPort accepts: the usual peer, without netip's parsing.
 func canonicalIPv4Host(s string) (string, bool) {
 	host, _, hasPort := strings.Cut(s, ":")
 	if hasPort && !isPort(s[len(host):]) {

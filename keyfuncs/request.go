@@ -17,14 +17,13 @@ import (
 // typically a *Error, when the request does not carry one.
 type Func func(r *http.Request) (string, error)
 
-// Static keys every request on s: alone, one lock for the whole policy;
-// joined with other funcs, a label.
+// Static keys every request on s: one lock for the whole policy, or a label.
 func Static(s string) Func {
 	return func(*http.Request) (string, error) { return s, nil }
 }
 
-// Header keys on the first value of the header name, such as an X-User-ID
-// a gateway sets (trust only a header your infrastructure sets or strips).
+// Header keys on the first value of the header name, such as the X-User-ID
+// a gateway sets: trust only a header your infrastructure sets or strips.
 func Header(name string) Func {
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	errMissing := missing("header " + strconv.Quote(name))
@@ -50,8 +49,7 @@ func Cookie(name string) Func {
 }
 
 // Query keys on the values of the URL query parameter name, joined with
-// store.JoinID so that ?id=a&id=b and ?id=a:b differ. A malformed %-escape
-// is refused, as two requests would look alike.
+// store.JoinID; a malformed %-escape is refused, lest two requests look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
 	errMissing, errEscape := missing(source), badRequest(source, "malformed escape")
@@ -81,8 +79,7 @@ func Query(name string) Func {
 	}
 }
 
-// PathValue keys on the wildcard name of the http.ServeMux route matched,
-// such as {id} in "POST /orders/{id}".
+// PathValue keys on the wildcard name of the ServeMux route, such as {id}.
 func PathValue(name string) Func {
 	errMissing := missing("path value " + strconv.Quote(name))
 	return func(r *http.Request) (string, error) {
@@ -93,9 +90,8 @@ func PathValue(name string) Func {
 	}
 }
 
-// Pattern keys on the http.ServeMux pattern matched, such as
-// "POST /orders/{id}": one limit per route. The mux sets it as it
-// dispatches, so install the middleware on each route.
+// Pattern keys on the http.ServeMux pattern matched, one limit per route;
+// the mux sets it as it dispatches, so wrap each route, not the mux.
 func Pattern() Func {
 	errMissing := missing("route pattern")
 	return func(r *http.Request) (string, error) {
@@ -117,18 +113,17 @@ func Method() Func {
 }
 
 // ContextValue keys on r.Context().Value(key), read as FromValue reads it,
-// such as the user ID an authentication middleware stored there: the most
-// trustworthy identity a request carries.
+// such as the user ID an authentication middleware stored there.
 func ContextValue(key any) Func {
 	return func(r *http.Request) (string, error) {
 		return FromValue(r.Context().Value(key), "context value")
 	}
 }
 
-// FromValue turns a value an earlier middleware stored (a context value,
-// gin's or echo's c.Get) into an identity: a string or integer kind, or a
-// fmt.Stringer. Any other type is refused, so that a programming error
-// never lumps users together; source names the value in the *Error.
+// FromValue turns a value a middleware stored (a context value, gin's or
+// echo's c.Get) into an identity: a string or integer kind, or a
+// fmt.Stringer; any other type is refused rather than lumping users
+// together. source names the value in the *Error.
 func FromValue(v any, source string) (string, error) {
 	s, ok := valueString(v)
 	switch {
@@ -159,8 +154,8 @@ func valueString(v any) (s string, ok bool) {
 }
 
 // FromIP turns an address a framework computed (gin's c.ClientIP, echo's
-// c.RealIP) into the identity RemoteIP would give it, so that a client has
-// one identity in every adapter; source names it in the *Error.
+// c.RealIP) into the identity RemoteIP would give it; source names it in
+// the *Error.
 func FromIP(s, source string) (string, error) {
 	if s == "" {
 		return "", missing(source)
@@ -172,12 +167,10 @@ func FromIP(s, source string) (string, error) {
 	return a.Unmap().String(), nil
 }
 
-// FirstOf keys on the first of fs that succeeds, such as a user header and
-// else the client address, or returns the last error. The identity is
-// store.JoinID(strconv.Itoa(i), value), i the index of the func that
-// answered, so a user named "192.0.2.1" never shares a key with the client
-// at that address. FirstOf and Join take any key function type, so they
-// serve every adapter; both copy fs, and panic if it is empty or holds nil.
+// FirstOf keys on the first of fs that succeeds, as store.JoinID(index,
+// value), so that a user named "192.0.2.1" never shares a key with the
+// client at that address, or returns the last error. FirstOf and Join take
+// any key function type, copy fs, and panic if it is empty or holds nil.
 func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("FirstOf", fs)
 	return func(a A) (string, error) {
@@ -192,9 +185,8 @@ func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	}
 }
 
-// Join keys on all of fs together, such as a user and a route, joined with
-// store.JoinID so that different lists never give the same identity, or
-// returns the first error.
+// Join keys on all of fs together, joined with store.JoinID so that two
+// lists never give one identity, or returns the first error.
 func Join[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("Join", fs)
 	return func(a A) (string, error) {

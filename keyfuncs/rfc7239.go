@@ -15,8 +15,7 @@ type fwdParser struct {
 	i int
 }
 
-// appendForwarded appends the for= node of each non-empty element of line
-// ("" for an element without one), stopping past maxForwardedHops.
+// appendForwarded appends each element's for= node, "" where it has none.
 func appendForwarded(nodes []string, line string) ([]string, error) {
 	p := fwdParser{s: line}
 	for p.skip(isOWS); p.i < len(p.s) && len(nodes) <= maxForwardedHops; p.skip(isOWS) {
@@ -32,8 +31,6 @@ func appendForwarded(nodes []string, line string) ([]string, error) {
 	return nodes, nil
 }
 
-// element reads the pairs of an element up to its ',' and returns its
-// for= node.
 func (p *fwdParser) element() (node string, err error) {
 	found := false
 	for !p.next(',') && p.i < len(p.s) {
@@ -57,28 +54,23 @@ func (p *fwdParser) element() (node string, err error) {
 	return node, nil
 }
 
-// value reads a token (with ':', '[' and ']', which some proxies leave
-// unquoted in nodes) or a quoted-string, and returns its content.
+// value reads a token (with ':', '[', ']', which proxies leave unquoted in
+// nodes) or a quoted-string, and returns its content.
 func (p *fwdParser) value() (string, bool) {
 	if !p.next('"') {
 		v := p.skip(isNodeChar)
 		return v, v != ""
 	}
-	start, escaped := p.i, false
+	start := p.i
 	for ; p.i < len(p.s) && p.s[p.i] != '"'; p.i++ {
 		if p.s[p.i] == '\\' && p.i+1 < len(p.s) {
-			escaped = true
 			p.i++
 		}
 	}
 	if !p.next('"') {
 		return "", false
 	}
-	v := p.s[start : p.i-1]
-	if escaped {
-		v = unquote(v)
-	}
-	return v, true
+	return unquote(p.s[start : p.i-1]), true
 }
 
 func (p *fwdParser) skip(match func(byte) bool) string {
@@ -108,6 +100,9 @@ func isTchar(c byte) bool {
 func isNodeChar(c byte) bool { return isTchar(c) || c == ':' || c == '[' || c == ']' }
 
 func unquote(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' {
