@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"slices"
 	"sync"
 	"time"
 
@@ -23,9 +22,13 @@ type (
 
 // evalCmd builds EVALSHA (or EVAL) of script, routed by its first key.
 func evalCmd(ctx context.Context, name, script string, keys, args []string) *redis.Cmd {
-	all := []any{name, script, len(keys)}
-	for _, v := range slices.Concat(keys, args) {
-		all = append(all, v)
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, name, script, len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	for _, a := range args {
+		all = append(all, a)
 	}
 	cmd := redis.NewCmd(ctx, all...)
 	cmd.SetFirstKeyPos(3)

@@ -30,21 +30,22 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 }
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
-	cmds := rueidis.Commands{a.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()}
-	if lookup {
-		cmds = append(cmds, a.c.B().Get().Key(key).Build(), a.c.B().Pttl().Key(key).Build())
+	set := a.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()
+	if !lookup {
+		err := a.c.Do(ctx, set).Error()
+		if rueidis.IsRedisNil(err) {
+			return false, "", 0, nil
+		}
+		return err == nil, "", 0, err
 	}
-	res := a.c.DoMulti(ctx, cmds...)
-	set, err := true, res[0].Error()
-	if rueidis.IsRedisNil(err) {
-		set, err = false, nil
-	}
-	if err != nil || !lookup {
-		return set && err == nil, "", 0, err
+	res := a.c.DoMulti(ctx, set, a.c.B().Get().Key(key).Build(), a.c.B().Pttl().Key(key).Build())
+	err := res[0].Error()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return false, "", 0, err
 	}
 	holder, _ := res[1].ToString()
-	pttl, err := res[2].AsInt64()
-	return set, holder, pttl, err
+	pttl, perr := res[2].AsInt64()
+	return err == nil, holder, pttl, perr
 }
 
 func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
