@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 )
 
@@ -89,7 +88,12 @@ type forwarding struct {
 }
 
 func (h *forwarding) trusts(a netip.Addr) bool {
-	return slices.ContainsFunc(h.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
+	for _, p := range h.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *forwarding) refusal(reason string) error { return badRequest(`header "`+h.name+`"`, reason) }
@@ -107,16 +111,12 @@ func (h *forwarding) client(lines []string) (host string, addr netip.Addr, err e
 }
 
 func (h *forwarding) appendNodes(nodes, lines []string) ([]string, error) {
-	n := 0
-	for _, l := range lines {
-		n += len(l)
-	}
-	if n > maxForwardedBytes {
-		return nil, h.refusal("too large")
-	}
+	size := 0
 	for _, line := range lines {
 		var err error
-		if h.rfc7239 {
+		if size += len(line); size > maxForwardedBytes {
+			return nil, h.refusal("too large")
+		} else if h.rfc7239 {
 			nodes, err = appendForwarded(nodes, line)
 		} else {
 			nodes = appendXFF(nodes, line)
