@@ -11,6 +11,8 @@ import (
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // pathSpy is a go-redis hook that tells which path a plain acquisition
@@ -84,9 +86,7 @@ func TestPlainPathFollowsRefusals(t *testing.T) {
 			break
 		}
 	}
-	if refusals == 100 {
-		t.Fatal("100 refusals in a row, and still SET alone")
-	}
+	require.NotEqualValues(t, 100, refusals, "100 refusals in a row, and still SET alone")
 	t.Logf("the pipeline took over after %d refusals", refusals)
 	grants := 0
 	for ; grants < 1000; grants++ {
@@ -95,9 +95,7 @@ func TestPlainPathFollowsRefusals(t *testing.T) {
 			break
 		}
 	}
-	if grants == 1000 {
-		t.Fatal("1000 grants in a row, and still the pipeline")
-	}
+	require.NotEqualValues(t, 1000, grants, "1000 grants in a row, and still the pipeline")
 	t.Logf("SET alone took over again after %d grants", grants)
 }
 
@@ -155,9 +153,7 @@ func TestSetPathRefusals(t *testing.T) {
 		}
 	}
 	mine, tok := key(t), store.NewToken()
-	if err := c.Set(ctx, mine, tok, 30*time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Set(ctx, mine, tok, 30*time.Second).Err())
 	g, err := s.Acquire(ctx, store.Request{Key: mine, Token: tok, TTL: time.Minute})
 	if err != nil || !g.Acquired || g.TTL <= 0 || g.TTL > 30*time.Second {
 		t.Fatalf("own token written earlier: %+v, %v; want granted for what is left of 30s", g, err)

@@ -12,6 +12,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestInterop: redisstore (go-redis) and rueidisstore on one server keep
@@ -85,9 +89,7 @@ func TestInterop(t *testing.T) {
 			st := []store.Quota{s, rs}[i%2]
 			wg.Go(func() {
 				d, err := st.AllowN(ctx, k, r, 1)
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
@@ -109,9 +111,7 @@ func TestLimiterModes(t *testing.T) {
 	newLimiter := func(p throttle.Policy) *throttle.Limiter {
 		t.Helper()
 		l, err := throttle.New(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return l
 	}
 
@@ -149,15 +149,11 @@ func TestLimiterModes(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 					return nil
 				})
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 			})
 		}
 		wg.Wait()
-		if most.Load() != 1 {
-			t.Fatalf("%d holders at once", most.Load())
-		}
+		require.EqualValues(t, 1, most.Load(), "%d holders at once", most.Load())
 	})
 
 	t.Run("quota", func(t *testing.T) {
@@ -167,18 +163,14 @@ func TestLimiterModes(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				d, err := l.Allow(ctx, "bob")
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if allowed.Load() != 5 {
-			t.Fatalf("%d of 50 allowed by a quota of 5", allowed.Load())
-		}
+		require.EqualValues(t, 5, allowed.Load(), "%d of 50 allowed by a quota of 5", allowed.Load())
 	})
 
 	t.Run("replay", func(t *testing.T) {
@@ -190,15 +182,11 @@ func TestLimiterModes(t *testing.T) {
 		got := make(chan []byte)
 		go func() {
 			_, rec, err := l.Claim(ctx, "order-1") // waits for the record
-			if err != nil {
-				t.Error(err)
-			}
+			assert.Nil(t, err, err)
 			got <- rec
 		}()
 		time.Sleep(20 * time.Millisecond)
-		if err := lease.Record(ctx, []byte("order 1 placed")); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, lease.Record(ctx, []byte("order 1 placed")))
 		if rec := <-got; string(rec) != "order 1 placed" {
 			t.Fatalf("duplicate got %q", rec)
 		}
