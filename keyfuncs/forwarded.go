@@ -144,9 +144,11 @@ func (h *forwarding) address(node string) (string, netip.Addr, error) {
 }
 
 func appendXFF(nodes []string, line string) []string {
-	for more := true; more && len(nodes) <= maxForwardedHops; {
-		var item string
-		item, line, more = strings.Cut(line, ",")
+	for i := 0; i >= 0 && len(nodes) <= maxForwardedHops; {
+		item := line
+		if i = strings.IndexByte(line, ','); i >= 0 {
+			item, line = line[:i], line[i+1:]
+		}
 		if item = strings.Trim(item, " \t"); item != "" {
 			nodes = append(nodes, item)
 		}
