@@ -34,19 +34,19 @@ func (s *Store) acquireAcked(ctx context.Context, req store.Request, ms int64) (
 	if err != nil {
 		return store.Grant{}, s.fail("acquire", err, true)
 	}
-	if g, err := s.grant(res); err != nil || !g.Acquired || req.Fence || req.Reentrant || res[3] == ms {
-		return s.acked(ctx, req, g, err, acked, waitErr)
+	g, err := s.grant(res)
+	if err == nil && g.Acquired && !req.Fence && !req.Reentrant && res[3] != ms {
+		var n []int64
+		n, acked, waitErr, err = w.EvalWait(ctx, extendScript, s.cfg.replicas, s.cfg.ackTimeout,
+			[]string{req.Key}, req.Token, strconv.FormatInt(res[3], 10))
+		if err != nil {
+			return store.Grant{}, s.fail("acquire", err, false)
+		}
+		if len(n) != 1 || n[0] != 1 {
+			waitErr = errors.New("the key was lost while its replication was confirmed")
+		}
 	}
-	n, acked, waitErr, err := w.EvalWait(ctx, extendScript, s.cfg.replicas, s.cfg.ackTimeout,
-		[]string{req.Key}, req.Token, strconv.FormatInt(res[3], 10))
-	if err != nil {
-		return store.Grant{}, s.fail("acquire", err, false)
-	}
-	if len(n) != 1 || n[0] != 1 {
-		waitErr = errors.New("the key was lost while its replication was confirmed")
-	}
-	g, _ := s.grant(res)
-	return s.acked(ctx, req, g, nil, acked, waitErr)
+	return s.acked(ctx, req, g, err, acked, waitErr)
 }
 
 // acked reports grant g once enough replicas acknowledged it, and otherwise

@@ -31,8 +31,7 @@ type PubSub interface {
 	Subscribe(ctx context.Context, channels ...string) error
 	Unsubscribe(ctx context.Context, channels ...string) error
 	// Receive waits at most d for a message or a subscription confirmation
-	// (subscribed); ok is false when none came (the connection is idle),
-	// and an error means the connection is lost.
+	// (subscribed); ok is false when none came, an error is a lost connection.
 	Receive(ctx context.Context, d time.Duration) (channel string, subscribed, ok bool, err error)
 	Ping(ctx context.Context) error
 	Close() error

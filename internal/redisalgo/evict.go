@@ -13,7 +13,7 @@ func (s *Store) checkEviction() {
 	w := &s.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	started := w.spawn(func(ctx context.Context) {
+	if !w.spawn(func(ctx context.Context) {
 		defer close(w.checked)
 		ctx, cancel := context.WithTimeout(ctx, w.timeout)
 		defer cancel()
@@ -21,15 +21,13 @@ func (s *Store) checkEviction() {
 		if err != nil {
 			s.cfg.log.Debug(s.name+": cannot check maxmemory-policy", "err", err)
 		}
-		found = slices.DeleteFunc(found, func(p string) bool { return strings.HasSuffix(p, "noeviction") })
-		if len(found) > 0 {
+		if found = slices.DeleteFunc(found, func(p string) bool { return strings.HasSuffix(p, "noeviction") }); len(found) > 0 {
 			slices.Sort(found)
 			s.cfg.log.Warn(s.name+": Redis may evict keys when memory runs short, and an evicted lock is "+
 				"silently lost (a duplicate gets through): set maxmemory-policy noeviction",
 				"maxmemory-policy", strings.Join(found, ","))
 		}
-	})
-	if !started {
+	}) {
 		close(w.checked)
 	}
 }

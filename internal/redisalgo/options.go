@@ -15,36 +15,35 @@ type config struct {
 	replicas               int
 	ackTimeout             time.Duration
 	now                    func() time.Time // a test clock for quotas
-	path                   string           // for tests: "set", "pipeline", "script" or "" (choose)
+	path                   string           // see WithPath
 }
 
-// configure applies opts over the defaults: fence counters live a day (at
-// least a second), background calls wait a second, and WAIT 50ms.
+// configure applies opts over the defaults (a duration <= 0 means its
+// default): fence counters live a day (at least a second), background calls
+// wait a second, and WAIT 50ms.
 func configure(opts []Option) config {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	c.fenceTTL, c.watchTimeout = max(or(c.fenceTTL, 24*time.Hour), time.Second), or(c.watchTimeout, time.Second)
-	c.ackTimeout, c.log = duration(millis(or(c.ackTimeout, 50*time.Millisecond))), cmp.Or(c.log, slog.Default())
-	if c.path == "store" {
-		c.path = ""
-	}
+	c.fenceTTL, c.watchTimeout = max(cmp.Or(c.fenceTTL, 24*time.Hour), time.Second), cmp.Or(c.watchTimeout, time.Second)
+	c.ackTimeout = duration(millis(cmp.Or(c.ackTimeout, 50*time.Millisecond)))
+	c.log, c.path = cmp.Or(c.log, slog.Default()), cmp.Or(c.path, "store")
 	return c
 }
 
 // WithFenceTTL is redisstore.WithFenceTTL.
-func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = d } }
+func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = max(d, 0) } }
 
 // WithWatchTimeout is redisstore.WithWatchTimeout.
-func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = d } }
+func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = max(d, 0) } }
 
 // WithLogger is redisstore.WithLogger.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // WithReplicaAck is redisstore.WithReplicaAck; the Conn must be a Waiter.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return func(c *config) { c.replicas, c.ackTimeout = max(replicas, 0), timeout }
+	return func(c *config) { c.replicas, c.ackTimeout = max(replicas, 0), max(timeout, 0) }
 }
 
 // WithClock makes quotas read now instead of the server's TIME (tests).
@@ -57,11 +56,3 @@ func WithPath(p string) Option { return func(c *config) { c.path = p } }
 
 // Logger returns the logger opts configure.
 func Logger(opts ...Option) *slog.Logger { return configure(opts).log }
-
-// or returns d, or def when d is not positive (the options' "default").
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}

@@ -26,7 +26,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	sc, interval, args := s.gcraCall(t, r.Burst, cost)
 	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0
 	newKey := int64(cost) * t // the reply for a key without time left
-	if step && (s.cfg.path == "set" || s.cfg.path == "" && !s.returning.Frequent()) {
+	if step && (s.cfg.path == "set" || s.cfg.path == "store" && !s.returning.Frequent()) {
 		set, _, _, err := s.conn.SetNX(ctx, key, "", int64(cost)*interval, false)
 		if err != nil {
 			return store.Decision{}, s.fail("quota", err, true)

@@ -26,8 +26,8 @@ func duration(ms int64) time.Duration {
 	return time.Duration(min(ms, int64(ttlCeiling/time.Millisecond))) * time.Millisecond
 }
 
-// remaining turns a PTTL into store.Grant.Remaining: -1 for a key without
-// expiry, at least 1ms otherwise (PTTL -2: the key expired meanwhile).
+// remaining turns a PTTL into store.Grant.Remaining: -1 without expiry, else
+// at least 1ms (PTTL -2: the key expired meanwhile).
 func remaining(pttl int64) time.Duration {
 	if pttl == -1 {
 		return -1
@@ -47,8 +47,7 @@ func outcome(n int64, release bool) (out store.Outcome, ok bool) {
 }
 
 // decision decodes a GCRA script's reply v (see gcra.lua): the reset R when
-// allowed, -(R+1) when refused; t is the emission interval, in microseconds
-// like R.
+// allowed, -(R+1) when refused, in µs like the interval t.
 func decision(v, t, burst, cost int64) store.Decision {
 	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 	tau, reset := t*burst, v

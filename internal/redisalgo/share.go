@@ -24,6 +24,5 @@ func (s *Share) Observe(outcome bool) {
 	s.v.Store(old + (sample-old)>>4) // rounds down, to exactly 0 after a run without
 }
 
-// Frequent reports whether about one call in eight or more had the outcome
-// lately.
+// Frequent reports whether one call in eight or more had the outcome lately.
 func (s *Share) Frequent() bool { return s.v.Load() >= shareFrequent }

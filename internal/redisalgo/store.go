@@ -21,7 +21,7 @@ type Store struct {
 	watch               watcher
 }
 
-// New returns a Store named name (its package) on conn. It panics when
+// New returns a Store named name (its package) on conn; it panics when
 // WithReplicaAck is set and conn is no Waiter.
 func New(name string, conn Conn, opts ...Option) *Store {
 	c := configure(opts)
@@ -53,7 +53,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	case req.Fence || req.Reentrant || s.cfg.path == "script":
 		return s.acquireScript(ctx, req, ms, true)
 	}
-	lookup := s.cfg.path == "pipeline" || s.cfg.path == "" && s.refusals.Frequent()
+	lookup := s.cfg.path == "pipeline" || s.cfg.path == "store" && s.refusals.Frequent()
 	set, holder, pttl, err := s.conn.SetNX(ctx, req.Key, req.Token, ms, lookup)
 	if err != nil {
 		return store.Grant{}, s.fail("acquire", err, true)

@@ -54,8 +54,7 @@ type watchEntry struct {
 
 func (w *watcher) init(s *Store) {
 	w.s, w.timeout = s, s.cfg.watchTimeout
-	w.entries, w.dirty, w.sent = map[string]*watchEntry{}, map[string]bool{}, map[string]bool{}
-	w.checked = make(chan struct{})
+	w.entries, w.dirty, w.sent, w.checked = map[string]*watchEntry{}, map[string]bool{}, map[string]bool{}, make(chan struct{})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 }
 

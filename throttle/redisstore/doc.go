@@ -21,7 +21,6 @@
 // scripts on two keys fail as store errors, save Release without a record.
 // Release publishes on key+":released", which Watch hears on one connection.
 //
-// Create the client with ContextTimeoutEnabled, so that calls end at their
-// deadline, and MinIdleConns. go-redis logs through a process-wide logger of
-// its own, which the store leaves alone (see the goRedisLogs example).
+// Create the client with ContextTimeoutEnabled and MinIdleConns. go-redis's
+// own process-wide logger is left alone (see the goRedisLogs example).
 package redisstore

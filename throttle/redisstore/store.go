@@ -24,8 +24,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	case nil:
 		panic("redisstore: New needs a non-nil client")
 	case *redis.Ring:
-		panic("redisstore: a *redis.Ring cannot hold locks: each Ring client routes a key by its own " +
-			"view of which shards are up, so two processes can take one lock on two servers; " +
+		panic("redisstore: a *redis.Ring cannot hold locks (its clients may disagree on a key's shard): " +
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
 	var c redisalgo.Conn = waitConn{conn{client}}
@@ -33,7 +32,8 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	if cluster {
 		c = conn{client}
 	}
-	if rc, ok := client.(*redis.Client); ok && !rc.Options().ContextTimeoutEnabled || cluster && !cc.Options().ContextTimeoutEnabled {
+	if rc, ok := client.(*redis.Client); cluster && !cc.Options().ContextTimeoutEnabled ||
+		ok && !rc.Options().ContextTimeoutEnabled {
 		redisalgo.Logger(opts...).Warn("redisstore: the Redis client was made without ContextTimeoutEnabled: " +
 			"store calls wait for its ReadTimeout instead of the policy's short Timeout")
 	}
@@ -43,10 +43,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 // Option configures a Store made by New.
 type Option = redisalgo.Option
 
-// WithFenceTTL sets how long a key's fencing counter lives after the key's
-// last fenced acquisition: 24 hours by default (d <= 0), at least a second.
-// Shorter keeps fewer idle counters; an expired counter restarts from the
-// server clock, so a TTL well above the longest lock's loses nothing.
+// WithFenceTTL sets how long a key's fencing counter lives after its last
+// fenced acquisition: 24 hours by default (d <= 0), at least a second. An
+// expired counter restarts from the server clock, so little is lost.
 func WithFenceTTL(d time.Duration) Option { return redisalgo.WithFenceTTL(d) }
 
 // WithWatchTimeout bounds how long Watch waits for Redis to confirm a
@@ -71,7 +70,6 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }
 
-// ErrNotReplicated is matched by the error of an acquisition that fewer
-// replicas than WithReplicaAck asks for acknowledged in time; it also
-// matches store.ErrNotApplied when the key was released again.
+// ErrNotReplicated is matched by the error of an acquisition too few replicas
+// acknowledged (WithReplicaAck); store.ErrNotApplied too once it released.
 var ErrNotReplicated = redisalgo.ErrNotReplicated

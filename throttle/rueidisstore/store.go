@@ -21,14 +21,11 @@ func New(client rueidis.Client, opts ...Option) *Store {
 	return redisalgo.New("rueidisstore", conn{client}, opts...)
 }
 
-// Option configures a Store made by New.
+// Option configures a Store made by New; it is redisstore.Option, whose
+// WithWatchTimeout and WithLogger apply here too.
 type Option = redisalgo.Option
 
 // WithFenceTTL is redisstore.WithFenceTTL: how long a key's fencing counter
 // lives after its last fenced acquisition (24 hours by default, at least a
 // second).
 func WithFenceTTL(d time.Duration) Option { return redisalgo.WithFenceTTL(d) }
-
-// WithWatchTimeout is redisstore.WithWatchTimeout: how long Watch waits for
-// a subscription, and each background call (one second by default).
-func WithWatchTimeout(d time.Duration) Option { return redisalgo.WithWatchTimeout(d) }
