@@ -71,5 +71,5 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 }
 
 // ErrNotReplicated is matched by the error of an acquisition too few replicas
-// acknowledged (WithReplicaAck); store.ErrNotApplied too once it released.
+// acknowledged (WithReplicaAck), and store.ErrNotApplied once it was undone.
 var ErrNotReplicated = redisalgo.ErrNotReplicated
