@@ -24,8 +24,7 @@
 // and DialerRetries: 1, so that a node that is slow or down is seen at once.
 //
 // Fencing tokens and reentrancy are refused (see Refuses): nodes count on
-// their own, the next quorum may miss the node that numbered the last
-// grant, and hold counts drift apart when a node misses one call. Quotas and
-// records are not offered: nodes that missed a charge could not reconcile
-// their counts. For either, use one Redis.
+// their own, the next quorum may miss the node that numbered the last grant,
+// and hold counts drift apart when a node misses a call. Nor are quotas and
+// records offered: nodes that missed a charge could not reconcile counts.
 package redlock

@@ -36,7 +36,8 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 	var refusal store.Grant // the last split vote's answer
 	for try := 0; ; try++ {
-		r, g, split, err := s.attempt(ctx, req, try < 3)
+		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
+		g, split, err := s.attempt(ctx, r, req, try < 3)
 		switch {
 		case try > 0 && err != nil: // a retry's failure leaves the refusal
 			return refusal, nil
@@ -52,9 +53,8 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 
 // attempt asks every node for req and decides; split marks a split vote to
 // retry, where the holder of the lowest node that answered keeps its grants.
-func (s *Store) attempt(ctx context.Context, req store.Request, mayRetry bool) (r *round, g store.Grant, split bool, err error) {
+func (s *Store) attempt(ctx context.Context, r *round, req store.Request, mayRetry bool) (g store.Grant, split bool, err error) {
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
-	r = &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
 	r.done.Add(len(s.nodes))
 	t := &r.tally
 	cause := s.fan(ctx, ctx, timeout, t, func() bool {
@@ -70,22 +70,22 @@ func (s *Store) attempt(ctx context.Context, req store.Request, mayRetry bool) (
 	if left := validity(req.TTL, t.quorum, t.ttls, took); v == won && left > 0 {
 		r.keep = true
 		close(r.decided)
-		return r, store.Grant{Acquired: true, TTL: left, Holds: 1}, false, nil
+		return store.Grant{Acquired: true, TTL: left, Holds: 1}, false, nil
 	}
 	split = v == refused && t.ours > 0 && mayRetry
 	r.keep = split && slices.Min(t.oursAt) < t.firstOther
 	close(r.decided)
-	if !r.keep {
+	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
 	}
 	switch v {
 	case won:
-		return r, g, false, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
+		return g, false, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
 			ErrNoQuorum, t.ours, took, req.TTL)
 	case refused:
-		return r, store.Grant{Remaining: retryAfter(t.quorum, t.ours, t.remaining)}, split, nil
+		return store.Grant{Remaining: retryAfter(t.quorum, t.ours, t.remaining)}, split, nil
 	}
-	return r, g, false, noQuorum("acquire", t, cause)
+	return g, false, noQuorum("acquire", t, cause)
 }
 
 // pause waits before a split vote's retry: half to one attempt's time if r

@@ -100,24 +100,25 @@ func (t *tally) outcome() (out store.Outcome, unknown bool) {
 }
 
 // validity is the quorum-th longest TTL granted (a retry's own nodes report
-// what is left), less the time taken and the drift allowance.
+// what is left), less the time taken and the drift allowance. It sorts ttls.
 func validity(ttl time.Duration, quorum int, ttls []time.Duration, elapsed time.Duration) time.Duration {
 	if len(ttls) < quorum {
 		return 0
 	}
-	return slices.Sorted(slices.Values(ttls))[len(ttls)-quorum] - elapsed - store.Drift(ttl)
+	slices.Sort(ttls)
+	return ttls[len(ttls)-quorum] - elapsed - store.Drift(ttl)
 }
 
 // retryAfter is when quorum-granted held nodes (ours are freed at once)
-// could be free. Silent nodes are not counted on: it may be late, not early.
+// could be free; it sorts remaining as unsigned, so -1 (no expiry) comes
+// last. Silent nodes are not counted on: it may be late, never early.
 func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 	k := quorum - granted
 	if k <= 0 || k > len(remaining) {
 		return time.Millisecond // not a refusal
 	}
-	return slices.SortedFunc(slices.Values(remaining), func(a, b time.Duration) int {
-		return cmp.Compare(uint64(a), uint64(b)) // -1, no expiry, comes last
-	})[k-1]
+	slices.SortFunc(remaining, func(a, b time.Duration) int { return cmp.Compare(uint64(a), uint64(b)) })
+	return remaining[k-1]
 }
 
 // fan runs call on every node in parallel, bounded by timeout and parent,
