@@ -2,13 +2,9 @@ package keyfuncs
 
 import "net/http"
 
-// Error is returned by a Func that cannot build an identity from a request:
-// a header is missing, a body is over the hashing limit, a peer address
-// cannot be parsed. Source and Reason are fixed texts that never hold a
-// value from the request, so the error is safe to log and to show the
-// client. A Func may return one shared *Error for every request that fails
-// the same way (anonymous traffic often lacks a header): treat it as
-// read-only.
+// Error tells why a Func could not build an identity. Source and Reason
+// never hold a value from the request, so it is safe to show the client; a
+// Func may return one shared *Error, so treat it as read-only.
 type Error struct {
 	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
 	Source string // what was missing or bad, such as `header "X-User-ID"`
@@ -18,8 +14,7 @@ type Error struct {
 // Error returns "keyfuncs: <source>: <reason>".
 func (e *Error) Error() string { return "keyfuncs: " + e.Source + ": " + e.Reason }
 
-// HTTPStatus returns the status the middleware answers with: Status, or
-// 400 when it is unset.
+// HTTPStatus returns the status to answer with: Status, or 400 if unset.
 func (e *Error) HTTPStatus() int {
 	if e.Status == 0 {
 		return http.StatusBadRequest
@@ -31,6 +26,4 @@ func badRequest(source, reason string) *Error {
 	return &Error{Status: http.StatusBadRequest, Source: source, Reason: reason}
 }
 
-// missing returns the error for an absent or empty source. Funcs build it
-// once, when they are made, and return it for every request.
 func missing(source string) error { return badRequest(source, "missing") }

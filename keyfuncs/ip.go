@@ -7,9 +7,7 @@ import (
 	"strings"
 )
 
-// IPOption tunes RemoteIP and ForwardedIP. Without options each address is
-// its own identity and ForwardedIP reads X-Forwarded-For, the header every
-// common proxy and load balancer writes.
+// IPOption tunes RemoteIP and ForwardedIP.
 type IPOption func(*ipConfig)
 
 type ipConfig struct {
@@ -27,12 +25,8 @@ func newIPConfig(opts []IPOption) ipConfig {
 	return c
 }
 
-// GroupIPv6 makes IPv6 clients share one identity per /bits network,
-// written as a prefix such as "2001:db8:1:2::/64". A host usually holds a
-// whole /64 and can pick a fresh address in it for every request, slipping
-// past a limit keyed on the full address; 64 is the usual choice. IPv4
-// addresses are not grouped. It panics if bits is outside 0..128, a
-// programming error found at start-up.
+// GroupIPv6 keys IPv6 clients by /bits network, such as "2001:db8:1:2::/64",
+// as a host usually holds a /64 and can use a fresh address per request.
 func GroupIPv6(bits int) IPOption {
 	if bits < 0 || bits > 128 {
 		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
@@ -42,12 +36,8 @@ func GroupIPv6(bits int) IPOption {
 
 var errBadRemote = badRequest("remote address", "not an IP address")
 
-// RemoteIP keys on the address of the direct peer, the host of
-// r.RemoteAddr, normalised so that one client has one identity: the port
-// and any zone dropped, an IPv4-mapped address written as IPv4, IPv6 in its
-// RFC 5952 form (or grouped, see GroupIPv6). Behind a proxy the peer is the
-// proxy: use ForwardedIP there. A RemoteAddr that is not an IP address (a
-// Unix socket peer) gives a 400 *Error, never a shared key.
+// RemoteIP keys on the peer's address, written so that a client has one
+// identity: no port or zone, IPv4-mapped as IPv4, IPv6 in RFC 5952 form.
 func RemoteIP(opts ...IPOption) Func {
 	c := newIPConfig(opts)
 	return func(r *http.Request) (string, error) {
@@ -62,10 +52,8 @@ func RemoteIP(opts ...IPOption) Func {
 	}
 }
 
-// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", with an
-// optional IPv6 zone, and returns the address text as found and the
-// address, unmapped and without zone. The port may be obfuscated, as RFC
-// 7239 allows ("_abc"), and is not interpreted.
+// parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", the port
+// unread as RFC 7239 lets proxies obfuscate it, and unmaps the address.
 func parseHostPort(s string) (string, netip.Addr, bool) {
 	host, ok := s, true
 	if strings.HasPrefix(s, "[") {
@@ -85,8 +73,6 @@ func parseHostPort(s string) (string, netip.Addr, bool) {
 	return host, a.WithZone("").Unmap(), true
 }
 
-// isPort reports whether s is ':' followed by a port: digits, or an RFC
-// 7239 obfuscated port (letters, digits, '.', '_', '-').
 func isPort(s string) bool {
 	if len(s) < 2 || s[0] != ':' {
 		return false
@@ -99,16 +85,15 @@ func isPort(s string) bool {
 	return true
 }
 
-// format writes a normalised address as an identity. A plain IPv4 host
-// that netip accepted is already canonical and is returned as is.
+// format writes a as an identity; host is its text if that is canonical.
 func (c ipConfig) format(host string, a netip.Addr) string {
 	if a.Is4() {
-		if strings.Trim(host, "0123456789.") == "" {
+		if !strings.Contains(host, ":") {
 			return host
 		}
 		return a.String()
 	}
-	var buf [64]byte // room for the longest IPv6 prefix text
+	var buf [64]byte
 	if c.v6bits < 128 {
 		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6, bits within 0..128
 		return string(p.AppendTo(buf[:0]))
@@ -116,32 +101,23 @@ func (c ipConfig) format(host string, a netip.Addr) string {
 	return string(a.AppendTo(buf[:0]))
 }
 
-// canonicalIPv4Host returns the host of s, "ip:port" or "ip", when it is
-// IPv4 written canonically (four decimal numbers up to 255, no leading
-// zeros) and the port is one parseHostPort accepts: the common peer, whose
-// identity is its host as it stands, found without netip's parsing.
+// canonicalIPv4Host returns the host of s if it is IPv4 as netip writes it,
+// with a port parseHostPort accepts: the usual peer, without netip's parsing.
 func canonicalIPv4Host(s string) (string, bool) {
 	host, _, hasPort := strings.Cut(s, ":")
 	if hasPort && !isPort(s[len(host):]) {
 		return "", false
 	}
-	return host, isCanonicalIPv4(host)
-}
-
-func isCanonicalIPv4(s string) bool {
 	fields, n, digits := 0, 0, 0
-	for i := range len(s) {
-		switch c := s[i]; {
+	for i := range len(host) {
+		switch c := host[i]; {
 		case c == '.' && digits > 0 && fields < 3:
 			fields, n, digits = fields+1, 0, 0
-		case '0' <= c && c <= '9' && (digits == 0 || n > 0):
+		case '0' <= c && c <= '9' && (digits == 0 || n > 0) && n*10+int(c-'0') <= 255:
 			n, digits = n*10+int(c-'0'), digits+1
-			if n > 255 {
-				return false
-			}
 		default:
-			return false
+			return "", false
 		}
 	}
-	return fields == 3 && digits > 0
+	return host, fields == 3 && digits > 0
 }

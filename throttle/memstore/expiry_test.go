@@ -133,10 +133,10 @@ func TestTooManyHolds(t *testing.T) {
 	req := store.Request{Key: "k", Token: "o", TTL: time.Minute, Reentrant: true}
 	_, err := s.Acquire(bg, req)
 	require.NoError(t, err)
-	sh := s.shard("k")
-	l := sh.locks.m["k"]
-	l.holds = math.MaxInt32
-	sh.locks.m["k"] = l
+	sh, tag := s.locate("k")
+	_, i, held := sh.locks.get("k", tag, 0)
+	require.True(t, held)
+	sh.locks.at(i).l.holds = math.MaxInt32
 	_, err = s.Acquire(bg, req)
 	require.ErrorIs(t, err, throttle.ErrInvalid, "re-entry past the hold limit")
 }

@@ -294,7 +294,7 @@ func (s *Store) checkFull(t *testing.T, key string, step int) {
 	defer sh.mu.Unlock()
 	pol := sh.pols.id(key)
 	live, livePol := int64(0), int64(0)
-	for _, l := range sh.locks.m {
+	for _, l := range sh.locks.all() {
 		if l.expires > now {
 			live++
 			if l.pol == pol {
@@ -315,7 +315,15 @@ func (s *Store) checkPolicyCounts(t *testing.T) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		checkCounts(t, &sh.pols, &sh.locks, 0)
+		byPolicy := map[uint16]int64{}
+		for k, l := range sh.locks.all() {
+			require.Equal(t, sh.pols.id(k), l.pol, "lock %q", k)
+			byPolicy[l.pol]++
+		}
+		for p := range max(len(sh.locks.byPolicy), len(byPolicy)) {
+			require.Equal(t, byPolicy[uint16(p)], sh.locks.policyUsed(uint16(p)), "locks of policy %d", p)
+			require.LessOrEqual(t, byPolicy[uint16(p)], sh.locks.polLimit)
+		}
 		checkCounts(t, &sh.pols, &sh.quotas, 0)
 		checkCounts(t, &sh.pols, &sh.records, smallRecord)
 		sh.mu.Unlock()

@@ -38,10 +38,24 @@ func (s *Store) counts() (locks, fences, watched int) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		locks += len(sh.locks.m)
+		locks += int(sh.locks.used)
 		fences += len(sh.fences.m)
 		watched += len(sh.waiters)
 		sh.mu.Unlock()
 	}
 	return locks, fences, watched
+}
+
+// all returns the live entries of the rings, by key.
+func (t *locks) all() map[string]lock {
+	m := map[string]lock{}
+	for k := range t.rings {
+		g := &t.rings[k]
+		for seq := g.head; seq != g.tail; seq++ {
+			if e := g.at(seq); e.key != "" {
+				m[e.key] = e.l
+			}
+		}
+	}
+	return m
 }

@@ -22,30 +22,30 @@ func (r record) expiry() time.Duration { return r.expires }
 func (r record) policy() uint16        { return r.pol }
 func (r record) size() int64           { return int64(len(r.data)) }
 
-// Record keeps a copy of rec as key's record, in place of any other, if
-// token holds key, until the lock's expiry as it is now, and wakes key's
-// watchers (see store.Recorder). Release deletes it with the lock. A rec
-// that does not fit WithMaxRecordBytes fails, writing nothing (see there);
-// one of at most 64 bytes always fits, so that a Replay's mark that a
-// response was not kept is written even when the budget is spent. It fails
-// with store.ErrInvalid for an empty key or token, and with ctx.Err().
+// Record keeps a copy of rec as key's record if token holds key, until the
+// lock's expiry as it is now, and wakes key's watchers (see store.Recorder).
+// Release deletes it with the lock. A rec that does not fit
+// WithMaxRecordBytes fails and writes nothing. It fails with store.ErrInvalid
+// for an empty key or token, and with ctx.Err().
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: memstore: empty key or token", store.ErrInvalid)
 	}
 	sh := s.shard(key)
 	if n := int64(len(rec)); n > sh.records.polLimit {
-		return 0, fmt.Errorf("%w: memstore: a record of %d bytes is larger than the %d bytes one policy may keep in a shard (WithMaxRecordBytes)",
-			store.ErrInvalid, n, sh.records.polLimit)
+		return 0, fmt.Errorf("%w: memstore: a record of %d bytes, above WithMaxRecordBytes's %d per policy and shard", store.ErrInvalid, n, sh.records.polLimit)
 	}
 	full := false
-	out, err := s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
-		old, _ := sh.records.get(key, now)
+	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ int, l lock, now time.Duration) store.Outcome {
+		old, had := sh.records.get(key, now)
 		if len(rec) > smallRecord && !sh.records.room(l.pol, int64(len(rec)-len(old.data)), now) {
 			full = true
 			return 0
 		}
-		sh.records.set(key, record{data: append([]byte{}, rec...), expires: l.expires, pol: l.pol})
+		if had {
+			sh.records.drop(key, old)
+		}
+		sh.records.put(key, record{data: append([]byte{}, rec...), expires: l.expires, pol: l.pol}, true)
 		sh.notify(key)
 		return store.OK
 	})

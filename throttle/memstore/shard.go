@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -15,10 +16,6 @@ type lock struct {
 	pol     uint16
 }
 
-func (l lock) expiry() time.Duration { return l.expires }
-func (l lock) policy() uint16        { return l.pol }
-func (l lock) size() int64           { return 1 }
-
 // counter is a key's fence counter; counters are not counted per policy.
 type counter struct {
 	last    int64
@@ -32,7 +29,7 @@ func (c counter) size() int64           { return 1 }
 // shard is one part of the store: a mutex and the tables it guards.
 type shard struct {
 	mu      sync.Mutex
-	locks   table[lock]
+	locks   locks
 	fences  table[counter]
 	quotas  table[quota]
 	records table[record]
@@ -45,18 +42,18 @@ type shard struct {
 
 func (sh *shard) init(c *config, n int) {
 	per := int64((c.maxKeys + n - 1) / n)
-	sh.locks = newTable[lock](per, c.policyShare)
-	sh.locks.onDrop = sh.lockDropped
+	sh.locks = locks{bounds: newBounds(per, c.policyShare), onDrop: sh.lockDropped}
+	sh.locks.grow()
 	sh.fences = newTable[counter](per, 1)
 	sh.fences.onDrop = func(_ string, c counter) { sh.fenceBase = max(sh.fenceBase, c.last) }
 	sh.quotas = newTable[quota](per, c.policyShare)
 	sh.records = newTable[record]((c.maxRecordBytes+int64(n)-1)/int64(n), c.policyShare)
 	sh.waiters = map[string][]chan struct{}{}
+	sh.pols = policies{ids: map[string]uint16{}}
 }
 
-// lockDropped removes the record of key, whose lock l was removed, when the
-// record expired with it (it did, unless an Extend shortened the lock after
-// the record was written).
+// lockDropped removes the record of key, whose lock l expired, when the
+// record expired too (unless an Extend shortened the lock after it).
 func (sh *shard) lockDropped(key string, l lock) {
 	if r, ok := sh.records.m[key]; ok && r.expires <= l.expires {
 		sh.records.drop(key, r)
@@ -64,8 +61,7 @@ func (sh *shard) lockDropped(key string, l lock) {
 }
 
 // nextFence returns key's next fence, max(last+1, wall), and keeps the
-// counter for ttl. It never fails: a full shard drops the least recently
-// used of a few counters to make room.
+// counter for ttl; a full shard drops the oldest of a few counters for it.
 func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) int64 {
 	c, ok := sh.fences.get(key, now)
 	if !ok {
@@ -76,16 +72,14 @@ func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.D
 	}
 	c.last = max(c.last+1, wall)
 	c.expires = now + ttl
-	sh.fences.set(key, c)
+	sh.fences.put(key, c, !ok)
 	return c.last
 }
 
 func (sh *shard) dropOldestCounter() {
-	var victim string
-	var v counter
-	n := 0
+	victim, v, n := "", counter{expires: math.MaxInt64}, 0
 	for k, c := range sh.fences.m {
-		if n == 0 || c.expires < v.expires {
+		if c.expires <= v.expires {
 			victim, v = k, c
 		}
 		if n++; n == sampleSize {
@@ -95,8 +89,7 @@ func (sh *shard) dropOldestCounter() {
 	sh.fences.drop(victim, v)
 }
 
-// notify wakes the waiters of key without blocking: a waiter whose channel
-// holds a signal already has not looked yet.
+// notify wakes key's waiters; one whose channel is full has not looked yet.
 func (sh *shard) notify(key string) {
 	for _, ch := range sh.waiters[key] {
 		select {
@@ -106,28 +99,30 @@ func (sh *shard) notify(key string) {
 	}
 }
 
-// maxPolicies is how many policies a shard tells apart; the keys of further
-// ones count as the policy "", so that keys of another shape cannot grow a
-// table per key.
+// maxPolicies is how many policies a shard tells apart; further ones count
+// as "", so that keys of another shape cannot grow a table per key.
 const maxPolicies = 1 << 10
 
-// policies gives the policies of a shard's keys small ids (0 is "").
-type policies map[string]uint16
+// policies gives the policies of a shard's keys small ids (0 is ""). It
+// remembers the last, as keys in a row are mostly of one policy.
+type policies struct {
+	ids    map[string]uint16
+	last   string
+	lastID uint16
+}
 
 // id returns the id of key's policy.
 func (p *policies) id(key string) uint16 {
 	name := policyOf(key)
-	if name == "" {
-		return 0
+	if name == p.last {
+		return p.lastID
 	}
-	id, ok := (*p)[name]
-	if !ok && len(*p) < maxPolicies-1 {
-		if *p == nil {
-			*p = policies{}
-		}
-		id = uint16(len(*p) + 1)
-		(*p)[strings.Clone(name)] = id // not the whole key kept alive
+	id, ok := p.ids[name]
+	if !ok && name != "" && len(p.ids) < maxPolicies-1 {
+		id, name = uint16(len(p.ids)+1), strings.Clone(name) // not the whole key kept alive
+		p.ids[name] = id
 	}
+	p.last, p.lastID = name, id
 	return id
 }
 

@@ -27,12 +27,12 @@ type Store struct {
 	fenceTTL time.Duration
 }
 
-var (
-	_ store.InMemory = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
-	_ store.Quota    = (*Store)(nil)
-	_ store.Recorder = (*Store)(nil)
-)
+var _ interface {
+	store.InMemory
+	store.Notifier
+	store.Quota
+	store.Recorder
+} = (*Store)(nil)
 
 // New returns an empty store: without options it holds up to 1<<20 locks,
 // half of them for one policy, reads time.Now and keeps fence counters for
@@ -68,8 +68,12 @@ func shardCount(procs int) int {
 	return n
 }
 
-func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&uint64(len(s.shards)-1)]
+func (s *Store) shard(key string) *shard { sh, _ := s.locate(key); return sh }
+
+// locate returns the shard of key and the key's tag in its locks.
+func (s *Store) locate(key string) (*shard, uint32) {
+	h := maphash.String(s.seed, key)
+	return &s.shards[h&uint64(len(s.shards)-1)], tagOf(h)
 }
 
 // now returns the time since the store was made and, when wall is set, the
@@ -93,13 +97,6 @@ func ceilMillis(d time.Duration) time.Duration {
 	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
-func checkTTL(ttl time.Duration) error {
-	if ttl <= 0 {
-		return fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
-	}
-	return nil
-}
-
 // Acquire takes req.Key for req.Token if it is free, or re-enters it for a
 // reentrant request of its owner. It fails with ErrFull when a new lock does
 // not fit (see WithMaxKeys and WithPolicyShare), with store.ErrInvalid for
@@ -108,22 +105,19 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
-	if err := checkTTL(req.TTL); err != nil {
-		return store.Grant{}, err
-	}
-	if req.Token == "" {
-		return store.Grant{}, fmt.Errorf("%w: memstore: empty token", store.ErrInvalid)
+	if req.TTL <= 0 || req.Token == "" {
+		return store.Grant{}, fmt.Errorf("%w: memstore: empty token or ttl %v not positive", store.ErrInvalid, req.TTL)
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now(req.Fence)
-	sh := s.shard(req.Key)
+	sh, tag := s.locate(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if l, held := sh.locks.get(req.Key, now); held {
-		return s.acquireHeld(sh, req, l, ttl, now, wall)
+	if l, i, held := sh.locks.get(req.Key, tag, now); held {
+		return s.acquireHeld(sh, req, l, i, ttl, now, wall)
 	}
 	pol := sh.pols.id(req.Key)
-	if !sh.locks.room(pol, 1, now) {
+	if !sh.locks.room(pol, now) {
 		return store.Grant{}, ErrFull
 	}
 	l := lock{token: req.Token, expires: now + ttl, pol: pol}
@@ -133,14 +127,16 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if req.Fence {
 		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 	}
-	sh.locks.set(req.Key, l)
+	if !sh.locks.add(req.Key, tag, l, ttl) {
+		return store.Grant{}, ErrFull
+	}
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
 
 // acquireHeld answers an acquisition of a key held by l: refused for another
 // token or kind of hold, granted as it stands for the holder's retry of a
 // plain lock, and a re-entry that never shortens the hold for its owner.
-func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, ttl, now time.Duration, wall int64) (store.Grant, error) {
+func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, i int, ttl, now time.Duration, wall int64) (store.Grant, error) {
 	if l.token != req.Token || req.Reentrant != (l.holds > 0) {
 		return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
 	}
@@ -154,7 +150,7 @@ func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, ttl, now time.
 	if req.Fence && (l.fence == 0 || !req.Reentrant) {
 		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 	}
-	sh.locks.set(req.Key, l)
+	sh.locks.update(i, l, now) // nextFence leaves the locks alone
 	g := store.Grant{Acquired: true, TTL: l.expires - now, Holds: max(int(l.holds), 1)}
 	if req.Fence {
 		g.Fence = l.fence
@@ -166,13 +162,13 @@ func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, ttl, now time.
 // watchers, or drops one hold of a reentrant lock held more than once
 // (store.StillHeld).
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, _ time.Duration) store.Outcome {
+	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		if l.holds > 1 {
 			l.holds--
-			sh.locks.set(key, l)
+			sh.locks.update(i, l, now)
 			return store.StillHeld
 		}
-		sh.locks.drop(key, l)
+		sh.locks.release(i)
 		if r, ok := sh.records.m[key]; ok {
 			sh.records.drop(key, r)
 		}
@@ -185,16 +181,14 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 // token holds it; a reentrant key's is raised, never lowered, because one
 // owner's holds share it.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
-	if err := checkTTL(ttl); err != nil {
-		return 0, err
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
 	}
-	return s.ifOwned(ctx, key, token, func(sh *shard, l lock, now time.Duration) store.Outcome {
-		expires := now + ceilMillis(ttl)
-		if l.holds > 0 {
-			expires = max(expires, l.expires)
+	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
+		if l.holds == 0 || now+ceilMillis(ttl) > l.expires {
+			l.expires = now + ceilMillis(ttl)
 		}
-		l.expires = expires
-		sh.locks.set(key, l)
+		sh.locks.update(i, l, now)
 		return store.OK
 	})
 }
@@ -202,34 +196,33 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 // ifOwned runs change under key's shard lock when token holds key, and
 // otherwise reports store.Gone or store.HeldByOther, changing nothing.
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, i int, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	now, _ := s.now(false)
-	sh := s.shard(key)
+	sh, tag := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l, held := sh.locks.get(key, now)
+	l, i, held := sh.locks.get(key, tag, now)
 	switch {
 	case !held:
 		return store.Gone, nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}
-	return change(sh, l, now), nil
+	return change(sh, i, l, now), nil
 }
 
-// Len returns how many entries the store holds (locks, fence counters,
-// quotas and records, expired ones not yet removed included), for a gauge of
-// its memory such as promthrottle's. It locks every shard in turn: call it
-// when scraped, not per request.
+// Len returns how many entries (locks, fence counters, quotas, records,
+// expired ones not yet removed included) the store holds, for a gauge of its
+// memory; it locks every shard in turn, so call it when scraped.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.locks.m) + len(sh.fences.m) + len(sh.quotas.m) + len(sh.records.m)
+		n += int(sh.locks.used) + len(sh.fences.m) + len(sh.quotas.m) + len(sh.records.m)
 		sh.mu.Unlock()
 	}
 	return n

@@ -13,31 +13,57 @@ type item interface {
 }
 
 // sampleSize is how many entries a new entry looks at to remove the expired
-// ones among them, as Redis's active expiry does: enough to keep up with a
-// stream of one-off keys, few enough to cost little.
+// ones among them: enough to keep up with a stream of one-off keys.
 const sampleSize = 3
+
+// bounds counts what a shard's entries of one kind use, in all and per
+// policy, against their limits.
+type bounds struct {
+	used, limit int64
+	byPolicy    []int64
+	polLimit    int64         // the most one policy's entries may use
+	floor       time.Duration // at most every entry's expiry: before it, nothing expired
+}
+
+func newBounds(limit int64, share float64) bounds {
+	pl := limit
+	if share < 1 {
+		pl = max(int64(float64(limit)*share), 1)
+	}
+	return bounds{limit: limit, polLimit: pl, floor: math.MaxInt64}
+}
+
+func (b *bounds) count(p uint16, n int64) {
+	if int(p) >= len(b.byPolicy) {
+		b.byPolicy = append(b.byPolicy, make([]int64, int(p)+1-len(b.byPolicy))...)
+	}
+	b.used += n
+	b.byPolicy[p] += n
+}
+
+func (b *bounds) policyUsed(p uint16) int64 {
+	if int(p) < len(b.byPolicy) {
+		return b.byPolicy[p]
+	}
+	return 0
+}
+
+// fits reports whether n more of policy p fit.
+func (b *bounds) fits(p uint16, n int64) bool {
+	return b.used+n <= b.limit && b.policyUsed(p)+n <= b.polLimit
+}
 
 // table is a map of entries that expire, bounded in total and per policy,
 // whose expired entries are removed lazily: when read, when sampled by a new
 // entry, and all at once when a new entry does not fit.
 type table[V item] struct {
-	m        map[string]V
-	used     int64
-	byPolicy []int64
-	limit    int64 // the most used
-	polLimit int64 // the most one policy's entries use
-	// floor is at most every entry's expiry: before it nothing expired, and
-	// neither a sample nor a sweep can find anything.
-	floor  time.Duration
+	bounds
+	m      map[string]V
 	onDrop func(key string, v V) // nil, or what else a removal changes
 }
 
 func newTable[V item](limit int64, share float64) table[V] {
-	pl := limit
-	if share < 1 {
-		pl = max(int64(float64(limit)*share), 1)
-	}
-	return table[V]{m: map[string]V{}, limit: limit, polLimit: pl, floor: math.MaxInt64}
+	return table[V]{bounds: newBounds(limit, share), m: map[string]V{}}
 }
 
 // get returns key's entry when it has not expired at now, removing it when
@@ -52,47 +78,30 @@ func (t *table[V]) get(key string, now time.Duration) (V, bool) {
 	return v, ok
 }
 
-// set stores v as key's entry, in place of any other.
-func (t *table[V]) set(key string, v V) {
-	if old, ok := t.m[key]; ok {
-		t.count(old, -1)
+// put stores v as key's entry: a new one, or in place of one of the same
+// policy and size.
+func (t *table[V]) put(key string, v V, isNew bool) {
+	if isNew {
+		t.count(v.policy(), v.size())
 	}
 	t.m[key] = v
-	t.count(v, 1)
 	t.floor = min(t.floor, v.expiry())
 }
 
 // drop removes key's entry v.
 func (t *table[V]) drop(key string, v V) {
 	delete(t.m, key)
-	t.count(v, -1)
+	t.count(v.policy(), -v.size())
 	if t.onDrop != nil {
 		t.onDrop(key, v)
 	}
 }
 
-func (t *table[V]) count(v V, sign int64) {
-	p := int(v.policy())
-	if p >= len(t.byPolicy) {
-		t.byPolicy = append(t.byPolicy, make([]int64, p+1-len(t.byPolicy))...)
-	}
-	t.used += sign * v.size()
-	t.byPolicy[p] += sign * v.size()
-}
-
-func (t *table[V]) policyUsed(p uint16) int64 {
-	if int(p) < len(t.byPolicy) {
-		return t.byPolicy[p]
-	}
-	return 0
-}
-
 // room reports whether n more of policy p fit, after removing the expired
 // entries among a few and, when that is not enough, every expired entry.
 func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
-	fits := func() bool { return t.used+n <= t.limit && t.policyUsed(p)+n <= t.polLimit }
 	if now < t.floor {
-		return fits()
+		return t.fits(p, n)
 	}
 	i := 0
 	for k, v := range t.m {
@@ -103,7 +112,7 @@ func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 			t.drop(k, v)
 		}
 	}
-	if fits() {
+	if t.fits(p, n) {
 		return true
 	}
 	t.floor = math.MaxInt64
@@ -114,5 +123,5 @@ func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 			t.floor = min(t.floor, v.expiry())
 		}
 	}
-	return fits()
+	return t.fits(p, n)
 }

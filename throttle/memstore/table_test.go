@@ -17,6 +17,16 @@ func TestShardCount(t *testing.T) {
 	}
 }
 
+// testItem is an entry of TestTableModel.
+type testItem struct {
+	expires time.Duration
+	pol     uint16
+}
+
+func (e testItem) expiry() time.Duration { return e.expires }
+func (e testItem) policy() uint16        { return e.pol }
+func (e testItem) size() int64           { return 1 }
+
 // TestTableModel drives a table and a plain map with the same random sets,
 // drops, reads and requests for room, with entries of a few policies and
 // expiries, and checks after every step that the table holds the model's
@@ -24,16 +34,22 @@ func TestShardCount(t *testing.T) {
 // when the live entries leave it.
 func TestTableModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	tb := newTable[lock](12, 0.5)
-	model := map[string]lock{}
+	tb := newTable[testItem](12, 0.5)
+	model := map[string]testItem{}
 	for step := range 20_000 {
 		key := "k" + strconv.Itoa(rng.IntN(30))
 		now := time.Duration(step / 10)
 		switch op := rng.IntN(4); op {
 		case 0, 1:
-			l := lock{expires: now + time.Duration(1+rng.IntN(40)), pol: uint16(rng.IntN(3))}
-			if _, ok := model[key]; ok || tb.room(l.pol, 1, now) {
-				tb.set(key, l)
+			l := testItem{expires: now + time.Duration(1+rng.IntN(40)), pol: uint16(rng.IntN(3))}
+			if old, ok := tb.m[key]; ok && old.pol == l.pol {
+				tb.put(key, l, false)
+				model[key] = l
+			} else if tb.room(l.pol, 1, now) {
+				if old, ok := tb.m[key]; ok { // not removed by room
+					tb.drop(key, old)
+				}
+				tb.put(key, l, true)
 				model[key] = l
 			} else {
 				live, livePol := 0, int64(0)
@@ -55,7 +71,7 @@ func TestTableModel(t *testing.T) {
 			l, ok := tb.get(key, now)
 			want, wantOK := model[key]
 			if wantOK && want.expires <= now {
-				want, wantOK = lock{}, false
+				want, wantOK = testItem{}, false
 				delete(model, key)
 			}
 			require.Equal(t, wantOK, ok, "step %d: get(%q)", step, key)

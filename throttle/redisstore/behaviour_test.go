@@ -10,6 +10,10 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestTokenSafety: A's lease expires, B takes the key, A's late release and
@@ -23,9 +27,7 @@ func TestTokenSafety(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			g, err := s.Acquire(ctx, store.Request{Key: k, Token: b, TTL: time.Minute, Reentrant: reentrant})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if g.Acquired {
 				break
 			}
@@ -182,9 +184,7 @@ func TestOutage(t *testing.T) {
 			go func() { done <- call(ctx) }()
 			select {
 			case err := <-done:
-				if err == nil {
-					t.Errorf("%s with Redis down succeeded", name)
-				}
+				assert.NotNil(t, err, "%s with Redis down succeeded", name)
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s with Redis down hangs", name)
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkAdmission measures one admission decision against a real
@@ -130,10 +132,9 @@ func (a admissionImpl) check(card, key string) error {
 // benchStore returns a store on c whose plain acquisitions take path (see
 // setPath), closed at the benchmark's end.
 func benchStore(b *testing.B, c *redis.Client, path string) *redisstore.Store {
-	s := redisstore.New(c)
+	s := redisstore.New(c, redisstore.WithPath(path))
 	b.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
-	setPath(s, path)
 	return s
 }
 
@@ -145,9 +146,7 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	_, _, c := newStore(b)
 	ctx := context.Background()
 	hot := store.Key("bench", "hot", "key")
-	if err := c.Set(ctx, hot, "holder", time.Hour).Err(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, c.Set(ctx, hot, "holder", time.Hour).Err())
 	impls := []admissionImpl{
 		{"raw", func(key string) (bool, error) { return c.SetNX(ctx, key, "token", 10*time.Second).Result() }},
 	}
@@ -179,12 +178,8 @@ func lockCycleSetup(b *testing.B) []benchload.Op {
 	_, _, c := newStore(b)
 	ctx := context.Background()
 	// Load the release scripts so that no EVAL fallback lands in a run.
-	if err := rawRelease.Load(ctx, c).Err(); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.ScriptLoad(ctx, redisstore.Scripts()["release"][0]).Err(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, rawRelease.Load(ctx, c).Err())
+	require.NoError(b, c.ScriptLoad(ctx, redisstore.Scripts()["release"][0]).Err())
 	var seq atomic.Int64
 	next := func() string { return store.Key("bench", "cycle", strconv.FormatInt(seq.Add(1), 10)) }
 	s := benchStore(b, c, "store")
@@ -224,9 +219,7 @@ func lockCycleSetup(b *testing.B) []benchload.Op {
 func BenchmarkLimiterAcquire(b *testing.B) {
 	s, _, c := newStore(b)
 	l, err := throttle.New(s, throttle.Policy{Name: "bench", Timeout: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64
 	impls := []benchload.Op{
@@ -257,9 +250,7 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 func BenchmarkAdmit(b *testing.B) {
 	s, _, _ := newStore(b)
 	l, err := throttle.New(s, throttle.Policy{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64
 	benchload.Bench(b, 16, func() error {

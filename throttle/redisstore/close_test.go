@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+
+	"github.com/stretchr/testify/require"
 )
 
 // hangDetector is how long a test lets Close or New run before it calls
@@ -81,14 +83,10 @@ func TestCloseWhileRedisHangs(t *testing.T) {
 	t.Run("subscribed", func(t *testing.T) {
 		s, srv, _ := newStore(t, redisstore.WithWatchTimeout(watchTimeout))
 		_, stop, err := s.Watch(ctx, key(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer stop()
 		srv.Pause(t)
-		if err := closeReturns(t, s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, closeReturns(t, s))
 		noStoreGoroutines(t)
 	})
 
@@ -100,9 +98,7 @@ func TestCloseWhileRedisHangs(t *testing.T) {
 		if _, _, err := s.Watch(ctx, key(t)); err == nil {
 			t.Fatal("Watch on a hung Redis succeeded")
 		}
-		if err := closeReturns(t, s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, closeReturns(t, s))
 		noStoreGoroutines(t)
 	})
 
@@ -119,9 +115,7 @@ func TestCloseWhileRedisHangs(t *testing.T) {
 		case <-time.After(hangDetector):
 			t.Fatalf("New still blocked after %v with Redis hung", hangDetector)
 		}
-		if err := closeReturns(t, s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, closeReturns(t, s))
 		noStoreGoroutines(t)
 	})
 

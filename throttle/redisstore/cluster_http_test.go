@@ -10,6 +10,8 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
+
+	"github.com/stretchr/testify/require"
 )
 
 // testMiddleware puts nethttp.Middleware in front of a handler with the
@@ -25,9 +27,7 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 	for i := range services {
 		own := &clusterEnv{Cluster: env.Cluster, cc: env.Client(t)} // a client of its own
 		l, err := throttle.New(own.store(t), throttle.Policy{Name: "submit", Timeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		services[i] = nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			adaptertest.OK(w, http.StatusCreated)
 		}))
@@ -44,9 +44,7 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 	}
 
 	l, err := throttle.New(env.store(t), throttle.Policy{Name: "job", Mode: throttle.Exclusive, Fence: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Block") != "" {

@@ -15,6 +15,10 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // What a slot migration costs the store (both subtests below check it):
@@ -98,9 +102,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	tolerated := func(what string, g store.Grant, err error) bool {
 		t.Helper()
 		if err != nil {
-			if !isMigrating(err) {
-				t.Fatalf("half-way: %s: %v; only TRYAGAIN/ASK/MOVED are expected", what, err)
-			}
+			require.True(t, isMigrating(err), "half-way: %s: %v; only TRYAGAIN/ASK/MOVED are expected", what, err)
 			t.Logf("half-way: %s: %v (expected: Redis refuses a script on a partly moved slot)", what, err)
 			return false
 		}
@@ -139,9 +141,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 		refused("after", key, true)
 	}
 	g = mustAcquire(t, s, store.Request{Key: r, Token: tokR, TTL: time.Minute, Reentrant: true})
-	if g.Holds != holdsR+1 {
-		t.Fatalf("after: re-entry has %d holds, want %d", g.Holds, holdsR+1)
-	}
+	require.EqualValues(t, holdsR+1, g.Holds, "after: re-entry has %d holds, want %d", g.Holds, holdsR+1)
 	for range holdsR {
 		mustOutcome(t, store.StillHeld)(s.Release(ctx, r, tokR))
 	}
@@ -169,9 +169,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 func countOn(t testing.TB, c *redistest.Cluster, m *redistest.Server, slot int) int64 {
 	t.Helper()
 	n, err := c.NodeClient(t, m).ClusterCountKeysInSlot(context.Background(), slot).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -395,12 +393,8 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 	if during < 200 {
 		t.Errorf("only %d calls overlapped the migration: the test exercised too little", during)
 	}
-	if after["ASK"] == before["ASK"] {
-		t.Errorf("redirections: no ASK; the workers should have met some while the slot was migrating")
-	}
-	if afterStale["MOVED"] == beforeStale["MOVED"] {
-		t.Errorf("the client with the map from before the migration was not redirected with MOVED")
-	}
+	assert.NotEqualValues(t, before["ASK"], after["ASK"], "redirections: no ASK; the workers should have met some while the slot was migrating")
+	assert.NotEqualValues(t, beforeStale["MOVED"], afterStale["MOVED"], "the client with the map from before the migration was not redirected with MOVED")
 	if total < 100 {
 		t.Errorf("only %d acquisitions of the churned keys succeeded", total)
 	}
@@ -434,9 +428,7 @@ func (env *clusterEnv) redirects(t testing.TB) map[string]int64 {
 	sum := map[string]int64{}
 	for _, m := range env.Masters {
 		info, err := env.NodeClient(t, m).Info(context.Background(), "errorstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, match := range errorstat.FindAllStringSubmatch(info, -1) {
 			n, _ := strconv.ParseInt(match[2], 10, 64)
 			sum[match[1]] += n

@@ -16,6 +16,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // clusterEnv is the real three-master Redis Cluster the subtests of
@@ -54,9 +56,9 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 }
 
 // store returns a store on the cluster client, closed at the test's end.
-func (env *clusterEnv) store(t testing.TB) *redisstore.Store {
+func (env *clusterEnv) store(t testing.TB, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	s := redisstore.New(env.cc)
+	s := redisstore.New(env.cc, opts...)
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
 	return s
@@ -102,9 +104,7 @@ func (env *clusterEnv) testConformance(t *testing.T) {
 	for _, path := range plainPaths {
 		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
-				s := env.store(t)
-				setPath(s, path)
-				return s
+				return env.store(t, redisstore.WithPath(path))
 			})
 		})
 	}
@@ -120,9 +120,7 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 	slotOf := func(k string) int64 {
 		t.Helper()
 		n, err := env.cc.ClusterKeySlot(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
-		}
+		require.NoError(t, err, "CLUSTER KEYSLOT %q", k)
 		return n
 	}
 	ids := []string{"", "a:b", "{x}", "}{", "{", "}", "ключ", "\x00\xff", strings.Repeat("long", 50)}
@@ -219,13 +217,9 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 	waiters.Wait = 10 * time.Second
 	waiters.Backoff = func(int) time.Duration { return time.Minute }
 	hl, err := throttle.New(env.store(t), holders)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wl, err := throttle.New(env.store(t), waiters)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	type waiter struct {
 		key    string
@@ -267,26 +261,18 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if crossNode == 0 {
-		t.Fatal("every waiter is subscribed on its key's node: the test would not show that a release reaches other nodes")
-	}
+	require.NotEqualValues(t, 0, crossNode, "every waiter is subscribed on its key's node: the test would not show that a release reaches other nodes")
 	released := time.Now()
 	for _, l := range leases {
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, l.Release(ctx))
 	}
 	wg.Wait()
 	for i, w := range ws {
-		if w.err != nil {
-			t.Fatalf("waiter for the key on %s: %v after %v", env.Masters[i].Addr, w.err, w.waited)
-		}
+		require.Nil(t, w.err, "waiter for the key on %s: %v after %v", env.Masters[i].Addr, w.err, w.waited)
 		if d := time.Since(released); d > 5*time.Second {
 			t.Fatalf("waiter for the key on %s got it %v after the release", env.Masters[i].Addr, d)
 		}
-		if err := w.lease.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, w.lease.Release(ctx))
 	}
 }
 
@@ -299,9 +285,7 @@ func (env *clusterEnv) numSub(t testing.TB, channel string) (int64, *redistest.S
 	var on *redistest.Server
 	for _, m := range env.Masters {
 		n, err := env.NodeClient(t, m).PubSubNumSub(context.Background(), channel).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if n[channel] > 0 {
 			total += n[channel]
 			on = m

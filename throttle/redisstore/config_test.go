@@ -15,6 +15,10 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // logBuffer is a slog text handler's output, safe to read while the store
@@ -81,18 +85,12 @@ func TestEvictionPolicy(t *testing.T) {
 			_, buf := checkedStore(t, srv.Client(t))
 			warnings := buf.lines("level=WARN")
 			if !tc.warn {
-				if len(warnings) != 0 {
-					t.Fatalf("warned under %s: %q", tc.policy, warnings)
-				}
+				require.EqualValues(t, 0, len(warnings), "warned under %s: %q", tc.policy, warnings)
 				return
 			}
-			if len(warnings) != 1 {
-				t.Fatalf("%d warnings, want 1: %q", len(warnings), warnings)
-			}
+			require.EqualValues(t, 1, len(warnings), "%d warnings, want 1: %q", len(warnings), warnings)
 			for _, want := range []string{"maxmemory-policy=" + tc.policy, "noeviction"} {
-				if !strings.Contains(warnings[0], want) {
-					t.Errorf("warning %q does not say %q", warnings[0], want)
-				}
+				assert.True(t, strings.Contains(warnings[0], want), "warning %q does not say %q", warnings[0], want)
 			}
 		})
 	}
@@ -111,9 +109,7 @@ func TestEvictionPolicyConfigForbidden(t *testing.T) {
 	if got := append(buf.lines("level=WARN"), buf.lines("level=ERROR")...); len(got) != 0 {
 		t.Fatalf("logged %q", got)
 	}
-	if len(buf.lines("cannot check maxmemory-policy")) != 1 {
-		t.Fatalf("the check did not run into the missing command: %q", buf.lines(""))
-	}
+	require.EqualValues(t, 1, len(buf.lines("cannot check maxmemory-policy")), "the check did not run into the missing command: %q", buf.lines(""))
 	ctx := context.Background()
 	req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
 	mustAcquire(t, s, req)
@@ -140,9 +136,7 @@ func TestEvictionPolicyCluster(t *testing.T) {
 	lru := masters[len(masters)-1] // one master only, not the first
 	direct := redis.NewClient(&redis.Options{Addr: lru})
 	t.Cleanup(func() { _ = direct.Close() })
-	if err := direct.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, direct.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
 
 	_, buf := checkedStore(t, cc)
 	var warnings []string
@@ -151,15 +145,11 @@ func TestEvictionPolicyCluster(t *testing.T) {
 			warnings = append(warnings, l)
 		}
 	}
-	if len(warnings) != 1 {
-		t.Fatalf("%d warnings, want 1: %q", len(warnings), warnings)
-	}
+	require.EqualValues(t, 1, len(warnings), "%d warnings, want 1: %q", len(warnings), warnings)
 	if !strings.Contains(warnings[0], lru) || !strings.Contains(warnings[0], "allkeys-lru") {
 		t.Fatalf("warning %q does not name %s and its policy", warnings[0], lru)
 	}
 	for _, m := range masters[:len(masters)-1] {
-		if strings.Contains(warnings[0], m) {
-			t.Fatalf("warning %q names %s, which does not evict", warnings[0], m)
-		}
+		require.False(t, strings.Contains(warnings[0], m), "warning %q names %s, which does not evict", warnings[0], m)
 	}
 }

@@ -17,8 +17,7 @@ func TestConformance(t *testing.T) {
 	for _, path := range plainPaths {
 		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
-				s := redisstore.New(srv.Client(t))
-				setPath(s, path)
+				s := redisstore.New(srv.Client(t), redisstore.WithPath(path))
 				t.Cleanup(func() { _ = s.Close() })
 				return s
 			})

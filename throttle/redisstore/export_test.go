@@ -1,63 +1,26 @@
 package redisstore
 
-import "time"
+import "github.com/go-throttle/throttle/internal/redisalgo"
 
 // Hooks for the tests in package redisstore_test.
 
-// SetScriptedPlain makes plain acquisitions use the acquire script instead
-// of SET NX (alone or pipelined, see SetPlainPath), so that tests and
-// benchmarks cover every path.
-func (s *Store) SetScriptedPlain(on bool) { s.scriptedPlain = on }
+// ConfigChecked returns a channel closed once the start-up check of
+// maxmemory-policy is over (or was cancelled by Close).
+var ConfigChecked = redisalgo.Checked
 
-// Scripts returns the embedded scripts' sources and the SHA1s go-redis
-// sends with EVALSHA.
+// WithQuotaClock makes AllowN use now() instead of the server's TIME.
+var WithQuotaClock = redisalgo.WithClock
+
+// WithPath holds plain acquisitions and quota charges on one path: "set",
+// "pipeline", "script" or "store" (the default: the choice by refusals).
+var WithPath = redisalgo.WithPath
+
+// Scripts returns the embedded scripts' sources and the SHA1s sent with
+// EVALSHA, by name.
 func Scripts() map[string][2]string {
-	return map[string][2]string{
-		"acquire": {acquireSrc, acquireScript.Hash()},
-		"release": {releaseSrc, releaseScript.Hash()},
-		"extend":  {extendSrc, extendScript.Hash()},
-		"gcra":    {gcraSrc, gcraScript.Hash()},
-		"gcra_ms": {gcraMsSrc, gcraMsScript.Hash()},
-		"record":  {recordSrc, recordScript.Hash()},
+	m := map[string][2]string{}
+	for name, s := range redisalgo.Scripts() {
+		m[name] = [2]string{s.Src, s.SHA}
 	}
-}
-
-// SetQuotaClock makes AllowN pass now() to the GCRA script instead of
-// letting it read the server's TIME, so that a test can drive a quota with
-// a fake clock. Call it before the store is used.
-func (s *Store) SetQuotaClock(now func() time.Time) { s.quotaNow = now }
-
-// SetPlainPath holds plain acquisitions on one path: "set" (SET NX PX
-// alone, a refusal asking GET and PTTL in a second round trip),
-// "pipeline" (SET NX PX, GET and PTTL in one pipeline) or "store" (the
-// default: the choice by refusals). SetScriptedPlain takes precedence.
-// Call it before the store is used.
-func (s *Store) SetPlainPath(path string) {
-	switch path {
-	case "set":
-		s.plainPath = pathSet
-	case "pipeline":
-		s.plainPath = pathPipeline
-	case "store":
-		s.plainPath = pathAuto
-	default:
-		panic("redisstore: SetPlainPath: unknown path " + path)
-	}
-}
-
-// SetQuotaPath holds quota charges on one path: "set" (SET NX PX first,
-// the script only when the key exists), "script" (the script alone) or
-// "store" (the default: the choice by how often keys exist). Call it
-// before the store is used.
-func (s *Store) SetQuotaPath(path string) {
-	switch path {
-	case "set":
-		s.quotaPath = quotaSetFirst
-	case "script":
-		s.quotaPath = quotaScript
-	case "store":
-		s.quotaPath = quotaAuto
-	default:
-		panic("redisstore: SetQuotaPath: unknown path " + path)
-	}
+	return m
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // newStore starts a Redis server and returns a store on it (closed at the
@@ -36,12 +38,8 @@ var withFenceTTL = redisstore.WithFenceTTL
 func mustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
-	if err != nil {
-		t.Fatalf("acquire %q: %v", req.Key, err)
-	}
-	if !g.Acquired {
-		t.Fatalf("acquire %q: held, %v remaining", req.Key, g.Remaining)
-	}
+	require.NoError(t, err, "acquire %q", req.Key)
+	require.True(t, g.Acquired, "acquire %q: held, %v remaining", req.Key, g.Remaining)
 	return g
 }
 
@@ -49,23 +47,11 @@ func mustOutcome(t testing.TB, want store.Outcome) func(store.Outcome, error) {
 	t.Helper()
 	return func(got store.Outcome, err error) {
 		t.Helper()
-		if err != nil || got != want {
-			t.Fatalf("outcome %v, %v; want %v", got, err, want)
-		}
+		require.NoError(t, err)
+		require.Equal(t, want, got, "outcome")
 	}
 }
 
 // plainPaths are the paths of plain acquisitions that the tests cover (see
-// setPath).
+// redisstore.WithPath).
 var plainPaths = []string{"store", "set", "pipeline", "script"}
-
-// setPath holds the plain acquisitions of s on path: "script" (the acquire
-// script, SetScriptedPlain) or a path of SetPlainPath ("store" is the
-// default, which chooses by refusals).
-func setPath(s *redisstore.Store, path string) {
-	if path == "script" {
-		s.SetScriptedPlain(true)
-		return
-	}
-	s.SetPlainPath(path)
-}

@@ -9,6 +9,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestDataModel checks what the store leaves in Redis, since other
@@ -75,13 +77,10 @@ func TestRemainingWithoutExpiry(t *testing.T) {
 	ctx := context.Background()
 	for _, path := range plainPaths {
 		c := srv.Client(t)
-		s := redisstore.New(c)
+		s := redisstore.New(c, redisstore.WithPath(path))
 		t.Cleanup(func() { _ = s.Close() })
-		setPath(s, path)
 		k := key(t)
-		if err := c.Set(ctx, k, "foreign", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.Set(ctx, k, "foreign", 0).Err())
 		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
 		if err != nil || g.Acquired || g.Remaining != -1 {
 			t.Fatalf("%s: grant %+v, %v; want held with Remaining -1", path, g, err)
@@ -105,9 +104,7 @@ func TestFence(t *testing.T) {
 	for i := range 50 {
 		tok := store.NewToken()
 		before, err := c.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
 		if g.Fence <= last {
 			t.Fatalf("acquisition %d: fence %d after %d", i, g.Fence, last)
@@ -119,9 +116,7 @@ func TestFence(t *testing.T) {
 		mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 		if i%10 == 9 {
 			// The counter expires after the fence TTL when idle.
-			if err := c.Del(ctx, store.FenceKey(k)).Err(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, c.Del(ctx, store.FenceKey(k)).Err())
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkQuotaPaired measures a Quota decision against a real
@@ -54,14 +56,10 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	limiters := map[string]*throttle.Limiter{}
 	for card, r := range rate {
 		l, err := throttle.New(s, throttle.Policy{Name: "bench-" + card, Mode: throttle.Quota, Limit: r.Limit, Window: r.Window})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		limiters[card] = l
 	}
-	if err := gcraFloor.Load(ctx, c).Err(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, gcraFloor.Load(ctx, c).Err())
 	// floor charges user's own key under r with gcraFloor.
 	floor := func(user string, r store.Rate) *redis.Cmd {
 		t := r.Interval().Milliseconds()
@@ -71,18 +69,14 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
 		b.Fatal(err)
 	}
-	if err := floor("hot", rate["hot"]).Err(); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, floor("hot", rate["hot"]).Err())
 	const returning = 1024
 	for i := range returning {
 		u := "r" + strconv.Itoa(i)
 		_, err1 := limiters["returning"].Allow(ctx, u)
 		_, err2 := s.AllowN(ctx, "bench:"+u, rate["returning"], 1)
 		err3 := floor(u, rate["returning"]).Err()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, errors.Join(err1, err2, err3))
 	}
 	var seq atomic.Int64
 	id := func(card string) string {

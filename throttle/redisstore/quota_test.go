@@ -14,6 +14,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // quotaClock is a fake clock shared by both stores of the model test. It
@@ -56,9 +60,8 @@ type quotaStep struct {
 // that fills the quota, that the key is gone.
 // A last part refunds on a quota overspent under a smaller Rate.
 func TestQuotaModel(t *testing.T) {
-	rs, _, c := newStore(t)
 	clk := &quotaClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-	rs.SetQuotaClock(clk.Now)
+	rs, _, c := newStore(t, redisstore.WithQuotaClock(clk.Now))
 	ms := memstore.New(memstore.WithClock(clk.Now))
 	ctx := context.Background()
 
@@ -259,17 +262,13 @@ func TestQuotaTwoClients(t *testing.T) {
 			if d.Allowed {
 				mu.Lock()
 				defer mu.Unlock()
-				if seen[d.Remaining] {
-					t.Errorf("Remaining %d twice", d.Remaining)
-				}
+				assert.False(t, seen[d.Remaining], "Remaining %d twice", d.Remaining)
 				seen[d.Remaining] = true
 			}
 		})
 	}
 	wg.Wait()
-	if len(seen) != r.Burst {
-		t.Fatalf("%d allowed over two clients, want %d", len(seen), r.Burst)
-	}
+	require.EqualValues(t, r.Burst, len(seen), "%d allowed over two clients, want %d", len(seen), r.Burst)
 }
 
 // TestQuotaKeyExpires checks, on the server's clock, that the key's TTL is
@@ -397,9 +396,7 @@ func TestQuotaScriptsShareKeys(t *testing.T) {
 		"hash":      func(k string) error { return c.HSet(ctx, k, "f", "v").Err() },
 	} {
 		k := key(t) + name
-		if err := set(k); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, set(k))
 		before, _ := c.Dump(ctx, k).Result()
 		for _, r := range []store.Rate{milli, micro} {
 			if d, err := s.AllowN(ctx, k, r, 1); err == nil {
@@ -430,9 +427,7 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 	token := store.NewToken()
 
 	k := key(t)
-	if err := c.Set(ctx, k, token, 5*time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Set(ctx, k, token, 5*time.Second).Err())
 	before := c.PExpireTime(ctx, k).Val()
 	if d, err := s.AllowN(ctx, k, r, 1); err == nil {
 		t.Fatalf("a charge on a lock's key: %+v, want an error", d)
@@ -448,12 +443,11 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 
 	// Under a test clock the expiry is read as a time.
 	clk := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.SetQuotaClock(func() time.Time { return clk })
+	s = redisstore.New(c, redisstore.WithQuotaClock(func() time.Time { return clk }))
+	t.Cleanup(func() { _ = s.Close() })
 	k = key(t)
 	at := clk.Add(5 * time.Second).UnixMilli()
-	if err := c.Do(ctx, "SET", k, token, "PXAT", at).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SET", k, token, "PXAT", at).Err())
 	if d, err := s.AllowN(ctx, k, r, 1); err == nil {
 		t.Fatalf("a charge on a lock's key, test clock: %+v, want an error", d)
 	}
@@ -482,8 +476,7 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 func TestQuotaNewKeyStep(t *testing.T) {
 	for _, path := range []string{"set", "script", "store"} {
 		t.Run(path, func(t *testing.T) {
-			s, _, c := newStore(t)
-			s.SetQuotaPath(path)
+			s, _, c := newStore(t, redisstore.WithPath(path))
 			redistest.CheckQuotaNewKey(t, s, c, path == "script", func() string { return key(t) })
 		})
 	}

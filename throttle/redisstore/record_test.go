@@ -11,6 +11,8 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // mustRecorded fails the test unless key's record is want (found is false
@@ -18,9 +20,7 @@ import (
 func mustRecorded(t testing.TB, s *redisstore.Store, key string, want []byte) {
 	t.Helper()
 	got, found, err := s.Recorded(context.Background(), key)
-	if err != nil {
-		t.Fatalf("Recorded(%q): %v", key, err)
-	}
+	require.NoError(t, err, "Recorded(%q)", key)
 	if found != (want != nil) || string(got) != string(want) {
 		t.Fatalf("Recorded(%q) = %q, %v; want %q, %v", key, got, found, want, want != nil)
 	}
@@ -44,9 +44,7 @@ func TestRecordDataModel(t *testing.T) {
 		t.Helper()
 		lock, err1 := c.PExpireTime(ctx, k).Result()
 		rec, err2 := c.PExpireTime(ctx, store.RecordKey(k)).Result()
-		if err := errors.Join(err1, err2); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, errors.Join(err1, err2))
 		if lock <= 0 || rec != lock {
 			t.Fatalf("record expires at %v, its lock at %v; want the same time", rec, lock)
 		}
@@ -80,9 +78,7 @@ func TestRecordDataModel(t *testing.T) {
 	// A lock stored without an expiry (by something other than throttle)
 	// gives its record none either; the release deletes both.
 	k, tok = key(t), store.NewToken()
-	if err := c.Set(ctx, k, tok, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Set(ctx, k, tok, 0).Err())
 	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
 	if ttl, err := c.PTTL(ctx, store.RecordKey(k)).Result(); err != nil || ttl != -1 {
 		t.Fatalf("PTTL of the record of a lock without expiry = %v, %v; want -1", ttl, err)
@@ -92,9 +88,7 @@ func TestRecordDataModel(t *testing.T) {
 
 	// A key of another type is nobody's lock.
 	k = key(t)
-	if err := c.RPush(ctx, k, "x").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.RPush(ctx, k, "x").Err())
 	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, "x", []byte("r")))
 	mustNotExist(t, c, store.RecordKey(k))
 }
@@ -108,9 +102,7 @@ func TestRecordRefusals(t *testing.T) {
 	}
 	// A record key that is not a string (written by something else) is an
 	// error, not a missing record.
-	if err := c.HSet(ctx, store.RecordKey(k), "f", "v").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.HSet(ctx, store.RecordKey(k), "f", "v").Err())
 	if rec, found, err := s.Recorded(ctx, k); err == nil {
 		t.Fatalf("Recorded of a hash = %q, %v, nil; want an error", rec, found)
 	}
@@ -131,17 +123,13 @@ func TestRecordPublishes(t *testing.T) {
 	// after them is the first message.
 	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, store.NewToken(), []byte("r")))
 	mustRecorded(t, s, k, nil)
-	if err := c.Publish(ctx, k+":released", "marker").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Publish(ctx, k+":released", "marker").Err())
 	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	for _, want := range []string{"marker", "1"} {
 		msg, err := ps.ReceiveMessage(rctx)
-		if err != nil {
-			t.Fatalf("waiting for %q: %v", want, err)
-		}
+		require.NoError(t, err, "waiting for %q", want)
 		if msg.Channel != k+":released" || msg.Payload != want {
 			t.Fatalf("message %q on %q, want %q", msg.Payload, msg.Channel, want)
 		}

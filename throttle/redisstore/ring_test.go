@@ -12,6 +12,10 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // mustPanic runs f and returns what it panicked with, failing the test when
@@ -58,16 +62,12 @@ func TestRingRefused(t *testing.T) {
 	ring := newRing(t, twoServers(t), always)
 	msg := fmt.Sprint(mustPanic(t, func() { redisstore.New(ring) }))
 	for _, want := range []string{"redis.Ring", "ClusterClient"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("panic %q does not mention %s", msg, want)
-		}
+		assert.True(t, strings.Contains(msg, want), "panic %q does not mention %s", msg, want)
 	}
 	noStoreGoroutines(t)
 
 	msg = fmt.Sprint(mustPanic(t, func() { redisstore.New(nil) }))
-	if !strings.Contains(msg, "nil client") {
-		t.Errorf("panic %q does not say the client is nil", msg)
-	}
+	assert.True(t, strings.Contains(msg, "nil client"), "panic %q does not say the client is nil", msg)
 }
 
 // TestRingClientsDisagree shows why a Ring is refused: two Ring clients
@@ -85,17 +85,13 @@ func TestRingClientsDisagree(t *testing.T) {
 	t.Cleanup(func() { _ = direct.Close() })
 	for i := 0; k == "" && i < 1000; i++ {
 		c := store.Key("ring", "split", fmt.Sprint(i))
-		if err := healthy.Set(ctx, c, "probe", time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, healthy.Set(ctx, c, "probe", time.Minute).Err())
 		if direct.Exists(ctx, c).Val() == 1 {
 			k = c
 		}
 		healthy.Del(ctx, c)
 	}
-	if k == "" {
-		t.Fatal("the Ring put no key on the first server")
-	}
+	require.NotEqualValues(t, "", k, "the Ring put no key on the first server")
 
 	partitioned := newRing(t, addrs, func(addr string) bool { return addr != addrs[0] })
 	eventually(t, "the partitioned client drops the first shard", func() bool { return partitioned.Len() == 1 })

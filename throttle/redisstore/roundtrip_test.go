@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -34,11 +36,15 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // TestRoundTrips pins the cost of admission: an admitted Limiter.Admit
 // costs one round trip, and so does a release, on every acquisition path
 // and with fencing and reentrancy; a rejected one costs one too, except on
-// the plain SET path, where it costs two (SET NX, then GET and PTTL; see
-// plainPath in store.go). It fails as soon as any of them grows.
+// the plain SET path, where it costs two (SET NX, then the acquire script).
+// It fails as soon as any of them grows.
 func TestRoundTrips(t *testing.T) {
-	_, srv, _ := newStore(t)
+	_, srv, c := newStore(t)
 	ctx := context.Background()
+	// Loaded scripts: no NOSCRIPT fallback adds a round trip.
+	for _, src := range redisstore.Scripts() {
+		require.NoError(t, c.ScriptLoad(ctx, src[0]).Err())
+	}
 	cases := []struct {
 		name   string
 		path   string // of plain acquisitions: "set", "pipeline" or "script"
@@ -56,42 +62,23 @@ func TestRoundTrips(t *testing.T) {
 			c := srv.Client(t)
 			trips := &tripCounter{}
 			c.AddHook(trips)
-			s := redisstore.New(c)
+			s := redisstore.New(c, redisstore.WithPath(tc.path))
+			t.Cleanup(func() { _ = s.Close() })
 			<-redisstore.ConfigChecked(s) // its CONFIG GET would count as a command
-			setPath(s, tc.path)
 			l, err := throttle.New(s, tc.policy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Warm up: the first EVALSHA on a server may answer
-			// NOSCRIPT and cost one EVAL more, once.
-			if lease, err := l.Admit(ctx, "warm-up"); err != nil {
-				t.Fatalf("warm-up rejected: %v", err)
-			} else if lease != nil {
-				_ = lease.Release(ctx)
-			}
+			require.NoError(t, err)
 
 			id := t.Name()
 			trips.n.Store(0)
 			lease, rej := l.Admit(ctx, id)
-			if rej != nil || lease == nil {
-				t.Fatalf("first admission: lease %v, rejection %+v", lease, rej)
-			}
-			if n := trips.n.Swap(0); n != 1 {
-				t.Errorf("admitted Admit cost %d round trips, want 1", n)
-			}
-			if _, rej := l.Admit(ctx, id); rej == nil {
-				t.Fatal("second admission was not rejected")
-			}
-			if n := trips.n.Swap(0); n != tc.reject {
-				t.Errorf("rejected Admit cost %d round trips, want %d", n, tc.reject)
-			}
-			if err := lease.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := trips.n.Swap(0); n != 1 {
-				t.Errorf("release cost %d round trips, want 1", n)
-			}
+			require.Nil(t, rej, "first admission rejected")
+			require.NotNil(t, lease)
+			assert.EqualValues(t, 1, trips.n.Swap(0), "round trips of an admitted Admit")
+			_, rej = l.Admit(ctx, id)
+			require.NotNil(t, rej, "second admission was not rejected")
+			assert.Equal(t, tc.reject, trips.n.Swap(0), "round trips of a rejected Admit")
+			require.NoError(t, lease.Release(ctx))
+			assert.EqualValues(t, 1, trips.n.Swap(0), "round trips of a release")
 		})
 	}
 }
@@ -109,7 +96,5 @@ func TestRoundTripCounterCounts(t *testing.T) {
 	trips.n.Store(0)
 	_ = c.Ping(ctx)
 	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Ping(ctx); p.Ping(ctx); return nil })
-	if n := trips.n.Load(); n != 2 {
-		t.Fatalf("counted %d round trips for a command and a pipeline, want 2", n)
-	}
+	assert.EqualValues(t, 2, trips.n.Load(), "round trips counted for a command and a pipeline")
 }

@@ -9,6 +9,10 @@ import (
 
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestScriptSHA checks that the SHA1 EVALSHA sends for each embedded script
@@ -24,12 +28,8 @@ func TestScriptSHA(t *testing.T) {
 			t.Errorf("%s: go-redis hash %s, sha1 of source %s", name, sha, got)
 		}
 		loaded, err := c.ScriptLoad(ctx, src).Result()
-		if err != nil {
-			t.Fatalf("%s: SCRIPT LOAD: %v", name, err)
-		}
-		if loaded != sha {
-			t.Errorf("%s: SCRIPT LOAD returned %s, EVALSHA sends %s", name, loaded, sha)
-		}
+		require.NoError(t, err, "%s: SCRIPT LOAD", name)
+		assert.EqualValues(t, sha, loaded, "%s: SCRIPT LOAD returned %s, EVALSHA sends %s", name, loaded, sha)
 	}
 }
 
@@ -39,17 +39,13 @@ func TestNoScriptFallback(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
 	for i := range 3 {
-		if err := c.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.ScriptFlush(ctx).Err())
 		req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
 		g, err := s.Acquire(ctx, req)
 		if err != nil || !g.Acquired {
 			t.Fatalf("acquire after SCRIPT FLUSH: %+v, %v", g, err)
 		}
-		if err := c.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.ScriptFlush(ctx).Err())
 		if out, err := s.Release(ctx, req.Key, req.Token); err != nil || out != store.OK {
 			t.Fatalf("release after SCRIPT FLUSH: %v, %v", out, err)
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Helpers of the Sentinel and replica acknowledgement tests.
@@ -61,9 +63,7 @@ func exists(t testing.TB, srv *redistest.Server, key string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	n, err := srv.Client(t).Exists(ctx, key).Result()
-	if err != nil {
-		t.Fatalf("EXISTS %s on %s: %v", key, srv.Addr, err)
-	}
+	require.NoError(t, err, "EXISTS %s on %s", key, srv.Addr)
 	return n == 1
 }
 

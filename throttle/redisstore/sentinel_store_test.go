@@ -10,6 +10,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestSentinelConformance runs the shared store suite through a Sentinel
@@ -33,8 +35,7 @@ func TestSentinelConformance(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
-				s, _ := sentinelStore(t, d, tc.opts...)
-				setPath(s, tc.path)
+				s, _ := sentinelStore(t, d, append(tc.opts, redisstore.WithPath(tc.path))...)
 				return s
 			})
 		})
@@ -57,14 +58,10 @@ func TestSentinelForcedFailover(t *testing.T) {
 	held := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
 	mustAcquire(t, acked, held)
 	// WithReplicaAck reported the grant only once the replica had it.
-	if !exists(t, replica, held.Key) {
-		t.Fatal("an acknowledged grant is not on the replica")
-	}
+	require.True(t, exists(t, replica, held.Key), "an acknowledged grant is not on the replica")
 
 	l, err := throttle.New(plain, throttle.Policy{Name: "forced", Window: 500 * time.Millisecond, WhenStoreFails: throttle.FailOpen})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	adm := startAdmitter(l)
 	time.Sleep(100 * time.Millisecond)
 	if got := d.Failover(t); got != replica {
@@ -72,9 +69,7 @@ func TestSentinelForcedFailover(t *testing.T) {
 	}
 	// The sentinels have switched: the store reaches the new master.
 	g, took := acquireEventually(t, plain, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
-	if !g.Acquired {
-		t.Fatalf("a fresh key after the failover: %+v", g)
-	}
+	require.True(t, g.Acquired, "a fresh key after the failover: %+v", g)
 	t.Logf("first grant %v after the failover was reported", took)
 	time.Sleep(100 * time.Millisecond)
 	adm.finish(t, time.Second)
@@ -83,17 +78,13 @@ func TestSentinelForcedFailover(t *testing.T) {
 	}
 
 	// The lock survived: the new master has it and refuses a contender.
-	if !exists(t, replica, held.Key) {
-		t.Fatal("the lock taken before the failover is not on the new master")
-	}
+	require.True(t, exists(t, replica, held.Key), "the lock taken before the failover is not on the new master")
 	g, _ = acquireEventually(t, plain, store.Request{Key: held.Key, Token: store.NewToken(), TTL: time.Minute})
 	if g.Acquired || g.Remaining <= 0 {
 		t.Fatalf("a contender for the lock held across the failover got %+v; want refused", g)
 	}
 	mustOutcome(t, store.OK)(acked.Release(ctx, held.Key, held.Token))
-	if exists(t, replica, held.Key) {
-		t.Fatal("the release did not reach the new master")
-	}
+	require.False(t, exists(t, replica, held.Key), "the release did not reach the new master")
 	waitOrphansGone(t)
 }
 
@@ -107,12 +98,8 @@ func TestSentinelKilledMaster(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	s, _ := sentinelStore(t, d)
 	l, err := throttle.New(s, throttle.Policy{Name: "killed", Window: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Policy().WhenStoreFails != throttle.FailOpen {
-		t.Fatalf("the default policy fails %v, want open", l.Policy().WhenStoreFails)
-	}
+	require.NoError(t, err)
+	require.EqualValues(t, throttle.FailOpen, l.Policy().WhenStoreFails, "the default policy fails %v, want open", l.Policy().WhenStoreFails)
 	master, replica := d.Master(), d.Replica()
 	adm := startAdmitter(l)
 	deadline := time.Now().Add(10 * time.Second)
@@ -128,14 +115,10 @@ func TestSentinelKilledMaster(t *testing.T) {
 	d.WaitForMaster(t, replica)
 	promoted := time.Since(killed)
 	g, took := acquireEventually(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
-	if !g.Acquired {
-		t.Fatalf("a fresh key after the failover: %+v", g)
-	}
+	require.True(t, g.Acquired, "a fresh key after the failover: %+v", g)
 	t.Logf("replica promoted %v after the kill; the store granted again %v after that", promoted, took)
 	leasesBefore, open := adm.counts()
-	if open == 0 {
-		t.Fatal("no request failed open: the test never saw the outage")
-	}
+	require.NotEqualValues(t, 0, open, "no request failed open: the test never saw the outage")
 	// The Limiter itself gets leases again, on the new master.
 	deadline = time.Now().Add(failoverLimit)
 	for leases, _ := adm.counts(); leases == leasesBefore; leases, _ = adm.counts() {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // maxMs is the longest TTL in milliseconds that a time.Duration holds
@@ -21,9 +23,7 @@ const maxMs = math.MaxInt64 / int64(time.Millisecond)
 func pttl(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
 	n, err := c.Do(context.Background(), "PTTL", key).Int64()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -62,10 +62,10 @@ func TestExtremeTTL(t *testing.T) {
 	s, _, c := newStore(t, redisstore.WithFenceTTL(math.MaxInt64))
 	ctx := context.Background()
 	for _, p := range paths {
+		s := redisstore.New(c, redisstore.WithFenceTTL(math.MaxInt64), redisstore.WithPath(p.path))
+		t.Cleanup(func() { _ = s.Close() })
 		for i, ttl := range huge {
 			t.Run(fmt.Sprintf("%s/%d", p.name, i), func(t *testing.T) {
-				setPath(s, p.path)
-				defer func() { s.SetScriptedPlain(false); s.SetPlainPath("store") }()
 				req := p.req
 				req.Key, req.Token, req.TTL = key(t), store.NewToken(), ttl
 				g := mustAcquire(t, s, req)
@@ -123,18 +123,13 @@ func TestExtremeTTL(t *testing.T) {
 // wrote with a PX longer than a time.Duration holds is reported as held for
 // the longest Duration, not for a wrapped-around negative one.
 func TestRemainingBeyondDuration(t *testing.T) {
-	s, _, c := newStore(t)
-	s.SetScriptedPlain(true)
+	s, _, c := newStore(t, redisstore.WithPath("script"))
 	ctx := context.Background()
 	k := key(t)
-	if err := c.Do(ctx, "SET", k, "foreign", "PX", int64(1e15)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SET", k, "foreign", "PX", int64(1e15)).Err())
 	g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
 	if err != nil || g.Acquired {
 		t.Fatalf("acquire of a foreign key: %+v, %v", g, err)
 	}
-	if g.Remaining != time.Duration(maxMs)*time.Millisecond {
-		t.Fatalf("Remaining %d, want %d", int64(g.Remaining), maxMs*int64(time.Millisecond))
-	}
+	require.EqualValues(t, time.Duration(maxMs)*time.Millisecond, g.Remaining, "Remaining %d, want %d", int64(g.Remaining), maxMs*int64(time.Millisecond))
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // replicated is a master and one replica whose replication link runs
@@ -64,12 +66,9 @@ func ackStore(t testing.TB, r replicated, scripted bool, opts ...redisstore.Opti
 	s := redisstore.New(c, opts...)
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
-	s.SetScriptedPlain(scripted)
 	ctx := context.Background()
 	for _, src := range redisstore.Scripts() {
-		if err := c.ScriptLoad(ctx, src[0]).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.ScriptLoad(ctx, src[0]).Err())
 	}
 	_ = c.Ping(ctx) // the connection's handshake is not a round trip of the store
 	trips.n.Store(0)
@@ -162,9 +161,7 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 			if n := trips[m.name].n.Load(); n != 2 {
 				t.Errorf("the refused acquisition cost %d round trips, want 2 (acquire+WAIT, release)", n)
 			}
-			if exists(t, r.master, req.Key) {
-				t.Fatal("the refused acquisition left the key held on the master")
-			}
+			require.False(t, exists(t, r.master, req.Key), "the refused acquisition left the key held on the master")
 			// The control: without the option the master grants it.
 			mustAcquire(t, st.off, req)
 			// A rejection is a rejection, not an error, with the option.
@@ -182,9 +179,7 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 			want error // nil: admitted unguarded
 		}{{throttle.FailOpen, nil}, {throttle.FailClosed, throttle.ErrStore}} {
 			l, err := throttle.New(on, throttle.Policy{Name: "ack", WhenStoreFails: tc.mode, Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			lease, err := l.Admit(ctx, store.NewToken())
 			if lease != nil || !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Fatalf("%v: Admit = %v, %v; want no lease and %v", tc.mode, lease, err, tc.want)
@@ -200,9 +195,7 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 		for _, m := range ackModes {
 			req := m.req(key(t))
 			mustAcquire(t, stores[m.name].on, req)
-			if !exists(t, r.replica, req.Key) {
-				t.Fatalf("%s: a confirmed grant is not on the replica", m.name)
-			}
+			require.True(t, exists(t, r.replica, req.Key), "%s: a confirmed grant is not on the replica", m.name)
 		}
 	})
 }
@@ -245,9 +238,7 @@ func TestReplicaAckOwnTokenRetry(t *testing.T) {
 			if err == nil || g.Acquired || !errors.Is(err, redisstore.ErrNotReplicated) {
 				t.Fatalf("unconfirmable retry = %+v, %v; want ErrNotReplicated", g, err)
 			}
-			if exists(t, r.master, req.Key) {
-				t.Fatal("the refused retry left the key held")
-			}
+			require.False(t, exists(t, r.master, req.Key), "the refused retry left the key held")
 		})
 	}
 }
@@ -255,7 +246,7 @@ func TestReplicaAckOwnTokenRetry(t *testing.T) {
 // TestReplicaAckOptionValues checks the option's arguments on a server
 // without replicas, where every WAIT for one replica times out: replicas
 // <= 0 and a later WithReplicaAck(0, ...) switch it off, a timeout <= 0
-// means DefaultReplicaAckTimeout, a fractional one is rounded up to whole
+// means 50ms, a fractional one is rounded up to whole
 // milliseconds; and New refuses it on a Cluster client.
 func TestReplicaAckOptionValues(t *testing.T) {
 	srv := redistest.Start(t)
@@ -270,7 +261,7 @@ func TestReplicaAckOptionValues(t *testing.T) {
 		{"zero-replicas", []redisstore.Option{redisstore.WithReplicaAck(0, time.Second)}, "", 0},
 		{"negative-replicas", []redisstore.Option{redisstore.WithReplicaAck(-1, time.Second)}, "", 0},
 		{"switched-off", []redisstore.Option{redisstore.WithReplicaAck(1, time.Second), redisstore.WithReplicaAck(0, 0)}, "", 0},
-		{"default-timeout", []redisstore.Option{redisstore.WithReplicaAck(1, 0)}, "within 50ms", redisstore.DefaultReplicaAckTimeout},
+		{"default-timeout", []redisstore.Option{redisstore.WithReplicaAck(1, 0)}, "within 50ms", 50 * time.Millisecond},
 		{"rounded-up", []redisstore.Option{redisstore.WithReplicaAck(1, 1500*time.Microsecond)}, "within 2ms", 2 * time.Millisecond},
 	}
 	for _, tc := range cases {
@@ -299,9 +290,7 @@ func TestReplicaAckOptionValues(t *testing.T) {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
 		defer cc.Close()
 		defer func() {
-			if recover() == nil {
-				t.Fatal("New accepted WithReplicaAck on a ClusterClient")
-			}
+			require.NotNil(t, recover(), "New accepted WithReplicaAck on a ClusterClient")
 		}()
 		s := redisstore.New(cc, redisstore.WithReplicaAck(1, time.Second))
 		_ = s.Close()

@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkReplicaAck measures what WithReplicaAck costs. A master and one
@@ -87,9 +89,7 @@ func BenchmarkReplicaAck(b *testing.B) {
 					i := (j + done/round) % 2
 					t0 := time.Now()
 					l, err := benchload.Run(16, n, ops[i])
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					spent[i] += time.Since(t0)
 					lat[i] = append(lat[i], l...)
 				}

@@ -10,6 +10,8 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestReplicaAckFailover shows, on a real Sentinel deployment, the failure
@@ -49,18 +51,12 @@ func TestReplicaAckFailover(t *testing.T) {
 		cutReplication(t, master, replica)
 		granted := time.Now()
 		mustAcquire(t, s, first)
-		if !exists(t, master, first.Key) {
-			t.Fatal("the grant is not on the master")
-		}
+		require.True(t, exists(t, master, first.Key), "the grant is not on the master")
 		failOverTo(t, d, master, replica)
 
-		if exists(t, replica, first.Key) {
-			t.Fatal("the promoted replica has the lock: replication was not cut, the test proves nothing")
-		}
+		require.False(t, exists(t, replica, first.Key), "the promoted replica has the lock: replication was not cut, the test proves nothing")
 		g, _ := acquireEventually(t, s, store.Request{Key: first.Key, Token: store.NewToken(), TTL: ttl})
-		if !g.Acquired {
-			t.Fatalf("the contender was refused (%+v): the lock survived", g)
-		}
+		require.True(t, g.Acquired, "the contender was refused (%+v): the lock survived", g)
 		if held := time.Since(granted); held >= ttl {
 			t.Fatalf("the first lease had expired (%v) before the contender got the key", held)
 		}
@@ -89,9 +85,7 @@ func TestReplicaAckFailover(t *testing.T) {
 		if took < timeout {
 			t.Fatalf("refused after %v, before the %v WAIT timeout", took, timeout)
 		}
-		if exists(t, master, refused.Key) {
-			t.Fatal("the refused acquisition left the key held on the master")
-		}
+		require.False(t, exists(t, master, refused.Key), "the refused acquisition left the key held on the master")
 
 		// Replication back: the replica reconnects and catches up.
 		replica.Resume(t)
@@ -102,25 +96,17 @@ func TestReplicaAckFailover(t *testing.T) {
 		master.Kill(t)
 		d.WaitForMaster(t, replica)
 
-		if !exists(t, replica, kept.Key) {
-			t.Fatal("a grant confirmed by the replica is missing on the promoted replica")
-		}
+		require.True(t, exists(t, replica, kept.Key), "a grant confirmed by the replica is missing on the promoted replica")
 		g, _ = acquireEventually(t, contender, store.Request{Key: kept.Key, Token: store.NewToken(), TTL: ttl})
-		if g.Acquired {
-			t.Fatal("a contender got a lock that the replica had acknowledged: two holders")
-		}
+		require.False(t, g.Acquired, "a contender got a lock that the replica had acknowledged: two holders")
 		// The refused key was never reported as held: taking it now
 		// gives no second holder.
 		g, _ = acquireEventually(t, contender, store.Request{Key: refused.Key, Token: store.NewToken(), TTL: ttl})
-		if !g.Acquired {
-			t.Fatalf("the refused key is held on the new master: %+v", g)
-		}
+		require.True(t, g.Acquired, "the refused key is held on the new master: %+v", g)
 		// The price: the new master has no replica left, so the store
 		// with the option grants nothing until one is back.
 		_, err = s.Acquire(context.Background(), store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl})
-		if !errors.Is(err, redisstore.ErrNotReplicated) {
-			t.Fatalf("an acquisition with no replica left = %v; want ErrNotReplicated", err)
-		}
+		require.True(t, errors.Is(err, redisstore.ErrNotReplicated), "an acquisition with no replica left = %v; want ErrNotReplicated", err)
 	})
 }
 
@@ -141,9 +127,7 @@ func cutReplication(t *testing.T, master, replica *redistest.Server) {
 		if err == nil && strings.Contains(info, "connected_slaves:0") {
 			return
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the master still lists a replica: %q, %v", info, err)
-		}
+		require.Nil(t, ctx.Err(), "the master still lists a replica: %q, %v", info, err)
 		time.Sleep(5 * time.Millisecond)
 	}
 }

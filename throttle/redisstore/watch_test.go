@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // numSub returns how many subscribers Redis counts on key's release channel.
@@ -22,9 +24,7 @@ func numSub(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
 	ch := key + ":released"
 	m, err := c.PubSubNumSub(context.Background(), ch).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return m[ch]
 }
 
@@ -32,9 +32,7 @@ func numSub(t *testing.T, c *redis.Client, key string) int64 {
 func pubSubConns(t *testing.T, c *redis.Client) int {
 	t.Helper()
 	list, err := c.ClientList(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := 0
 	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
 		for f := range strings.FieldsSeq(line) {
@@ -76,9 +74,7 @@ func TestWatchShared(t *testing.T) {
 		names = append(names, k)
 		for range perKey {
 			wake, stop, err := s.Watch(ctx, k)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			ws = append(ws, waiter{k, wake, stop})
 		}
 	}
@@ -204,13 +200,9 @@ func TestLimiterHandOver(t *testing.T) {
 		// Without the notification the waiter would sleep 20 s.
 		Backoff: func(int) time.Duration { return 20 * time.Second },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	held, err := l.Acquire(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
 		lease, err := l.Acquire(ctx, "job")
@@ -221,14 +213,10 @@ func TestLimiterHandOver(t *testing.T) {
 	}()
 	// Let the waiter subscribe, then release.
 	time.Sleep(200 * time.Millisecond)
-	if err := held.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, held.Release(ctx))
 	select {
 	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter not woken by the release")
 	}
@@ -242,12 +230,8 @@ func TestWatchAfterClose(t *testing.T) {
 	ctx := context.Background()
 	k := key(t)
 	_, stop, err := s.Watch(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	if err := s.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
@@ -267,21 +251,15 @@ func TestWatchTimeout(t *testing.T) {
 	s, srv, _ := newStore(t, redisstore.WithWatchTimeout(200*time.Millisecond))
 	srv.Stop(t)
 	_, _, err := s.Watch(context.Background(), key(t))
-	if err == nil {
-		t.Fatal("Watch with Redis down succeeded")
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Fatalf("unexpected error %v", err)
-	}
+	require.NotNil(t, err, "Watch with Redis down succeeded")
+	require.False(t, errors.Is(err, context.Canceled), "unexpected error %v", err)
 }
 
 // pubSubConnIDs returns the ids of the server's clients in Pub/Sub mode.
 func pubSubConnIDs(t *testing.T, c *redis.Client) []string {
 	t.Helper()
 	list, err := c.ClientList(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var ids []string
 	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
 		var id string
@@ -311,14 +289,10 @@ func TestWatchIdleKeepsConnection(t *testing.T) {
 	ctx := context.Background()
 	k := key(t)
 	wake, stop, err := s.Watch(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer stop()
 	before := pubSubConnIDs(t, c)
-	if len(before) != 1 {
-		t.Fatalf("Pub/Sub connections %v, want one", before)
-	}
+	require.EqualValues(t, 1, len(before), "Pub/Sub connections %v, want one", before)
 	time.Sleep(50 * window)
 	if after := pubSubConnIDs(t, c); !slices.Equal(after, before) {
 		t.Fatalf("Pub/Sub connections %v after idling, were %v: the receiver reconnected", after, before)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -55,9 +56,7 @@ func BenchmarkAdmission(b *testing.B) {
 			for _, impl := range impls {
 				b.Run(fmt.Sprintf("%s/%s/c%d", card, impl.name, conc), func(b *testing.B) {
 					lat, err := benchload.Run(conc, b.N, func() error { return impl.check(card, keyFor(card)) })
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					benchload.Report(b, "", lat)
 				})
 			}
@@ -85,9 +84,7 @@ func BenchmarkAdmissionPaired(b *testing.B) {
 					for j := range impls {
 						i := (j + done/round) % len(impls)
 						l, err := benchload.Run(conc, n, func() error { return impls[i].check(card, keyFor(card)) })
-						if err != nil {
-							b.Fatal(err)
-						}
+						require.NoError(b, err)
 						lat[i] = append(lat[i], l...)
 					}
 				}
@@ -192,27 +189,21 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	b.Cleanup(func() { _ = single.Close() })
 	over := func(n int) *redlock.Store {
 		s, err := redlock.New(ns.clients(b)[:n])
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		b.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	rueidisNodes := make([]redlock.Node, 5)
+	rueidisNodes := make([]store.Store, 5)
 	for i, srv := range ns.srvs {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		st := rueidisstore.New(c)
 		b.Cleanup(func() { _ = st.Close(); c.Close() })
 		rueidisNodes[i] = st
 	}
 	overStores := func(n int) *redlock.Store {
 		s, err := redlock.NewOnStores(rueidisNodes[:n])
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		b.Cleanup(func() { _ = s.Close() })
 		return s
 	}
@@ -234,16 +225,19 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	)
 	hot := store.Key("bench", "hot", "key")
 	for _, c := range ns.direct {
-		if err := c.Set(context.Background(), hot, "holder", time.Hour).Err(); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, c.Set(context.Background(), hot, "holder", time.Hour).Err())
 	}
 	// Warm the pools so that the first sub-benchmark does not pay for
-	// the dials.
+	// the dials, which on a loaded machine may take longer than a node
+	// timeout: a failed warm-up is tried again.
 	for _, impl := range impls {
-		if _, err := benchload.Run(64, 640, func() error { return impl.check("hot", hot) }); err != nil {
-			b.Fatal(err)
+		var err error
+		for range 5 {
+			if _, err = benchload.Run(64, 640, func() error { return impl.check("hot", hot) }); err == nil {
+				break
+			}
 		}
+		require.NoError(b, err)
 	}
 	var seq atomic.Int64
 	keyFor := func(card string) string {
@@ -285,9 +279,7 @@ func BenchmarkAdmissionPaced(b *testing.B) {
 				lat, err := paced(conc, max(b.N/conc, 1), time.Duration(conc)*time.Second/rate, func() error {
 					return impl.check("distinct", keyFor("distinct"))
 				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				p50[i] = benchload.Report(b, impl.name+"-", lat)
 			}
 			for i, impl := range impls {

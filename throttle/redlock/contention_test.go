@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -34,9 +37,7 @@ func TestOneWinner(t *testing.T) {
 			for round := range rounds {
 				key := newKey(t)
 				winners, losers := race(t, stores, key, 30)
-				if len(winners) > 1 {
-					t.Fatalf("round %d: %d winners, want at most 1", round, len(winners))
-				}
+				require.LessOrEqual(t, len(winners), 1, "round %d: winners", round)
 				for _, tok := range losers {
 					ns.eventuallyFree(t, key, tok)
 				}
@@ -44,20 +45,13 @@ func TestOneWinner(t *testing.T) {
 					// Nobody won: the key must be free everywhere.
 					empty++
 					tok := store.NewToken()
-					g, err := a.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: time.Minute})
-					if err != nil || !g.Acquired {
-						t.Fatalf("round %d: nobody won, then a lone caller got (%+v, %v), want the key", round, g, err)
-					}
+					mustAcquire(t, a, store.Request{Key: key, Token: tok, TTL: time.Minute})
 					winners = []string{tok}
 				}
-				if n := ns.holding(t, key, winners[0]); n < a.Quorum() {
-					t.Fatalf("round %d: the winner holds %d nodes, want a quorum", round, n)
-				}
+				require.GreaterOrEqual(t, ns.holding(t, key, winners[0]), 2, "round %d: the winner holds a quorum", round)
 				mustOutcome(t, "Release by the winner", store.OK)(a.Release(context.Background(), key, winners[0]))
 			}
-			if empty > maxEmpty {
-				t.Fatalf("%d of %d rounds had no winner, want at most %d", empty, rounds, maxEmpty)
-			}
+			require.LessOrEqual(t, empty, maxEmpty, "rounds without a winner of %d", rounds)
 			if empty > 0 {
 				t.Logf("%d of %d rounds had no winner (every split vote failed)", empty, rounds)
 			}
@@ -83,8 +77,7 @@ func race(t *testing.T, stores []*redlock.Store, key string, perStore int) (winn
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
-				case err != nil:
-					t.Errorf("Acquire: %v", err)
+				case !assert.NoError(t, err, "Acquire"):
 				case g.Acquired:
 					winners = append(winners, tok)
 				default:
@@ -115,8 +108,8 @@ func TestSplitVote(t *testing.T) {
 			mustRefuse(t, s, store.Request{Key: key, Token: tokens[me], TTL: time.Minute})
 			ns.eventuallyFree(t, key, tokens[me])
 			for i, tok := range tokens {
-				if i != me && ns.holder(t, i, key) != tok {
-					t.Fatalf("node %d lost the other contender's part", i)
+				if i != me {
+					require.Equal(t, tok, ns.holder(t, i, key), "node %d lost the other contender's part", i)
 				}
 			}
 		})

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
@@ -73,9 +75,7 @@ func (ns *nodes) clients(t testing.TB, tune ...func(*redis.Options)) []redis.Uni
 func (ns *nodes) store(t testing.TB, opts ...redlock.Option) *redlock.Store {
 	t.Helper()
 	s, err := redlock.New(ns.clients(t), opts...)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
+	require.NoError(t, err)
 	closeAtEnd(t, s)
 	return s
 }
@@ -85,24 +85,20 @@ func (ns *nodes) store(t testing.TB, opts ...redlock.Option) *redlock.Store {
 // the nodes are proxied), all closed at the test's end.
 func (ns *nodes) rueidisStore(t testing.TB, opts ...redlock.Option) *redlock.Store {
 	t.Helper()
-	stores := make([]redlock.Node, len(ns.srvs))
+	stores := make([]store.Store, len(ns.srvs))
 	for i, srv := range ns.srvs {
 		addr := srv.Addr
 		if ns.proxies != nil {
 			addr = ns.proxies[i].Addr()
 		}
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-		if err != nil {
-			t.Fatalf("rueidis client on %s: %v", addr, err)
-		}
+		require.NoError(t, err, "rueidis client on %s", addr)
 		st := rueidisstore.New(c)
 		t.Cleanup(func() { _ = st.Close(); c.Close() })
 		stores[i] = st
 	}
 	s, err := redlock.NewOnStores(stores, opts...)
-	if err != nil {
-		t.Fatalf("redlock.NewOnStores: %v", err)
-	}
+	require.NoError(t, err)
 	closeAtEnd(t, s)
 	return s
 }
@@ -115,9 +111,7 @@ func (ns *nodes) holder(t testing.TB, i int, key string) string {
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
-	if err != nil {
-		t.Fatalf("GET %q on node %d: %v", key, i, err)
-	}
+	require.NoError(t, err, "GET %q on node %d", key, i)
 	return v
 }
 
@@ -137,13 +131,7 @@ func (ns *nodes) holding(t testing.TB, key, token string) int {
 // grant comes with the quorum; the last node may still be on its way).
 func (ns *nodes) eventuallyHeldEverywhere(t testing.TB, key, token string) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for ns.holding(t, key, token) < len(ns.srvs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not every node holds %q after %v", key, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, func() bool { return ns.holding(t, key, token) == len(ns.srvs) }, "not every node holds %q", key)
 }
 
 // hold sets key to token with ttl on the given nodes directly, as another
@@ -151,9 +139,7 @@ func (ns *nodes) eventuallyHeldEverywhere(t testing.TB, key, token string) {
 func (ns *nodes) hold(t testing.TB, key, token string, ttl time.Duration, idx ...int) {
 	t.Helper()
 	for _, i := range idx {
-		if err := ns.direct[i].Set(context.Background(), key, token, ttl).Err(); err != nil {
-			t.Fatalf("SET on node %d: %v", i, err)
-		}
+		require.NoError(t, ns.direct[i].Set(context.Background(), key, token, ttl).Err(), "SET on node %d", i)
 	}
 }
 
@@ -161,21 +147,15 @@ func (ns *nodes) hold(t testing.TB, key, token string, ttl time.Duration, idx ..
 // test after patience naming the nodes that still do.
 func (ns *nodes) eventuallyFree(t testing.TB, key, token string) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		var left []int
-		for i, srv := range ns.srvs {
-			if srv.Running() && ns.holder(t, i, key) == token {
-				left = append(left, i)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("token still holds %q on nodes %v %v after the acquisition failed", key, left, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
+	eventually(t, func() bool { return ns.holding(t, key, token) == 0 }, "the token still holds %q on some node", key)
+}
+
+// eventually polls cond, on the test's goroutine, until it holds, and fails
+// the test with msg after patience.
+func eventually(t testing.TB, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); !cond(); time.Sleep(5 * time.Millisecond) {
+		require.False(t, time.Now().After(deadline), append([]any{msg}, args...)...)
 	}
 }
 
@@ -189,7 +169,7 @@ func within(t testing.TB, limit time.Duration, what string, f func()) {
 	fired := make(chan struct{})
 	timer := time.AfterFunc(limit, func() {
 		defer close(fired)
-		t.Errorf("%s did not return within %v", what, limit)
+		assert.Failf(t, "hang", "%s did not return within %v", what, limit)
 	})
 	defer func() {
 		if !timer.Stop() {
@@ -211,24 +191,16 @@ func req(key string, ttl time.Duration) store.Request {
 func mustAcquire(t testing.TB, s store.Store, r store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), r)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", r.Key, err)
-	}
-	if !g.Acquired {
-		t.Fatalf("Acquire(%q) refused: %+v", r.Key, g)
-	}
+	require.NoError(t, err, "Acquire(%q)", r.Key)
+	require.True(t, g.Acquired, "Acquire(%q) refused: %+v", r.Key, g)
 	return g
 }
 
 func mustRefuse(t testing.TB, s store.Store, r store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), r)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", r.Key, err)
-	}
-	if g.Acquired {
-		t.Fatalf("Acquire(%q) granted while the key is held: %+v", r.Key, g)
-	}
+	require.NoError(t, err, "Acquire(%q)", r.Key)
+	require.False(t, g.Acquired, "Acquire(%q) granted while the key is held: %+v", r.Key, g)
 	return g
 }
 
@@ -236,20 +208,12 @@ func mustOutcome(t testing.TB, what string, want store.Outcome) func(store.Outco
 	t.Helper()
 	return func(got store.Outcome, err error) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got != want {
-			t.Fatalf("%s = %v, want %v", what, got, want)
-		}
+		require.NoError(t, err, what)
+		require.Equal(t, want, got, what)
 	}
 }
 
 // closeAtEnd closes s at the test's end and fails the test if Close does.
 func closeAtEnd(t testing.TB, s *redlock.Store) {
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 }

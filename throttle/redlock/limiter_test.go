@@ -2,9 +2,11 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -13,9 +15,7 @@ import (
 func newLimiter(t testing.TB, s throttle.Store, p throttle.Policy) *throttle.Limiter {
 	t.Helper()
 	l, err := throttle.New(s, p)
-	if err != nil {
-		t.Fatalf("throttle.New: %v", err)
-	}
+	require.NoError(t, err)
 	return l
 }
 
@@ -33,15 +33,13 @@ func TestLimiterModes(t *testing.T) {
 			p := throttle.Policy{Name: "rl-" + mode.String(), Mode: mode, Window: ttl, LeaseTTL: ttl}
 			l1, l2 := newLimiter(t, s1, p), newLimiter(t, s2, p)
 			lease, err := l1.Admit(ctx, "user-1")
-			if err != nil || lease == nil {
-				t.Fatalf("first Admit = %v, %v; want a lease", lease, err)
-			}
+			require.NoError(t, err, "first Admit")
+			require.NotNil(t, lease)
 			// The lease must not outlive the quorum's validity, which is
 			// at most TTL − drift (the Limiter subtracts its own drift
 			// from the Grant.TTL too).
-			if v, max := lease.ValidFor(), ttl-store.Drift(ttl)-store.Drift(ttl-store.Drift(ttl)); v <= 0 || v > max {
-				t.Fatalf("ValidFor = %v, want in (0, %v]", v, max)
-			}
+			assert.Positive(t, lease.ValidFor())
+			assert.LessOrEqual(t, lease.ValidFor(), ttl-store.Drift(ttl)-store.Drift(ttl-store.Drift(ttl)))
 			key := store.Key(throttle.DefaultPrefix, p.Name, "user-1")
 			held := 0
 			for i := range ns.srvs {
@@ -49,25 +47,21 @@ func TestLimiterModes(t *testing.T) {
 					held++
 				}
 			}
-			if held < s1.Quorum() {
-				t.Fatalf("the admitted key is on %d nodes, want a quorum", held)
-			}
+			require.GreaterOrEqual(t, held, 2, "the admitted key is on a quorum of nodes")
 			for name, l := range map[string]*throttle.Limiter{"same process": l1, "other process": l2} {
 				_, err := l.Admit(ctx, "user-1")
 				var ce *throttle.ContendedError
-				if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > ttl {
-					t.Fatalf("duplicate from the %s = %v; want ErrContended with RetryAfter in (0, %v]", name, err, ttl)
-				}
+				require.ErrorAs(t, err, &ce, "duplicate from the %s", name)
+				assert.Positive(t, ce.RetryAfter)
+				assert.LessOrEqual(t, ce.RetryAfter, ttl)
 			}
-			if lease2, err := l2.Admit(ctx, "user-2"); err != nil || lease2 == nil {
-				t.Fatalf("another user = %v, %v; want admitted", lease2, err)
-			}
-			if err := lease.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
-			if lease, err := l2.Admit(ctx, "user-1"); err != nil || lease == nil {
-				t.Fatalf("Admit after the release = %v, %v; want a lease", lease, err)
-			}
+			lease2, err := l2.Admit(ctx, "user-2")
+			require.NoError(t, err, "another user")
+			require.NotNil(t, lease2)
+			require.NoError(t, lease.Release(ctx))
+			lease, err = l2.Admit(ctx, "user-1")
+			require.NoError(t, err, "Admit after the release")
+			require.NotNil(t, lease)
 		})
 	}
 }
@@ -88,26 +82,17 @@ func TestLimiterDoAcrossTTLs(t *testing.T) {
 			if err := context.Cause(work); err != nil {
 				return err
 			}
-			if v := lease.ValidFor(); v <= 0 {
-				t.Errorf("lease validity %v while the work runs", v)
-			}
-			if _, err := other.Acquire(ctx, "job-1"); !errors.Is(err, throttle.ErrContended) {
-				t.Errorf("another process's Acquire while the job runs = %v, want ErrContended", err)
-			}
+			assert.Positive(t, lease.ValidFor(), "lease validity while the work runs")
+			_, err := other.Acquire(ctx, "job-1")
+			assert.ErrorIs(t, err, throttle.ErrContended, "another process's Acquire while the job runs")
 			checks++
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("Do = %v; want the work's nil (the lease must survive %v of work)", err, 4*leaseTTL)
-	}
-	if checks < 8 {
-		t.Fatalf("the work checked %d times", checks)
-	}
+	require.NoError(t, err, "Do: the lease must survive %v of work", 4*leaseTTL)
+	require.GreaterOrEqual(t, checks, 8, "the work's checks")
 	lease, err := other.Acquire(ctx, "job-1")
-	if err != nil {
-		t.Fatalf("Acquire after Do = %v; want the key free", err)
-	}
+	require.NoError(t, err, "Acquire after Do: the key is free")
 	_ = lease.Release(ctx)
 }
 
@@ -125,18 +110,13 @@ func TestLimiterRefusesFence(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, err := throttle.New(s, p)
 			if err != nil {
-				if !errors.Is(err, throttle.ErrInvalid) {
-					t.Fatalf("throttle.New = %v, want ErrInvalid", err)
-				}
+				require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.New")
 				return // refused up front: better still
 			}
-			if p.Mode == throttle.Quota {
-				t.Fatalf("throttle.New accepted a Quota policy over Redlock")
-			}
+			require.NotEqual(t, throttle.Quota, p.Mode, "throttle.New accepted a Quota policy over Redlock")
 			lease, err := l.Acquire(context.Background(), "u")
-			if lease != nil || !errors.Is(err, throttle.ErrInvalid) {
-				t.Fatalf("Acquire = %v, %v; want ErrInvalid", lease, err)
-			}
+			require.ErrorIs(t, err, throttle.ErrInvalid)
+			require.Nil(t, lease)
 		})
 	}
 }

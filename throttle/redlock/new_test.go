@@ -2,13 +2,14 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -37,26 +38,38 @@ func TestNewRefusesBadNodeSets(t *testing.T) {
 			s, err := redlock.New(c.nodes)
 			if err == nil {
 				_ = s.Close()
-				t.Fatal("New accepted the nodes")
 			}
-			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
-				t.Fatalf("New: %v; want store.ErrInvalid saying %q", err, c.says)
-			}
+			require.ErrorIs(t, err, store.ErrInvalid)
+			assert.Contains(t, err.Error(), c.says)
 		})
 	}
 	s, err := redlock.New(cs)
-	if err != nil {
-		t.Fatalf("New on three independent nodes: %v", err)
+	require.NoError(t, err, "New on three independent nodes")
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "second Close")
+}
+
+// TestNewOnStoresRefusesBadNodeSets: the rules of New, for stores.
+func TestNewOnStoresRefusesBadNodeSets(t *testing.T) {
+	ns := startNodes(t, 3, false)
+	var sts []store.Store
+	for _, c := range ns.clients(t) {
+		st := redisstore.New(c)
+		t.Cleanup(func() { _ = st.Close() })
+		sts = append(sts, st)
 	}
-	if s.Quorum() != 2 {
-		t.Fatalf("Quorum() = %d, want 2", s.Quorum())
+	for name, nodes := range map[string][]store.Store{
+		"two":  sts[:2],
+		"nil":  {sts[0], nil, sts[2]},
+		"same": {sts[0], sts[1], sts[0]},
+	} {
+		_, err := redlock.NewOnStores(nodes)
+		require.ErrorIs(t, err, store.ErrInvalid, name)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
+	s, err := redlock.NewOnStores(sts)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	mustAcquire(t, sts[0], req(newKey(t), time.Minute)) // Close left the stores open
 }
 
 // TestRefusesFenceAndReentrant: fenced and reentrant requests fail with
@@ -75,17 +88,14 @@ func TestRefusesFenceAndReentrant(t *testing.T) {
 			key := newKey(t)
 			r := req(key, time.Minute)
 			c.mod(&r)
-			if err := s.Refuses(r); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
-				t.Fatalf("Refuses = %v; want store.ErrInvalid saying %q", err, c.says)
-			}
+			err := s.Refuses(r)
+			require.ErrorIs(t, err, store.ErrInvalid)
+			assert.Contains(t, err.Error(), c.says)
 			g, err := s.Acquire(context.Background(), r)
-			if !errors.Is(err, store.ErrInvalid) || g.Acquired {
-				t.Fatalf("Acquire = %+v, %v; want store.ErrInvalid", g, err)
-			}
+			require.ErrorIs(t, err, store.ErrInvalid)
+			assert.False(t, g.Acquired)
 			for i := range ns.srvs {
-				if h := ns.holder(t, i, key); h != "" {
-					t.Fatalf("a refused request took node %d", i)
-				}
+				assert.Empty(t, ns.holder(t, i, key), "a refused request took node %d", i)
 			}
 		})
 	}
@@ -96,17 +106,16 @@ func TestRefusesFenceAndReentrant(t *testing.T) {
 		"reserved":    {Key: "k", Token: ":fence", TTL: time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := s.Acquire(context.Background(), r); !errors.Is(err, store.ErrInvalid) {
-				t.Fatalf("Acquire(%+v) = %v, want store.ErrInvalid", r, err)
-			}
+			_, err := s.Acquire(context.Background(), r)
+			require.ErrorIs(t, err, store.ErrInvalid)
 		})
 	}
-	if _, err := s.Release(context.Background(), "", "t"); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("Release of an empty key: %v", err)
-	}
-	if _, err := s.Extend(context.Background(), "k", "t", 0); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("Extend to 0: %v", err)
-	}
+	_, err := s.Release(context.Background(), "", "t")
+	require.ErrorIs(t, err, store.ErrInvalid, "Release of an empty key")
+	_, err = s.Extend(context.Background(), "k", "t", 0)
+	require.ErrorIs(t, err, store.ErrInvalid, "Extend to 0")
+	_, _, err = s.Watch(context.Background(), "")
+	require.ErrorIs(t, err, store.ErrInvalid, "Watch of an empty key")
 }
 
 // TestGrantTTLIsValidity: a granted acquisition reports the lock's validity
@@ -118,19 +127,15 @@ func TestGrantTTLIsValidity(t *testing.T) {
 	const ttl = 10 * time.Second
 	key := newKey(t)
 	g := mustAcquire(t, s, req(key, ttl))
-	if max := ttl - store.Drift(ttl); g.TTL <= 0 || g.TTL > max {
-		t.Fatalf("Grant.TTL = %v, want the validity in (0, %v]", g.TTL, max)
-	}
-	if g.Holds != 1 || g.Fence != 0 || g.Remaining != 0 {
-		t.Fatalf("grant = %+v", g)
-	}
+	assert.Positive(t, g.TTL)
+	assert.LessOrEqual(t, g.TTL, ttl-store.Drift(ttl), "Grant.TTL is the validity")
+	assert.Equal(t, store.Grant{Acquired: true, TTL: g.TTL, Holds: 1}, g)
 	for i := range ns.srvs {
 		pttl, err := ns.direct[i].PTTL(context.Background(), key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pttl > ttl || (pttl > 0 && pttl < g.TTL) {
-			t.Fatalf("node %d keeps the key %v: outside [validity %v, TTL %v]", i, pttl, g.TTL, ttl)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, pttl, ttl, "node %d", i)
+		if pttl > 0 {
+			assert.GreaterOrEqual(t, pttl, g.TTL, "node %d keeps the key less than the validity", i)
 		}
 	}
 }
@@ -144,16 +149,12 @@ func TestCancelledContextTakesNothing(t *testing.T) {
 	cancel()
 	key := newKey(t)
 	r := req(key, time.Minute)
-	if _, err := s.Acquire(ctx, r); !errors.Is(err, store.ErrNotApplied) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire = %v; want ErrNotApplied and context.Canceled", err)
-	}
-	if _, err := s.Release(ctx, key, r.Token); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Release = %v", err)
-	}
-	if _, err := s.Extend(ctx, key, r.Token, time.Minute); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Extend = %v", err)
-	}
-	if n := ns.holding(t, key, r.Token); n != 0 {
-		t.Fatalf("%d nodes hold the key", n)
-	}
+	_, err := s.Acquire(ctx, r)
+	require.ErrorIs(t, err, store.ErrNotApplied)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.Release(ctx, key, r.Token)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.Extend(ctx, key, r.Token, time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, ns.holding(t, key, r.Token))
 }

@@ -4,14 +4,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func TestQuorumOf(t *testing.T) {
+// counts returns a tally of n nodes with the given answers.
+func counts(n, ours, other, gone, failed int) tally {
+	t := newTally(n)
+	t.ours, t.other, t.gone, t.failed = ours, other, gone, failed
+	return t
+}
+
+func TestQuorum(t *testing.T) {
 	for n, want := range map[int]int{3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
-		if got := quorumOf(n); got != want {
-			t.Errorf("quorumOf(%d) = %d, want %d", n, got, want)
-		}
+		assert.Equal(t, want, newTally(n).quorum, "quorum of %d", n)
 	}
 }
 
@@ -55,10 +62,8 @@ func TestVerdict(t *testing.T) {
 		{6, 4, 0, 2, won},
 	}
 	for _, c := range cases {
-		tl := tally{n: c.n, quorum: quorumOf(c.n), granted: c.granted, held: c.held, failed: c.failed}
-		if got := tl.verdict(); got != c.want {
-			t.Errorf("n=%d granted=%d held=%d failed=%d: verdict %d, want %d", c.n, c.granted, c.held, c.failed, got, c.want)
-		}
+		tl := counts(c.n, c.granted, c.held, 0, c.failed)
+		assert.Equal(t, c.want, tl.verdict(), "n=%d granted=%d held=%d failed=%d", c.n, c.granted, c.held, c.failed)
 	}
 }
 
@@ -67,32 +72,20 @@ func TestVerdict(t *testing.T) {
 // quorum of grants, and never changes once given, whatever comes next.
 func TestVerdictInvariants(t *testing.T) {
 	for n := 3; n <= 7; n++ {
-		q := quorumOf(n)
+		q := newTally(n).quorum
 		for g := 0; g <= n; g++ {
 			for h := 0; g+h <= n; h++ {
 				for f := 0; g+h+f <= n; f++ {
-					tl := tally{n: n, quorum: q, granted: g, held: h, failed: f}
+					tl := counts(n, g, h, 0, f)
 					v := tl.verdict()
-					if tl.outstanding() == 0 && v == pending {
-						t.Errorf("%+v: pending with every node answered", tl)
-					}
-					if (v == won) != (g >= q) {
-						t.Errorf("%+v: verdict %d with %d grants of quorum %d", tl, v, g, q)
-					}
-					if v == refused && g+h < q {
-						t.Errorf("%+v: refused on fewer than a quorum of answers", tl)
-					}
+					assert.False(t, tl.outstanding() == 0 && v == pending, "%+v: pending with every node answered", tl)
+					assert.Equal(t, g >= q, v == won, "%+v: verdict %d with %d grants of quorum %d", tl, v, g, q)
+					assert.False(t, v == refused && g+h < q, "%+v: refused on fewer than a quorum of answers", tl)
 					if v == pending || tl.outstanding() == 0 {
 						continue
 					}
-					for _, next := range []tally{
-						{n: n, quorum: q, granted: g + 1, held: h, failed: f},
-						{n: n, quorum: q, granted: g, held: h + 1, failed: f},
-						{n: n, quorum: q, granted: g, held: h, failed: f + 1},
-					} {
-						if nv := next.verdict(); nv != v {
-							t.Errorf("%+v: verdict %d became %d after one more answer", tl, v, nv)
-						}
+					for _, next := range []tally{counts(n, g+1, h, 0, f), counts(n, g, h+1, 0, f), counts(n, g, h, 0, f+1)} {
+						assert.Equal(t, v, next.verdict(), "%+v: the verdict changed after one more answer", tl)
 					}
 				}
 			}
@@ -123,9 +116,7 @@ func TestRetryAfter(t *testing.T) {
 		{2, 1, []time.Duration{-1, 70 * time.Millisecond}, 70 * time.Millisecond},
 	}
 	for _, c := range cases {
-		if got := retryAfter(c.quorum, c.granted, c.rem); got != c.want {
-			t.Errorf("retryAfter(%d, %d, %v) = %v, want %v", c.quorum, c.granted, c.rem, got, c.want)
-		}
+		assert.Equal(t, c.want, retryAfter(c.quorum, c.granted, c.rem), "retryAfter(%d, %d, %v)", c.quorum, c.granted, c.rem)
 	}
 }
 
@@ -147,9 +138,7 @@ func TestValidity(t *testing.T) {
 		{[]time.Duration{ttl}, 0, 0},             // no quorum
 	}
 	for _, c := range cases {
-		if got := validity(ttl, 2, c.granted, c.elapsed); got != c.want {
-			t.Errorf("validity(%v, elapsed %v) = %v, want %v", c.granted, c.elapsed, got, c.want)
-		}
+		assert.Equal(t, c.want, validity(ttl, 2, c.granted, c.elapsed), "validity(%v, elapsed %v)", c.granted, c.elapsed)
 	}
 }
 
@@ -183,37 +172,48 @@ func TestOutcome(t *testing.T) {
 		{4, 0, 0, 2, 2, want{out: store.Gone}}, // we can hold at most two
 	}
 	for _, c := range cases {
-		o := outcomes{n: c.n, quorum: quorumOf(c.n), ours: c.ours, other: c.other, gone: c.gone, failed: c.failed}
-		out, unknown := o.outcome()
-		if out != c.want.out || unknown != c.want.unknown {
-			t.Errorf("%+v: outcome %v unknown=%v, want %v unknown=%v", o, out, unknown, c.want.out, c.want.unknown)
-		}
+		tl := counts(c.n, c.ours, c.other, c.gone, c.failed)
+		out, unknown := tl.outcome()
+		assert.Equal(t, c.want, want{out, unknown}, "%+v", c)
 	}
 }
 
-func TestOutcomesDecided(t *testing.T) {
-	if !(outcomes{n: 5, quorum: 3, ours: 3}).decided() {
-		t.Error("a quorum of OK does not decide")
-	}
-	if (outcomes{n: 5, quorum: 3, ours: 2, other: 2}).decided() {
-		t.Error("four answers without a quorum of OK decide")
-	}
-	if !(outcomes{n: 3, quorum: 2, other: 1, gone: 1, failed: 1}).decided() {
-		t.Error("every node answered but not decided")
-	}
+// TestAdd: each kind of answer is counted where it belongs, with what the
+// decision needs from it.
+func TestAdd(t *testing.T) {
+	tl := newTally(5)
+	tl.add(answer{i: 3, grant: store.Grant{Acquired: true, TTL: time.Second}})
+	tl.add(answer{i: 4, grant: store.Grant{Remaining: time.Minute}})
+	tl.add(answer{i: 1, grant: store.Grant{Remaining: time.Hour}})
+	tl.add(answer{i: 0, out: store.Gone})
+	tl.add(answer{i: 2, err: store.ErrNotApplied})
+	assert.Equal(t, []int{3}, tl.oursAt)
+	assert.Equal(t, []time.Duration{time.Second}, tl.ttls)
+	assert.Equal(t, []time.Duration{time.Minute, time.Hour}, tl.remaining)
+	assert.Equal(t, 1, tl.firstOther)
+	assert.Equal(t, []bool{true, true, true, true, true}, tl.seen)
+	assert.Equal(t, [4]int{1, 2, 1, 1}, [4]int{tl.ours, tl.other, tl.gone, tl.failed})
+	assert.Equal(t, 0, tl.outstanding())
+	o := newTally(3)
+	o.add(answer{i: 0, out: store.StillHeld})
+	o.add(answer{i: 1, out: store.HeldByOther})
+	assert.Equal(t, [2]int{1, 1}, [2]int{o.ours, o.other})
 }
 
-func TestAcquireTimeout(t *testing.T) {
-	cases := map[time.Duration]time.Duration{
+func TestNodeTimeout(t *testing.T) {
+	s := &Store{}
+	for ttl, want := range map[time.Duration]time.Duration{
+		0:                      100 * time.Millisecond, // a Release
 		5 * time.Millisecond:   time.Millisecond,
 		20 * time.Millisecond:  2 * time.Millisecond,
 		500 * time.Millisecond: 50 * time.Millisecond,
-		time.Second:            DefaultNodeTimeout,
-		time.Hour:              DefaultNodeTimeout,
+		time.Second:            100 * time.Millisecond,
+		time.Hour:              100 * time.Millisecond,
+	} {
+		assert.Equal(t, want, s.nodeTimeout(ttl), "ttl %v", ttl)
 	}
-	for ttl, want := range cases {
-		if got := acquireTimeout(ttl); got != want {
-			t.Errorf("acquireTimeout(%v) = %v, want %v", ttl, got, want)
-		}
-	}
+	WithNodeTimeout(time.Second)(s)
+	assert.Equal(t, time.Second, s.nodeTimeout(time.Millisecond))
+	WithNodeTimeout(-1)(s)
+	assert.Equal(t, 100*time.Millisecond, s.nodeTimeout(time.Hour))
 }

@@ -3,77 +3,67 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Watch returns a channel that receives a value after key is released on
-// any node (the holder releases on every node, so the first one wakes the
-// waiter), and the stop function the caller must call when it no longer
-// waits. It subscribes on every node in parallel (see
-// redisstore.Store.Watch; each bounded by ctx and the node's watch timeout)
-// and fails only when no node could be watched; the throttle.Limiter then
-// polls. A wake-up is a hint, not a grant: the release of a contender's
-// partial lock wakes the waiter too, which then simply tries again.
+// any node (a holder releases on all, so the first wakes the waiter), and
+// the stop function to call when done. It fails only when no node could be
+// watched; a throttle.Limiter then polls. A wake-up is a hint, not a grant:
+// a contender's partial lock wakes the waiter too.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if key == "" {
 		return nil, nil, invalid("empty key")
 	}
-	type watch struct {
-		ch   <-chan struct{}
-		stop func()
-	}
-	watches := make([]watch, len(s.nodes))
-	errs := make([]error, len(s.nodes))
-	var wg sync.WaitGroup
+	wake, quit := make(chan struct{}, 1), make(chan struct{})
+	stops, errs := make([]func(), len(s.nodes)), make([]error, len(s.nodes))
+	var subs, fwd sync.WaitGroup
 	for i, node := range s.nodes {
-		wg.Go(func() {
-			ch, stop, err := node.Watch(ctx, key)
-			if err != nil {
-				errs[i] = s.nodeErr(i, err)
-				return
+		subs.Go(func() {
+			var ch <-chan struct{}
+			errs[i] = errors.New("not a store.Notifier")
+			if n, ok := node.(store.Notifier); ok {
+				ch, stops[i], errs[i] = n.Watch(ctx, key)
 			}
-			watches[i] = watch{ch, stop}
-		})
-	}
-	wg.Wait()
-
-	wake := make(chan struct{}, 1)
-	quit := make(chan struct{})
-	var fwd sync.WaitGroup
-	var stops []func()
-	for _, w := range watches {
-		if w.ch == nil {
-			continue
-		}
-		stops = append(stops, w.stop)
-		fwd.Go(func() {
-			for {
-				select {
-				case <-quit:
-					return
-				case _, ok := <-w.ch:
-					if !ok {
-						return
-					}
-					select {
-					case wake <- struct{}{}:
-					default: // a signal is pending already
-					}
-				}
+			if errs[i] == nil {
+				fwd.Go(func() { forward(ch, wake, quit) })
 			}
 		})
 	}
-	if len(stops) == 0 {
-		return nil, nil, errors.Join(append([]error{errNoWatch}, errs...)...)
+	subs.Wait()
+	if !slices.Contains(errs, nil) {
+		return nil, nil, fmt.Errorf("redlock: watch: no node could be watched: %w", errors.Join(errs...))
 	}
-	stop := sync.OnceFunc(func() {
+	return wake, sync.OnceFunc(func() {
 		close(quit)
 		fwd.Wait()
-		for _, st := range stops {
-			st()
+		for i, stop := range stops {
+			if errs[i] == nil {
+				stop()
+			}
 		}
-	})
-	return wake, stop, nil
+	}), nil
 }
 
-var errNoWatch = errors.New("redlock: watch: no node could be watched")
+// forward passes one node's signals on to wake, dropping those that find
+// one pending, until ch or quit closes.
+func forward(ch <-chan struct{}, wake chan<- struct{}, quit <-chan struct{}) {
+	for {
+		select {
+		case <-quit:
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

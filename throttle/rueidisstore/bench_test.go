@@ -11,6 +11,8 @@ import (
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkAdmission measures one admission against a real redis-server
@@ -34,9 +36,7 @@ func BenchmarkAdmission(b *testing.B) {
 	gc := srv.Client(b)
 	rc := newClient(b, srv)
 	l, err := throttle.New(s, throttle.Policy{Name: "bench", Window: 10 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64
 	next := func() string { return strconv.FormatInt(seq.Add(1), 10) }

@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestCluster runs the store on a real three-master Redis Cluster through a
@@ -25,9 +27,7 @@ import (
 func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(client.Close)
 	newStore := func(t *testing.T) *rueidisstore.Store {
 		s := rueidisstore.New(client)
@@ -42,9 +42,7 @@ func TestCluster(t *testing.T) {
 	t.Run("migration-under-load", func(t *testing.T) {
 		s := newStore(t)
 		l, err := throttle.New(s, throttle.Policy{Name: "migrate", Window: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// Ids whose keys share one slot: the hash tag is policy:id, so
 		// find one id and reuse its slot by migrating it while a loop of
 		// distinct-key admissions on it and its duplicates run.
@@ -86,9 +84,7 @@ func TestCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		close(stop)
 		wg.Wait()
-		if admitted.Load() != 0 {
-			t.Fatalf("%d duplicates admitted while the key's slot moved", admitted.Load())
-		}
+		require.EqualValues(t, 0, admitted.Load(), "%d duplicates admitted while the key's slot moved", admitted.Load())
 		if errs.Load() != 0 {
 			t.Logf("%d store errors during the migration (allowed: a request may meet the move)", errs.Load())
 		}

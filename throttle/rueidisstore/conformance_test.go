@@ -9,20 +9,15 @@ import (
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
-// TestConformance runs the shared store suite on one Redis server, once with
-// plain acquisitions as SET NX GET (the default) and once on the pipeline
-// kept for servers before Redis 7.0.
+// TestConformance runs the shared store suite on one Redis server, once for
+// every path of plain acquisitions: the default choice by refusals, SET NX
+// alone, the SET+GET+PTTL pipeline and the acquire script.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, getOnSet := range []bool{true, false} {
-		name := "set-get"
-		if !getOnSet {
-			name = "pipeline"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, path := range []string{"store", "set", "pipeline", "script"} {
+		t.Run(path, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) throttle.Store {
-				s := rueidisstore.New(newClient(t, srv))
-				s.SetGetOnSet(getOnSet)
+				s := rueidisstore.New(newClient(t, srv), rueidisstore.WithPath(path))
 				t.Cleanup(func() { _ = s.Close() })
 				return s
 			})

@@ -8,6 +8,10 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestOutage: with Redis stopped, then killed, every call fails (none
@@ -17,9 +21,7 @@ import (
 func TestOutage(t *testing.T) {
 	s, srv := newStore(t)
 	l, err := throttle.New(s, throttle.Policy{Name: "outage", WhenStoreFails: throttle.FailClosed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, kill := range []bool{false, true} {
 		if kill {
 			srv.Kill(t)
@@ -66,9 +68,7 @@ func TestOutage(t *testing.T) {
 			go func() { done <- call(ctx) }()
 			select {
 			case err := <-done:
-				if err == nil {
-					t.Errorf("%s with Redis down succeeded", name)
-				}
+				assert.NotNil(t, err, "%s with Redis down succeeded", name)
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s with Redis down hangs", name)
 			}
@@ -101,9 +101,7 @@ func TestHungRedis(t *testing.T) {
 	s, srv := newStore(t)
 	l, err := throttle.New(s, throttle.Policy{Name: "hung", Window: time.Hour, Timeout: 100 * time.Millisecond,
 		WhenStoreFails: throttle.FailClosed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx := context.Background()
 	if _, err := l.Admit(ctx, "warm-up"); err != nil {
 		t.Fatal(err)
@@ -116,9 +114,7 @@ func TestHungRedis(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if !errors.Is(err, throttle.ErrStore) {
-			t.Fatalf("admission against a hung Redis: %v, want ErrStore", err)
-		}
+		require.True(t, errors.Is(err, throttle.ErrStore), "admission against a hung Redis: %v, want ErrStore", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("admission against a hung Redis is not bounded by the policy's timeout")
 	}

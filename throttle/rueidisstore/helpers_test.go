@@ -10,15 +10,15 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // newClient returns a rueidis client on srv, closed at the test's end.
 func newClient(t testing.TB, srv *redistest.Server) rueidis.Client {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
-	if err != nil {
-		t.Fatalf("rueidis client on %s: %v", srv.Addr, err)
-	}
+	require.NoError(t, err, "rueidis client on %s", srv.Addr)
 	t.Cleanup(c.Close)
 	return c
 }
@@ -42,12 +42,8 @@ func key(t testing.TB) string {
 func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
-	if err != nil {
-		t.Fatalf("acquire %q: %v", req.Key, err)
-	}
-	if !g.Acquired {
-		t.Fatalf("acquire %q: held, %v remaining", req.Key, g.Remaining)
-	}
+	require.NoError(t, err, "acquire %q", req.Key)
+	require.True(t, g.Acquired, "acquire %q: held, %v remaining", req.Key, g.Remaining)
 	return g
 }
 
@@ -55,8 +51,6 @@ func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
 func numsub(t testing.TB, c *redis.Client, ch string) int64 {
 	t.Helper()
 	m, err := c.PubSubNumSub(context.Background(), ch).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return m[ch]
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestInterop: redisstore (go-redis) and rueidisstore on one server keep
@@ -85,9 +89,7 @@ func TestInterop(t *testing.T) {
 			st := []store.Quota{s, rs}[i%2]
 			wg.Go(func() {
 				d, err := st.AllowN(ctx, k, r, 1)
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
@@ -109,9 +111,7 @@ func TestLimiterModes(t *testing.T) {
 	newLimiter := func(p throttle.Policy) *throttle.Limiter {
 		t.Helper()
 		l, err := throttle.New(s, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return l
 	}
 
@@ -149,15 +149,11 @@ func TestLimiterModes(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 					return nil
 				})
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 			})
 		}
 		wg.Wait()
-		if most.Load() != 1 {
-			t.Fatalf("%d holders at once", most.Load())
-		}
+		require.EqualValues(t, 1, most.Load(), "%d holders at once", most.Load())
 	})
 
 	t.Run("quota", func(t *testing.T) {
@@ -167,18 +163,14 @@ func TestLimiterModes(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				d, err := l.Allow(ctx, "bob")
-				if err != nil {
-					t.Error(err)
-				}
+				assert.Nil(t, err, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if allowed.Load() != 5 {
-			t.Fatalf("%d of 50 allowed by a quota of 5", allowed.Load())
-		}
+		require.EqualValues(t, 5, allowed.Load(), "%d of 50 allowed by a quota of 5", allowed.Load())
 	})
 
 	t.Run("replay", func(t *testing.T) {
@@ -190,15 +182,11 @@ func TestLimiterModes(t *testing.T) {
 		got := make(chan []byte)
 		go func() {
 			_, rec, err := l.Claim(ctx, "order-1") // waits for the record
-			if err != nil {
-				t.Error(err)
-			}
+			assert.Nil(t, err, err)
 			got <- rec
 		}()
 		time.Sleep(20 * time.Millisecond)
-		if err := lease.Record(ctx, []byte("order 1 placed")); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, lease.Record(ctx, []byte("order 1 placed")))
 		if rec := <-got; string(rec) != "order 1 placed" {
 			t.Fatalf("duplicate got %q", rec)
 		}
@@ -216,10 +204,9 @@ func TestQuotaMatchesMemstore(t *testing.T) {
 }
 
 func quotaMatchesMemstore(t *testing.T, r store.Rate) {
-	s, _ := newStore(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s.SetQuotaClock(clock)
+	s, _ := newStore(t, rueidisstore.WithQuotaClock(clock))
 	ms := memstoreWithClock(clock)
 	ctx := context.Background()
 	k := key(t)
@@ -241,34 +228,5 @@ func quotaMatchesMemstore(t *testing.T, r store.Rate) {
 		if rerr != nil && !errors.Is(rerr, store.ErrInvalid) {
 			t.Fatalf("step %d: %v does not match store.ErrInvalid", i, rerr)
 		}
-	}
-}
-
-// TestSyntaxErrorDetection: the check that moves a store to the pipeline
-// recognises Redis's syntax error and nothing else a SET can answer.
-func TestSyntaxErrorDetection(t *testing.T) {
-	_, srv := newStore(t)
-	c := newClient(t, srv)
-	ctx := context.Background()
-	bad := c.Do(ctx, c.B().Arbitrary("SET").Keys("k").Args("v", "NX", "XX").Build()).Error()
-	if !rueidisstore.IsSyntaxError(bad) {
-		t.Fatalf("SET NX XX answered %v, not seen as a syntax error", bad)
-	}
-	if err := c.Do(ctx, c.B().Hset().Key("h").FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	wrong := c.Do(ctx, c.B().Arbitrary("SET").Keys("h").Args("v", "NX", "GET", "PX", "1000").Build()).Error()
-	if wrong == nil || rueidisstore.IsSyntaxError(wrong) {
-		t.Fatalf("SET NX GET on a hash answered %v", wrong)
-	}
-	if rueidisstore.IsSyntaxError(context.DeadlineExceeded) {
-		t.Fatal("a deadline is no syntax error")
-	}
-	// The store stays on SET NX GET on this server.
-	s := rueidisstore.New(c)
-	defer func() { _ = s.Close() }()
-	mustAcquire(t, s, store.Request{Key: key(t), Token: "t", TTL: time.Second})
-	if !s.GetOnSet() {
-		t.Fatal("a Redis 7 server moved the store to the pipeline")
 	}
 }

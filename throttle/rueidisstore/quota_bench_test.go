@@ -15,6 +15,8 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkQuotaPaired measures a Quota decision (Limiter.Allow, one GCRA
@@ -46,9 +48,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	limitersOn := func(opt rueidis.ClientOption) map[string]*throttle.Limiter {
 		opt.InitAddress, opt.DisableCache = []string{srv.Addr}, true
 		c, err := rueidis.NewClient(opt)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		st := rueidisstore.New(c)
 		b.Cleanup(func() { _ = st.Close(); c.Close() })
 		ls := map[string]*throttle.Limiter{}

@@ -13,6 +13,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // sentinelStore returns a store on a rueidis Sentinel client of d.
@@ -23,9 +25,7 @@ func sentinelStore(t *testing.T, d *redistest.Sentinel) *rueidisstore.Store {
 		Sentinel:     rueidis.SentinelOption{MasterSet: redistest.SentinelMaster},
 		DisableCache: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	s := rueidisstore.New(c)
 	t.Cleanup(func() { _ = s.Close() })

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestWatchShares: ten waiters on one key share one subscription; a release
@@ -23,9 +25,7 @@ func TestWatchShares(t *testing.T) {
 	var stops []func()
 	for range 10 {
 		w, stop, err := s.Watch(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		wakes, stops = append(wakes, w), append(stops, stop)
 	}
 	if n := numsub(t, gc, ch); n != 1 {
@@ -54,9 +54,7 @@ func TestWatchShares(t *testing.T) {
 	}
 	// The key can be watched again at once.
 	_, stop, err := s.Watch(ctx, k)
-	if err != nil {
-		t.Fatalf("watch after the last waiter left: %v", err)
-	}
+	require.NoError(t, err, "watch after the last waiter left")
 	stop()
 }
 
@@ -72,9 +70,7 @@ func TestWatchChurn(t *testing.T) {
 		tok := store.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 		w, stop, err := s.Watch(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if out, err := s.Release(ctx, k, tok); err != nil || out != store.OK {
 			t.Fatalf("release: %v, %v", out, err)
 		}
@@ -94,12 +90,8 @@ func TestWatchAfterClose(t *testing.T) {
 	ctx := context.Background()
 	k := key(t)
 	_, stop, err := s.Watch(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	stop()
 	if _, _, err := s.Watch(ctx, k); err == nil {
 		t.Fatal("Watch after Close succeeded")

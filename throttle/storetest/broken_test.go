@@ -5,10 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -206,12 +207,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNaiveStore$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), bugEnv+"="+bug)
 			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("the suite passed a store with bug %q:\n%s", bug, out)
-			}
-			if want := "--- FAIL: TestNaiveStore/" + subtest; !strings.Contains(string(out), want) {
-				t.Fatalf("bug %q: output lacks %q:\n%s", bug, want, out)
-			}
+			require.Error(t, err, "the suite passed a store with bug %q:\n%s", bug, out)
+			require.Contains(t, string(out), "--- FAIL: TestNaiveStore/"+subtest, "bug %q", bug)
 		})
 	}
 }

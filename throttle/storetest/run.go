@@ -1,62 +1,70 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Run runs the conformance suite against the stores that newStore makes,
-// each check as a named subtest (run one with go test -run
-// 'Conformance/release'). newStore is called once per subtest with the
-// subtest's t; it may return the same store every time.
+// Run runs the conformance suite against the stores newStore makes, each
+// check a named subtest (go test -run 'Conformance/release'). newStore gets
+// the subtest's t, for its cleanups; every check uses fresh keys, so it may
+// return one shared store.
 //
 // A store that cannot serve every kind of request (a quorum store has no
-// sound fencing tokens) says so with a method
-//
-//	Refuses(req store.Request) error
-//
-// returning the error its Acquire gives, without a store call, for
-// requests like req (matching store.ErrInvalid), and nil for those it
-// takes. Run then skips the checks that need what it refuses, runs those
-// that only use it in passing without it, and checks the refusal.
-//
-// The checks of an optional interface (store.Notifier, store.Recorder) are
-// skipped for a store that does not implement it.
+// sound fences) says so with a method Refuses(req store.Request) error that
+// returns, without a store call, the error its Acquire gives for requests
+// like req (matching store.ErrInvalid), or nil. Run then skips the checks
+// that need what it refuses and checks the refusal.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := newStore(t)
-			if s == nil {
-				t.Fatal("storetest: newStore returned nil")
-			}
-			if c.needs != nil {
-				if err := refuses(s, *c.needs); err != nil {
-					t.Skipf("%T refuses what this check needs: %v", s, err)
-				}
+			require.NotNil(t, s, "storetest: newStore returned nil")
+			if err := refuses(s, c.needs); err != nil {
+				t.Skipf("%T refuses what this check needs: %v", s, err)
 			}
 			c.run(t, s)
 		})
 	}
 }
 
-type testCase struct {
-	name string
-	run  func(t *testing.T, s store.Store)
-	// needs, when set, is a kind of request the check cannot do without;
-	// it is skipped for a store that refuses it.
-	needs *store.Request
+var none, fenced, reentrant = store.Request{}, store.Request{Fence: true}, store.Request{Reentrant: true}
+
+// cases lists the checks, simple ones first, and the request each needs.
+var cases = []struct {
+	name  string
+	run   func(t *testing.T, s store.Store)
+	needs store.Request
+}{
+	{"acquire-free", testAcquireFree, none},
+	{"acquire-held", testAcquireHeld, none},
+	{"release", testRelease, none},
+	{"extend", testExtend, none},
+	{"expiry", testExpiry, none},
+	{"token-safety", testTokenSafety, none},
+	{"contention", testContention, none},
+	{"fence", testFence, fenced},
+	{"own-token-retry", testOwnTokenRetry, none},
+	{"reentrant", testReentrant, reentrant},
+	{"reentry-ttl", testReentryTTL, reentrant},
+	{"notifier", testNotifier, none},
+	{"cancelled-context", testCancelledContext, none},
+	{"odd-keys", testOddKeys, none},
+	{"refusals", testRefusals, none},
+	{"record", testRecord, none},
+	{"record-others", testRecordOthers, none},
+	{"record-expiry", testRecordExpiry, none},
+	{"record-release", testRecordRelease, none},
+	{"record-notifies", testRecordNotifies, none},
 }
 
-var (
-	fenced    = &store.Request{Fence: true}
-	reentrant = &store.Request{Reentrant: true}
-)
-
-// refuses returns the error s gives for requests like req when s has a
-// Refuses method (see Run), and nil otherwise.
+// refuses returns what s's Refuses method (see Run) says of req, if any.
 func refuses(s store.Store, req store.Request) error {
 	r, ok := s.(interface{ Refuses(store.Request) error })
 	if !ok {
@@ -66,30 +74,62 @@ func refuses(s store.Store, req store.Request) error {
 	return r.Refuses(req)
 }
 
-// fences reports whether s takes fenced requests.
-func fences(s store.Store) bool { return refuses(s, *fenced) == nil }
+func fences(s store.Store) bool { return refuses(s, fenced) == nil }
 
-// cases lists the checks in the order they run. The simple ones come first,
-// so that a broken store fails where the failure is easiest to read.
-var cases = []testCase{
-	{"acquire-free", testAcquireFree, nil},
-	{"acquire-held", testAcquireHeld, nil},
-	{"release", testRelease, nil},
-	{"extend", testExtend, nil},
-	{"expiry", testExpiry, nil},
-	{"token-safety", testTokenSafety, nil},
-	{"contention", testContention, nil},
-	{"fence", testFence, fenced},
-	{"own-token-retry", testOwnTokenRetry, nil},
-	{"reentrant", testReentrant, reentrant},
-	{"reentry-ttl", testReentryTTL, reentrant},
-	{"notifier", testNotifier, nil},
-	{"cancelled-context", testCancelledContext, nil},
-	{"odd-keys", testOddKeys, nil},
-	{"refusals", testRefusals, nil},
-	{"record", testRecord, nil},
-	{"record-others", testRecordOthers, nil},
-	{"record-expiry", testRecordExpiry, nil},
-	{"record-release", testRecordRelease, nil},
-	{"record-notifies", testRecordNotifies, nil},
+const (
+	patience = 3 * time.Second // the most a check waits for an expiry or a notification
+	longTTL  = time.Minute     // the TTL of locks that must not expire during a check
+)
+
+var bg = context.Background()
+
+// newKey returns a fresh key, so that checks sharing a store never meet.
+func newKey(name string) string { return store.Key("storetest", name, store.NewToken()) }
+
+func lock(key, tok string) store.Request { return store.Request{Key: key, Token: tok, TTL: longTTL} }
+
+// acquire fails the test unless the store answers req, granted or not.
+func acquire(t testing.TB, s store.Store, req store.Request, granted bool) store.Grant {
+	t.Helper()
+	g, err := s.Acquire(bg, req)
+	require.NoError(t, err, "Acquire(%q)", req.Key)
+	require.Equal(t, granted, g.Acquired, "Acquire(%+v): %+v", req, g)
+	return g
+}
+
+// mustBeHeld fails the test unless a newcomer is refused key: how long for.
+func mustBeHeld(t testing.TB, s store.Store, key string) time.Duration {
+	t.Helper()
+	return acquire(t, s, lock(key, store.NewToken()), false).Remaining
+}
+
+// mustBeFree fails the test unless a newcomer can take key, and releases it.
+func mustBeFree(t testing.TB, s store.Store, key string) {
+	t.Helper()
+	tok := store.NewToken()
+	acquire(t, s, lock(key, tok), true)
+	mustOutcome(t, "Release by the newcomer", store.OK)(s.Release(bg, key, tok))
+}
+
+// waitFree polls key until a newcomer takes it, and returns its token.
+func waitFree(t testing.TB, s store.Store, key string) string {
+	t.Helper()
+	tok := store.NewToken()
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		g, err := s.Acquire(bg, lock(key, tok))
+		require.NoError(t, err, "Acquire(%q)", key)
+		if g.Acquired {
+			return tok
+		}
+		require.True(t, time.Now().Before(deadline), "key %q still held after %v (%v remaining)", key, patience, g.Remaining)
+	}
+}
+
+// mustOutcome returns a checker of a call's (Outcome, error).
+func mustOutcome(t testing.TB, what string, want store.Outcome) func(store.Outcome, error) {
+	return func(got store.Outcome, err error) {
+		t.Helper()
+		require.NoError(t, err, what)
+		require.Equal(t, want, got, what)
+	}
 }

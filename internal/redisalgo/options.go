@@ -1,0 +1,58 @@
+package redisalgo
+
+import (
+	"cmp"
+	"log/slog"
+	"time"
+)
+
+// Option configures a Store; the public packages document theirs.
+type Option func(*config)
+
+type config struct {
+	fenceTTL, watchTimeout time.Duration
+	log                    *slog.Logger
+	replicas               int
+	ackTimeout             time.Duration
+	now                    func() time.Time // a test clock for quotas
+	path                   string           // see WithPath
+}
+
+// configure applies opts over the defaults (a duration <= 0 means its
+// default): fence counters live a day (at least a second), background calls
+// wait a second, and WAIT 50ms.
+func configure(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	c.fenceTTL, c.watchTimeout = max(cmp.Or(c.fenceTTL, 24*time.Hour), time.Second), cmp.Or(c.watchTimeout, time.Second)
+	c.ackTimeout = duration(millis(cmp.Or(c.ackTimeout, 50*time.Millisecond)))
+	c.log, c.path = cmp.Or(c.log, slog.Default()), cmp.Or(c.path, "store")
+	return c
+}
+
+// WithFenceTTL is redisstore.WithFenceTTL.
+func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = max(d, 0) } }
+
+// WithWatchTimeout is redisstore.WithWatchTimeout.
+func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = max(d, 0) } }
+
+// WithLogger is redisstore.WithLogger.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithReplicaAck is redisstore.WithReplicaAck; the Conn must be a Waiter.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *config) { c.replicas, c.ackTimeout = max(replicas, 0), max(timeout, 0) }
+}
+
+// WithClock makes quotas read now instead of the server's TIME (tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithPath holds plain acquisitions and quota charges on one path (tests):
+// "set" (SET NX alone; quota charges try it first), "pipeline" (SET NX, GET
+// and PTTL), "script", or "store", the default, which chooses by Share.
+func WithPath(p string) Option { return func(c *config) { c.path = p } }
+
+// Logger returns the logger opts configure.
+func Logger(opts ...Option) *slog.Logger { return configure(opts).log }

@@ -1,0 +1,68 @@
+package redisalgo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// AllowN decides a request of cost against the GCRA quota r of key on the
+// server's clock, in one script: gcra_ms.lua, keeping the TAT as the key's
+// expiry, for an interval of whole milliseconds, gcra.lua otherwise. While
+// most charges find no key, such a charge first tries SET key "" NX PX, what
+// the script does to a new key at a third of its server time, and runs the
+// script only when the key exists (BenchmarkQuotaPaired shows it pays).
+func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
+	if key == "" {
+		return store.Decision{}, s.check(key, "-", 1)
+	}
+	if err := r.Check(cost); err != nil {
+		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	t := int64(r.Interval() / time.Microsecond) // the scripts reply in µs
+	sc, interval, args := s.gcraCall(t, r.Burst, cost)
+	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0
+	newKey := int64(cost) * t // the reply for a key without time left
+	if step && (s.cfg.path == "set" || s.cfg.path == "store" && !s.returning.Frequent()) {
+		set, _, _, err := s.conn.SetNX(ctx, key, "", int64(cost)*interval, false)
+		if err != nil {
+			return store.Decision{}, s.fail("quota", err, true)
+		}
+		s.returning.Observe(!set)
+		if set {
+			return decision(newKey, t, int64(r.Burst), int64(cost)), nil
+		}
+	}
+	res, err := s.conn.Eval(ctx, sc, []string{key}, args...)
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("unexpected script reply %v", res)
+	}
+	if err != nil {
+		return store.Decision{}, s.fail("quota", err, true)
+	}
+	if step {
+		s.returning.Observe(res[0] != newKey)
+	}
+	return decision(res[0], t, int64(r.Burst), int64(cost)), nil
+}
+
+// gcraCall returns the script for an interval of t µs, the interval in its
+// unit and its arguments (with the test clock's time, if any).
+func (s *Store) gcraCall(t int64, burst, cost int) (*Script, int64, []string) {
+	sc, interval := gcraScript, t
+	if t%1000 == 0 {
+		sc, interval = gcraMsScript, t/1000
+	}
+	args := []string{strconv.FormatInt(interval, 10), strconv.Itoa(burst), strconv.Itoa(cost)}
+	if s.cfg.now != nil {
+		now := s.cfg.now().UnixMicro()
+		if sc == gcraMsScript {
+			now = s.cfg.now().UnixMilli()
+		}
+		args = append(args, strconv.FormatInt(now, 10))
+	}
+	return sc, interval, args
+}

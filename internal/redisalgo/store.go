@@ -1,0 +1,187 @@
+package redisalgo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Store is a store.Store, store.Notifier, store.Quota and store.Recorder on
+// one Redis deployment, reached through a Conn; it is safe for concurrent use.
+type Store struct {
+	name                string // the public package, in errors and logs
+	conn                Conn
+	fenceMs             string
+	cfg                 config
+	refusals, returning Share // of plain acquisitions, of quota charges
+	watch               watcher
+}
+
+// New returns a Store named name (its package) on conn; it panics when
+// WithReplicaAck is set and conn is no Waiter.
+func New(name string, conn Conn, opts ...Option) *Store {
+	c := configure(opts)
+	if _, ok := conn.(Waiter); c.replicas > 0 && !ok {
+		panic(name + ": WithReplicaAck needs a client that sends WAIT on the connection that wrote " +
+			"(a *redis.Client, standalone or Sentinel), not a Cluster client")
+	}
+	s := &Store{name: name, conn: conn, cfg: c, fenceMs: strconv.FormatInt(millis(c.fenceTTL), 10)}
+	s.watch.init(s)
+	s.checkEviction()
+	return s
+}
+
+// Close stops the store's background goroutines, waiting at most twice the
+// watch timeout; the client stays open and the store keeps serving the rest.
+func (s *Store) Close() error { return s.watch.close() }
+
+// Acquire takes req.Key in one round trip: SET NX PX, pipelined with GET and
+// PTTL while refusals are frequent (else a refusal asks the acquire script),
+// or the acquire script for a fenced or reentrant request.
+func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
+	if err := s.check(req.Key, req.Token, req.TTL); err != nil {
+		return store.Grant{}, err
+	}
+	ms := millis(req.TTL)
+	switch {
+	case s.cfg.replicas > 0:
+		return s.acquireAcked(ctx, req, ms)
+	case req.Fence || req.Reentrant || s.cfg.path == "script":
+		return s.acquireScript(ctx, req, ms, true)
+	}
+	lookup := s.cfg.path == "pipeline" || s.cfg.path == "store" && s.refusals.Frequent()
+	set, holder, pttl, err := s.conn.SetNX(ctx, req.Key, req.Token, ms, lookup)
+	if err != nil {
+		return store.Grant{}, s.fail("acquire", err, true)
+	}
+	s.refusals.Observe(!set)
+	switch {
+	case set:
+		return store.Grant{Acquired: true, TTL: duration(ms), Holds: 1}, nil
+	case !lookup: // the script tells the holder, or takes the key if it expired
+		return s.acquireScript(ctx, req, ms, false)
+	case holder == req.Token && pttl > 0: // a retry of ours (a reply was lost) took it
+		return store.Grant{Acquired: true, TTL: duration(pttl), Holds: 1}, nil
+	}
+	return store.Grant{Remaining: remaining(pttl)}, nil
+}
+
+// acquireArgs returns the acquire script's keys (the counter only when
+// fenced, so that it works while a Cluster slot migrates) and arguments.
+func (s *Store) acquireArgs(req store.Request, ms int64) ([]string, []string) {
+	keys := []string{req.Key}
+	if req.Fence {
+		keys = append(keys, store.FenceKey(req.Key))
+	}
+	return keys, []string{req.Token, strconv.FormatInt(ms, 10), flag(req.Fence), flag(req.Reentrant), s.fenceMs}
+}
+
+// acquireScript runs the acquire script; after a refused SET (not first) the
+// key may be ours already, and an error is never marked not applied.
+func (s *Store) acquireScript(ctx context.Context, req store.Request, ms int64, first bool) (store.Grant, error) {
+	keys, args := s.acquireArgs(req, ms)
+	res, err := s.conn.Eval(ctx, acquireScript, keys, args...)
+	if err != nil {
+		return store.Grant{}, s.fail("acquire", err, first)
+	}
+	return s.grant(res)
+}
+
+// grant decodes the acquire script's reply (see acquire.lua).
+func (s *Store) grant(res []int64) (store.Grant, error) {
+	switch {
+	case len(res) != 4:
+		return store.Grant{}, fmt.Errorf("%s: acquire: unexpected script reply %v", s.name, res)
+	case res[0] != 1:
+		return store.Grant{Remaining: remaining(res[1])}, nil
+	}
+	return store.Grant{Acquired: true, TTL: duration(res[3]), Fence: res[1], Holds: int(res[2])}, nil
+}
+
+// Release frees key and its record if token holds it, and publishes on
+// key+":released", in one script.
+func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
+	if err := s.check(key, token, 1); err != nil {
+		return 0, err
+	}
+	res, err := s.conn.Eval(ctx, releaseScript, []string{key, store.RecordKey(key)}, token, channel(key))
+	if m := fmt.Sprint(err); strings.HasPrefix(m, "TRYAGAIN") || strings.HasPrefix(m, "ASK ") {
+		res, err = s.releaseMoving(ctx, key, token, err)
+	}
+	return s.result("release", res, err)
+}
+
+// releaseMoving releases a lock whose Cluster slot migrates, its record maybe
+// on the other node (TRYAGAIN, ASK): without a record the lock alone is the
+// same step (only the holder records); with one, nothing is released.
+func (s *Store) releaseMoving(ctx context.Context, key, token string, moving error) ([]int64, error) {
+	_, found, err := s.conn.Get(ctx, store.RecordKey(key))
+	switch {
+	case err != nil:
+		return nil, err
+	case found:
+		return nil, fmt.Errorf("the lock and its record are on different nodes while their Cluster slot "+
+			"migrates, and cannot be released together before it ends; nothing was released: %w", moving)
+	}
+	return s.conn.Eval(ctx, releaseScript, []string{key}, token, channel(key))
+}
+
+// Extend sets key's TTL if token holds it (raising a reentrant key's only).
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
+	if err := s.check(key, token, ttl); err != nil {
+		return 0, err
+	}
+	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
+	return s.result("extend", res, err)
+}
+
+// Record stores rec as key's record if token holds key, expiring with the
+// lock (PEXPIRETIME, Redis 7.0), and wakes the key's watchers, in one script.
+func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
+	if err := s.check(key, token, 1); err != nil {
+		return 0, err
+	}
+	res, err := s.conn.Eval(ctx, recordScript, []string{key, store.RecordKey(key)}, token, string(rec), channel(key))
+	return s.result("record", res, err)
+}
+
+// Recorded returns key's record with one GET.
+func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) {
+	if key == "" {
+		return nil, false, s.check(key, "-", 1)
+	}
+	rec, found, err := s.conn.Get(ctx, store.RecordKey(key))
+	if err != nil {
+		return nil, false, s.fail("recorded", err, true)
+	}
+	return rec, found, nil
+}
+
+func (s *Store) result(op string, res []int64, err error) (store.Outcome, error) {
+	if err != nil {
+		return 0, s.fail(op, err, true)
+	}
+	if len(res) == 1 {
+		if out, ok := outcome(res[0], op == "release"); ok {
+			return out, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: %s: unexpected script reply %v", s.name, op, res)
+}
+
+// fail wraps an error of a call, marking those that surely changed nothing
+// (when mark) with store.ErrNotApplied: the Limiter then frees nothing.
+func (s *Store) fail(op string, err error, mark bool) error {
+	if mark && s.conn.Unsent(err) {
+		return fmt.Errorf("%s: %s: %w: %w", s.name, op, store.ErrNotApplied, err)
+	}
+	return fmt.Errorf("%s: %s: %w", s.name, op, err)
+}
+
+func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
+
+func channel(key string) string { return key + ":released" }

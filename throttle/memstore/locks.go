@@ -1,0 +1,263 @@
+package memstore
+
+import (
+	"math"
+	"math/bits"
+	"time"
+)
+
+// locks is a shard's locks, laid out for speed and memory because every
+// request touches them (BenchmarkAcquireSteady, BenchmarkAcquireRelease and
+// BenchmarkMemoryPerKey measure it against plain maps, as table). A lock is
+// appended, when its expiry is set, to the ring of its TTL class (TTLs within
+// a factor of two), so that a ring's head is about the next to expire and
+// expired locks are removed from the heads instead of searched for. An
+// open-addressing index of 8-byte slots (a key's 32-bit tag and the place of
+// its lock) finds a key's lock without scanning pointers for the garbage
+// collector. A lock released or moved leaves a cleared entry in its ring.
+type locks struct {
+	bounds
+	index  []uint64 // tag<<32 | ref; 0 when empty (a tag is never 0)
+	shift  uint     // 32 - log2(len(index)): a tag's home slot is tag >> shift
+	rings  []ring   // one per TTL class in use
+	onDrop func(key string, l lock)
+}
+
+// entry is one lock in a ring; key is "" once it was cleared.
+type entry struct {
+	key string
+	l   lock
+	tag uint32
+}
+
+// ring is the FIFO of one TTL class: the entry of seq is at seq % len(buf).
+type ring struct {
+	class      int
+	head, tail uint32
+	buf        []entry
+}
+
+// ref is where an entry is: its ring in the top 6 bits (fewer than 64 TTL
+// classes), its sequence number modulo 2^26 (a ring's most entries) below.
+type ref uint32
+
+const (
+	seqBits        = 26
+	minRing        = 8
+	reclaimPerPush = 2 // more than one, so that rings shrink after a burst
+)
+
+func refOf(ring int, seq uint32) ref  { return ref(ring)<<seqBits | ref(seq&(1<<seqBits-1)) }
+func (r ref) ring() int               { return int(r >> seqBits) }
+func (r ref) seq() uint32             { return uint32(r) & (1<<seqBits - 1) }
+func slotOf(tag uint32, r ref) uint64 { return uint64(tag)<<32 | uint64(r) }
+
+// tagOf returns the tag of a key of hash h: its high half, never 0.
+func tagOf(h uint64) uint32 { return uint32(h>>32) | 1 }
+
+func (g *ring) at(seq uint32) *entry { return &g.buf[seq&uint32(len(g.buf)-1)] }
+
+// push appends e and returns its sequence number, or false when the ring
+// holds as many entries as a ref can tell apart.
+func (g *ring) push(e entry) (uint32, bool) {
+	if int(g.tail-g.head) == len(g.buf) {
+		n := max(2*len(g.buf), minRing)
+		if n > 1<<seqBits {
+			return 0, false
+		}
+		buf := make([]entry, n)
+		for s := g.head; s != g.tail; s++ {
+			buf[s&uint32(n-1)] = *g.at(s)
+		}
+		g.buf = buf
+	}
+	*g.at(g.tail) = e
+	g.tail++
+	return g.tail - 1, true
+}
+
+func (t *locks) entry(r ref) *entry  { return t.rings[r.ring()].at(r.seq()) }
+func (t *locks) at(i int) *entry     { return t.entry(ref(t.index[i])) }
+func (t *locks) home(tag uint32) int { return int(tag >> t.shift) }
+
+// get returns key's lock and index slot when it has not expired at now,
+// removing it when it has. The slot is good until a lock is added or removed.
+func (t *locks) get(key string, tag uint32, now time.Duration) (lock, int, bool) {
+	for i := t.home(tag); t.index[i] != 0; i = (i + 1) & (len(t.index) - 1) {
+		if s := t.index[i]; uint32(s>>32) == tag && t.entry(ref(s)).key == key {
+			if l := t.entry(ref(s)).l; l.expires > now {
+				return l, i, true
+			}
+			t.remove(i, true)
+			break
+		}
+	}
+	return lock{}, 0, false
+}
+
+// add stores l, ttl from now, as the lock of key, which has none, or reports
+// false when the ring of ttl's class is full.
+func (t *locks) add(key string, tag uint32, l lock, ttl time.Duration) bool {
+	r, ok := t.push(entry{key: key, tag: tag, l: l}, ttl)
+	if !ok {
+		return false
+	}
+	if 4*(t.used+1) > 3*int64(len(t.index)) {
+		t.grow()
+	}
+	t.place(slotOf(tag, r))
+	t.count(l.pol, 1)
+	t.floor = min(t.floor, l.expires)
+	return true
+}
+
+func (t *locks) push(e entry, ttl time.Duration) (ref, bool) {
+	c := bits.Len64(uint64(ttl))
+	k := 0
+	for k < len(t.rings) && t.rings[k].class != c {
+		k++
+	}
+	if k == len(t.rings) {
+		t.rings = append(t.rings, ring{class: c})
+	}
+	seq, ok := t.rings[k].push(e)
+	return refOf(k, seq), ok
+}
+
+// place puts slot s in the first free slot from its home.
+func (t *locks) place(s uint64) {
+	i := t.home(uint32(s >> 32))
+	for t.index[i] != 0 {
+		i = (i + 1) & (len(t.index) - 1)
+	}
+	t.index[i] = s
+}
+
+// grow doubles the index and places every slot again by its tag.
+func (t *locks) grow() {
+	old := t.index
+	size := max(2*len(old), minRing)
+	t.index = make([]uint64, size)
+	t.shift = uint(32 - bits.TrailingZeros(uint(size)))
+	for _, s := range old {
+		if s != 0 {
+			t.place(s)
+		}
+	}
+}
+
+// update gives the lock of slot i the value l. A new expiry moves it to the
+// tail of its TTL class's ring, after a reclaim, to keep the rings in order.
+func (t *locks) update(i int, l lock, now time.Duration) {
+	e := t.at(i)
+	if e.l.expires == l.expires {
+		e.l = l
+		return
+	}
+	key, tag, old := e.key, e.tag, ref(t.index[i])
+	t.reclaim(now) // removes expired locks only: key's stays, maybe in another slot
+	i = t.slotOfRef(tag, old)
+	r, ok := t.push(entry{key: key, tag: tag, l: l}, l.expires-now)
+	if !ok {
+		t.entry(old).l = l // push may have grown the ring: look again
+		return
+	}
+	t.index[i] = slotOf(tag, r)
+	*t.entry(old) = entry{}
+	t.rings[old.ring()].trim()
+	t.floor = min(t.floor, l.expires)
+}
+
+// remove drops the lock of slot i, calling onDrop when it expired. Its entry
+// is cleared, so that it keeps no strings alive.
+func (t *locks) remove(i int, expired bool) {
+	r := ref(t.index[i])
+	e := *t.entry(r)
+	*t.entry(r) = entry{}
+	t.count(e.l.pol, -1)
+	t.unlink(i)
+	if expired && t.onDrop != nil {
+		t.onDrop(e.key, e.l)
+	}
+}
+
+// release removes the lock of slot i, freed by its holder, and gives back
+// the cleared entries at its ring's ends.
+func (t *locks) release(i int) {
+	r := ref(t.index[i])
+	t.remove(i, false)
+	t.rings[r.ring()].trim()
+}
+
+// trim gives back the cleared entries at the ring's head and tail.
+func (g *ring) trim() {
+	for g.head != g.tail && g.at(g.head).key == "" {
+		g.head++
+	}
+	for g.tail != g.head && g.at(g.tail-1).key == "" {
+		g.tail--
+	}
+}
+
+// slotOfRef returns the index slot that refers to r, a live entry of tag.
+func (t *locks) slotOfRef(tag uint32, r ref) int {
+	i := t.home(tag)
+	for t.index[i] != slotOf(tag, r) {
+		i = (i + 1) & (len(t.index) - 1)
+	}
+	return i
+}
+
+// unlink empties slot i and moves back the slots after it in its run whose
+// home is not between i and them, so that no tombstones are needed.
+func (t *locks) unlink(i int) {
+	mask := len(t.index) - 1
+	for j := (i + 1) & mask; t.index[j] != 0; j = (j + 1) & mask {
+		if home := t.home(uint32(t.index[j] >> 32)); (j-home)&mask >= (j-i)&mask {
+			t.index[i] = t.index[j]
+			i = j
+		}
+	}
+	t.index[i] = 0
+}
+
+// reclaim lets up to reclaimPerPush entries leave the head of each ring:
+// cleared ones, and expired locks, which it removes.
+func (t *locks) reclaim(now time.Duration) {
+	for k := range t.rings {
+		g := &t.rings[k]
+		for n := 0; n < reclaimPerPush && g.head != g.tail; n++ {
+			if e := g.at(g.head); e.key != "" {
+				if e.l.expires > now {
+					break
+				}
+				t.remove(t.slotOfRef(e.tag, refOf(k, g.head)), true)
+			}
+			g.head++
+		}
+	}
+}
+
+// room reports whether a new lock of policy p fits, after a reclaim and,
+// when that is not enough and some may have expired, a sweep of all locks.
+func (t *locks) room(p uint16, now time.Duration) bool {
+	t.reclaim(now)
+	if t.fits(p, 1) || now < t.floor {
+		return t.fits(p, 1)
+	}
+	t.floor = math.MaxInt64
+	for k := range t.rings {
+		g := &t.rings[k]
+		for seq := g.head; seq != g.tail; seq++ {
+			switch e := g.at(seq); {
+			case e.key == "":
+			case e.l.expires <= now:
+				t.remove(t.slotOfRef(e.tag, refOf(k, seq)), true)
+			default:
+				t.floor = min(t.floor, e.l.expires)
+			}
+		}
+		g.trim()
+	}
+	return t.fits(p, 1)
+}

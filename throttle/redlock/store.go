@@ -1,0 +1,203 @@
+package redlock
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Store is a store.Store and store.Notifier that holds each lock on a
+// quorum of independent Redis masters. It is safe for concurrent use.
+type Store struct {
+	nodes         []store.Store
+	timeout       time.Duration  // WithNodeTimeout's value, 0 for the automatic rule
+	mu            sync.RWMutex   // orders bg.Add before Close's Wait
+	bg            sync.WaitGroup // the node calls that outlive a decision
+	closed, owned bool           // owned: New made the nodes, for Close to close
+}
+
+// ErrNoQuorum is matched by the error of a call that no quorum decided in
+// time: too few nodes answered (the message says why each failed), or a
+// quorum answered after the validity ran out. The error also matches
+// store.ErrNotApplied when the call surely changed nothing (every failed node
+// refused the connection), and the caller's context error if that ended.
+var ErrNoQuorum = errors.New("redlock: no quorum")
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithNodeTimeout sets how long a call waits for each node, instead of a
+// tenth of the TTL, at most 100 ms (100 ms for Release). Raise it when
+// bursts of calls queue for the clients' connections longer than that, but
+// keep it well below the shortest TTL: a quorum's time is lost from the
+// lock's validity. d <= 0 restores the automatic rule.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(s *Store) { s.timeout = max(d, 0) }
+}
+
+// New returns a Store over clients, one per independent Redis master, each
+// used through a redisstore.Store that Close closes (the clients stay
+// open). It refuses, with store.ErrInvalid, fewer than three clients, a nil
+// client, a *redis.Ring (its shards are not one master) and two clients of
+// one address, whose lock would count twice.
+func New(clients []redis.UniversalClient, opts ...Option) (*Store, error) {
+	names := make([]string, len(clients))
+	for i, c := range clients {
+		switch c := c.(type) {
+		case *redis.Ring:
+			return nil, invalid("node %d is a *redis.Ring, whose shards are not one master", i)
+		case *redis.Client:
+			names[i] = c.Options().Addr
+		case redis.UniversalClient: // not nil
+			names[i] = fmt.Sprintf("%p", c)
+		}
+	}
+	s, err := build(make([]store.Store, len(clients)), names, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range clients {
+		s.nodes[i] = redisstore.New(c)
+	}
+	s.owned = true
+	return s, nil
+}
+
+// NewOnStores returns a Store over stores, one per independent master, such
+// as rueidisstore stores (whose clients pipeline the concurrent calls to a
+// node) or redisstore stores made with options. The rules of New apply.
+// Close leaves the stores open.
+func NewOnStores(stores []store.Store, opts ...Option) (*Store, error) {
+	names := make([]string, len(stores))
+	for i, st := range stores {
+		if st != nil {
+			names[i] = fmt.Sprintf("%p", st)
+		}
+	}
+	return build(slices.Clone(stores), names, opts)
+}
+
+// build returns a Store over nodes, named by names for its checks: at least
+// three nodes, none nil (no name), and no two of one name.
+func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
+	if len(names) < 3 {
+		return nil, invalid("%d nodes: Redlock needs at least 3 independent masters", len(names))
+	}
+	for i, name := range names {
+		if name == "" {
+			return nil, invalid("node %d is nil", i)
+		}
+		if j := slices.Index(names[:i], name); j >= 0 {
+			return nil, invalid("nodes %d and %d are the same (%s)", j, i, name)
+		}
+	}
+	s := &Store{nodes: nodes}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Close waits for the node calls still running in the background (each
+// bounded by its node timeout) and closes the stores New made. It is
+// idempotent; the Store keeps serving calls after it.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	owned := s.owned
+	s.owned = false
+	s.mu.Unlock()
+	s.bg.Wait()
+	var errs []error
+	for _, n := range s.nodes {
+		if c, ok := n.(io.Closer); ok && owned {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// spawn runs f on a goroutine that Close waits for, unless Close was called.
+func (s *Store) spawn(f func()) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		go f()
+		return
+	}
+	s.bg.Go(f)
+}
+
+// nodeTimeout is a tenth of ttl, from 1 ms to 100 ms (a Limiter's default
+// Policy.Timeout), which a Release (ttl 0) gets too.
+func (s *Store) nodeTimeout(ttl time.Duration) time.Duration {
+	if s.timeout > 0 {
+		return s.timeout
+	}
+	return min(max(cmp.Or(ttl, time.Second)/10, time.Millisecond), 100*time.Millisecond)
+}
+
+// Refuses returns the error, matching store.ErrInvalid, that Acquire gives
+// for req without asking a node, or nil. Fencing tokens and reentrancy are
+// refused (see the package documentation), so that throttle.New rejects a
+// policy asking for them instead of failing each of its requests.
+func (s *Store) Refuses(req store.Request) error {
+	switch {
+	case req.Fence:
+		return invalid("fencing tokens refused: no number from independent nodes strictly increases across holders")
+	case req.Reentrant:
+		return invalid("reentrant requests refused: hold counts on several nodes drift apart")
+	}
+	return checkArgs(req.Key, req.Token, req.TTL)
+}
+
+func checkArgs(key, token string, ttl time.Duration) error {
+	switch {
+	case key == "" || token == "":
+		return invalid("empty key or token")
+	case token == ":fence": // redisstore's field for a fence
+		return invalid("token %q is reserved", token)
+	case ttl <= 0:
+		return invalid("ttl %v is not positive", ttl)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: redlock: "+format, append([]any{store.ErrInvalid}, args...)...)
+}
+
+// notApplied is the error of a call that ctx ended before it was sent.
+func notApplied(op string, err error) error {
+	return fmt.Errorf("redlock: %s: %w: %w", op, store.ErrNotApplied, err)
+}
+
+// noQuorum is the error of a call that the answers in t cannot decide.
+func noQuorum(op string, t *tally, cause error) error {
+	err := fmt.Errorf("%w: %s: %d of %d nodes answered, a decision needs %d",
+		ErrNoQuorum, op, t.answered(), t.n, t.quorum)
+	for i, e := range t.errs {
+		if e != nil {
+			err = fmt.Errorf("%w; node %d: %v", err, i, e)
+		}
+	}
+	if t.ours == 0 && !slices.ContainsFunc(t.errs, applied) {
+		err = fmt.Errorf("%w (%w)", err, store.ErrNotApplied)
+	}
+	if cause != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
+
+// applied reports whether a node's error may hide a change.
+func applied(err error) bool { return err != nil && !errors.Is(err, store.ErrNotApplied) }
