@@ -14,7 +14,7 @@ import (
 // A single-instance service guards form submissions with an in-memory store:
 // the second submission of user 42 within the window is turned away.
 func Example() {
-	limiter, err := throttle.New(memstore.New(), throttle.Policy{Name: "submit", Window: 5 * time.Second})
+	limiter, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit", TTL: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}

@@ -84,13 +84,13 @@ func TestFloodOfOnePolicy(t *testing.T) {
 // away, and "submit" still turns away the duplicates of the keys it holds.
 func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
 	s := New(WithMaxKeys(1000))
-	limiter := func(p throttle.Policy) *throttle.Limiter {
-		l, err := throttle.New(s, p)
+	limiter := func(p throttle.LockConfig) *throttle.Lock {
+		l, err := throttle.NewLock(s, p)
 		require.NoError(t, err)
 		return l
 	}
 	// The flood's fail-opens are logged: not into the test's output.
-	submit := limiter(throttle.Policy{Name: "submit", Window: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	submit := limiter(throttle.LockConfig{Name: "submit", TTL: time.Minute, Options: throttle.Options{Logger: slog.New(slog.DiscardHandler)}})
 	for i := range 5000 {
 		lease, err := submit.Admit(bg, "flood-"+strconv.Itoa(i))
 		require.NoError(t, err, "the flood fails open on its own policy")
@@ -98,10 +98,10 @@ func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
 	}
 	require.Positive(t, submit.Stats().FailedOpen, "the flood never filled its share: the test proves nothing")
 
-	for _, l := range []*throttle.Limiter{
-		limiter(throttle.Policy{Name: "orders", Window: time.Minute}),
-		limiter(throttle.Policy{Name: "jobs", Mode: throttle.Exclusive, Fence: true}),
-		limiter(throttle.Policy{Name: "password-reset", Mode: throttle.Cooldown, Window: time.Minute}),
+	for _, l := range []*throttle.Lock{
+		limiter(throttle.LockConfig{Name: "orders", TTL: time.Minute}),
+		limiter(throttle.LockConfig{Name: "jobs", Mode: throttle.Exclusive, Fence: true}),
+		limiter(throttle.LockConfig{Name: "password-reset", Mode: throttle.Cooldown, TTL: time.Minute}),
 	} {
 		for i := range 20 {
 			id := "user-" + strconv.Itoa(i)
@@ -128,7 +128,7 @@ func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
 // each key's fences still only increase across re-acquisitions.
 func TestFenceCountersNeverFillTheStore(t *testing.T) {
 	s := New(WithMaxKeys(64))
-	l, err := throttle.New(s, throttle.Policy{Name: "jobs", Mode: throttle.Exclusive, Fence: true})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "jobs", Mode: throttle.Exclusive, Fence: true})
 	require.NoError(t, err)
 	last := map[string]int64{}
 	for round := range 3 {

@@ -46,7 +46,7 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 
 func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 	s := New(WithMaxKeys(1))
-	l, err := throttle.New(s, throttle.Policy{Name: "full", WhenStoreFails: throttle.FailClosed})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "full", Options: throttle.Options{WhenStoreFails: throttle.FailClosed}})
 	require.NoError(t, err)
 	_, err = l.Acquire(bg, "a")
 	require.NoError(t, err)
@@ -101,11 +101,11 @@ func (w *logBuffer) String() string {
 // "held0".."held15" admitted and their leases, and the log it writes to.
 // (With the default share the policy's half is full after 8 keys: the same
 // answers for it, see TestFloodOfOnePolicy.)
-func fullLimiter(t *testing.T, p throttle.Policy) (*throttle.Limiter, []*throttle.Lease, *logBuffer) {
+func fullLimiter(t *testing.T, p throttle.LockConfig) (*throttle.Lock, []*throttle.Lease, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	l, err := throttle.New(New(WithMaxKeys(16), WithPolicyShare(1)), p)
+	l, err := throttle.NewLock(New(WithMaxKeys(16), WithPolicyShare(1)), p)
 	require.NoError(t, err)
 	var leases []*throttle.Lease
 	for i := range 16 {
@@ -124,7 +124,7 @@ func fullLimiter(t *testing.T, p throttle.Policy) (*throttle.Limiter, []*throttl
 
 // flood admits 100 distinct ids that do not fit, as an attacker would send,
 // and checks each answer with check.
-func flood(t *testing.T, l *throttle.Limiter, check func(*throttle.Lease, error) bool) {
+func flood(t *testing.T, l *throttle.Lock, check func(*throttle.Lease, error) bool) {
 	t.Helper()
 	for i := range 100 {
 		lease, err := l.Admit(bg, "flood"+strconv.Itoa(i))
@@ -136,7 +136,7 @@ func flood(t *testing.T, l *throttle.Limiter, check func(*throttle.Lease, error)
 }
 
 // stillHeld checks that every held key still turns its duplicates away.
-func stillHeld(t *testing.T, l *throttle.Limiter) {
+func stillHeld(t *testing.T, l *throttle.Lock) {
 	t.Helper()
 	for i := range 16 {
 		lease, err := l.Admit(bg, "held"+strconv.Itoa(i))
@@ -151,7 +151,7 @@ func stillHeld(t *testing.T, l *throttle.Limiter) {
 func TestFullStoreFailsOpenByDefault(t *testing.T) {
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown} {
 		t.Run(mode.String(), func(t *testing.T) {
-			l, _, logs := fullLimiter(t, throttle.Policy{Name: "submit", Mode: mode, Window: time.Minute})
+			l, _, logs := fullLimiter(t, throttle.LockConfig{Name: "submit", Mode: mode, TTL: time.Minute})
 			flood(t, l, func(lease *throttle.Lease, err error) bool { return lease == nil && err == nil })
 			s := l.Stats()
 			require.Equal(t, uint64(100), s.FailedOpen, "%+v", s)
@@ -166,7 +166,7 @@ func TestFullStoreFailsOpenByDefault(t *testing.T) {
 // TestFullStoreFailsClosedForExclusive: for Exclusive, the default
 // WhenStoreFails turns the request away with a store error.
 func TestFullStoreFailsClosedForExclusive(t *testing.T) {
-	l, _, _ := fullLimiter(t, throttle.Policy{Name: "sync", Mode: throttle.Exclusive})
+	l, _, _ := fullLimiter(t, throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive})
 	flood(t, l, func(lease *throttle.Lease, err error) bool {
 		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, ErrFull)
 	})
@@ -179,8 +179,7 @@ func TestFullStoreFailsClosedForExclusive(t *testing.T) {
 // TestFullStoreFailsOver: under FailOver a full store hands the request to
 // the fallback store, which grants it, and the held keys stay held.
 func TestFullStoreFailsOver(t *testing.T) {
-	l, _, _ := fullLimiter(t, throttle.Policy{Name: "submit", Window: time.Minute,
-		WhenStoreFails: throttle.FailOver, Fallback: New()})
+	l, _, _ := fullLimiter(t, throttle.LockConfig{Name: "submit", TTL: time.Minute, Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: New()}})
 	flood(t, l, func(lease *throttle.Lease, err error) bool { return lease != nil && err == nil })
 	s := l.Stats()
 	require.Zero(t, s.FailedOpen, "%+v", s)

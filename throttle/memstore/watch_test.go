@@ -66,7 +66,7 @@ func TestWatchCancelled(t *testing.T) {
 
 func TestLimiterWaitIsWokenByRelease(t *testing.T) {
 	s := New()
-	l, err := throttle.New(s, throttle.Policy{Name: "wait", Wait: time.Minute,
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "wait", Wait: time.Minute,
 		Backoff: func(int) time.Duration { return time.Hour }})
 	require.NoError(t, err)
 	first, err := l.Acquire(bg, "id")
