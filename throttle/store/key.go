@@ -23,8 +23,8 @@ const MaxComponent = 64
 //
 // The braces are a Redis Cluster hash tag: the lock key and its siblings (the
 // fencing counter, see FenceKey) hash to one slot, so one script can touch
-// them all. prefix is not escaped: it must not contain '{' or '}' (throttle.New
-// checks it).
+// them all. prefix is not escaped: it must not contain '{' or '}' (the
+// throttle constructors check it).
 //
 // To key on several values, join them first with keyfuncs.Join or JoinID,
 // which escape each part.
