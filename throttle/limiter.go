@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-throttle/throttle/throttle/internal/seq"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -35,6 +37,11 @@ type limiter struct {
 	// are store.InMemory (asked once in New, not with a type assertion per
 	// call): calls to them need no Options.Timeout bound.
 	storeLocal, fallbackLocal bool
+	// processTokens says that the keys are held only in this process's
+	// memory (an in-memory store, no FailOver), so that a token unique in
+	// this process will do: a counter, shorter and cheaper to make than
+	// store.NewToken's.
+	processTokens bool
 
 	health  health
 	logs    logGates
@@ -89,6 +96,7 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	l.recorder, _ = st.(store.Recorder)
 	_, l.storeLocal = st.(store.InMemory)
 	_, l.fallbackLocal = p.Fallback.(store.InMemory)
+	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
 	return l, nil
 }
 
@@ -168,7 +176,11 @@ func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 	var buf [keyTokenBuf]byte
 	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
 	n := len(b)
-	if req.Token == "" {
+	switch {
+	case req.Token != "":
+	case l.processTokens:
+		b = seq.Append(b, localTokens.Add(1))
+	default:
 		b = store.AppendToken(b)
 	}
 	kt := string(b)
@@ -179,12 +191,21 @@ func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 	return req
 }
 
+// localTokens numbers the tokens of keys that only this process's memory
+// holds (see limiter.processTokens).
+var localTokens atomic.Uint64
+
 // acquire is Acquire for ttl.
 func (l *limiter) acquire(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
 	req := l.request(ctx, id, ttl)
 	// The first try is sent now, which is also when the wait (if any)
-	// starts: one clock reading for both.
-	sent := monoNow()
+	// starts: one clock reading for both. An in-memory store decides on
+	// this machine's clock during the call, so a lease from it is dated
+	// when granted (see granted), and a refusal needs no reading at all.
+	var sent int64
+	if !l.processTokens || l.p.Wait > 0 || l.p.Observer != nil {
+		sent = monoNow()
+	}
 	lease, remaining, err := l.tryAt(ctx, req, sent)
 	if lease != nil || err != nil {
 		return lease, err
@@ -340,6 +361,9 @@ func (l *limiter) granted(ctx context.Context, fallback bool, mirror Store, req 
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
 		return nil, g.Remaining, nil
+	}
+	if sent == 0 {
+		sent = monoNow()
 	}
 	lease := newLease(l, fallback, req, g, sent)
 	lease.mirrored = mirror != nil

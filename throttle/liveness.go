@@ -174,12 +174,12 @@ func (l *limiter) watch(ctx context.Context, st Store) (context.Context, *storeC
 // whose load limit counts from then: loadWaits × Options.Timeout, or
 // patience when that is longer.
 func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
-	local, lv := l.storeLocal, l.live
-	if st != l.store {
-		local, lv = l.fallbackLocal, l.fallbackLive
-	}
-	if local {
+	if l.local(st) {
 		return ctx, nil // in this process: it cannot hang
+	}
+	lv := l.live
+	if st != l.store {
+		lv = l.fallbackLive
 	}
 	c := &storeCall{lv: lv, timeout: l.p.Timeout, start: monoNow()}
 	c.Context, c.cancel = context.WithCancelCause(ctx)
@@ -190,6 +190,15 @@ func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patienc
 	c.limit = first + max(loadWaits*int64(c.timeout), int64(patience))
 	c.arm(c.timeout / 2)
 	return c, c
+}
+
+// local reports whether st, the store or the Fallback, is in this
+// process's memory.
+func (l *limiter) local(st Store) bool {
+	if st == l.store {
+		return l.storeLocal
+	}
+	return l.fallbackLocal
 }
 
 // detach is watch for a call that must run even when the caller gave up
@@ -343,6 +352,9 @@ var errRetry = errors.New("the reply came too late: send the call again")
 // for a store that answers: a record of a Replay response waits as long as
 // its key is held, since its duplicates wait for it.
 func (l *limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
+	if l.local(st) {
+		return f(ctx) // in this process: it cannot hang
+	}
 	first := monoNow()
 	for {
 		cctx, c := l.watchSince(ctx, st, first, patience)
