@@ -42,6 +42,10 @@ type limiter struct {
 	// this process will do: a counter, shorter and cheaper to make than
 	// store.NewToken's.
 	processTokens bool
+	// leaseless says that Lock.Hold needs no Lease: the keys are held in
+	// this process's memory and given back only early, with no Observer to
+	// time the hold.
+	leaseless bool
 
 	health  health
 	logs    logGates
@@ -97,6 +101,8 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	_, l.storeLocal = st.(store.InMemory)
 	_, l.fallbackLocal = p.Fallback.(store.InMemory)
 	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
+	l.leaseless = l.processTokens && (p.Mode == Dedupe || p.Mode == Cooldown) && !p.Fence && !p.Reentrant &&
+		p.Wait <= 0 && p.Observer == nil
 	return l, nil
 }
 

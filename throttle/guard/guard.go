@@ -41,6 +41,10 @@ type Guard struct {
 	// quotaFields caches the RateLimit values of a Quota policy's
 	// decisions (nil for other modes): see cache.go.
 	quotaFields *quotaFields
+	// holds says that a lock's requests hold their keys with Lock.Hold:
+	// they only ever give them back early (Dedupe and Cooldown, without
+	// Fence, Reentrant or an Observer that times holds).
+	holds bool
 	// cost and fingerprint are the policy's per-request functions, nil
 	// when it uses none.
 	cost        func(*http.Request) (int, error)
@@ -112,6 +116,7 @@ func Lock(l *throttle.Lock, opts ...Option) *Guard {
 	}
 	c := l.Config()
 	g := &Guard{lock: l, p: policy{name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant}}
+	g.holds = c.Mode != throttle.Exclusive && !c.Fence && !c.Reentrant && c.Observer == nil
 	return g.init(c.Options, opts)
 }
 
@@ -198,14 +203,13 @@ func (g *Guard) begin(ctx context.Context, id string, cost int, fingerprint stri
 		ctx, t, rej := g.beginReplay(ctx, id, fingerprint)
 		return ctx, t, rej, false
 	}
+	if g.holds {
+		return g.beginHold(ctx, id, w)
+	}
 	lease, err := g.lock.Admit(ctx, id)
 	if err != nil {
-		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
-			g.writeContended(w, err, ce, nil)
-			return ctx, ticket{}, nil, true
-		}
-		ctx, t, rej := g.reject(ctx, g.rejection(err))
-		return ctx, t, rej, false
+		ctx, t, rej, written := g.lockRejected(ctx, err, w)
+		return ctx, t, rej, written
 	}
 	t := ticket{g: g, lease: lease}
 	if lease == nil {
@@ -218,6 +222,26 @@ func (g *Guard) begin(ctx context.Context, id string, cost int, fingerprint stri
 		ctx = throttle.WithLease(ctx, lease)
 	}
 	return ctx, t, nil, false
+}
+
+// beginHold is begin for a lock whose requests only ever give their key
+// back early (see Lock.Hold).
+func (g *Guard) beginHold(ctx context.Context, id string, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
+	hold, err := g.lock.Hold(ctx, id)
+	if err != nil {
+		return g.lockRejected(ctx, err, w)
+	}
+	return ctx, ticket{g: g, hold: hold}, nil, false
+}
+
+// lockRejected is begin's answer to a lock request that err turned away.
+func (g *Guard) lockRejected(ctx context.Context, err error, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
+	if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
+		g.writeContended(w, err, ce, nil)
+		return ctx, ticket{}, nil, true
+	}
+	ctx, t, rej := g.reject(ctx, g.rejection(err))
+	return ctx, t, rej, false
 }
 
 // beginQuota is begin for a Quota policy.

@@ -13,6 +13,9 @@ import (
 type ticket struct {
 	g     *Guard
 	lease *throttle.Lease
+	// hold is the key of a lock that holds with Lock.Hold, when lease is
+	// nil.
+	hold throttle.Hold
 	stop  context.CancelFunc
 	// quota is the decision that admitted a Quota request, when hasQuota
 	// is set (not a pointer: that would cost an allocation per request).
@@ -49,7 +52,7 @@ func (t *ticket) setHeaders(h http.Header) {
 		h["Ratelimit"] = rejectedLimit(t.dryRun, t.dryRun.cached())
 	case t.hasQuota:
 		h["Ratelimit"] = t.g.quotaField(&t.quota)
-	case t.lease != nil:
+	case t.lease != nil || t.hold.Held():
 		h["Ratelimit"] = t.g.heldField
 	}
 }
@@ -72,6 +75,11 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 			// A refund that fails leaves the charge in place: the user
 			// pays for one success, the safe side of a login limit.
 			_, _ = t.g.quota.Allow(context.WithoutCancel(ctx), t.id, t.g.p.rate, -t.refund)
+		}
+		return
+	case t.hold.Held():
+		if failed && t.g.p.mode == throttle.Dedupe {
+			_ = t.hold.Release(ctx) // no Observer to tell: see Guard.holds
 		}
 		return
 	case t.lease == nil:

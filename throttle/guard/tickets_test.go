@@ -19,9 +19,9 @@ type observed struct{ n int }
 
 func (o *observed) Observe(context.Context, throttle.Event) { o.n++ }
 
-// TestLockTickets checks that every admitted Dedupe or Cooldown request
-// on an in-memory store holds a lease (there is no leaseless admission),
-// and that it answers, releases and counts exactly as with an Observer:
+// TestLockTickets checks that an admitted Dedupe or Cooldown request on an
+// in-memory store holds its key without a lease (Lock.Hold), one with an
+// Observer holds a lease, and that both answer, release and count alike:
 // every step's outcome and the Lock's Stats are compared.
 func TestLockTickets(t *testing.T) {
 	ctx := context.Background()
@@ -37,7 +37,11 @@ func TestLockTickets(t *testing.T) {
 					steps = append(steps, fmt.Sprintf("%s rejected %d", id, rej.Status))
 					return tk
 				}
-				require.NotNil(t, tk.lease, "%v (observer %v): admitted without a lease", mode, obs != nil)
+				if obs == nil {
+					require.True(t, tk.lease == nil && tk.hold.Held(), "%v: admitted with lease %v, hold %v: want a hold without a lease", mode, tk.lease, tk.hold.Held())
+				} else {
+					require.NotNil(t, tk.lease, "%v with an Observer: admitted without a lease", mode)
+				}
 				h := http.Header{}
 				tk.setHeaders(h)
 				steps = append(steps, fmt.Sprintf("%s admitted %v", id, h))
@@ -77,11 +81,11 @@ func TestStoreFull(t *testing.T) {
 			g := Lock(l)
 			_, tk, rej := g.begin1(ctx, "a")
 			require.Nil(t, rej, "first key turned away")
-			require.NotNil(t, tk.lease, "first key admitted without a lease")
+			require.True(t, tk.hold.Held(), "first key admitted without a hold")
 			_, tk, rej = g.begin1(ctx, "b")
 			if fail == throttle.FailOpen {
 				require.Nil(t, rej, "full store failing open: turned away")
-				require.Nil(t, tk.lease, "full store failing open: the ticket holds a lease")
+				require.False(t, tk.lease != nil || tk.hold.Held(), "full store failing open: the ticket holds a key")
 				require.Same(t, g, tk.g, "full store failing open: the ticket is not the guard's")
 			} else {
 				require.NotNil(t, rej, "full store failing closed: admitted")

@@ -209,16 +209,16 @@ func lockCycleSetup(b *testing.B) []benchload.Op {
 	}
 }
 
-// BenchmarkLimiterAcquire measures the whole throttle.Limiter.Acquire of a
+// BenchmarkLimiterAcquire measures the whole throttle.Lock.Acquire of a
 // distinct id (every one is granted; the leases are left to expire) on the
 // store's default path, beside raw SetNX of a distinct key ("raw", as in
 // BenchmarkAdmission), at 16 and 64 goroutines: alone for allocs/op and
 // latency, and paired (see paired) for limiter/raw, the throughput of the
-// whole Limiter relative to the bare command. Both build their key with
+// whole Lock relative to the bare command. Both build their key with
 // store.Key from a strconv-formatted number.
 func BenchmarkLimiterAcquire(b *testing.B) {
 	s, _, c := newStore(b)
-	l, err := throttle.New(s, throttle.Policy{Name: "bench", Timeout: time.Second})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench", Options: throttle.Options{Timeout: time.Second}})
 	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64
@@ -243,13 +243,13 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmit measures a whole Limiter.Admit plus Lease.Release on
+// BenchmarkAdmit measures a whole Lock.Admit plus Lease.Release on
 // distinct keys (every admission succeeds; two round trips per operation:
 // one to admit, one to release) at concurrency 16, for the overhead of the
-// Limiter over the store.
+// Lock over the store.
 func BenchmarkAdmit(b *testing.B) {
 	s, _, _ := newStore(b)
-	l, err := throttle.New(s, throttle.Policy{Name: "bench"})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench"})
 	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64

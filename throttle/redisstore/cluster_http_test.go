@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
-
-	"github.com/stretchr/testify/require"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // testMiddleware puts nethttp.Middleware in front of a handler with the
-// store on the cluster. adaptertest.Run builds its limiters on memory
+// store on the cluster. adaptertest.Run builds its Locks on memory
 // stores, so this is a focused version of its duplicate and exclusive
 // cases: two services (two stores on two cluster clients, as two processes
 // would have) and users whose keys are on each master. The first request
@@ -26,9 +27,9 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 	services := make([]http.Handler, 2)
 	for i := range services {
 		own := &clusterEnv{Cluster: env.Cluster, cc: env.Client(t)} // a client of its own
-		l, err := throttle.New(own.store(t), throttle.Policy{Name: "submit", Timeout: time.Second})
+		l, err := throttle.NewLock(own.store(t), throttle.LockConfig{Name: "submit", Options: throttle.Options{Timeout: time.Second}})
 		require.NoError(t, err)
-		services[i] = nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		services[i] = nethttp.Middleware(guard.Lock(l), adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			adaptertest.OK(w, http.StatusCreated)
 		}))
 	}
@@ -38,15 +39,16 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 		for _, svc := range services {
 			adaptertest.CheckProblem(t, adaptertest.Serve(svc, adaptertest.Submit(user)), http.StatusTooManyRequests, adaptertest.QuotaExceeded)
 		}
-		if n, err := env.NodeClient(t, m).Exists(t.Context(), key).Result(); err != nil || n != 1 {
-			t.Fatalf("key of %s not on %s: %d, %v", user, m.Addr, n, err)
-		}
+		n, err := env.NodeClient(t, m).Exists(t.Context(), key).Result()
+		require.NoError(t, err, "EXISTS on %s", m.Addr)
+		require.EqualValues(t, 1, n, "key of %s not on %s", user, m.Addr)
 	}
 
-	l, err := throttle.New(env.store(t), throttle.Policy{Name: "job", Mode: throttle.Exclusive, Fence: true, Timeout: time.Second})
+	l, err := throttle.NewLock(env.store(t), throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Fence: true,
+		Options: throttle.Options{Timeout: time.Second}})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
-	h := nethttp.Middleware(l, adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := nethttp.Middleware(guard.Lock(l), adaptertest.UserKey())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Block") != "" {
 			close(entered)
 			<-release
@@ -60,9 +62,8 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 			rec := adaptertest.Serve(h, adaptertest.Submit(user))
 			adaptertest.Status(t, rec, http.StatusOK)
 			f, err := strconv.ParseInt(rec.Body.String(), 10, 64)
-			if err != nil || f <= last {
-				t.Fatalf("fence %q after %d for a key on %s", rec.Body.String(), last, m.Addr)
-			}
+			require.NoError(t, err, "fence %q for a key on %s", rec.Body.String(), m.Addr)
+			require.Greater(t, f, last, "fence after %d for a key on %s", last, m.Addr)
 			last = f
 		}
 	}
@@ -74,8 +75,6 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 	<-entered
 	adaptertest.Status(t, adaptertest.Serve(h, adaptertest.Submit(user)), http.StatusConflict)
 	close(release)
-	if code := <-done; code != http.StatusOK {
-		t.Fatalf("blocked request: %d", code)
-	}
+	require.Equal(t, http.StatusOK, <-done, "blocked request")
 	adaptertest.Status(t, adaptertest.Serve(h, adaptertest.Submit(user)), http.StatusOK)
 }

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
-
-	"github.com/stretchr/testify/require"
 )
 
 // clusterEnv is the real three-master Redis Cluster the subtests of
@@ -70,9 +69,7 @@ func idsInSlot(t testing.TB, prefix, policy string, slot, n int) []string {
 	t.Helper()
 	var ids []string
 	for i := 0; len(ids) < n; i++ {
-		if i > 1000*redistest.ClusterSlots {
-			t.Fatalf("no %d ids for slot %d", n, slot)
-		}
+		require.LessOrEqual(t, i, 1000*redistest.ClusterSlots, "no %d ids for slot %d", n, slot)
 		id := fmt.Sprint("id-", i)
 		if redistest.KeySlot(store.Key(prefix, policy, id)) == slot {
 			ids = append(ids, id)
@@ -92,7 +89,7 @@ func (env *clusterEnv) idOn(t testing.TB, m *redistest.Server, prefix, policy st
 			return id, key
 		}
 	}
-	t.Fatalf("no key of %s/%s on %s", prefix, policy, m.Addr)
+	require.FailNowf(t, "no key", "no key of %s/%s on %s", prefix, policy, m.Addr)
 	return "", ""
 }
 
@@ -132,20 +129,14 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 		for _, id := range ids {
 			k := store.Key("throttle", policy, id)
 			ks := slotOf(k)
-			if fs := slotOf(store.FenceKey(k)); fs != ks {
-				t.Fatalf("lock %q in slot %d, its fence counter %q in slot %d", k, ks, store.FenceKey(k), fs)
-			}
-			if cs := slotOf(k + ":released"); cs != ks {
-				t.Fatalf("lock %q in slot %d, its channel in slot %d", k, ks, cs)
-			}
+			require.Equal(t, ks, slotOf(store.FenceKey(k)), "slot of lock %q's fence counter %q", k, store.FenceKey(k))
+			require.Equal(t, ks, slotOf(k+":released"), "slot of lock %q's channel", k)
 			slots[ks] = true
 		}
 	}
 	// A tag that left the id out would put every key of a policy in one
 	// slot, on one node.
-	if len(slots) < 800 {
-		t.Fatalf("%d keys fell in %d slots; the hash tag must include the id", 3*len(ids), len(slots))
-	}
+	require.GreaterOrEqual(t, len(slots), 800, "%d keys fell in %d slots; the hash tag must include the id", 3*len(ids), len(slots))
 
 	s := env.store(t)
 	reqs := []struct {
@@ -163,24 +154,24 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 			req := r.req
 			req.Key, req.Token, req.TTL = k, store.NewToken(), time.Minute
 			g := mustAcquire(t, s, req)
-			if req.Fence && g.Fence <= 0 {
-				t.Fatalf("%s on %s: no fence: %+v", r.name, m.Addr, g)
+			if req.Fence {
+				require.Positive(t, g.Fence, "%s on %s: no fence: %+v", r.name, m.Addr, g)
 			}
 			// The lock, and the counter of a fenced one, live on the
 			// slot's owner.
 			node := env.NodeClient(t, m)
 			for kk, want := range map[string]int64{k: 1, store.FenceKey(k): int64(boolToInt(req.Fence))} {
-				if n, err := node.Exists(ctx, kk).Result(); err != nil || n != want {
-					t.Fatalf("%s on %s: EXISTS %s = %d, %v; want %d", r.name, m.Addr, kk, n, err, want)
-				}
+				n, err := node.Exists(ctx, kk).Result()
+				require.NoError(t, err, "%s on %s: EXISTS %s", r.name, m.Addr, kk)
+				require.Equal(t, want, n, "%s on %s: EXISTS %s", r.name, m.Addr, kk)
 			}
-			if g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true}); err != nil || g.Acquired {
-				t.Fatalf("%s on %s: fenced contender: %+v, %v", r.name, m.Addr, g, err)
-			}
+			gc, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true})
+			require.NoError(t, err, "%s on %s: fenced contender", r.name, m.Addr)
+			require.False(t, gc.Acquired, "%s on %s: fenced contender: %+v", r.name, m.Addr, gc)
 			if req.Reentrant {
-				if g2 := mustAcquire(t, s, req); g2.Holds != 2 || g2.Fence != g.Fence {
-					t.Fatalf("%s on %s: re-entry %+v after %+v; want 2 holds and the same fence", r.name, m.Addr, g2, g)
-				}
+				g2 := mustAcquire(t, s, req)
+				require.Equal(t, 2, g2.Holds, "%s on %s: re-entry %+v after %+v; want 2 holds", r.name, m.Addr, g2, g)
+				require.Equal(t, g.Fence, g2.Fence, "%s on %s: re-entry %+v after %+v; want the same fence", r.name, m.Addr, g2, g)
 				mustOutcome(t, store.StillHeld)(s.Release(ctx, k, req.Token))
 			}
 			mustOutcome(t, store.OK)(s.Extend(ctx, k, req.Token, time.Minute))
@@ -188,9 +179,8 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 			mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
 			if req.Fence {
 				req.Token = store.NewToken()
-				if g2 := mustAcquire(t, s, req); g2.Fence <= g.Fence {
-					t.Fatalf("%s on %s: fence %d after %d", r.name, m.Addr, g2.Fence, g.Fence)
-				}
+				g2 := mustAcquire(t, s, req)
+				require.Greater(t, g2.Fence, g.Fence, "%s on %s: the next fence", r.name, m.Addr)
 				mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
 			}
 		}
@@ -204,21 +194,21 @@ func boolToInt(b bool) int {
 	return 0
 }
 
-// testWatch checks release notification through a Limiter with
-// Policy.Wait on the cluster. Three waiters wait for keys on the three
+// testWatch checks release notification through a Lock with
+// LockConfig.Wait on the cluster. Three waiters wait for keys on the three
 // masters at once; their store has one Pub/Sub connection, on one node, so
 // at least two of the releases are published on another node than the one
 // the subscription is on (the test checks that some are). The waiters' backoff is a minute, longer than
 // their Wait: only a notification can get them the key in time.
 func (env *clusterEnv) testWatch(t *testing.T) {
 	ctx := context.Background()
-	holders := throttle.Policy{Name: "watch", Mode: throttle.Exclusive, LeaseTTL: time.Minute, Timeout: time.Second}
+	holders := throttle.LockConfig{Name: "watch", Mode: throttle.Exclusive, TTL: time.Minute, Options: throttle.Options{Timeout: time.Second}}
 	waiters := holders
 	waiters.Wait = 10 * time.Second
 	waiters.Backoff = func(int) time.Duration { return time.Minute }
-	hl, err := throttle.New(env.store(t), holders)
+	hl, err := throttle.NewLock(env.store(t), holders)
 	require.NoError(t, err)
-	wl, err := throttle.New(env.store(t), waiters)
+	wl, err := throttle.NewLock(env.store(t), waiters)
 	require.NoError(t, err)
 
 	type waiter struct {
@@ -232,9 +222,8 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, m := range env.Masters {
 		id, key := env.idOn(t, m, throttle.DefaultPrefix, "watch")
-		if leases[i], err = hl.Acquire(ctx, id); err != nil {
-			t.Fatalf("holder on %s: %v", m.Addr, err)
-		}
+		leases[i], err = hl.Acquire(ctx, id)
+		require.NoError(t, err, "holder on %s", m.Addr)
 		w := &waiter{key: key}
 		ws[i] = w
 		wg.Go(func() {
@@ -255,9 +244,7 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 				}
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("nobody subscribed to the release channel of %s", w.key)
-			}
+			require.False(t, time.Now().After(deadline), "nobody subscribed to the release channel of %s", w.key)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -268,10 +255,8 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 	}
 	wg.Wait()
 	for i, w := range ws {
-		require.Nil(t, w.err, "waiter for the key on %s: %v after %v", env.Masters[i].Addr, w.err, w.waited)
-		if d := time.Since(released); d > 5*time.Second {
-			t.Fatalf("waiter for the key on %s got it %v after the release", env.Masters[i].Addr, d)
-		}
+		require.NoError(t, w.err, "waiter for the key on %s, after %v", env.Masters[i].Addr, w.waited)
+		require.LessOrEqual(t, time.Since(released), 5*time.Second, "waiter for the key on %s: time from the release", env.Masters[i].Addr)
 		require.NoError(t, w.lease.Release(ctx))
 	}
 }

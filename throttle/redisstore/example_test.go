@@ -23,7 +23,7 @@ func exampleAddr() string {
 	return "127.0.0.1:6379"
 }
 
-// A Limiter on Redis rejects a duplicate within the window, whichever
+// A Lock on Redis rejects a duplicate within the window, whichever
 // process it reaches.
 func Example() {
 	client := redis.NewClient(&redis.Options{Addr: exampleAddr(), ContextTimeoutEnabled: true})
@@ -31,7 +31,7 @@ func Example() {
 	store := redisstore.New(client)
 	defer store.Close()
 
-	l, err := throttle.New(store, throttle.Policy{Name: "example-submit", Window: 5 * time.Second})
+	l, err := throttle.NewLock(store, throttle.LockConfig{Name: "example-submit", TTL: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -57,7 +57,7 @@ func ExampleWithFenceTTL() {
 	store := redisstore.New(client, redisstore.WithFenceTTL(time.Hour))
 	defer store.Close()
 
-	l, err := throttle.New(store, throttle.Policy{Name: "example-sync", Mode: throttle.Exclusive, Fence: true})
+	l, err := throttle.NewLock(store, throttle.LockConfig{Name: "example-sync", Mode: throttle.Exclusive, Fence: true})
 	if err != nil {
 		panic(err)
 	}

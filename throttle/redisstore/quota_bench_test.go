@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkQuotaPaired measures a Quota decision against a real
@@ -25,8 +24,8 @@ import (
 //
 //   - raw:   client.SetNX(key, token, ttl), one plain command;
 //   - store: Store.AllowN, the GCRA script by EVALSHA (one round trip);
-//   - limiter: Limiter.Allow on a Quota policy, which adds the policy's
-//     key, its timeout and its counters;
+//   - limiter: Quota.Allow, which adds the quota's key, its timeout and
+//     its counters;
 //   - script: the floor of a quota decided by a script, gcraFloor, the
 //     least GCRA one script can run (keys of its own, charged alike).
 //
@@ -53,11 +52,14 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		"returning": {Limit: 3600, Window: time.Hour, Burst: 100_000},
 		"hot":       {Limit: 1, Window: time.Hour, Burst: 1},
 	}
-	limiters := map[string]*throttle.Limiter{}
+	// The Quotas' rates: the same Limit and Window, Burst = Limit.
+	limiterRate := map[string]throttle.Rate{}
+	limiters := map[string]*throttle.Quota{}
 	for card, r := range rate {
-		l, err := throttle.New(s, throttle.Policy{Name: "bench-" + card, Mode: throttle.Quota, Limit: r.Limit, Window: r.Window})
+		q, err := throttle.NewQuota(s, throttle.QuotaConfig{Name: "bench-" + card})
 		require.NoError(b, err)
-		limiters[card] = l
+		limiters[card] = q
+		limiterRate[card] = throttle.Rate{Limit: r.Limit, Window: r.Window}
 	}
 	require.NoError(b, gcraFloor.Load(ctx, c).Err())
 	// floor charges user's own key under r with gcraFloor.
@@ -65,15 +67,14 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		t := r.Interval().Milliseconds()
 		return gcraFloor.Run(ctx, c, []string{"bench:floor:" + user}, t, t*int64(r.Burst))
 	}
-	_, _ = limiters["hot"].Allow(ctx, "hot")
-	if _, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1); err != nil {
-		b.Fatal(err)
-	}
+	_, _ = limiters["hot"].Allow(ctx, "hot", limiterRate["hot"], 1)
+	_, err := s.AllowN(ctx, "bench:hot", rate["hot"], 1)
+	require.NoError(b, err)
 	require.NoError(b, floor("hot", rate["hot"]).Err())
 	const returning = 1024
 	for i := range returning {
 		u := "r" + strconv.Itoa(i)
-		_, err1 := limiters["returning"].Allow(ctx, u)
+		_, err1 := limiters["returning"].Allow(ctx, u, limiterRate["returning"], 1)
 		_, err2 := s.AllowN(ctx, "bench:"+u, rate["returning"], 1)
 		err3 := floor(u, rate["returning"]).Err()
 		require.NoError(b, errors.Join(err1, err2, err3))
@@ -109,7 +110,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 			return d.Allowed, err
 		}},
 		{"limiter", func(card string) (bool, error) {
-			d, err := limiters[card].Allow(ctx, id(card))
+			d, err := limiters[card].Allow(ctx, id(card), limiterRate[card], 1)
 			return d.Allowed, err
 		}},
 	}

@@ -33,7 +33,7 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-// TestRoundTrips pins the cost of admission: an admitted Limiter.Admit
+// TestRoundTrips pins the cost of admission: an admitted Lock.Admit
 // costs one round trip, and so does a release, on every acquisition path
 // and with fencing and reentrancy; a rejected one costs one too, except on
 // the plain SET path, where it costs two (SET NX, then the acquire script).
@@ -49,13 +49,13 @@ func TestRoundTrips(t *testing.T) {
 		name   string
 		path   string // of plain acquisitions: "set", "pipeline" or "script"
 		reject int64  // round trips of a rejection
-		policy throttle.Policy
+		config throttle.LockConfig
 	}{
-		{"plain-set", "set", 2, throttle.Policy{Name: "rt"}},
-		{"plain-pipeline", "pipeline", 1, throttle.Policy{Name: "rt"}},
-		{"plain-script", "script", 1, throttle.Policy{Name: "rt"}},
-		{"fenced", "set", 1, throttle.Policy{Name: "rt", Fence: true}},
-		{"reentrant", "set", 1, throttle.Policy{Name: "rt", Reentrant: true, Fence: true}},
+		{"plain-set", "set", 2, throttle.LockConfig{Name: "rt"}},
+		{"plain-pipeline", "pipeline", 1, throttle.LockConfig{Name: "rt"}},
+		{"plain-script", "script", 1, throttle.LockConfig{Name: "rt"}},
+		{"fenced", "set", 1, throttle.LockConfig{Name: "rt", Fence: true}},
+		{"reentrant", "set", 1, throttle.LockConfig{Name: "rt", Reentrant: true, Fence: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestRoundTrips(t *testing.T) {
 			s := redisstore.New(c, redisstore.WithPath(tc.path))
 			t.Cleanup(func() { _ = s.Close() })
 			<-redisstore.ConfigChecked(s) // its CONFIG GET would count as a command
-			l, err := throttle.New(s, tc.policy)
+			l, err := throttle.NewLock(s, tc.config)
 			require.NoError(t, err)
 
 			id := t.Name()

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
 // Helpers of the Sentinel and replica acknowledgement tests.
@@ -50,9 +50,7 @@ func acquireEventually(t testing.TB, s throttle.Store, req store.Request) (store
 		if err == nil {
 			return g, time.Since(start)
 		}
-		if time.Since(start) > failoverLimit {
-			t.Fatalf("the store did not answer within %v: %v", failoverLimit, err)
-		}
+		require.LessOrEqual(t, time.Since(start), failoverLimit, "the store did not answer within %v: %v", failoverLimit, err)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -67,7 +65,7 @@ func exists(t testing.TB, srv *redistest.Server, key string) bool {
 	return n == 1
 }
 
-// admitter calls Limiter.Admit with a fresh id in a loop, as a stream of
+// admitter calls Lock.Admit with a fresh id in a loop, as a stream of
 // requests would, and records how each call ended and how long the
 // slowest one took.
 type admitter struct {
@@ -81,7 +79,7 @@ type admitter struct {
 	slowest time.Duration // the longest Admit
 }
 
-func startAdmitter(l *throttle.Limiter) *admitter {
+func startAdmitter(l *throttle.Lock) *admitter {
 	a := &admitter{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
@@ -127,15 +125,11 @@ func (a *admitter) finish(t testing.TB, bound time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t.Logf("Admit: %d leases, %d failed open, %d errors, slowest %v", a.leases, a.open, len(a.errs), a.slowest)
-	if len(a.errs) > 0 {
-		t.Errorf("a fail-open Limiter turned %d requests away, first: %v", len(a.errs), a.errs[0])
-	}
-	if a.slowest > bound {
-		t.Errorf("the slowest Admit took %v, want at most %v", a.slowest, bound)
-	}
+	assert.Empty(t, a.errs, "a fail-open Lock turned requests away")
+	assert.LessOrEqual(t, a.slowest, bound, "the slowest Admit")
 }
 
-// waitOrphansGone waits until no Limiter goroutine is left releasing the
+// waitOrphansGone waits until no limiter goroutine is left releasing the
 // keys of failed acquisitions (it ends once their TTL has passed), so that
 // the package's leak check passes.
 func waitOrphansGone(t testing.TB) {
@@ -147,9 +141,7 @@ func waitOrphansGone(t testing.TB) {
 		if !strings.Contains(string(buf[:n]), "releaseOrphans") {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a Limiter still releases orphaned keys after 10s")
-		}
+		require.False(t, time.Now().After(deadline), "a limiter still releases orphaned keys after 10s")
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -2,21 +2,19 @@ package redisstore_test
 
 import (
 	"context"
-	"errors"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
 // replicated is a master and one replica whose replication link runs
@@ -100,16 +98,13 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 				mustAcquire(t, s, req)
 				onReplica := exists(t, r.replica, req.Key)
 				took := time.Since(start)
-				if n := trips.n.Load(); n != 1 {
-					t.Errorf("the grant cost %d round trips, want 1", n)
-				}
+				assert.EqualValues(t, 1, trips.n.Load(), "round trips of the grant")
 				switch {
-				case ack && !onReplica:
-					t.Fatal("a grant acknowledged by the replica is not on the replica")
-				case ack && took < lag:
-					t.Fatalf("the grant took %v, less than the %v replication lag", took, lag)
-				case !ack && onReplica && took < lag/2:
-					t.Fatalf("without the option the key reached the replica within %v despite the %v lag: "+
+				case ack:
+					require.True(t, onReplica, "a grant acknowledged by the replica is not on the replica")
+					require.GreaterOrEqual(t, took, lag, "the grant took less than the replication lag")
+				case onReplica:
+					require.GreaterOrEqual(t, took, lag/2, "without the option the key reached the replica within %v despite the %v lag: "+
 						"the proxy does not delay replication and the test proves nothing", took, lag)
 				}
 			})
@@ -124,7 +119,7 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 // the WAIT timeout with ErrNotReplicated and store.ErrNotApplied, and the
 // key has been released on the master, in two round trips. Without the
 // option the same acquisition is granted. A rejection stays a rejection.
-// A Limiter decides the failed grant by its WhenStoreFails policy, and once
+// A Lock decides the failed grant by its WhenStoreFails policy, and once
 // the link is back, grants are confirmed again.
 func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 	const timeout = 100 * time.Millisecond
@@ -149,26 +144,20 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 			start := time.Now()
 			g, err := st.on.Acquire(ctx, req)
 			took := time.Since(start)
-			if err == nil || g.Acquired {
-				t.Fatalf("unreplicated acquisition = %+v, %v; want an error", g, err)
-			}
-			if !errors.Is(err, redisstore.ErrNotReplicated) || !errors.Is(err, store.ErrNotApplied) {
-				t.Fatalf("error %v does not match ErrNotReplicated and store.ErrNotApplied", err)
-			}
-			if took < timeout {
-				t.Fatalf("refused after %v, before the %v WAIT timeout", took, timeout)
-			}
-			if n := trips[m.name].n.Load(); n != 2 {
-				t.Errorf("the refused acquisition cost %d round trips, want 2 (acquire+WAIT, release)", n)
-			}
+			require.Error(t, err, "unreplicated acquisition = %+v; want an error", g)
+			require.False(t, g.Acquired, "unreplicated acquisition = %+v", g)
+			require.ErrorIs(t, err, redisstore.ErrNotReplicated)
+			require.ErrorIs(t, err, store.ErrNotApplied)
+			require.GreaterOrEqual(t, took, timeout, "refused before the WAIT timeout")
+			assert.EqualValues(t, 2, trips[m.name].n.Load(), "round trips of the refused acquisition (acquire+WAIT, release)")
 			require.False(t, exists(t, r.master, req.Key), "the refused acquisition left the key held on the master")
 			// The control: without the option the master grants it.
 			mustAcquire(t, st.off, req)
 			// A rejection is a rejection, not an error, with the option.
 			g, err = st.on.Acquire(ctx, m.req(req.Key))
-			if err != nil || g.Acquired || g.Remaining <= 0 {
-				t.Fatalf("acquiring a held key with the option = %+v, %v; want a rejection", g, err)
-			}
+			require.NoError(t, err, "acquiring a held key with the option")
+			require.False(t, g.Acquired, "acquiring a held key with the option = %+v; want a rejection", g)
+			require.Positive(t, g.Remaining, "acquiring a held key with the option = %+v; want a rejection", g)
 		})
 	}
 
@@ -178,15 +167,19 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 			mode throttle.FailMode
 			want error // nil: admitted unguarded
 		}{{throttle.FailOpen, nil}, {throttle.FailClosed, throttle.ErrStore}} {
-			l, err := throttle.New(on, throttle.Policy{Name: "ack", WhenStoreFails: tc.mode, Timeout: time.Second})
+			l, err := throttle.NewLock(on, throttle.LockConfig{Name: "ack",
+				Options: throttle.Options{WhenStoreFails: tc.mode, Timeout: time.Second}})
 			require.NoError(t, err)
 			lease, err := l.Admit(ctx, store.NewToken())
-			if lease != nil || !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-				t.Fatalf("%v: Admit = %v, %v; want no lease and %v", tc.mode, lease, err, tc.want)
+			require.Nil(t, lease, "%v: Admit's lease", tc.mode)
+			if tc.want == nil {
+				require.NoError(t, err, "%v: Admit", tc.mode)
+			} else {
+				require.ErrorIs(t, err, tc.want, "%v: Admit", tc.mode)
 			}
-			if s := l.Stats(); s.StoreErrors != 1 || s.Acquired != 0 {
-				t.Fatalf("%v: stats %+v, want one store error and no grant", tc.mode, s)
-			}
+			s := l.Stats()
+			require.EqualValues(t, 1, s.StoreErrors, "%v: stats %+v, want one store error", tc.mode, s)
+			require.EqualValues(t, 0, s.Acquired, "%v: stats %+v, want no grant", tc.mode, s)
 		}
 	})
 
@@ -221,23 +214,19 @@ func TestReplicaAckOwnTokenRetry(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // the retry sees a shorter PTTL
 			trips.n.Store(0)
 			again := mustAcquire(t, s, req)
-			if again.TTL <= 0 || again.TTL >= first.TTL {
-				t.Fatalf("retry grant TTL %v, want what is left of %v", again.TTL, first.TTL)
-			}
-			if n := trips.n.Load(); n != 2 {
-				t.Errorf("the confirmed retry cost %d round trips, want 2", n)
-			}
+			require.Positive(t, again.TTL, "retry grant TTL, want what is left of %v", first.TTL)
+			require.Less(t, again.TTL, first.TTL, "retry grant TTL, want what is left of %v", first.TTL)
+			assert.EqualValues(t, 2, trips.n.Load(), "round trips of the confirmed retry")
 			pttl, err := r.master.Client(t).PTTL(ctx, req.Key).Result()
-			if err != nil || pttl > again.TTL+50*time.Millisecond || pttl < again.TTL-time.Second {
-				t.Fatalf("PTTL after the confirmed retry = %v, %v; want about %v", pttl, err, again.TTL)
-			}
+			require.NoError(t, err, "PTTL after the confirmed retry")
+			require.LessOrEqual(t, pttl, again.TTL+50*time.Millisecond, "PTTL after the confirmed retry; want about %v", again.TTL)
+			require.GreaterOrEqual(t, pttl, again.TTL-time.Second, "PTTL after the confirmed retry; want about %v", again.TTL)
 
 			r.link.SetBlackHole(true)
 			defer r.link.Clear()
 			g, err := s.Acquire(ctx, req)
-			if err == nil || g.Acquired || !errors.Is(err, redisstore.ErrNotReplicated) {
-				t.Fatalf("unconfirmable retry = %+v, %v; want ErrNotReplicated", g, err)
-			}
+			require.ErrorIs(t, err, redisstore.ErrNotReplicated, "unconfirmable retry = %+v", g)
+			require.False(t, g.Acquired, "unconfirmable retry = %+v", g)
 			require.False(t, exists(t, r.master, req.Key), "the refused retry left the key held")
 		})
 	}
@@ -272,17 +261,13 @@ func TestReplicaAckOptionValues(t *testing.T) {
 			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
 			took := time.Since(start)
 			if tc.within == "" {
-				if err != nil || !g.Acquired {
-					t.Fatalf("with the option off: %+v, %v; want granted", g, err)
-				}
+				require.NoError(t, err, "with the option off")
+				require.True(t, g.Acquired, "with the option off: %+v; want granted", g)
 				return
 			}
-			if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), tc.within) {
-				t.Fatalf("error %v; want ErrNotReplicated %s", err, tc.within)
-			}
-			if took < tc.min {
-				t.Fatalf("refused after %v, before the %v timeout", took, tc.min)
-			}
+			require.ErrorIs(t, err, redisstore.ErrNotReplicated)
+			require.ErrorContains(t, err, tc.within)
+			require.GreaterOrEqual(t, took, tc.min, "refused before the timeout")
 		})
 	}
 

@@ -2,21 +2,19 @@ package redisstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
 // numSub returns how many subscribers Redis counts on key's release channel.
@@ -48,9 +46,7 @@ func pubSubConns(t *testing.T, c *redis.Client) int {
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not after 10s: %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "not after 10s: %s", what)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -78,13 +74,9 @@ func TestWatchShared(t *testing.T) {
 			ws = append(ws, waiter{k, wake, stop})
 		}
 	}
-	if n := pubSubConns(t, c); n != 1 {
-		t.Fatalf("%d Pub/Sub connections for %d watches, want 1", n, keys*perKey)
-	}
+	require.Equal(t, 1, pubSubConns(t, c), "Pub/Sub connections for %d watches", keys*perKey)
 	for _, k := range names {
-		if n := numSub(t, c, k); n != 1 {
-			t.Fatalf("%s has %d subscribers, want 1", k, n)
-		}
+		require.EqualValues(t, 1, numSub(t, c, k), "subscribers of %s", k)
 	}
 
 	// Release names[0]: its waiters wake, the others do not.
@@ -98,7 +90,7 @@ func TestWatchShared(t *testing.T) {
 		select {
 		case <-w.wake:
 		case <-time.After(10 * time.Second):
-			t.Fatal("a waiter of the released key was not woken")
+			require.Fail(t, "a waiter of the released key was not woken")
 		}
 	}
 	// The other keys' waiters got nothing. PUBLISH replies after the
@@ -113,7 +105,7 @@ func TestWatchShared(t *testing.T) {
 		}
 		select {
 		case <-w.wake:
-			t.Fatalf("waiter of %s woken by a release of %s", w.key, names[0])
+			require.Failf(t, "woken by another key's release", "waiter of %s woken by a release of %s", w.key, names[0])
 		default:
 		}
 	}
@@ -136,11 +128,11 @@ func TestWatchShared(t *testing.T) {
 		case <-w.wake:
 			woken++
 		case <-time.After(10 * time.Second):
-			t.Fatal("the last reentrant release did not wake")
+			require.Fail(t, "the last reentrant release did not wake")
 		}
 		select {
 		case <-w.wake:
-			t.Fatal("a release that freed nothing woke a waiter")
+			require.Fail(t, "a release that freed nothing woke a waiter")
 		default:
 		}
 	}
@@ -153,9 +145,7 @@ func TestWatchShared(t *testing.T) {
 			w.stop()
 		}
 	}
-	if n := numSub(t, c, names[2]); n != 1 {
-		t.Fatalf("subscription dropped while a waiter remains: %d", n)
-	}
+	require.EqualValues(t, 1, numSub(t, c, names[2]), "subscription dropped while a waiter remains")
 	for _, w := range ws {
 		w.stop()
 	}
@@ -175,8 +165,7 @@ func TestWatchChurn(t *testing.T) {
 		wg.Go(func() {
 			for range 20 {
 				_, stop, err := s.Watch(ctx, k+fmt.Sprint(i%3))
-				if err != nil {
-					t.Error(err)
+				if !assert.NoError(t, err, "Watch") {
 					return
 				}
 				stop()
@@ -190,13 +179,13 @@ func TestWatchChurn(t *testing.T) {
 	waitWatch(t, s, k+"0")
 }
 
-// TestLimiterHandOver: a Limiter that waits for a held key is woken by the
+// TestLimiterHandOver: a Lock that waits for a held key is woken by the
 // holder's release through Watch, long before its backoff would retry.
 func TestLimiterHandOver(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
-	l, err := throttle.New(s, throttle.Policy{
-		Name: "handover", Window: time.Minute, Wait: 30 * time.Second,
+	l, err := throttle.NewLock(s, throttle.LockConfig{
+		Name: "handover", TTL: time.Minute, Wait: 30 * time.Second,
 		// Without the notification the waiter would sleep 20 s.
 		Backoff: func(int) time.Duration { return 20 * time.Second },
 	})
@@ -218,7 +207,7 @@ func TestLimiterHandOver(t *testing.T) {
 	case err := <-got:
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not woken by the release")
+		require.Fail(t, "waiter not woken by the release")
 	}
 }
 
@@ -232,13 +221,10 @@ func TestWatchAfterClose(t *testing.T) {
 	_, stop, err := s.Watch(ctx, k)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	if err := s.Close(); err != nil {
-		t.Fatal("second Close:", err)
-	}
+	require.NoError(t, s.Close(), "second Close")
 	stop()
-	if _, _, err := s.Watch(ctx, k); err == nil {
-		t.Fatal("Watch after Close succeeded")
-	}
+	_, _, err = s.Watch(ctx, k)
+	require.Error(t, err, "Watch after Close succeeded")
 	eventually(t, "Pub/Sub connection closed", func() bool { return pubSubConns(t, c) == 0 })
 	tok := store.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Second})
@@ -251,8 +237,8 @@ func TestWatchTimeout(t *testing.T) {
 	s, srv, _ := newStore(t, redisstore.WithWatchTimeout(200*time.Millisecond))
 	srv.Stop(t)
 	_, _, err := s.Watch(context.Background(), key(t))
-	require.NotNil(t, err, "Watch with Redis down succeeded")
-	require.False(t, errors.Is(err, context.Canceled), "unexpected error %v", err)
+	require.Error(t, err, "Watch with Redis down succeeded")
+	require.NotErrorIs(t, err, context.Canceled)
 }
 
 // pubSubConnIDs returns the ids of the server's clients in Pub/Sub mode.
@@ -292,17 +278,15 @@ func TestWatchIdleKeepsConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer stop()
 	before := pubSubConnIDs(t, c)
-	require.EqualValues(t, 1, len(before), "Pub/Sub connections %v, want one", before)
+	require.Len(t, before, 1, "Pub/Sub connections")
 	time.Sleep(50 * window)
-	if after := pubSubConnIDs(t, c); !slices.Equal(after, before) {
-		t.Fatalf("Pub/Sub connections %v after idling, were %v: the receiver reconnected", after, before)
-	}
+	require.Equal(t, before, pubSubConnIDs(t, c), "Pub/Sub connections after idling: the receiver reconnected")
 	tok := store.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 	select {
 	case <-wake:
 	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not woken after the connection idled")
+		require.Fail(t, "waiter not woken after the connection idled")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/redlock"
 )
 
-// A Redlock store over three independent Redis masters, used by a Limiter
+// A Redlock store over three independent Redis masters, used by a Lock
 // like any store. (Not run: it needs the three servers.)
 func ExampleNew() {
 	var nodes []redis.UniversalClient
@@ -35,7 +35,7 @@ func ExampleNew() {
 
 	// One job per customer at a time, across every process. No Fence and
 	// no Reentrant: a Redlock store refuses both.
-	jobs, err := throttle.New(st, throttle.Policy{Name: "invoices", Mode: throttle.Exclusive})
+	jobs, err := throttle.NewLock(st, throttle.LockConfig{Name: "invoices", Mode: throttle.Exclusive})
 	if err != nil {
 		panic(err)
 	}

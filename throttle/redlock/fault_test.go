@@ -62,7 +62,7 @@ func TestMinorityDownStillAdmits(t *testing.T) {
 					mustOutcome(t, "Release", store.OK)(s.Release(ctx, key, r.Token))
 				})
 			}
-			l, err := throttle.New(s, throttle.Policy{Name: "minority", WhenStoreFails: throttle.FailClosed})
+			l, err := throttle.NewLock(s, throttle.LockConfig{Name: "minority", Options: throttle.Options{WhenStoreFails: throttle.FailClosed}})
 			require.NoError(t, err)
 			lease, err := l.Admit(ctx, "user")
 			require.NoError(t, err, "Admit with two of five nodes down")
@@ -76,7 +76,7 @@ func TestMinorityDownStillAdmits(t *testing.T) {
 // TestMajorityDownFails: with three of five nodes down no quorum is
 // possible: Acquire fails with ErrNoQuorum (not a refusal) naming the
 // failed nodes, the two live nodes' partial locks are released, and a
-// Limiter failing closed turns the request away with ErrStore.
+// Lock failing closed turns the request away with ErrStore.
 func TestMajorityDownFails(t *testing.T) {
 	for _, fault := range faults {
 		t.Run(fault.name, func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestMajorityDownFails(t *testing.T) {
 			// ones answered: their grants are released as they arrive.
 			ns.eventuallyFree(t, key, r.Token)
 
-			l, err := throttle.New(s, throttle.Policy{Name: "majority", WhenStoreFails: throttle.FailClosed})
+			l, err := throttle.NewLock(s, throttle.LockConfig{Name: "majority", Options: throttle.Options{WhenStoreFails: throttle.FailClosed}})
 			require.NoError(t, err)
 			within(t, patience, "Admit", func() {
 				lease, err := l.Admit(context.Background(), "user")
@@ -131,7 +131,7 @@ func TestMajorityDownFails(t *testing.T) {
 
 // TestAllNodesRefusingIsNotApplied: when every node refuses the connection
 // the error says that nothing was taken (store.ErrNotApplied), so that the
-// Limiter queues no release; with one node up it does not. (The clients
+// Lock queues no release; with one node up it does not. (The clients
 // dial once: go-redis retries a refused dial 5 times, 100 ms apart, by
 // default, and a node call ends at its timeout before.)
 func TestAllNodesRefusingIsNotApplied(t *testing.T) {
@@ -367,7 +367,7 @@ func TestDisagreeingNodes(t *testing.T) {
 
 // TestWatchWithANodeDown: a watch needs only one node; a release on the
 // others wakes the waiter, and a watch with every node down fails (the
-// Limiter then polls).
+// Lock then polls).
 func TestWatchWithANodeDown(t *testing.T) {
 	ns := startNodes(t, 3, false)
 	s := ns.store(t)

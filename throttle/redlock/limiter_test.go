@@ -12,15 +12,15 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func newLimiter(t testing.TB, s throttle.Store, p throttle.Policy) *throttle.Limiter {
+func newLock(t testing.TB, s throttle.Store, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
-	l, err := throttle.New(s, p)
+	l, err := throttle.NewLock(s, c)
 	require.NoError(t, err)
 	return l
 }
 
 // TestLimiterModes runs the three modes' admission on a Redlock store, with
-// two Limiters on two Stores (two processes): the first request is
+// two Locks on two Stores (two processes): the first request is
 // admitted, a duplicate from either process is turned away with a
 // Retry-After within the TTL, and the key is free again after the release.
 func TestLimiterModes(t *testing.T) {
@@ -30,17 +30,17 @@ func TestLimiterModes(t *testing.T) {
 	const ttl = 5 * time.Second
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive} {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := throttle.Policy{Name: "rl-" + mode.String(), Mode: mode, Window: ttl, LeaseTTL: ttl}
-			l1, l2 := newLimiter(t, s1, p), newLimiter(t, s2, p)
+			c := throttle.LockConfig{Name: "rl-" + mode.String(), Mode: mode, TTL: ttl}
+			l1, l2 := newLock(t, s1, c), newLock(t, s2, c)
 			lease, err := l1.Admit(ctx, "user-1")
 			require.NoError(t, err, "first Admit")
 			require.NotNil(t, lease)
 			// The lease must not outlive the quorum's validity, which is
-			// at most TTL − drift (the Limiter subtracts its own drift
+			// at most TTL − drift (the Lock subtracts its own drift
 			// from the Grant.TTL too).
 			assert.Positive(t, lease.ValidFor())
 			assert.LessOrEqual(t, lease.ValidFor(), ttl-store.Drift(ttl)-store.Drift(ttl-store.Drift(ttl)))
-			key := store.Key(throttle.DefaultPrefix, p.Name, "user-1")
+			key := store.Key(throttle.DefaultPrefix, c.Name, "user-1")
 			held := 0
 			for i := range ns.srvs {
 				if ns.holder(t, i, key) != "" {
@@ -48,7 +48,7 @@ func TestLimiterModes(t *testing.T) {
 				}
 			}
 			require.GreaterOrEqual(t, held, 2, "the admitted key is on a quorum of nodes")
-			for name, l := range map[string]*throttle.Limiter{"same process": l1, "other process": l2} {
+			for name, l := range map[string]*throttle.Lock{"same process": l1, "other process": l2} {
 				_, err := l.Admit(ctx, "user-1")
 				var ce *throttle.ContendedError
 				require.ErrorAs(t, err, &ce, "duplicate from the %s", name)
@@ -66,14 +66,14 @@ func TestLimiterModes(t *testing.T) {
 	}
 }
 
-// TestLimiterDoAcrossTTLs: Limiter.Do on a Redlock store keeps the key for
+// TestLimiterDoAcrossTTLs: Lock.Do on a Redlock store keeps the key for
 // work that lasts several lease TTLs (KeepAlive extends it on a quorum),
 // other processes are refused all along, and the key is free afterwards.
 func TestLimiterDoAcrossTTLs(t *testing.T) {
 	ns := startNodes(t, 3, false)
 	const leaseTTL = 400 * time.Millisecond
-	p := throttle.Policy{Name: "rl-job", Mode: throttle.Exclusive, LeaseTTL: leaseTTL}
-	worker, other := newLimiter(t, ns.store(t), p), newLimiter(t, ns.store(t), p)
+	c := throttle.LockConfig{Name: "rl-job", Mode: throttle.Exclusive, TTL: leaseTTL}
+	worker, other := newLock(t, ns.store(t), c), newLock(t, ns.store(t), c)
 	ctx := context.Background()
 	checks := 0
 	err := worker.Do(ctx, "job-1", func(work context.Context) error {
@@ -96,27 +96,30 @@ func TestLimiterDoAcrossTTLs(t *testing.T) {
 	_ = lease.Release(ctx)
 }
 
-// TestLimiterRefusesFence: a Policy that asks for fencing tokens,
-// reentrancy or a quota gets ErrInvalid over a Redlock store, never a lease
-// or a decision.
+// TestLimiterRefusesFence: a Lock that asks for fencing tokens or
+// reentrancy, or a Quota, gets ErrInvalid over a Redlock store, never a
+// lease or a decision.
 func TestLimiterRefusesFence(t *testing.T) {
 	ns := startNodes(t, 3, false)
 	s := ns.store(t)
-	for name, p := range map[string]throttle.Policy{
-		"fence":     {Name: "rl-fence", Fence: true, WhenStoreFails: throttle.FailClosed},
-		"reentrant": {Name: "rl-reentrant", Reentrant: true, WhenStoreFails: throttle.FailClosed},
-		"quota":     {Name: "rl-quota", Mode: throttle.Quota, Limit: 10, Window: time.Minute},
+	for name, c := range map[string]throttle.LockConfig{
+		"fence":     {Name: "rl-fence", Fence: true, Options: throttle.Options{WhenStoreFails: throttle.FailClosed}},
+		"reentrant": {Name: "rl-reentrant", Reentrant: true, Options: throttle.Options{WhenStoreFails: throttle.FailClosed}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l, err := throttle.New(s, p)
+			l, err := throttle.NewLock(s, c)
 			if err != nil {
-				require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.New")
+				require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.NewLock")
 				return // refused up front: better still
 			}
-			require.NotEqual(t, throttle.Quota, p.Mode, "throttle.New accepted a Quota policy over Redlock")
 			lease, err := l.Acquire(context.Background(), "u")
 			require.ErrorIs(t, err, throttle.ErrInvalid)
 			require.Nil(t, lease)
 		})
 	}
+	t.Run("quota", func(t *testing.T) {
+		q, err := throttle.NewQuota(s, throttle.QuotaConfig{Name: "rl-quota"})
+		require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.NewQuota accepted a Redlock store")
+		require.Nil(t, q)
+	})
 }

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkAdmission measures one admission against a real redis-server
@@ -22,9 +22,9 @@ import (
 //     of the README's ratios);
 //   - rueidis-set:   raw rueidis SET NX PX, auto-pipelined;
 //   - store:         Store.Acquire (SET NX PX GET);
-//   - limiter:       Limiter.Acquire on the store (key, token, lease, the
-//     Policy.Timeout bound);
-//   - limiter-release: Limiter.Acquire then Lease.Release (two commands).
+//   - limiter:       Lock.Acquire on the store (key, token, lease, the
+//     Options.Timeout bound);
+//   - limiter-release: Lock.Acquire then Lease.Release (two commands).
 //
 // Key cardinality: every call takes a new key (keys expire after 10 s), so
 // every admission succeeds. Concurrency: c1, c16 and c64 run exactly that
@@ -35,7 +35,7 @@ func BenchmarkAdmission(b *testing.B) {
 	s, srv := newStore(b)
 	gc := srv.Client(b)
 	rc := newClient(b, srv)
-	l, err := throttle.New(s, throttle.Policy{Name: "bench", Window: 10 * time.Second})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench", TTL: 10 * time.Second})
 	require.NoError(b, err)
 	ctx := context.Background()
 	var seq atomic.Int64

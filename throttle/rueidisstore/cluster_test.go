@@ -9,14 +9,13 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestCluster runs the store on a real three-master Redis Cluster through a
@@ -41,7 +40,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("migration-under-load", func(t *testing.T) {
 		s := newStore(t)
-		l, err := throttle.New(s, throttle.Policy{Name: "migrate", Window: time.Minute})
+		l, err := throttle.NewLock(s, throttle.LockConfig{Name: "migrate", TTL: time.Minute})
 		require.NoError(t, err)
 		// Ids whose keys share one slot: the hash tag is policy:id, so
 		// find one id and reuse its slot by migrating it while a loop of
@@ -55,9 +54,8 @@ func TestCluster(t *testing.T) {
 			to = cl.Masters[1]
 		}
 		ctx := context.Background()
-		if _, err := l.Admit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		_, err = l.Admit(ctx, id)
+		require.NoError(t, err, "first Admit")
 		var admitted, errs atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -88,12 +86,10 @@ func TestCluster(t *testing.T) {
 		if errs.Load() != 0 {
 			t.Logf("%d store errors during the migration (allowed: a request may meet the move)", errs.Load())
 		}
-		if got := cl.Owner(t, slot); got != to {
-			t.Fatalf("slot %d is on %s after the migration, want %s", slot, got.Addr, to.Addr)
-		}
-		if _, err := l.Admit(ctx, id); !isContended(err) {
-			t.Fatalf("after the migration the duplicate gets %v", err)
-		}
+		require.Same(t, to, cl.Owner(t, slot), "slot %d's owner after the migration, want %s", slot, to.Addr)
+		_, err = l.Admit(ctx, id)
+		var ce *throttle.ContendedError
+		require.ErrorAs(t, err, &ce, "the duplicate after the migration")
 	})
 }
 

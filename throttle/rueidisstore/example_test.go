@@ -13,7 +13,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 )
 
-// A Limiter on Redis through rueidis rejects a duplicate within the window,
+// A Lock on Redis through rueidis rejects a duplicate within the window,
 // whichever process it reaches; concurrent admissions share round trips.
 // (Compiled, not run: it needs a Redis at REDIS_ADDR, default
 // 127.0.0.1:6379.)
@@ -31,7 +31,7 @@ func Example() {
 	st := rueidisstore.New(client)
 	defer func() { _ = st.Close() }()
 
-	l, err := throttle.New(st, throttle.Policy{Name: "example-submit"})
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "example-submit"})
 	if err != nil {
 		panic(err)
 	}

@@ -6,21 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
-
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestOutage: with Redis stopped, then killed, every call fails (none
-// hangs past its context), a Limiter failing closed turns requests away with
+// hangs past its context), a Lock failing closed turns requests away with
 // ErrStore, and once Redis is back the store serves again without a new
 // client.
 func TestOutage(t *testing.T) {
 	s, srv := newStore(t)
-	l, err := throttle.New(s, throttle.Policy{Name: "outage", WhenStoreFails: throttle.FailClosed})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "outage", Options: throttle.Options{WhenStoreFails: throttle.FailClosed}})
 	require.NoError(t, err)
 	for _, kill := range []bool{false, true} {
 		if kill {
@@ -68,9 +67,9 @@ func TestOutage(t *testing.T) {
 			go func() { done <- call(ctx) }()
 			select {
 			case err := <-done:
-				assert.NotNil(t, err, "%s with Redis down succeeded", name)
+				assert.Error(t, err, "%s with Redis down succeeded", name)
 			case <-time.After(10 * time.Second):
-				t.Fatalf("%s with Redis down hangs", name)
+				require.Failf(t, "a call hangs", "%s with Redis down hangs", name)
 			}
 			cancel()
 		}
@@ -82,30 +81,27 @@ func TestOutage(t *testing.T) {
 			if err == nil && g.Acquired {
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no acquisition after the restart: %+v, %v", g, err)
-			}
+			require.False(t, time.Now().After(deadline), "no acquisition after the restart: %+v, %v", g, err)
 			time.Sleep(20 * time.Millisecond)
 		}
-		if out, err := s.Release(context.Background(), k, "t"); err != nil || out != store.OK {
-			t.Fatalf("release after the restart: %v, %v", out, err)
-		}
+		out, err := s.Release(context.Background(), k, "t")
+		require.NoError(t, err, "release after the restart")
+		require.Equal(t, store.OK, out, "release after the restart")
 	}
 }
 
-// TestHungRedis: Redis is frozen (SIGSTOP) while a Limiter acquires. The
-// call ends at Policy.Timeout rather than waiting for Redis, and once Redis
-// resumes, the key the unanswered command took is freed by the Limiter's
+// TestHungRedis: Redis is frozen (SIGSTOP) while a Lock acquires. The
+// call ends at Options.Timeout rather than waiting for Redis, and once Redis
+// resumes, the key the unanswered command took is freed by the Lock's
 // background release: no lock is left that nobody owns.
 func TestHungRedis(t *testing.T) {
 	s, srv := newStore(t)
-	l, err := throttle.New(s, throttle.Policy{Name: "hung", Window: time.Hour, Timeout: 100 * time.Millisecond,
-		WhenStoreFails: throttle.FailClosed})
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "hung", TTL: time.Hour,
+		Options: throttle.Options{Timeout: 100 * time.Millisecond, WhenStoreFails: throttle.FailClosed}})
 	require.NoError(t, err)
 	ctx := context.Background()
-	if _, err := l.Admit(ctx, "warm-up"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = l.Admit(ctx, "warm-up")
+	require.NoError(t, err, "warm-up Admit")
 	srv.Pause(t)
 	done := make(chan error, 1)
 	go func() {
@@ -114,9 +110,9 @@ func TestHungRedis(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		require.True(t, errors.Is(err, throttle.ErrStore), "admission against a hung Redis: %v, want ErrStore", err)
+		require.ErrorIs(t, err, throttle.ErrStore, "admission against a hung Redis")
 	case <-time.After(10 * time.Second):
-		t.Fatal("admission against a hung Redis is not bounded by the policy's timeout")
+		require.Fail(t, "admission against a hung Redis is not bounded by the policy's timeout")
 	}
 	srv.Resume(t)
 	// The SET reached Redis before it froze or is read after it wakes:
@@ -128,9 +124,7 @@ func TestHungRedis(t *testing.T) {
 		if err == nil && g.Acquired {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the unanswered acquisition's key stays held: %+v, %v", g, err)
-		}
+		require.False(t, time.Now().After(deadline), "the unanswered acquisition's key stays held: %+v, %v", g, err)
 		time.Sleep(50 * time.Millisecond)
 	}
 }

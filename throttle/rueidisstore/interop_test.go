@@ -2,20 +2,18 @@ package rueidisstore_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
-
-	"github.com/stretchr/testify/assert"
 )
 
 // TestInterop: redisstore (go-redis) and rueidisstore on one server keep
@@ -38,24 +36,23 @@ func TestInterop(t *testing.T) {
 				req.Key, req.Token, req.TTL = key(t), store.NewToken(), time.Minute
 				g := mustAcquire(t, a, req)
 				held, err := b.Acquire(ctx, store.Request{Key: req.Key, Token: store.NewToken(), TTL: time.Minute})
-				if err != nil || held.Acquired || held.Remaining <= 0 || held.Remaining > time.Minute {
-					t.Fatalf("%+v taken by %s: %s says %+v, %v", req, name, other[name], held, err)
-				}
+				require.NoError(t, err, "%+v taken by %s: %s's Acquire", req, name, other[name])
+				require.False(t, held.Acquired, "%+v taken by %s: %s says %+v", req, name, other[name], held)
+				require.Positive(t, held.Remaining, "%+v taken by %s: %s says %+v", req, name, other[name], held)
+				require.LessOrEqual(t, held.Remaining, time.Minute, "%+v taken by %s: %s says %+v", req, name, other[name], held)
 				if req.Reentrant {
 					again := mustAcquire(t, b, req)
-					if again.Holds != 2 || again.Fence != g.Fence {
-						t.Fatalf("re-entry through %s: %+v after %+v", other[name], again, g)
-					}
-					if out, err := a.Release(ctx, req.Key, req.Token); err != nil || out != store.StillHeld {
-						t.Fatalf("first release: %v, %v", out, err)
-					}
+					require.Equal(t, 2, again.Holds, "re-entry through %s: %+v after %+v", other[name], again, g)
+					require.Equal(t, g.Fence, again.Fence, "re-entry through %s: %+v after %+v", other[name], again, g)
+					out, err := a.Release(ctx, req.Key, req.Token)
+					require.NoError(t, err, "first release")
+					require.Equal(t, store.StillHeld, out, "first release")
 				}
-				if out, err := b.Release(ctx, req.Key, req.Token); err != nil || out != store.OK {
-					t.Fatalf("release through %s: %v, %v", other[name], out, err)
-				}
-				if n, _ := gc.Exists(ctx, req.Key).Result(); n != 0 {
-					t.Fatalf("%+v still stored after its release", req)
-				}
+				out, err := b.Release(ctx, req.Key, req.Token)
+				require.NoError(t, err, "release through %s", other[name])
+				require.Equal(t, store.OK, out, "release through %s", other[name])
+				n, _ := gc.Exists(ctx, req.Key).Result()
+				require.Zero(t, n, "%+v still stored after its release", req)
 			}
 		})
 	}
@@ -63,19 +60,18 @@ func TestInterop(t *testing.T) {
 	t.Run("record", func(t *testing.T) {
 		k, tok := key(t), store.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
-		if out, err := s.Record(ctx, k, tok, []byte("201 Created")); err != nil || out != store.OK {
-			t.Fatalf("record: %v, %v", out, err)
-		}
+		out, err := s.Record(ctx, k, tok, []byte("201 Created"))
+		require.NoError(t, err, "record")
+		require.Equal(t, store.OK, out, "record")
 		rec, found, err := rs.Recorded(ctx, k)
-		if err != nil || !found || string(rec) != "201 Created" {
-			t.Fatalf("redisstore reads %q, %v, %v", rec, found, err)
-		}
-		if out, err := rs.Release(ctx, k, tok); err != nil || out != store.OK {
-			t.Fatalf("release: %v, %v", out, err)
-		}
-		if _, found, _ := s.Recorded(ctx, k); found {
-			t.Fatal("the record outlived its lock's release")
-		}
+		require.NoError(t, err, "redisstore's Recorded")
+		require.True(t, found, "redisstore finds the record")
+		require.Equal(t, "201 Created", string(rec), "redisstore reads the record")
+		out, err = rs.Release(ctx, k, tok)
+		require.NoError(t, err, "release")
+		require.Equal(t, store.OK, out, "release")
+		_, found, _ = s.Recorded(ctx, k)
+		require.False(t, found, "the record outlived its lock's release")
 	})
 
 	t.Run("quota", func(t *testing.T) {
@@ -89,46 +85,44 @@ func TestInterop(t *testing.T) {
 			st := []store.Quota{s, rs}[i%2]
 			wg.Go(func() {
 				d, err := st.AllowN(ctx, k, r, 1)
-				assert.Nil(t, err, err)
+				assert.NoError(t, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if got := allowed.Load(); got != 7 {
-			t.Fatalf("%d allowed of a shared burst of 7", got)
-		}
+		require.EqualValues(t, 7, allowed.Load(), "allowed of a shared burst of 7")
 	})
 }
 
-// TestLimiterModes runs every mode of the core on the store: Dedupe turns
-// a duplicate away, Exclusive serialises Do, Quota admits exactly Burst of
-// concurrent requests, and Replay hands a duplicate the first one's record.
+// TestLimiterModes runs every limiter of the core on the store: a Dedupe
+// Lock turns a duplicate away, an Exclusive Lock serialises Do, a Quota
+// admits exactly Burst of concurrent requests, and a Replay hands a
+// duplicate the first one's record.
 func TestLimiterModes(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	newLimiter := func(p throttle.Policy) *throttle.Limiter {
+	newLock := func(c throttle.LockConfig) *throttle.Lock {
 		t.Helper()
-		l, err := throttle.New(s, p)
+		l, err := throttle.NewLock(s, c)
 		require.NoError(t, err)
 		return l
 	}
 
 	t.Run("dedupe", func(t *testing.T) {
-		l := newLimiter(throttle.Policy{Name: "dedupe", Window: time.Minute})
-		if _, err := l.Admit(ctx, "alice"); err != nil {
-			t.Fatal(err)
-		}
+		l := newLock(throttle.LockConfig{Name: "dedupe", TTL: time.Minute})
 		_, err := l.Admit(ctx, "alice")
+		require.NoError(t, err, "first Admit")
+		_, err = l.Admit(ctx, "alice")
 		var ce *throttle.ContendedError
-		if !errors.As(err, &ce) || ce.RetryAfter <= 0 || ce.RetryAfter > time.Minute {
-			t.Fatalf("duplicate: %v", err)
-		}
+		require.ErrorAs(t, err, &ce, "duplicate")
+		require.Positive(t, ce.RetryAfter, "duplicate's RetryAfter")
+		require.LessOrEqual(t, ce.RetryAfter, time.Minute, "duplicate's RetryAfter")
 	})
 
 	t.Run("exclusive-do", func(t *testing.T) {
-		l := newLimiter(throttle.Policy{Name: "exclusive", Mode: throttle.Exclusive, Wait: 30 * time.Second, Fence: true})
+		l := newLock(throttle.LockConfig{Name: "exclusive", Mode: throttle.Exclusive, Wait: 30 * time.Second, Fence: true})
 		var inside, most atomic.Int64
 		var fences sync.Map
 		var wg sync.WaitGroup
@@ -143,13 +137,12 @@ func TestLimiterModes(t *testing.T) {
 							break
 						}
 					}
-					if _, dup := fences.LoadOrStore(throttle.LeaseFrom(ctx).Fence(), true); dup {
-						t.Error("two holders got one fence")
-					}
+					_, dup := fences.LoadOrStore(throttle.LeaseFrom(ctx).Fence(), true)
+					assert.False(t, dup, "two holders got one fence")
 					time.Sleep(5 * time.Millisecond)
 					return nil
 				})
-				assert.Nil(t, err, err)
+				assert.NoError(t, err, "Do")
 			})
 		}
 		wg.Wait()
@@ -157,13 +150,15 @@ func TestLimiterModes(t *testing.T) {
 	})
 
 	t.Run("quota", func(t *testing.T) {
-		l := newLimiter(throttle.Policy{Name: "quota", Mode: throttle.Quota, Limit: 5, Window: time.Hour})
+		q, err := throttle.NewQuota(s, throttle.QuotaConfig{Name: "quota"})
+		require.NoError(t, err)
+		r := throttle.Rate{Limit: 5, Window: time.Hour}
 		var allowed atomic.Int64
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				d, err := l.Allow(ctx, "bob")
-				assert.Nil(t, err, err)
+				d, err := q.Allow(ctx, "bob", r, 1)
+				assert.NoError(t, err)
 				if d.Allowed {
 					allowed.Add(1)
 				}
@@ -174,22 +169,21 @@ func TestLimiterModes(t *testing.T) {
 	})
 
 	t.Run("replay", func(t *testing.T) {
-		l := newLimiter(throttle.Policy{Name: "replay", Mode: throttle.Replay, Window: time.Minute})
+		l, err := throttle.NewReplay(s, throttle.ReplayConfig{Name: "replay", TTL: time.Minute})
+		require.NoError(t, err)
 		lease, rec, err := l.Claim(ctx, "order-1")
-		if err != nil || lease == nil || rec != nil {
-			t.Fatalf("first claim: %v, %q, %v", lease, rec, err)
-		}
+		require.NoError(t, err, "first claim")
+		require.NotNil(t, lease, "first claim's lease")
+		require.Nil(t, rec, "first claim's record")
 		got := make(chan []byte)
 		go func() {
 			_, rec, err := l.Claim(ctx, "order-1") // waits for the record
-			assert.Nil(t, err, err)
+			assert.NoError(t, err, "duplicate claim")
 			got <- rec
 		}()
 		time.Sleep(20 * time.Millisecond)
 		require.NoError(t, lease.Record(ctx, []byte("order 1 placed")))
-		if rec := <-got; string(rec) != "order 1 placed" {
-			t.Fatalf("duplicate got %q", rec)
-		}
+		require.Equal(t, "order 1 placed", string(<-got), "the duplicate's record")
 	})
 }
 
@@ -221,12 +215,11 @@ func quotaMatchesMemstore(t *testing.T, r store.Rate) {
 		now = now.Add(st.advance)
 		md, merr := ms.AllowN(ctx, k, r, st.cost)
 		rd, rerr := s.AllowN(ctx, k, r, st.cost)
-		if (merr == nil) != (rerr == nil) || md != rd {
-			t.Fatalf("step %d (+%v, cost %d): memstore %+v, %v; rueidisstore %+v, %v",
-				i, st.advance, st.cost, md, merr, rd, rerr)
-		}
-		if rerr != nil && !errors.Is(rerr, store.ErrInvalid) {
-			t.Fatalf("step %d: %v does not match store.ErrInvalid", i, rerr)
+		require.Equal(t, merr == nil, rerr == nil, "step %d (+%v, cost %d): memstore %+v, %v; rueidisstore %+v, %v",
+			i, st.advance, st.cost, md, merr, rd, rerr)
+		require.Equal(t, md, rd, "step %d (+%v, cost %d): memstore %v; rueidisstore %v", i, st.advance, st.cost, merr, rerr)
+		if rerr != nil {
+			require.ErrorIs(t, rerr, store.ErrInvalid, "step %d", i)
 		}
 	}
 }

@@ -9,23 +9,22 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
-
-	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkQuotaPaired measures a Quota decision (Limiter.Allow, one GCRA
+// BenchmarkQuotaPaired measures a Quota decision (Quota.Allow, one GCRA
 // script by EVALSHA) on the store against a real redis-server started for
 // the run, interleaved with raw go-redis SetNX (the floor of one command
 // per call), by benchload.Paired:
 //
 //   - raw:     go-redis client.SetNX, one command per call;
-//   - limiter: Limiter.Allow on a store whose rueidis client has its
+//   - limiter: Quota.Allow on a store whose rueidis client has its
 //     defaults;
 //   - flush:   the same on a client with MaxFlushDelay 20µs.
 //
@@ -41,33 +40,32 @@ import (
 func BenchmarkQuotaPaired(b *testing.B) {
 	srv := redistest.Start(b)
 	gc := srv.Client(b)
-	policies := map[string]throttle.Policy{
-		"distinct":  {Name: "bench-quota", Mode: throttle.Quota, Limit: 100, Window: time.Minute},
-		"returning": {Name: "bench-quota-r", Mode: throttle.Quota, Limit: 3600, Window: time.Hour, Burst: 100_000},
+	names := map[string]string{"distinct": "bench-quota", "returning": "bench-quota-r"}
+	rates := map[string]throttle.Rate{
+		"distinct":  {Limit: 100, Window: time.Minute},
+		"returning": {Limit: 3600, Window: time.Hour, Burst: 100_000},
 	}
-	limitersOn := func(opt rueidis.ClientOption) map[string]*throttle.Limiter {
+	limitersOn := func(opt rueidis.ClientOption) map[string]*throttle.Quota {
 		opt.InitAddress, opt.DisableCache = []string{srv.Addr}, true
 		c, err := rueidis.NewClient(opt)
 		require.NoError(b, err)
 		st := rueidisstore.New(c)
 		b.Cleanup(func() { _ = st.Close(); c.Close() })
-		ls := map[string]*throttle.Limiter{}
-		for card, p := range policies {
-			if ls[card], err = throttle.New(st, p); err != nil {
-				b.Fatal(err)
-			}
+		qs := map[string]*throttle.Quota{}
+		for card, name := range names {
+			qs[card], err = throttle.NewQuota(st, throttle.QuotaConfig{Name: name})
+			require.NoError(b, err)
 		}
-		return ls
+		return qs
 	}
 	plain, flush := limitersOn(rueidis.ClientOption{}), limitersOn(rueidis.ClientOption{MaxFlushDelay: 20 * time.Microsecond})
 	ctx := context.Background()
 	// The returning users, each charged once on both stores before the run.
 	const returning = 1024
 	for i := range returning {
-		for _, ls := range []map[string]*throttle.Limiter{plain, flush} {
-			if _, err := ls["returning"].Allow(ctx, "r"+strconv.Itoa(i)); err != nil {
-				b.Fatal(err)
-			}
+		for _, qs := range []map[string]*throttle.Quota{plain, flush} {
+			_, err := qs["returning"].Allow(ctx, "r"+strconv.Itoa(i), rates["returning"], 1)
+			require.NoError(b, err)
 		}
 	}
 	var seq atomic.Int64
@@ -78,9 +76,9 @@ func BenchmarkQuotaPaired(b *testing.B) {
 		}
 		return next()
 	}
-	allow := func(ls map[string]*throttle.Limiter, card string) func() error {
+	allow := func(qs map[string]*throttle.Quota, card string) func() error {
 		return func() error {
-			d, err := ls[card].Allow(ctx, user(card))
+			d, err := qs[card].Allow(ctx, user(card), rates[card], 1)
 			if err == nil && !d.Allowed {
 				err = fmt.Errorf("a %s user was refused: %+v", card, d)
 			}

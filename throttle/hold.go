@@ -1,0 +1,70 @@
+package throttle
+
+import (
+	"context"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Hold is a lock key held for a request that will at most give it back:
+// all a Dedupe or Cooldown middleware needs, which releases a key only when
+// its request fails. Lock.Hold makes one without a Lease where the lock
+// needs none, which spares an admission the Lease's allocation and clock
+// reading on an in-memory store. The zero Hold holds nothing: it is what a
+// request let through because the store failed open gets.
+type Hold struct {
+	// lease is the lease, for a lock whose holds need one (see Lock.Hold).
+	lease *Lease
+	// l, key and token are the key held without a lease.
+	l          *limiter
+	key, token string
+}
+
+// Held reports whether h holds a key.
+func (h Hold) Held() bool { return h.lease != nil || h.l != nil }
+
+// Release frees the key if h still holds it, as Lease.Release does.
+func (h Hold) Release(ctx context.Context) error {
+	switch {
+	case h.lease != nil:
+		return h.lease.Release(ctx)
+	case h.l != nil:
+		req := store.Request{Key: h.key, Token: h.token, TTL: h.l.p.TTL}
+		return newLease(h.l, false, req, store.Grant{Acquired: true}, monoNow()).Release(ctx)
+	}
+	return ErrNotHeld
+}
+
+// Hold is Admit for a request that needs its key only to give it back
+// early: the middleware's Dedupe and Cooldown. Its outcomes are Admit's. A
+// lock whose keys are held only in this process's memory, without Fence,
+// Reentrant, Wait or an Observer, holds the key without making a Lease;
+// any other returns a Hold of the Lease that Admit makes.
+func (k *Lock) Hold(ctx context.Context, id string) (Hold, error) {
+	l := k.l
+	if !l.leaseless {
+		lease, err := l.Admit(ctx, id)
+		if lease == nil {
+			return Hold{}, err
+		}
+		return Hold{lease: lease}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Hold{}, l.admitted(ctx, false, err)
+	}
+	req := l.request(ctx, id, l.p.TTL)
+	g, err := l.store.Acquire(ctx, req)
+	switch {
+	case err != nil:
+		err = l.failed(ctx, l.store, req, monoNow(), err)
+	case !g.Acquired:
+		l.health.answered(l)
+		l.stats.rejected.Add(1)
+		err = &ContendedError{RetryAfter: g.Remaining}
+	default:
+		l.health.answered(l)
+		l.stats.acquired.Add(1)
+		return Hold{l: l, key: req.Key, token: req.Token}, nil
+	}
+	return Hold{}, l.admitted(ctx, false, err)
+}
