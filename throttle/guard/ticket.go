@@ -16,7 +16,7 @@ type ticket struct {
 	// hold is the key of a lock that holds with Lock.Hold, when lease is
 	// nil.
 	hold throttle.Hold
-	stop  context.CancelFunc
+	stop context.CancelFunc
 	// quota is the decision that admitted a Quota request, when hasQuota
 	// is set (not a pointer: that would cost an allocation per request).
 	quota    throttle.Decision
