@@ -272,9 +272,8 @@ func TestReplicaAckOptionValues(t *testing.T) {
 			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
 			took := time.Since(start)
 			if tc.within == "" {
-				if err != nil || !g.Acquired {
-					t.Fatalf("with the option off: %+v, %v; want granted", g, err)
-				}
+				require.NoError(t, err, "with the option off: %+v, %v; want granted", g, err)
+				require.True(t, g.Acquired, "with the option off: %+v, %v; want granted", g, err)
 				return
 			}
 			if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), tc.within) {
