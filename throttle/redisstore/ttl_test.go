@@ -50,7 +50,7 @@ func TestExtremeTTL(t *testing.T) {
 	}
 	paths := []struct {
 		name string
-		path string // see setPath
+		path string // see redisstore.WithPath
 		req  store.Request
 	}{
 		{"set", "set", store.Request{}},
