@@ -9,9 +9,9 @@ import "sync/atomic"
 // may lose a sample, which an estimate can afford.
 type Share struct{ v atomic.Int32 }
 
-// shareFrequent is one call in eight: from there, paying about 1.14 round
-// trips (a pipeline) or a script every time beats paying a second round trip
-// for the outcome (BenchmarkAdmissionPaired, BenchmarkQuotaPaired).
+// shareFrequent is one call in eight: from about there, paying a pipeline or
+// a script every time beats paying a second round trip for the outcome
+// (BenchmarkAdmissionPaired, BenchmarkQuotaPaired).
 const shareOne, shareFrequent = 1 << 16, 1 << 13
 
 // Observe adds one call, with the outcome or not.

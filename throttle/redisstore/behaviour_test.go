@@ -42,9 +42,8 @@ func TestTokenSafety(t *testing.T) {
 			t.Fatalf("A's extend changed B's TTL to %v", p)
 		}
 		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
-		if err != nil || g.Acquired {
-			t.Fatalf("after A's late release the key is free: %+v, %v", g, err)
-		}
+		require.NoError(t, err, "after A's late release the key is free: %+v, %v", g, err)
+		require.False(t, g.Acquired, "after A's late release the key is free: %+v, %v", g, err)
 		mustOutcome(t, store.OK)(s.Release(ctx, k, b))
 		mustOutcome(t, store.Gone)(s.Release(ctx, k, b))
 		mustOutcome(t, store.Gone)(s.Extend(ctx, k, b, time.Second))

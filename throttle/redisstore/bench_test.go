@@ -27,7 +27,7 @@ import (
 //   - store:    Store.Acquire as configured by default: SET NX PX alone
 //     while refusals are rare, the pipeline below while they are frequent;
 //   - set:      Store.Acquire held on SET NX PX alone, whose refusals cost
-//     a second round trip (GET and PTTL pipelined);
+//     a second round trip (the acquire script);
 //   - pipeline: Store.Acquire held on SET NX PX, GET and PTTL in one
 //     pipelined round trip;
 //   - script:   Store.Acquire running the acquire script with EVALSHA
@@ -130,7 +130,7 @@ func (a admissionImpl) check(card, key string) error {
 }
 
 // benchStore returns a store on c whose plain acquisitions take path (see
-// setPath), closed at the benchmark's end.
+// redisstore.WithPath), closed at the benchmark's end.
 func benchStore(b *testing.B, c *redis.Client, path string) *redisstore.Store {
 	s := redisstore.New(c, redisstore.WithPath(path))
 	b.Cleanup(func() { _ = s.Close() })

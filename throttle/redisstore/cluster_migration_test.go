@@ -72,9 +72,8 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 		exists := p.Exists(ctx, keys...)
 		_, _ = p.Exec(ctx)
 		n, err := exists.Result()
-		if err != nil || n != int64(len(keys)) {
-			t.Fatalf("%s: %d of %d keys on %s (%v)", when, n, len(keys), m.Addr, err)
-		}
+		require.NoError(t, err, "%s: %d of %d keys on %s (%v)", when, n, len(keys), m.Addr, err)
+		require.EqualValues(t, int64(len(keys)), n, "%s: %d of %d keys on %s (%v)", when, n, len(keys), m.Addr, err)
 	}
 
 	m := env.BeginMigration(t, slot, from, to)

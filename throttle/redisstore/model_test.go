@@ -43,9 +43,8 @@ func TestDataModel(t *testing.T) {
 		k, tok := key(t), store.NewToken()
 		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
 		v, err := c.Get(ctx, store.FenceKey(k)).Int64()
-		if err != nil || v != g.Fence {
-			t.Fatalf("fence counter = %d, %v; grant said %d", v, err, g.Fence)
-		}
+		require.NoError(t, err, "fence counter = %d, %v; grant said %d", v, err, g.Fence)
+		require.EqualValues(t, g.Fence, v, "fence counter = %d, %v; grant said %d", v, err, g.Fence)
 		p, _ := c.PTTL(ctx, store.FenceKey(k)).Result()
 		if p < 23*time.Hour || p > 24*time.Hour {
 			t.Fatalf("fence counter PTTL = %v, want about the 24h default", p)

@@ -471,7 +471,7 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 }
 
 // TestQuotaNewKeyStep checks a charge that starts with SET NX (the step
-// for new keys, see setNew) against the script alone and the store's
+// for new keys, see redisalgo.Store.AllowN) against the script alone and the store's
 // own choice (see redistest.CheckQuotaNewKey).
 func TestQuotaNewKeyStep(t *testing.T) {
 	for _, path := range []string{"set", "script", "store"} {

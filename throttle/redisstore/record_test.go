@@ -187,9 +187,8 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 	refused := func(key string) {
 		t.Helper()
 		g, err := s.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Minute})
-		if err != nil || g.Acquired {
-			t.Fatalf("contender for %s: %+v, %v; want refused", key, g, err)
-		}
+		require.NoError(t, err, "contender for %s: %+v, %v; want refused", key, g, err)
+		require.False(t, g.Acquired, "contender for %s: %+v, %v; want refused", key, g, err)
 	}
 	refused(split)
 	mustRecorded(t, s, split, []byte("rec "+split))

@@ -42,9 +42,8 @@ func TestNoScriptFallback(t *testing.T) {
 		require.NoError(t, c.ScriptFlush(ctx).Err())
 		req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
 		g, err := s.Acquire(ctx, req)
-		if err != nil || !g.Acquired {
-			t.Fatalf("acquire after SCRIPT FLUSH: %+v, %v", g, err)
-		}
+		require.NoError(t, err, "acquire after SCRIPT FLUSH: %+v, %v", g, err)
+		require.True(t, g.Acquired, "acquire after SCRIPT FLUSH: %+v, %v", g, err)
 		require.NoError(t, c.ScriptFlush(ctx).Err())
 		if out, err := s.Release(ctx, req.Key, req.Token); err != nil || out != store.OK {
 			t.Fatalf("release after SCRIPT FLUSH: %v, %v", out, err)

@@ -23,7 +23,7 @@ func TestSentinelConformance(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	cases := []struct {
 		name string
-		path string // see setPath
+		path string // see redisstore.WithPath
 		opts []redisstore.Option
 	}{
 		{"set", "set", nil},

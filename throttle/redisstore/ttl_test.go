@@ -50,7 +50,7 @@ func TestExtremeTTL(t *testing.T) {
 	}
 	paths := []struct {
 		name string
-		path string // see setPath
+		path string // see redisstore.WithPath
 		req  store.Request
 	}{
 		{"set", "set", store.Request{}},
@@ -80,9 +80,8 @@ func TestExtremeTTL(t *testing.T) {
 				// Somebody else is told the holder keeps it for ages.
 				other := store.Request{Key: req.Key, Token: store.NewToken(), TTL: ttl, Reentrant: req.Reentrant}
 				rej, err := s.Acquire(ctx, other)
-				if err != nil || rej.Acquired {
-					t.Fatalf("second acquire: %+v, %v", rej, err)
-				}
+				require.NoError(t, err, "second acquire: %+v, %v", rej, err)
+				require.False(t, rej.Acquired, "second acquire: %+v, %v", rej, err)
 				if rej.Remaining < time.Duration(maxMs-60_000)*time.Millisecond {
 					t.Fatalf("Remaining %v, want about 292 years", rej.Remaining)
 				}
@@ -128,8 +127,7 @@ func TestRemainingBeyondDuration(t *testing.T) {
 	k := key(t)
 	require.NoError(t, c.Do(ctx, "SET", k, "foreign", "PX", int64(1e15)).Err())
 	g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
-	if err != nil || g.Acquired {
-		t.Fatalf("acquire of a foreign key: %+v, %v", g, err)
-	}
+	require.NoError(t, err, "acquire of a foreign key: %+v, %v", g, err)
+	require.False(t, g.Acquired, "acquire of a foreign key: %+v, %v", g, err)
 	require.EqualValues(t, time.Duration(maxMs)*time.Millisecond, g.Remaining, "Remaining %d, want %d", int64(g.Remaining), maxMs*int64(time.Millisecond))
 }

@@ -261,8 +261,8 @@ func TestReplicaAckOptionValues(t *testing.T) {
 			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
 			took := time.Since(start)
 			if tc.within == "" {
-				require.NoError(t, err, "with the option off")
-				require.True(t, g.Acquired, "with the option off: %+v; want granted", g)
+				require.NoError(t, err, "with the option off: %+v, %v; want granted", g, err)
+				require.True(t, g.Acquired, "with the option off: %+v, %v; want granted", g, err)
 				return
 			}
 			require.ErrorIs(t, err, redisstore.ErrNotReplicated)

@@ -76,11 +76,12 @@ func race(t *testing.T, stores []*redlock.Store, key string, perStore int) (winn
 				g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: time.Minute})
 				mu.Lock()
 				defer mu.Unlock()
-				switch {
-				case !assert.NoError(t, err, "Acquire"):
-				case g.Acquired:
+				if !assert.NoError(t, err, "Acquire") {
+					return
+				}
+				if g.Acquired {
 					winners = append(winners, tok)
-				default:
+				} else {
 					losers = append(losers, tok)
 				}
 			})

@@ -23,8 +23,8 @@
 // nodes, at least three, and go-redis clients with ContextTimeoutEnabled
 // and DialerRetries: 1, so that a node that is slow or down is seen at once.
 //
-// Fencing tokens and reentrancy are refused (see Refuses): nodes count on
-// their own, the next quorum may miss the node that numbered the last grant,
-// and hold counts drift apart when a node misses a call. Nor are quotas and
-// records offered: nodes that missed a charge could not reconcile counts.
+// Fencing tokens and reentrancy are refused (see Refuses), and quotas and
+// records are not offered: nodes count on their own, a quorum may miss the
+// node that numbered the last grant or took the last charge, and counts
+// drift apart when a node misses a call. Use one Redis for those.
 package redlock

@@ -73,9 +73,8 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("the new master holds %d of the two locks (%v)", n, err)
 		}
 		g, err := s.Acquire(ctx, store.Request{Key: held.Key, Token: store.NewToken(), TTL: time.Minute})
-		if err != nil || g.Acquired {
-			t.Fatalf("a contender for the lock held across the failover got %+v, %v", g, err)
-		}
+		require.NoError(t, err, "a contender for the lock held across the failover got %+v, %v", g, err)
+		require.False(t, g.Acquired, "a contender for the lock held across the failover got %+v, %v", g, err)
 		if out, err := s.Release(ctx, held.Key, held.Token); err != nil || out != store.OK {
 			t.Fatalf("release on the new master: %v, %v", out, err)
 		}
