@@ -66,29 +66,8 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A store that cannot serve the policy's kind of request (a Redlock
-	// store refuses Fence and Reentrant) would fail every acquisition as a
-	// store error, which WhenStoreFails turns into admissions when failing
-	// open: refuse the policy now instead.
-	if r, ok := st.(interface{ Refuses(store.Request) error }); ok {
-		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
-			Fence: p.Fence, Reentrant: p.Reentrant}
-		if err := r.Refuses(req); err != nil {
-			return nil, fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
-		}
-	}
-	if err := remoteWindow(st, p); err != nil {
+	if err := servable(st, p); err != nil {
 		return nil, err
-	}
-	if p.Mode == ModeQuota {
-		if err := quotaStores(st, p); err != nil {
-			return nil, err
-		}
-	}
-	if p.Mode == ModeReplay {
-		if err := recordStores(st, p); err != nil {
-			return nil, err
-		}
 	}
 	l := &limiter{store: st, p: p}
 	l.live = livenessOf(st)
@@ -104,6 +83,31 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	l.leaseless = l.processTokens && (p.Mode == Dedupe || p.Mode == Cooldown) && !p.Fence && !p.Reentrant &&
 		p.Wait <= 0 && p.Observer == nil
 	return l, nil
+}
+
+// servable checks that st (and the Fallback) can serve p. A store that
+// cannot serve the policy's kind of request (a Redlock store refuses Fence
+// and Reentrant, quotas and records) would fail every call as a store
+// error, which WhenStoreFails turns into admissions when failing open:
+// refuse the policy now instead.
+func servable(st Store, p policy) error {
+	if r, ok := st.(interface{ Refuses(store.Request) error }); ok {
+		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
+			Fence: p.Fence, Reentrant: p.Reentrant}
+		if err := r.Refuses(req); err != nil {
+			return fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
+		}
+	}
+	if err := remoteWindow(st, p); err != nil {
+		return err
+	}
+	switch p.Mode {
+	case ModeQuota:
+		return quotaStores(st, p)
+	case ModeReplay:
+		return recordStores(st, p)
+	}
+	return nil
 }
 
 // minRemoteTTL is the shortest TTL of a key held on a store outside this
