@@ -98,7 +98,7 @@ func (s *Store) pause(ctx context.Context, r *round, req store.Request) bool {
 	} else {
 		r.done.Wait()
 	}
-	t := time.NewTimer(lo + rand.N(span+time.Millisecond)) //nolint:gosec // jitter, no secret
+	t := time.NewTimer(lo + rand.N(span+time.Millisecond))
 	defer t.Stop()
 	select {
 	case <-t.C:
