@@ -30,11 +30,17 @@ type entry struct {
 	tag uint32
 }
 
-// ring is the FIFO of one TTL class: the entry of seq is at seq % len(buf).
+// ring is the FIFO of one TTL class: the entry of seq is at seq % its
+// capacity, in blocks of equal size. A small ring is one block that doubles
+// by copying; from maxBlock entries on, a ring grows by adding blocks, so
+// that the entries already in it are never copied again: a ring of a
+// million keys grows by moving block pointers (BenchmarkAdapters'
+// admitted-growing rows).
 type ring struct {
 	class      int
 	head, tail uint32
-	buf        []entry
+	blocks     [][]entry // a power of two of them, each 1<<blockBits entries
+	blockBits  uint
 }
 
 // ref is where an entry is: its ring in the top 6 bits (fewer than 64 TTL
@@ -44,7 +50,8 @@ type ref uint32
 const (
 	seqBits        = 26
 	minRing        = 8
-	reclaimPerPush = 2 // more than one, so that rings shrink after a burst
+	maxBlockBits   = 10 // a block of 1024 entries
+	reclaimPerPush = 2  // more than one, so that rings shrink after a burst
 )
 
 func refOf(ring int, seq uint32) ref  { return ref(ring)<<seqBits | ref(seq&(1<<seqBits-1)) }
@@ -55,25 +62,72 @@ func slotOf(tag uint32, r ref) uint64 { return uint64(tag)<<32 | uint64(r) }
 // tagOf returns the tag of a key of hash h: its high half, never 0.
 func tagOf(h uint64) uint32 { return uint32(h>>32) | 1 }
 
-func (g *ring) at(seq uint32) *entry { return &g.buf[seq&uint32(len(g.buf)-1)] }
+func (g *ring) at(seq uint32) *entry {
+	b := g.blocks[(seq>>g.blockBits)&uint32(len(g.blocks)-1)]
+	return &b[seq&(1<<g.blockBits-1)]
+}
+
+// capacity is how many entries the ring holds.
+func (g *ring) capacity() int { return len(g.blocks) << g.blockBits }
 
 // push appends e and returns its sequence number, or false when the ring
 // holds as many entries as a ref can tell apart.
 func (g *ring) push(e entry) (uint32, bool) {
-	if int(g.tail-g.head) == len(g.buf) {
-		n := max(2*len(g.buf), minRing)
-		if n > 1<<seqBits {
+	if int(g.tail-g.head) == g.capacity() {
+		if g.capacity() >= 1<<seqBits {
 			return 0, false
 		}
-		buf := make([]entry, n)
-		for s := g.head; s != g.tail; s++ {
-			buf[s&uint32(n-1)] = *g.at(s)
+		if g.blockBits < maxBlockBits || len(g.blocks) == 0 {
+			g.growBlock()
+		} else {
+			g.addBlocks()
 		}
-		g.buf = buf
 	}
 	*g.at(g.tail) = e
 	g.tail++
 	return g.tail - 1, true
+}
+
+// growBlock doubles a ring of one block by copying it into a new one.
+func (g *ring) growBlock() {
+	size := uint(bits.TrailingZeros(minRing))
+	if len(g.blocks) > 0 {
+		size = g.blockBits + 1
+	}
+	b := make([]entry, 1<<size)
+	for s := g.head; s != g.tail; s++ {
+		b[s&(1<<size-1)] = *g.at(s)
+	}
+	g.blocks, g.blockBits = [][]entry{b}, size
+}
+
+// addBlocks doubles a full ring of whole blocks. Each block of entries keeps
+// its memory and moves to its slot in the larger ring; only when the ring
+// is full across a block boundary do the head's block and the tail's share
+// a slot, and the tail's part is copied to a block of its own.
+func (g *ring) addBlocks() {
+	n := uint32(len(g.blocks))
+	blocks := make([][]entry, 2*n)
+	first, last := g.head>>g.blockBits, (g.tail-1)>>g.blockBits
+	for k := first; ; k++ {
+		old := g.blocks[k&(n-1)]
+		if k != first && k&(n-1) == first&(n-1) { // the tail's part of the head's block
+			b := make([]entry, len(old))
+			copy(b, old[:g.tail&(1<<g.blockBits-1)])
+			clear(old[:g.tail&(1<<g.blockBits-1)])
+			old = b
+		}
+		blocks[k&(2*n-1)] = old
+		if k == last {
+			break
+		}
+	}
+	for i := range blocks {
+		if blocks[i] == nil {
+			blocks[i] = make([]entry, 1<<g.blockBits)
+		}
+	}
+	g.blocks = blocks
 }
 
 func (t *locks) entry(r ref) *entry  { return t.rings[r.ring()].at(r.seq()) }

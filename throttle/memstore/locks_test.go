@@ -82,11 +82,39 @@ func checkLocks(t *testing.T, lk *locks, model map[string]lock, now time.Duratio
 	require.Equal(t, lk.used, int64(occupied))
 	for k := range lk.rings {
 		g := &lk.rings[k]
-		require.LessOrEqual(t, int(g.tail-g.head), len(g.buf))
+		require.LessOrEqual(t, int(g.tail-g.head), g.capacity())
 		for seq := g.head; seq != g.tail; seq++ {
 			if e := g.at(seq); e.key != "" {
 				require.True(t, slices.Contains(lk.index, slotOf(e.tag, refOf(k, seq))), "entry %q has no slot", e.key)
 			}
 		}
+	}
+}
+
+// TestRingGrowsByBlocks checks a ring past one block: entries keep their
+// sequence numbers and contents while it grows by whole blocks, also when
+// the ring is full across a block boundary (head and tail in one slot), and
+// with the head advanced by any amount.
+func TestRingGrowsByBlocks(t *testing.T) {
+	for _, popEvery := range []int{0, 3, 7, 1000} {
+		var g ring
+		head := 0
+		for i := range 9000 {
+			seq, ok := g.push(entry{key: strconv.Itoa(i)})
+			require.True(t, ok)
+			require.Equal(t, uint32(i), seq)
+			if popEvery > 0 && i%popEvery == 0 {
+				*g.at(g.head) = entry{}
+				g.head++
+				head++
+			}
+			if i%997 == 0 || i == 8999 {
+				require.LessOrEqual(t, int(g.tail-g.head), g.capacity())
+				for s := g.head; s != g.tail; s++ {
+					require.Equal(t, strconv.Itoa(int(s)), g.at(s).key, "pop every %d, after %d pushes: seq %d", popEvery, i+1, s)
+				}
+			}
+		}
+		require.Equal(t, head, int(g.head))
 	}
 }
