@@ -38,7 +38,7 @@ import (
 //     partial view of the slot. go-redis retries, but only MaxRedirects (3)
 //     times, about 100 ms in all, so such an acquisition can fail while
 //     its slot migrates. Nothing ran: the key is not taken, and the
-//     caller sees a store error (the Limiter applies Policy.WhenStoreFails).
+//     caller sees a store error (the Lock applies Options.WhenStoreFails).
 
 // testMigrationSteps stops a migration half-way, with some keys of the
 // slot moved and others not, and checks each kind of call in that state
