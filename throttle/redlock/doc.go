@@ -9,7 +9,7 @@
 // where drift (store.Drift, 1% of the TTL plus 2 ms) covers clocks running
 // at slightly different rates. A missed quorum is released on every node,
 // with a context that the caller's cancellation does not end. A node gets a
-// tenth of the TTL, at most the 100 ms a throttle.Limiter gives a call, so
+// tenth of the TTL, at most the 100 ms a throttle limiter gives a call, so
 // that a slow node fails before it eats the validity; the decision comes at
 // the quorum-th answer. Contenders that split the nodes retry: the holder
 // of the lowest node keeps its part, the others pause at random.

@@ -13,7 +13,7 @@ import (
 // Watch returns a channel that receives a value after key is released on
 // any node (a holder releases on all, so the first wakes the waiter), and
 // the stop function to call when done. It fails only when no node could be
-// watched; a throttle.Limiter then polls. A wake-up is a hint, not a grant:
+// watched; a throttle limiter then polls. A wake-up is a hint, not a grant:
 // a contender's partial lock wakes the waiter too.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if key == "" {
