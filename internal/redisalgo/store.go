@@ -174,7 +174,7 @@ func (s *Store) result(op string, res []int64, err error) (store.Outcome, error)
 }
 
 // fail wraps an error of a call, marking those that surely changed nothing
-// (when mark) with store.ErrNotApplied: the Limiter then frees nothing.
+// (when mark) with store.ErrNotApplied: the limiter then frees nothing.
 func (s *Store) fail(op string, err error, mark bool) error {
 	if mark && s.conn.Unsent(err) {
 		return fmt.Errorf("%s: %s: %w: %w", s.name, op, store.ErrNotApplied, err)

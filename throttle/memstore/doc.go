@@ -22,7 +22,7 @@
 // <prefix>:{<policy>:<id>}, see store.Key) may hold at most WithPolicyShare
 // of each shard's part, so that a flood of new keys on one route leaves the
 // others their answers. Nothing live is evicted: a new lock, quota or record
-// that does not fit fails with ErrFull, which the Limiter hands to the
+// that does not fit fails with ErrFull, which the limiter hands to the
 // policy's WhenStoreFails, while held keys answer as always. Fence counters
 // never fail: a full shard drops the least recently used of a few, and new
 // counters start above the highest fence it dropped, so a key's fences only

@@ -83,7 +83,7 @@ func WithFenceTTL(d time.Duration) Option {
 }
 
 // ErrFull is the error of an Acquire, AllowN or Record whose new entry does
-// not fit the store's bounds (see WithMaxKeys). The Limiter reports it as a
+// not fit the store's bounds (see WithMaxKeys). The limiter reports it as a
 // store failure, so that the policy's WhenStoreFails decides. It matches
 // store.ErrNotApplied: nothing was written, so nothing needs releasing.
 var ErrFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)

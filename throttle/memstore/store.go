@@ -229,5 +229,5 @@ func (s *Store) Len() int {
 }
 
 // InMemory marks the store as answering without I/O (store.InMemory), so
-// that a Limiter spends no per-call timeout on it.
+// that a limiter spends no per-call timeout on it.
 func (s *Store) InMemory() {}

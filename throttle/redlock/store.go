@@ -137,7 +137,7 @@ func (s *Store) spawn(f func()) {
 	s.bg.Go(f)
 }
 
-// nodeTimeout is a tenth of ttl, from 1 ms to 100 ms (a Limiter's default
+// nodeTimeout is a tenth of ttl, from 1 ms to 100 ms (a limiter's default
 // Policy.Timeout), which a Release (ttl 0) gets too.
 func (s *Store) nodeTimeout(ttl time.Duration) time.Duration {
 	if s.timeout > 0 {

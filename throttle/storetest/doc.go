@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite for store.Store
 // implementations: memstore, the Redis stores, redlock and any store of your
-// own run the same checks, so that a Limiter behaves the same on each.
+// own run the same checks, so that a limiter behaves the same on each.
 //
 // A store's package calls Run from a test (see the example): acquisition of
 // free and held keys, token-checked release and extend, expiry, a lapsed
