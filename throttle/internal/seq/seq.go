@@ -1,6 +1,6 @@
 // Package seq writes the counters in lock tokens: store.AppendToken's,
-// after its random prefix, and the in-process tokens of the Limiter's
-// leaseless holds.
+// after its random prefix, and the in-process tokens of the locks
+// held only in this process's memory.
 package seq
 
 // Append appends n's 8 bytes, big-endian, in unpadded base64url (11
