@@ -13,7 +13,8 @@ import (
 //
 // A lease is made for most admitted requests, so it is kept small (88
 // bytes on 64-bit platforms): its stores are the limiter's, named by two
-// flags. (In-memory Dedupe and Cooldown middleware skips it.)
+// flags. (In-memory Dedupe and Cooldown middleware does without it: see
+// Lock.Hold.)
 type Lease struct {
 	l     *limiter
 	key   string

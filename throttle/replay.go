@@ -169,9 +169,9 @@ func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte,
 }
 
 // Record stores rec as the answer the key's duplicates get from Claim, if
-// the lease still holds the key: the holder of a Replay policy's key calls
+// the lease still holds the key: the holder of a Replay's key calls
 // it once its request has succeeded. The record lives as long as the key:
-// until the end of the Window the key was taken for, or until Release,
+// until the end of the TTL the key was taken for, or until Release,
 // which deletes it. It is written only while the lease holds the key,
 // atomically with that check, so a late holder whose key expired never
 // records over its successor's. It fails with ErrNotHeld when the lease no
