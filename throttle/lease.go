@@ -11,10 +11,9 @@ import (
 // Lease is a held key, returned only by a successful acquisition. It expires
 // by itself after its TTL unless extended. It is safe for concurrent use.
 //
-// A lease is made for most admitted requests, so it is kept small (88
-// bytes on 64-bit platforms): its stores are the limiter's, named by two
-// flags. (In-memory Dedupe and Cooldown middleware does without it: see
-// Lock.Hold.)
+// A lease is made for most admitted requests, so it is kept small: its
+// stores are the limiter's, named by two flags. (In-memory Dedupe and
+// Cooldown middleware does without it: see Lock.Hold.)
 type Lease struct {
 	l     *limiter
 	key   string
