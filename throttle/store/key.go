@@ -120,8 +120,7 @@ func escapedLen(s string) int {
 // MaxComponent. A short s is escaped in one pass, and hashed instead only
 // if the escaped form turns out too long (at most 3*MaxComponent bytes
 // were written): one pass over the identity rather than a first to measure
-// its escaped length. AppendKey("throttle", "submit", "10.0.12.34"), which
-// every acquisition makes, went from 30 to 19.5 ns.
+// its escaped length (BenchmarkAppendKeyToken measures it).
 func appendComponent(b []byte, s string) []byte {
 	if len(s) <= MaxComponent {
 		start := len(b)
