@@ -145,19 +145,10 @@ type Options struct {
 	DryRun bool
 }
 
-// policy is what a limiter runs with: its config, defaults filled in.
-type policy struct {
-	Name    string
-	Mode    Mode
-	TTL     time.Duration // a lock's hold, a Replay's window
-	MaxHold time.Duration
-	Wait    time.Duration
-	Backoff Backoff
-	Fence   bool
-	// Reentrant lets the owner carried in a context take a key it holds.
-	Reentrant bool
-	Options
-}
+// policy is what a limiter runs with, defaults filled in: a LockConfig,
+// which has every field a Quota's and a Replay's config has, with Mode
+// ModeQuota or ModeReplay for them.
+type policy LockConfig
 
 // withDefaults fills zero fields and checks the rest.
 func (p policy) withDefaults() (policy, error) {
