@@ -49,20 +49,14 @@ func (k *Lock) Hold(ctx context.Context, id string) (Hold, error) {
 		}
 		return Hold{lease: lease}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return Hold{}, l.admitted(ctx, false, err)
-	}
 	req := l.request(ctx, id, l.p.TTL)
-	g, err := l.store.Acquire(ctx, req)
+	g, err := l.ask(ctx, req, 0)
 	switch {
 	case err != nil:
-		err = l.failed(ctx, l.store, req, monoNow(), err)
 	case !g.Acquired:
-		l.health.answered(l)
 		l.stats.rejected.Add(1)
 		err = &ContendedError{RetryAfter: g.Remaining}
 	default:
-		l.health.answered(l)
 		l.stats.acquired.Add(1)
 		return Hold{l: l, key: req.Key, token: req.Token}, nil
 	}

@@ -310,18 +310,42 @@ func (l *limiter) try(ctx context.Context, req store.Request) (*Lease, time.Dura
 
 // tryAt is try sent at the monotonic time sent (see monoNow).
 func (l *limiter) tryAt(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
 	if l.p.WhenStoreFails == FailOver {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 		return l.tryFailOver(ctx, req, sent)
 	}
-	g, err := l.call(ctx, req, sent)
+	g, err := l.ask(ctx, req, sent)
 	if err != nil {
-		return nil, 0, l.failed(ctx, l.store, req, sent, err)
+		return nil, 0, err
+	}
+	return l.granted(ctx, false, nil, req, g, sent)
+}
+
+// ask makes one acquisition in the store, not under FailOver, sent at the
+// monotonic time sent (0 when not read: see acquire). It returns the
+// store's grant, or the caller's context error, or a store error handled
+// as failed says.
+func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	var g store.Grant
+	var err error
+	if l.storeLocal && l.p.Observer == nil {
+		g, err = l.store.Acquire(ctx, req) // nothing to bound or time
+	} else {
+		g, err = l.call(ctx, req, sent)
+	}
+	if err != nil {
+		if sent == 0 {
+			sent = monoNow()
+		}
+		return g, l.failed(ctx, l.store, req, sent, err)
 	}
 	l.health.answered(l)
-	return l.granted(ctx, false, nil, req, g, sent)
+	return g, nil
 }
 
 // failed handles an acquisition the store did not answer. The command may
