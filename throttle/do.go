@@ -27,7 +27,7 @@ func (l *limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 		if !finished {
 			stop()
 			if lease.Release(ctx) == nil {
-				l.observeRelease(ctx, lease, ReleasePanic)
+				l.observeRelease(ctx, lease, "panic")
 			}
 		}
 	}()
@@ -40,9 +40,9 @@ func (l *limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 	}
 	rerr := lease.Release(ctx)
 	if rerr == nil {
-		reason := ReleaseDone
+		reason := "done"
 		if err != nil {
-			reason = ReleaseFailed
+			reason = "failed"
 		}
 		l.observeRelease(ctx, lease, reason)
 	}
@@ -59,8 +59,8 @@ func (l *limiter) Do(ctx context.Context, id string, fn func(context.Context) er
 }
 
 // observeRelease tells the Observer that lease was released for reason.
-func (l *limiter) observeRelease(ctx context.Context, lease *Lease, reason ReleaseReason) {
+func (l *limiter) observeRelease(ctx context.Context, lease *Lease, reason string) {
 	if l.p.Observer != nil {
-		l.observe(ctx, Event{Kind: Released, Hold: lease.Held(), Reason: reason})
+		l.observe(ctx, Event{Kind: "released", Hold: lease.Held(), Reason: reason})
 	}
 }

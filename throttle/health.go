@@ -34,7 +34,7 @@ func (h *health) failed(l *limiter) {
 	h.failing.Store(true)
 	if h.fails.Add(1) >= downAfter && l.p.WhenStoreFails == FailOver {
 		if h.downUntil.Swap(monoNow()+int64(probeInterval)) == 0 {
-			l.observe(context.Background(), Event{Kind: FallbackOn})
+			l.observe(context.Background(), Event{Kind: "fallback_on"})
 		}
 	}
 }
@@ -45,7 +45,7 @@ func (h *health) answered(l *limiter) {
 		h.fails.Store(0)
 	}
 	if h.downUntil.Load() != 0 && h.downUntil.Swap(0) != 0 {
-		l.observe(context.Background(), Event{Kind: FallbackOff})
+		l.observe(context.Background(), Event{Kind: "fallback_off"})
 	}
 	if h.failing.Load() && h.failing.Swap(false) {
 		l.p.logger().Info("throttle: store answers again", "policy", l.p.Name)

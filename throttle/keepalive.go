@@ -64,7 +64,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 		ecancel()
 		switch {
 		case err == nil:
-			ls.l.observe(ctx, Event{Kind: Extended})
+			ls.l.observe(ctx, Event{Kind: "extended"})
 			timer.Reset(interval)
 		case errors.Is(err, ErrNotHeld):
 			ls.lose(ctx, cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
@@ -84,7 +84,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 
 func (ls *Lease) lose(ctx context.Context, cancel context.CancelCauseFunc, cause error) {
 	ls.l.stats.lost.Add(1)
-	ls.l.observe(ctx, Event{Kind: Lost})
+	ls.l.observe(ctx, Event{Kind: "lost"})
 	ls.l.p.logger().Warn("throttle: lease lost", "policy", ls.l.p.Name, "err", cause)
 	cancel(cause)
 }

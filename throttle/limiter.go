@@ -489,14 +489,14 @@ func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	switch {
 	case isShed(err):
 		l.stats.shed.Add(1)
-		l.observe(ctx, Event{Kind: Shed})
+		l.observe(ctx, Event{Kind: "shed"})
 		return err
 	case l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
-		l.observe(ctx, Event{Kind: FailedOpen})
+		l.observe(ctx, Event{Kind: "failed_open"})
 		return nil
 	}
-	l.observe(ctx, Event{Kind: FailedClosed})
+	l.observe(ctx, Event{Kind: "failed_closed"})
 	return err
 }
 
@@ -519,9 +519,9 @@ func isStoreError(err error) bool {
 func (l *limiter) observeAdmission(ctx context.Context, fallback bool, cost int, err error) {
 	switch {
 	case err == nil && fallback:
-		l.observe(ctx, Event{Kind: Fallback, Cost: cost})
+		l.observe(ctx, Event{Kind: "fallback", Cost: cost})
 	case err == nil:
-		l.observe(ctx, Event{Kind: Admitted, Cost: cost})
+		l.observe(ctx, Event{Kind: "admitted", Cost: cost})
 	default:
 		l.observeRejection(ctx, err)
 	}
@@ -534,8 +534,8 @@ func (l *limiter) observeRejection(ctx context.Context, err error) {
 	switch {
 	case !errors.As(err, &ce):
 	case l.p.DryRun:
-		l.observe(ctx, Event{Kind: DryRunRejected, RetryAfter: ce.RetryAfter})
+		l.observe(ctx, Event{Kind: "dry_run_rejected", RetryAfter: ce.RetryAfter})
 	default:
-		l.observe(ctx, Event{Kind: Rejected, RetryAfter: ce.RetryAfter})
+		l.observe(ctx, Event{Kind: "rejected", RetryAfter: ce.RetryAfter})
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Observer is told of every decision and lease event of a limiter whose// Options.Observer it is, for metrics and traces: packages promthrottle
+// Observer is told of every decision and lease event of a limiter whose
+// Options.Observer it is, for metrics and traces: packages promthrottle
 // (Prometheus) and otelthrottle (OpenTelemetry) implement it. Observe is
 // called on the request's goroutine, synchronously, so it must be quick and
 // must not block; ctx is the caller's context (for the request's span). An
@@ -16,94 +17,30 @@ type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
 
-// EventKind says what an Event reports:
+// Event is one thing an Observer is told. Kind says what happened, and is
+// also the outcome label of the Prometheus and OpenTelemetry instruments:
 //
-//	Admitted        a request went ahead (Admit): holding its key, or charged Cost
-//	Rejected        a request was turned away: key held or quota spent, for RetryAfter
-//	DryRunRejected  under Options.DryRun, a request that would have been Rejected went ahead
-//	FailedOpen      the store failed; the request went ahead unguarded
-//	FailedClosed    the store failed; the request was turned away
-//	Shed            the store answers, but this process waited for it too long or with too many calls: turned away (503)
-//	Fallback        under FailOver, the Fallback store admitted the request
-//	KeyError        the request's key or cost could not be built (4xx, store not asked)
-//	StoreCall       one store call ended, after Latency; Op names it, Err says it failed
-//	Released        a held key was given back after Hold, for Reason
-//	Extended        a lease's refresher extended it
-//	Lost            a held lease expired or was taken before it was released
-//	FallbackOn      under FailOver, the limiter stopped asking the failing store
-//	FallbackOff     the store answered again, and the limiter went back to it
-//	Replayed        a Replay duplicate got the first request's recorded answer (Claim)
-type EventKind uint8
-
-// The kinds of Event; see EventKind.
-const (
-	Admitted EventKind = iota + 1
-	Rejected
-	DryRunRejected
-	FailedOpen
-	FailedClosed
-	Fallback
-	KeyError
-	StoreCall
-	Released
-	Extended
-	Lost
-	FallbackOn
-	FallbackOff
-	Replayed
-	Shed
-)
-
-// String returns the kind's name in snake case, such as "dry_run_rejected":
-// the outcome label of the Prometheus and OpenTelemetry instruments.
-func (k EventKind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
-	}
-	return "unknown"
-}
-
-var kindNames = [...]string{
-	Admitted: "admitted", Rejected: "rejected", DryRunRejected: "dry_run_rejected",
-	FailedOpen: "failed_open", FailedClosed: "failed_closed", Fallback: "fallback",
-	KeyError: "key_error", StoreCall: "store_call", Released: "released",
-	Extended: "extended", Lost: "lost", FallbackOn: "fallback_on", FallbackOff: "fallback_off",
-	Replayed: "replayed", Shed: "shed",
-}
-
-// ReleaseReason says why a key was released: ReleaseDone when the work or
-// handler returned and the mode releases then (Exclusive, Do);
-// ReleaseFailed when it failed (guard.WithFailed, or Do's work returned an
-// error) and Dedupe or Do gives the key back; ReleasePanic when it panicked.
-type ReleaseReason uint8
-
-// The reasons of a Released Event; see ReleaseReason.
-const (
-	ReleaseDone ReleaseReason = iota + 1
-	ReleaseFailed
-	ReleasePanic
-)
-
-// String returns the reason's name: "done", "failed" or "panic".
-func (r ReleaseReason) String() string {
-	switch r {
-	case ReleaseDone:
-		return "done"
-	case ReleaseFailed:
-		return "failed"
-	case ReleasePanic:
-		return "panic"
-	}
-	return "unknown"
-}
-
-// Event is one thing an Observer is told; see EventKind for which fields
-// each kind fills (the others are zero). Policy and Mode are the limiter's,
+//	"admitted"          a request went ahead: holding its key, or charged Cost
+//	"rejected"          a request was turned away (key held, quota spent) for RetryAfter
+//	"dry_run_rejected"  under Options.DryRun, a request that would have been rejected went ahead
+//	"failed_open"       the store failed; the request went ahead unguarded
+//	"failed_closed"     the store failed; the request was turned away
+//	"shed"              the store answers, but this process waited too long or with too many calls (503)
+//	"fallback"          under FailOver, the Fallback store admitted the request
+//	"key_error"         the request's key or cost could not be built (4xx, store not asked)
+//	"replayed"          a Replay duplicate got the first request's recorded answer
+//	"store_call"        one store call ended after Latency; Op names it, Err says it failed
+//	"released"          a held key was given back after Hold; Reason is "done", "failed" or "panic"
+//	"extended"          a lease's refresher extended it
+//	"lost"              a held lease expired or was taken before it was released
+//	"fallback_on"       under FailOver, the limiter stopped asking the failing store
+//	"fallback_off"      the store answered again, and the limiter went back to it
+//
+// Fields a kind does not use are zero. Policy and Mode are the limiter's,
 // so every label value is bounded. Op is "acquire", "release", "extend",
-// "quota", "record" (Lease.Record) or "recorded" (a Replay duplicate's read). Latency times a StoreCall, Hold a Released key, and RetryAfter is
-// what a Rejected (or DryRunRejected) request's client should wait.
+// "quota", "record" or "recorded" (a Replay duplicate's read).
 type Event struct {
-	Kind       EventKind
+	Kind       string
 	Policy     string
 	Mode       Mode
 	Op         string
@@ -111,7 +48,7 @@ type Event struct {
 	Latency    time.Duration
 	RetryAfter time.Duration
 	Hold       time.Duration
-	Reason     ReleaseReason
+	Reason     string
 	Cost       int
 }
 
@@ -131,13 +68,13 @@ func (l *limiter) storeCall(ctx context.Context, op string, start time.Time, err
 	if start.IsZero() {
 		return
 	}
-	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Since(start)})
+	l.observe(ctx, Event{Kind: "store_call", Op: op, Err: err != nil, Latency: time.Since(start)})
 }
 
 // storeCallSince is storeCall for a call sent at the monotonic time sent
 // (see monoNow).
 func (l *limiter) storeCallSince(ctx context.Context, op string, sent int64, err error) {
-	l.observe(ctx, Event{Kind: StoreCall, Op: op, Err: err != nil, Latency: time.Duration(monoNow() - sent)})
+	l.observe(ctx, Event{Kind: "store_call", Op: op, Err: err != nil, Latency: time.Duration(monoNow() - sent)})
 }
 
 // callFailed returns err, or nil when the caller's ctx ended: a client that

@@ -85,7 +85,7 @@ func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []b
 		}
 		if l.p.Observer != nil {
 			if record != nil {
-				l.observe(ctx, Event{Kind: Replayed})
+				l.observe(ctx, Event{Kind: "replayed"})
 			} else {
 				l.observeAdmission(ctx, lease != nil && lease.onFallback, 0, err)
 			}
@@ -94,10 +94,10 @@ func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []b
 	}
 	if l.p.WhenStoreFails == FailOpen {
 		l.stats.failedOpen.Add(1)
-		l.observe(ctx, Event{Kind: FailedOpen})
+		l.observe(ctx, Event{Kind: "failed_open"})
 		return nil, nil, nil
 	}
-	l.observe(ctx, Event{Kind: FailedClosed})
+	l.observe(ctx, Event{Kind: "failed_closed"})
 	return nil, nil, err
 }
 
@@ -212,7 +212,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 		// The key expired or was deleted (a FLUSHALL, an eviction) while
 		// its request ran: its duplicates will run the request again.
 		ls.l.stats.lost.Add(1)
-		ls.l.observe(ctx, Event{Kind: Lost})
+		ls.l.observe(ctx, Event{Kind: "lost"})
 		ls.l.logLimited(slog.LevelWarn, "record lost", "throttle: a Replay key was lost before its response was recorded: its duplicates will run again")
 		return ErrNotHeld
 	}

@@ -247,7 +247,7 @@ func (g *Guard) lockRejected(ctx context.Context, err error, w http.ResponseWrit
 // beginQuota is begin for a Quota policy.
 func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
 	if cost < 0 || cost > g.p.rate.Burst {
-		g.observe(ctx, throttle.Event{Kind: throttle.KeyError})
+		g.observe(ctx, throttle.Event{Kind: "key_error"})
 		status := http.StatusBadRequest
 		if cost > 0 {
 			status = http.StatusRequestEntityTooLarge
@@ -288,7 +288,7 @@ func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.Resp
 // and the store is not asked. Under DryRun it returns nil: the
 // request goes ahead, unguarded, and is only counted.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
-	g.observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
+	g.observe(context.Background(), throttle.Event{Kind: "key_error"})
 	if g.p.dryRun {
 		return nil
 	}

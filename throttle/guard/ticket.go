@@ -93,7 +93,7 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	// A lost lease or a failed release is not the client's business: the
 	// key then expires by itself, which the store error log already shows.
 	if err := t.lease.Release(ctx); err == nil && t.g.p.observer != nil {
-		t.g.observe(ctx, throttle.Event{Kind: throttle.Released, Hold: t.lease.Held(), Reason: releaseReason(failed, panicked)})
+		t.g.observe(ctx, throttle.Event{Kind: "released", Hold: t.lease.Held(), Reason: releaseReason(failed, panicked)})
 	}
 }
 
@@ -111,14 +111,14 @@ func (t *ticket) keeps(ctx context.Context) bool {
 }
 
 // releaseReason says why a key is released.
-func releaseReason(failed, panicked bool) throttle.ReleaseReason {
+func releaseReason(failed, panicked bool) string {
 	switch {
 	case panicked:
-		return throttle.ReleasePanic
+		return "panic"
 	case failed:
-		return throttle.ReleaseFailed
+		return "failed"
 	}
-	return throttle.ReleaseDone
+	return "done"
 }
 
 // run runs the rest of the request and then ends the hold, as finish
