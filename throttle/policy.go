@@ -48,46 +48,38 @@ func (m Mode) String() string {
 	return "unknown"
 }
 
-// FailMode is what a request gets when the store fails: it returns an error,
-// or answers nothing for Options.Timeout. A store that answers, if slowly,
-// is not failing (see Options.Timeout).
+// FailMode is what a request gets when the store fails: it returns an
+// error, or stays silent for Options.Timeout (a store that answers, if
+// slowly, is not failing). The zero FailMode fails open for Dedupe,
+// Cooldown and Quota (a duplicate that slips through beats an outage of the
+// endpoint) and closed for Exclusive (its caller relies on mutual
+// exclusion) and Replay (a retried order must not be placed twice).
 type FailMode uint8
 
 const (
-	// FailDefault is FailOpen for Dedupe, Cooldown and Quota (a duplicate
-	// or an extra request that slips through beats an outage of the
-	// endpoint) and FailClosed for Exclusive (the caller relies on mutual
-	// exclusion) and Replay (a retried order must not be placed twice).
-	FailDefault FailMode = iota
+	failDefault FailMode = iota
 	// FailOpen lets the request through unguarded; the error is logged
 	// (at most once a second) and counted in Stats.FailedOpen.
 	FailOpen
-	// FailClosed turns the request away with 503 Service Unavailable and a
-	// Retry-After; the response shows no internals.
+	// FailClosed turns the request away with 503 and a Retry-After.
 	FailClosed
-	// FailOver takes locks in Options.Fallback (a memstore: per process)
-	// after three store failures in a row, and goes back once it answers.
-	// The fallback mirrors every hold, so one process never grants a key
+	// FailOver takes keys in Options.Fallback (a memstore: per process)
+	// after three store failures in a row, and goes back once the store
+	// answers. The fallback mirrors every hold, so that no key is granted
 	// twice across the switch. Quotas are not mirrored: while the store
-	// fails, each process counts its own requests in the fallback, so a
-	// user may get up to one quota per process until the store is back.
+	// fails, a user may get one quota per process.
 	FailOver
 )
 
-// String returns the fail mode's name.
+// String returns the fail mode's name: "default", "open", "closed" or "over".
 func (f FailMode) String() string {
-	switch f {
-	case FailDefault:
-		return "default"
-	case FailOpen:
-		return "open"
-	case FailClosed:
-		return "closed"
-	case FailOver:
-		return "over"
+	if int(f) < len(failModeNames) {
+		return failModeNames[f]
 	}
 	return "unknown"
 }
+
+var failModeNames = [...]string{"default", "open", "closed", "over"}
 
 // DefaultPrefix starts every stored key unless Options.Prefix says
 // otherwise: with it, a store's keys can be told from the application's.
@@ -126,8 +118,8 @@ type Options struct {
 	// an error. A command once sent gets Timeout for its reply. The
 	// caller's context bounds every call too.
 	Timeout time.Duration
-	// WhenStoreFails decides a request the store cannot answer. Default
-	// FailDefault.
+	// WhenStoreFails decides a request the store cannot answer (see
+	// FailMode).
 	WhenStoreFails FailMode
 	// Fallback is the store FailOver uses while the store fails.
 	Fallback Store
@@ -211,7 +203,7 @@ func (p *policy) failMode() error {
 		return invalid("unknown WhenStoreFails %d", p.WhenStoreFails)
 	case p.WhenStoreFails == FailOver && p.Fallback == nil:
 		return invalid("FailOver needs a Fallback store")
-	case p.WhenStoreFails != FailDefault:
+	case p.WhenStoreFails != failDefault:
 	case p.Mode == Exclusive || p.Mode == ModeReplay:
 		p.WhenStoreFails = FailClosed
 	default:

@@ -149,17 +149,6 @@ func TestBackoffs(t *testing.T) {
 		require.Positive(t, d, "ExponentialJitter attempt %d", attempt)
 		require.LessOrEqual(t, d, ceil, "ExponentialJitter attempt %d", attempt)
 	}
-	fixed := throttle.Fixed(20 * time.Millisecond)
-	lin := throttle.Linear(10*time.Millisecond, 50*time.Millisecond)
-	for attempt := 1; attempt < 20; attempt++ {
-		d := fixed(attempt)
-		require.GreaterOrEqual(t, d, 20*time.Millisecond, "Fixed")
-		require.LessOrEqual(t, d, 25*time.Millisecond, "Fixed")
-		want := min(10*time.Millisecond*time.Duration(attempt), 50*time.Millisecond)
-		d = lin(attempt)
-		require.GreaterOrEqual(t, d, want, "Linear attempt %d", attempt)
-		require.LessOrEqual(t, d, want+10*time.Millisecond/4, "Linear attempt %d", attempt)
-	}
 }
 
 // TestRemoteWindow: a key held on a store outside the process needs a TTL

@@ -41,7 +41,7 @@ func TestWaitWakesOnRelease(t *testing.T) {
 			require.Implements(t, (*store.Notifier)(nil), b.store)
 			c := throttle.LockConfig{Name: "wake", Mode: throttle.Exclusive, TTL: 30 * time.Second}
 			holder := newLock(t, b.store, c)
-			c.Wait, c.Backoff = 10*time.Second, throttle.Fixed(5*time.Second)
+			c.Wait, c.Backoff = 10*time.Second, func(int) time.Duration { return 5 * time.Second }
 			waiter := newLock(t, b.store, c)
 
 			released := holdFor(t, holder, "job", 100*time.Millisecond)
@@ -69,7 +69,7 @@ func TestWaitPollsWithoutNotifier(t *testing.T) {
 			store := pollOnly{b.store}
 			c := throttle.LockConfig{Name: "poll", Mode: throttle.Exclusive, TTL: 30 * time.Second}
 			holder := newLock(t, store, c)
-			c.Wait, c.Backoff = 10*time.Second, throttle.Linear(10*time.Millisecond, 50*time.Millisecond)
+			c.Wait, c.Backoff = 10*time.Second, throttle.ExponentialJitter(10*time.Millisecond, 50*time.Millisecond)
 			waiter := newLock(t, store, c)
 
 			released := holdFor(t, holder, "job", 150*time.Millisecond)
@@ -134,7 +134,7 @@ func TestWaitBounds(t *testing.T) {
 			t.Run("context cancelled while waiting", func(t *testing.T) {
 				c := c
 				c.Wait = time.Minute
-				c.Backoff = throttle.Fixed(time.Hour) // only a wake-up or the context can end it
+				c.Backoff = func(int) time.Duration { return time.Hour } // only a wake-up or the context can end it
 				w := newLock(t, b.store, c)
 				ctx, cancel := context.WithCancel(context.Background())
 				time.AfterFunc(100*time.Millisecond, cancel)
@@ -145,7 +145,7 @@ func TestWaitBounds(t *testing.T) {
 	}
 }
 
-// TestWaitBackoffShapes checks the three backoffs stay within their
+// TestWaitBackoffShapes checks the backoff stays within their
 // documented ranges, with jitter (not all values equal).
 func TestWaitBackoffShapes(t *testing.T) {
 	const base, ceil = 10 * time.Millisecond, time.Second
@@ -157,12 +157,6 @@ func TestWaitBackoffShapes(t *testing.T) {
 		{"ExponentialJitter", throttle.ExponentialJitter(base, ceil),
 			func(int) time.Duration { return 1 },
 			func(a int) time.Duration { return min(ceil, base<<min(a-1, 20)) }},
-		{"Fixed", throttle.Fixed(base),
-			func(int) time.Duration { return base },
-			func(int) time.Duration { return base + base/4 }},
-		{"Linear", throttle.Linear(base, 100*time.Millisecond),
-			func(a int) time.Duration { return min(100*time.Millisecond, base*time.Duration(a)) },
-			func(a int) time.Duration { return min(100*time.Millisecond, base*time.Duration(a)) + base/4 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

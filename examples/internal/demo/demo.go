@@ -76,7 +76,7 @@ type Routes func(store throttle.Store, s Settings) (http.Handler, error)
 
 // failModes are the values of -fail.
 var failModes = map[string]throttle.FailMode{
-	"": throttle.FailDefault, "open": throttle.FailOpen, "closed": throttle.FailClosed, "over": throttle.FailOver,
+	"": 0, "open": throttle.FailOpen, "closed": throttle.FailClosed, "over": throttle.FailOver,
 }
 
 // Main parses the flags every example takes (-addr, -redis, -redis-cluster,

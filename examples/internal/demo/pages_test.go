@@ -72,9 +72,9 @@ func rejections(t *testing.T) map[string]*guard.Rejection {
 	t.Helper()
 	user := keyfuncs.Header("X-User-ID")
 	rejs := map[string]*guard.Rejection{
-		"duplicate": rejected(t, memstore.New(), throttle.FailDefault, user, submission("42", ""), submission("42", "")),
-		"bad key":   rejected(t, memstore.New(), throttle.FailDefault, user, submission("", "")),
-		"body too large": rejected(t, memstore.New(), throttle.FailDefault, keyfuncs.BodyHash(16),
+		"duplicate": rejected(t, memstore.New(), 0, user, submission("42", ""), submission("42", "")),
+		"bad key":   rejected(t, memstore.New(), 0, user, submission("", "")),
+		"body too large": rejected(t, memstore.New(), 0, keyfuncs.BodyHash(16),
 			submission("", strings.Repeat("x", 100))),
 		"store unavailable": rejected(t, downStore{memstore.New()}, throttle.FailClosed, user, submission("42", "")),
 	}
