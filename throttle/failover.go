@@ -18,7 +18,7 @@ import (
 // per process for a memstore.
 func (l *limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	gf, err := l.bounded(ctx, fb, req)
+	gf, err := l.call(ctx, fb, req, 0)
 	if err != nil {
 		// Without its mirror the store alone decides; the fallback's own
 		// failure is counted and logged like the store's.
@@ -40,7 +40,7 @@ func (l *limiter) tryFailOver(ctx context.Context, req store.Request, sent int64
 // fallback failed), and keeps the fallback's hold as the lease's mirror.
 func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.Grant, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
-	g, err := l.call(ctx, req, monoNow())
+	g, err := l.call(ctx, l.store, req, monoNow())
 	if err != nil {
 		if ctx.Err() != nil || gf == nil || isShed(err) {
 			// A shed call's store answers: the fallback must not grant

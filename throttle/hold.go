@@ -60,5 +60,5 @@ func (k *Lock) Hold(ctx context.Context, id string) (Hold, error) {
 		l.stats.acquired.Add(1)
 		return Hold{l: l, key: req.Key, token: req.Token}, nil
 	}
-	return Hold{}, l.admitted(ctx, false, err)
+	return Hold{}, l.admitted(ctx, false, 0, err)
 }

@@ -113,7 +113,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 			ls.l.logStoreError("release-fallback", err)
 		}
 	}
-	start := ls.l.startCall()
+	start := ls.l.since()
 	st := ls.holder()
 	cctx, c := ls.l.detach(ctx, st)
 	out, err := st.Release(cctx, ls.key, ls.token)
@@ -143,7 +143,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	out, err := st.Extend(cctx, ls.key, ls.token, ttl)
 	err = c.end(err)
 	if ls.l.p.Observer != nil {
-		ls.l.storeCallSince(ctx, "extend", sent, err)
+		ls.l.storeCall(ctx, "extend", sent, err)
 	}
 	if err != nil {
 		return &storeError{op: "extend", err: err}

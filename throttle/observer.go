@@ -62,18 +62,12 @@ func (l *limiter) observe(ctx context.Context, e Event) {
 	l.p.Observer.Observe(ctx, e)
 }
 
-// storeCall reports a store call that started at start (zero when no
-// Observer is set, which skips the report) and failed with err.
-func (l *limiter) storeCall(ctx context.Context, op string, start time.Time, err error) {
-	if start.IsZero() {
+// storeCall tells the Observer of a call of op to the store, sent at the
+// monoNow stamp sent (0: not timed), that failed with err.
+func (l *limiter) storeCall(ctx context.Context, op string, sent int64, err error) {
+	if sent == 0 || l.p.Observer == nil {
 		return
 	}
-	l.observe(ctx, Event{Kind: "store_call", Op: op, Err: err != nil, Latency: time.Since(start)})
-}
-
-// storeCallSince is storeCall for a call sent at the monotonic time sent
-// (see monoNow).
-func (l *limiter) storeCallSince(ctx context.Context, op string, sent int64, err error) {
 	l.observe(ctx, Event{Kind: "store_call", Op: op, Err: err != nil, Latency: time.Duration(monoNow() - sent)})
 }
 
@@ -87,11 +81,11 @@ func callFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// startCall returns the time a store call starts, or the zero time when no
-// Observer will be told of it.
-func (l *limiter) startCall() time.Time {
+// since returns the stamp a store call starts at, or 0 when no Observer
+// times it: without one, no clock is read.
+func (l *limiter) since() int64 {
 	if l.p.Observer == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Now()
+	return monoNow()
 }

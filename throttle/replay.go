@@ -71,40 +71,24 @@ func (r *Replay) Stats() Stats { return r.l.Stats() }
 //
 // Claim applies WhenStoreFails: ErrStore when failing closed (the default),
 // nil lease, nil record and no error when failing open (the request runs
-// unguarded), the Fallback's decision under FailOver. Under DryRun a
+// unguarded), the Fallback's decision under FailOver, and turns a shed
+// request away whatever the mode (see Options.Timeout). Under DryRun a
 // duplicate is neither replayed nor kept waiting: it gets ErrContended at
-// once, which the caller ignores. The Observer is told the outcome:
-// Admitted, Replayed or Rejected.
+// once, which the caller ignores. The Observer is told the outcome.
 func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
 	l := r.l
-	req := l.request(ctx, id, l.p.TTL) // a Replay policy is never Reentrant
-	lease, record, err = l.claim(ctx, req)
-	if err == nil || !errors.Is(err, ErrStore) {
-		if l.p.DryRun && err != nil {
-			l.logDryRun(err)
-		}
-		if l.p.Observer != nil {
-			if record != nil {
-				l.observe(ctx, Event{Kind: "replayed"})
-			} else {
-				l.observeAdmission(ctx, lease != nil && lease.onFallback, 0, err)
-			}
-		}
-		return lease, record, err
+	lease, record, err = l.claim(ctx, l.request(ctx, id, l.p.TTL)) // a Replay is never Reentrant
+	if record != nil {
+		l.observe(ctx, Event{Kind: "replayed"})
+		return nil, record, nil
 	}
-	if l.p.WhenStoreFails == FailOpen {
-		l.stats.failedOpen.Add(1)
-		l.observe(ctx, Event{Kind: "failed_open"})
-		return nil, nil, nil
-	}
-	l.observe(ctx, Event{Kind: "failed_closed"})
-	return nil, nil, err
+	return lease, nil, l.admitted(ctx, lease != nil && lease.onFallback, 0, err)
 }
 
 // claim is Claim before the store-error policy and the Observer.
 func (l *limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte, error) {
 	sent := monoNow()
-	lease, remaining, err := l.tryAt(ctx, req, sent)
+	lease, remaining, err := l.try(ctx, req, sent)
 	if lease != nil || err != nil {
 		return lease, nil, err
 	}
@@ -144,7 +128,7 @@ func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 // as itself.
 func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
-	start := l.startCall()
+	start := l.since()
 	var rec []byte
 	var found bool
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
@@ -191,7 +175,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if !ok {
 		return invalid("%T keeps no records", ls.holder())
 	}
-	start := ls.l.startCall()
+	start := ls.l.since()
 	var out store.Outcome
 	err := ls.l.callStore(context.WithoutCancel(ctx), ls.holder(), ls.ValidFor(), func(ctx context.Context) (err error) {
 		out, err = r.Record(ctx, ls.key, ls.token, rec)
@@ -221,23 +205,6 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 		_, err := m.Record(mctx, ls.key, ls.token, rec)
 		if err = c.end(err); err != nil {
 			ls.l.logStoreError("record-fallback", err)
-		}
-	}
-	return nil
-}
-
-// recordStores checks that the store (and the Fallback, under FailOver) of
-// a Replay policy keep records: without them every duplicate would wait for
-// a record that never comes.
-func recordStores(st Store, p policy) error {
-	stores := []Store{st}
-	if p.WhenStoreFails == FailOver {
-		stores = append(stores, p.Fallback)
-	}
-	for _, s := range stores {
-		if _, ok := s.(store.Recorder); !ok {
-			return invalid("policy %q: a Replay policy needs stores that keep records: %T does not implement store.Recorder",
-				p.Name, s)
 		}
 	}
 	return nil
