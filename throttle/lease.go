@@ -139,7 +139,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	sent := monoNow()
 	st := ls.holder()
-	cctx, c := ls.l.watch(ctx, st)
+	cctx, c := ls.l.watch(ctx, st, monoNow(), 0)
 	out, err := st.Extend(cctx, ls.key, ls.token, ttl)
 	err = c.end(err)
 	if ls.l.p.Observer != nil {
@@ -149,7 +149,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return &storeError{op: "extend", err: err}
 	}
 	if m := ls.mirror(); m != nil && out == store.OK {
-		mctx, c := ls.l.watch(ctx, m)
+		mctx, c := ls.l.watch(ctx, m, monoNow(), 0)
 		_, err := m.Extend(mctx, ls.key, ls.token, ttl)
 		if err = c.end(err); err != nil {
 			ls.l.logStoreError("extend-fallback", err)

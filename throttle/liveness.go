@@ -12,87 +12,71 @@ import (
 	"weak"
 )
 
-// How a store call to a store outside this process is bounded: the rule
-// that tells load from an outage.
+// Load is not an outage. Under a burst a process's calls queue for the
+// client's connections and for the CPU, and wait far longer than
+// Options.Timeout while the store answers thousands of others; failing
+// them open would let duplicates through exactly when they arrive. So a
+// call to a store outside this process is ended by the store's silence,
+// not by its own age:
 //
-// A store that answers, however slowly, is not down. Under a burst the
-// calls of a process queue for the client's connections and for the CPU,
-// and a call may wait far longer than Options.Timeout while the store
-// answers thousands of others. Failing such a call open would let a
-// duplicate through exactly when duplicates arrive; failing it closed would
-// answer a healthy burst with 503s. So a call is not ended by its own age
-// but by the store's silence:
-//
-//   - it fails as an outage once the store has answered no call of any
-//     limiter in this process for a whole Options.Timeout while it waited
-//     (a stopped, hung or unreachable Redis); WhenStoreFails applies;
-//   - while the store keeps answering, it waits: up to the caller's own
-//     deadline, and at most loadWaits × Options.Timeout (3 s at the
-//     default); past that, or when more than maxWaiting calls already wait
-//     for the store, the process is saturated and the request is shed:
-//     turned away with 503 and a Retry-After, counted as Shed, never let
-//     through, whatever WhenStoreFails says;
-//   - an error the store returns (connection refused, reset) fails at once,
-//     as before.
+//   - it fails as an outage once the store has answered no call of this
+//     process for a whole Timeout while it waited (busyQuiets Timeouts
+//     before the store's first answer, or while this process is starved of
+//     CPU, when replies may sit unread);
+//   - while the store answers, it waits, up to loadWaits Timeouts; past
+//     that, or with more than maxWaiting calls waiting, the request is
+//     shed: turned away with 503, never let through;
+//   - an error the store returns (refused, reset) fails at once.
 const (
-	// loadWaits is how many Options.Timeouts a call may wait for a store
-	// that keeps answering other calls.
-	loadWaits = 30
-	// maxWaiting is how many calls may wait for one store at once before
-	// new ones are shed without being sent.
+	loadWaits  = 30
 	maxWaiting = 10000
-	// busyQuiets is how many Options.Timeouts a store must be silent for
-	// before a call counts it down in a process too busy to read replies
-	// promptly (see quiet): 1 s at the default.
 	busyQuiets = 10
 	// lateTimer is how late a timer may fire in a process that is not
-	// short of processor time.
+	// short of CPU.
 	lateTimer = int64(2 * time.Millisecond)
 )
 
-// errSilent is the cause of a store call ended because the store answered
-// nothing for a whole Options.Timeout: the outage WhenStoreFails is for.
-var errSilent = errors.New("the store answered no call for the whole timeout")
+var (
+	// errSilent ends a call whose store answered nothing for a Timeout:
+	// the outage WhenStoreFails is for.
+	errSilent = errors.New("the store answered no call for the whole timeout")
+	// errShed ends (or never sends) a call of a saturated process whose
+	// store answers.
+	errShed = errors.New("the store is busy: this process has waited for it too long or with too many calls")
+	// errRetry asks callStore to send a call again whose reply missed its
+	// deadline while the store answered others.
+	errRetry = errors.New("the reply came too late: send the call again")
+)
 
-// errShed is the cause of a store call ended, or never sent, because the
-// process is saturated while the store answers: the request is shed.
-var errShed = errors.New("the store is busy: this process has waited for it too long or with too many calls")
-
-// isShed reports whether a store error is a shed (see errShed).
 func isShed(err error) bool { return errors.Is(err, errShed) }
 
-// liveness is what the Limiters of one store in this process know of it
-// together: when it last answered a call, and how many calls wait for it.
-// Shared, so that a limiter whose first call queues behind another's burst
-// still sees the store answer.
+// liveness is what this process knows of one store, shared by all its
+// limiters, so that a limiter whose first call queues behind another's
+// burst still sees the store answer.
 type liveness struct {
-	answered atomic.Int64 // monoNow of the latest call the store answered; 0: none yet
-	waiting  atomic.Int64 // calls sent and not yet returned
-	lateAt   atomic.Int64 // monoNow when a call's timer last fired late (see check)
+	answered atomic.Int64 // monoNow of the latest answer; 0: none yet
+	waiting  atomic.Int64 // calls sent and not returned
+	lateAt   atomic.Int64 // monoNow when a call's timer last fired late
 }
 
-// answer records that the store answered a call now.
+// answer records an answer now, skipping the shared write within a
+// millisecond of the last one: a burst's calls would all write one line.
 func (lv *liveness) answer() {
-	now := monoNow()
-	// Skip the shared write while another call stamped it within the last
-	// millisecond: a burst's calls would all write one cache line.
-	if now-lv.answered.Load() > int64(time.Millisecond) {
+	if now := monoNow(); now-lv.answered.Load() > int64(time.Millisecond) {
 		lv.answered.Store(now)
 	}
 }
 
-// livenesses maps a store (by the address it points to) to its liveness,
-// weakly: an entry lives as long as a limiter holds the liveness, and that
-// limiter holds the store, so an address is not reused while its entry is
-// alive.
+// livenesses maps a store's address to its liveness, weakly: the limiter
+// that holds the liveness holds the store, so a live entry's address is
+// not reused.
 var livenesses struct {
 	sync.Mutex
 	m map[uintptr]weak.Pointer[liveness]
 }
 
-// livenessOf returns the liveness shared by the Limiters of st. A store
-// that is not a pointer (or a map, a chan…) has no identity to share it by,
-// and gets one of its own.
+// livenessOf returns the liveness of st; a store that is not a pointer has
+// no identity to share it by, and gets its own.
 func livenessOf(st Store) *liveness {
 	v := reflect.ValueOf(st)
 	switch v.Kind() {
@@ -109,7 +93,7 @@ func livenessOf(st Store) *liveness {
 	if livenesses.m == nil {
 		livenesses.m = map[uintptr]weak.Pointer[liveness]{}
 	}
-	for a, w := range livenesses.m { // drop the entries of stores gone
+	for a, w := range livenesses.m {
 		if w.Value() == nil {
 			delete(livenesses.m, a)
 		}
@@ -119,31 +103,27 @@ func livenessOf(st Store) *liveness {
 	return lv
 }
 
-// storeCall is one bounded call to a store outside this process, and its
-// context: ended by the caller or by watch's rule, applied by a timer. Its
-// Done and Err are those of a context.WithCancelCause of the caller's,
-// which the timer cancels. Its Deadline, which clients such as go-redis
-// turn into socket deadlines and read only once they have a connection to
-// send on, is a Timeout after the first time it is read (then fixed): a
-// call that queued for a connection behind a burst still gets a whole
-// Timeout for its reply once sent, and a silent store's reply is waited
-// for no longer than that.
+// storeCall is the context of one call to a store outside this process,
+// cancelled by the caller or by a timer that applies the rule above. Its
+// Deadline, which clients such as go-redis read once they have a
+// connection and turn into socket deadlines, is a Timeout after its first
+// reading: a call that queued behind a burst still gets a whole Timeout
+// for its reply once sent.
 type storeCall struct {
 	context.Context
 	cancel   context.CancelCauseFunc
 	lv       *liveness
 	timeout  time.Duration
 	start    int64 // monoNow when sent
-	limit    int64 // monoNow past which a busy store's call is shed
-	retry    bool  // end may answer errRetry (see callStore)
-	due      int64 // monoNow when the timer is due; only check touches it
+	limit    int64 // monoNow past which the call is shed
+	retry    bool  // end may answer errRetry
+	due      int64 // monoNow when the timer is due
 	deadline atomic.Int64
 	timer    atomic.Pointer[time.Timer]
 	done     atomic.Bool
 }
 
-// Deadline returns the call's deadline (see storeCall), or the caller's
-// when that is sooner.
+// Deadline returns the call's deadline, or the caller's when sooner.
 func (c *storeCall) Deadline() (time.Time, bool) {
 	d := c.deadline.Load()
 	if d == 0 {
@@ -159,23 +139,14 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
-// watch returns the context of one call to a store outside this process,
-// bounded by the rule above, and the call, whose end must be called with
-// the store's error once it returned. ctx's cancellation ends it too. st
-// is the store called: the limiter's, or its Fallback, whose answers say
-// nothing of the store's. A store in this process (store.InMemory) cannot
-// hang: its call is not watched, and the call returned is nil, whose end
-// returns the error it is given.
-func (l *limiter) watch(ctx context.Context, st Store) (context.Context, *storeCall) {
-	return l.watchSince(ctx, st, monoNow(), 0)
-}
-
-// watchSince is watch for a call retried since first (see callStore),
-// whose load limit counts from then: loadWaits × Options.Timeout, or
-// patience when that is longer.
-func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
+// watch returns the context of a call to st (the store or the Fallback)
+// retried since first, and the call, whose end must be given the call's
+// error. Its load limit is loadWaits Timeouts from first, or patience when
+// longer. A call to a store in this process cannot hang: it is not watched
+// (a nil *storeCall, whose end returns its argument).
+func (l *limiter) watch(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	if l.local(st) {
-		return ctx, nil // in this process: it cannot hang
+		return ctx, nil
 	}
 	lv := l.live
 	if st != l.store {
@@ -183,7 +154,7 @@ func (l *limiter) watchSince(ctx context.Context, st Store, first int64, patienc
 	}
 	c := &storeCall{lv: lv, timeout: l.p.Timeout, start: monoNow()}
 	c.Context, c.cancel = context.WithCancelCause(ctx)
-	if c.lv.waiting.Add(1) > maxWaiting {
+	if lv.waiting.Add(1) > maxWaiting {
 		c.cancel(errShed)
 		return c, c
 	}
@@ -202,15 +173,14 @@ func (l *limiter) local(st Store) bool {
 }
 
 // detach is watch for a call that must run even when the caller gave up
-// (Release, Record): ctx's values without its cancellation.
+// (Release, a mirror's Record): ctx's values without its cancellation.
 func (l *limiter) detach(ctx context.Context, st Store) (context.Context, *storeCall) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	return l.watch(ctx, st)
+	return l.watch(ctx, st, monoNow(), 0)
 }
 
-// arm starts the timer that checks the call after d.
 func (c *storeCall) arm(d time.Duration) {
 	c.due = monoNow() + int64(d)
 	c.timer.Store(time.AfterFunc(d, c.check))
@@ -218,7 +188,7 @@ func (c *storeCall) arm(d time.Duration) {
 
 // check applies the rule when the timer fires: it ends the call on the
 // store's silence or past the load limit, and otherwise looks again when
-// the store would have been silent for a whole timeout.
+// the store would have been silent for a whole Timeout.
 func (c *storeCall) check() {
 	if c.done.Load() {
 		return
@@ -226,14 +196,10 @@ func (c *storeCall) check() {
 	now := monoNow()
 	timeout := int64(c.timeout)
 	if now-c.due > lateTimer {
-		// The timer fired late: this process did not get the processor
-		// in time, and the store's answers may be waiting unread. That
-		// is no evidence of silence; it makes the process busy (see
-		// quiet) for a while.
-		c.lv.lateAt.Store(now)
+		c.lv.lateAt.Store(now) // starved of CPU: answers may wait unread
 	}
 	if now-c.start < timeout {
-		c.arm(time.Duration(c.start + timeout - now)) // the halfway look
+		c.arm(time.Duration(c.start + timeout - now))
 		return
 	}
 	switch silent, quiet := c.silent(); {
@@ -248,10 +214,8 @@ func (c *storeCall) check() {
 	}
 }
 
-// end finishes the call that returned err: an answer (err nil) is recorded
-// in the store's liveness, the timer stopped and the context released. It
-// returns err, or the rule's cause (errSilent, errShed) when the rule ended
-// the call.
+// end finishes the call that returned err, and returns err, or the rule's
+// verdict: errSilent, errShed or errRetry.
 func (c *storeCall) end(err error) error {
 	if c == nil {
 		return err
@@ -272,100 +236,72 @@ func (c *storeCall) end(err error) error {
 	case errors.Is(cause, errSilent) || errors.Is(cause, errShed):
 		return cause
 	case !isTimeout(err):
-		return err // refused, reset, a script error…: the store's own answer
-	case !sendTimeout(err) && isSilent(c):
-		return errSilent
-	case c.retry && monoNow() < c.limit:
+		return err // the store's own answer: refused, reset, a script error
+	case !sendTimeout(err):
+		if silent, _ := c.silent(); silent {
+			return errSilent
+		}
+	}
+	if c.retry && monoNow() < c.limit {
 		return errRetry
 	}
-	// The call could not be sent in time, or its reply missed the call's
-	// deadline while the store answered other calls: this process did not
-	// get the processor in time. Shed, not an outage.
+	// Not sent in time, or the reply missed its deadline while the store
+	// answered others: this process did not get the CPU. Shed.
 	return errShed
 }
 
-// sendTimeout reports whether err is a timeout of this side's own doing: a
-// write or a dial that did not finish in time. A silent server still takes
-// what is written (the kernel buffers it) and its kernel accepts
-// connections, so only a reply that does not come is evidence of silence;
-// a send that times out shows a process that did not get the processor.
+// sendTimeout reports whether err is a write or dial timeout: this
+// process's own slowness, since a silent server's kernel still takes what
+// is written and accepts connections.
 func sendTimeout(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && (oe.Op == "write" || oe.Op == "dial")
 }
 
-// quiet returns for how long the store has answered no call, counted from
-// the call's start at the earliest, and whether this process is too busy
-// for that to be evidence: replies may be waiting unread in a process
-// that does not get the processor. Before it reports a whole timeout it
-// sleeps a millisecond, long enough for the Go scheduler to poll the
-// network and run the readers of waiting replies, whose answers then
-// count. The process is busy when that sleep overran by more than
-// lateTimer, or when a call's timer fired that late within the last two
-// timeouts (an idle process runs a timer within microseconds of its time).
-func (c *storeCall) quiet() (quiet int64, busy bool) {
+// silent reports whether the store counts as silent for the call, and for
+// how long it has answered nothing (counted from the call's start at the
+// earliest). Before it reports a whole Timeout it sleeps a millisecond, so
+// the scheduler can poll the network and replies already waiting count.
+// The process is busy when that sleep overran by lateTimer, or a timer
+// fired that late within two Timeouts; then, or before the store's first
+// answer, silence must last busyQuiets Timeouts.
+func (c *storeCall) silent() (bool, int64) {
+	timeout := int64(c.timeout)
 	q := monoNow() - max(c.lv.answered.Load(), c.start)
-	if q < int64(c.timeout) {
-		return q, false
+	if q < timeout {
+		return false, q
 	}
 	before := monoNow()
 	time.Sleep(time.Millisecond)
 	after := monoNow()
 	q = after - max(c.lv.answered.Load(), c.start)
-	return q, after-before > lateTimer || after-c.lv.lateAt.Load() < 2*int64(c.timeout)
-}
-
-// silent reports whether the store counts as silent for the call: no
-// answer for a whole timeout, or for busyQuiets timeouts in a saturated
-// process (see quiet) or from a store that has not answered this process
-// yet (its first calls dial their connections, which a burst at start-up
-// makes slow); and for how long it has been quiet.
-func (c *storeCall) silent() (bool, int64) {
-	q, busy := c.quiet()
-	if busy || c.lv.answered.Load() == 0 {
-		return q >= busyQuiets*int64(c.timeout), q
+	if after-before > lateTimer || after-c.lv.lateAt.Load() < 2*timeout || c.lv.answered.Load() == 0 {
+		return q >= busyQuiets*timeout, q
 	}
-	return q >= int64(c.timeout), q
+	return q >= timeout, q
 }
 
-// isSilent is c.silent's verdict alone.
-func isSilent(c *storeCall) bool {
-	silent, _ := c.silent()
-	return silent
-}
-
-// errRetry is end's answer to a call whose reply missed its deadline while
-// the store answered others, when the caller may send it again (see
-// callStore).
-var errRetry = errors.New("the reply came too late: send the call again")
-
-// callStore makes one call to st, f, under watch, and makes it again each
-// time its reply missed its deadline while the store answered other calls
-// (this process was too busy to read it), until the load limit: a burst
-// then costs a duplicate a second round trip, not a 503. Only for calls
-// that may be repeated: an acquisition (a retried grant finds the key held
-// by its own token and is granted again, store.Store's retry rule), a
-// quota decision (a repeated charge is the price, under a load where the
-// alternative was a 503), a record read or write.
-//
-// patience, when longer than the load limit, is how long the call may wait
-// for a store that answers: a record of a Replay response waits as long as
-// its key is held, since its duplicates wait for it.
+// callStore makes the call f to st under watch, again each time its reply
+// missed its deadline while the store answered others, until the load
+// limit: a burst then costs a second round trip, not a 503. Only for calls
+// that may be repeated: an acquisition (a retried grant finds its own
+// token, store.Store's retry rule), a quota decision, a record read or
+// write. patience, when longer than the load limit, is how long the call
+// may wait for a store that answers (a Replay's record waits as long as
+// its key is held, since its duplicates wait for it).
 func (l *limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
 	if l.local(st) {
-		return f(ctx) // in this process: it cannot hang
+		return f(ctx)
 	}
 	first := monoNow()
 	for {
-		cctx, c := l.watchSince(ctx, st, first, patience)
-		if c != nil {
-			c.retry = true
-		}
+		cctx, c := l.watch(ctx, st, first, patience)
+		c.retry = true
 		if err := c.end(f(cctx)); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
 		}
 		// A client whose connections failed may answer the next call at
-		// once with the same error: pause, within the caller's context.
+		// once with the same error: pause.
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
