@@ -8,59 +8,39 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Lease is a held key, returned only by a successful acquisition. It expires
-// by itself after its TTL unless extended. It is safe for concurrent use.
-//
-// A lease is made for most admitted requests, so it is kept small: its
-// stores are the limiter's, named by two flags. (In-memory Dedupe and
-// Cooldown middleware does without it: see Lock.Hold.)
+// Lease is a held key, returned only by a successful acquisition. It
+// expires by itself after its TTL unless extended. It is safe for
+// concurrent use.
 type Lease struct {
-	l     *limiter
-	key   string
-	token string
-	ttl   time.Duration
-	fence int64
-
-	// validUntil is the monotonic time (see monoNow) until which the lease
-	// is surely still held: the time the last acquire or extend was sent,
-	// plus the TTL, less the clock drift allowance.
-	validUntil atomic.Int64
-	// since is the monotonic time (see monoNow) the acquisition was sent,
-	// for the hold time an Observer is told.
-	since int64
-
-	holds    int32
-	released atomic.Bool
-	// onFallback says that the Fallback granted the lease (FailOver while
-	// the store is down), not the store: see holder.
-	onFallback bool
-	// mirrored says that the Fallback mirrors the store's hold of the key
-	// under FailOver (see tryFailOver): it is released and extended with
-	// the store's. See mirror.
-	mirrored  bool
-	reentrant bool
+	l          *limiter
+	key, token string
+	ttl        time.Duration
+	fence      int64
+	validUntil atomic.Int64 // monoNow until which the key is surely held: sent + TTL - drift
+	since      int64        // monoNow when the acquisition was sent
+	holds      int32
+	released   atomic.Bool
+	onFallback bool // the Fallback granted the lease (FailOver while the store is down)
+	mirrored   bool // the Fallback mirrors the store's hold (see tryFailOver)
+	reentrant  bool
 }
 
-// newLease returns the lease of an acquisition of req sent at sent (see
-// monoNow) that the limiter's store, or its Fallback when fallback is set,
-// granted with g.
+// newLease returns the lease of req, sent at sent, that the store (or the
+// Fallback when fallback is set) granted with g. The key's real TTL may
+// differ from the one asked (a re-entry keeps a longer hold's, a retried
+// acquisition gets what is left, see store.Grant.TTL).
 func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
-	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL,
+	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL, since: sent,
 		fence: g.Fence, holds: int32(g.Holds), reentrant: req.Reentrant, onFallback: fallback}
-	// The key's real TTL may differ from the one asked: a re-entry of a
-	// longer hold keeps it, a retried acquisition has what is left of it
-	// (see store.Grant.TTL). Stores that do not say get req.TTL.
 	ttl := g.TTL
 	if ttl <= 0 {
 		ttl = req.TTL
 	}
 	ls.setValid(sent, ttl)
-	ls.since = sent
 	return ls
 }
 
-// holder returns the store that holds the lease's key: the limiter's store,
-// or its Fallback.
+// holder returns the store that holds the key: the store or the Fallback.
 func (ls *Lease) holder() Store {
 	if ls.onFallback {
 		return ls.l.p.Fallback
@@ -68,8 +48,7 @@ func (ls *Lease) holder() Store {
 	return ls.l.store
 }
 
-// mirror returns the Fallback when it mirrors the hold (see mirrored), and
-// nil otherwise.
+// mirror returns the Fallback when it mirrors the hold, or nil.
 func (ls *Lease) mirror() Store {
 	if ls.mirrored {
 		return ls.l.p.Fallback
@@ -139,12 +118,10 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	sent := monoNow()
 	st := ls.holder()
-	cctx, c := ls.l.watch(ctx, st, monoNow(), 0)
+	cctx, c := ls.l.watch(ctx, st, sent, 0)
 	out, err := st.Extend(cctx, ls.key, ls.token, ttl)
 	err = c.end(err)
-	if ls.l.p.Observer != nil {
-		ls.l.storeCall(ctx, "extend", sent, err)
-	}
+	ls.l.storeCall(ctx, "extend", sent, err)
 	if err != nil {
 		return &storeError{op: "extend", err: err}
 	}
