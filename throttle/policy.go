@@ -108,15 +108,12 @@ type Options struct {
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
 	// Timeout is how long a store outside this process may stay silent
-	// before a call counts it as failing. Default 100 ms. A call is not
-	// ended by its own age: while the store answers other calls of this
-	// process (a burst queued behind the client's connections), it waits,
+	// before a call counts it as failing (default 100 ms); then, or when
+	// it returns an error, WhenStoreFails applies. Load is not an outage:
+	// while the store answers other calls of this process, a call waits,
 	// and only after 30 × Timeout is the request shed (503, never let
-	// through). A call fails, and WhenStoreFails applies, once the store
-	// has answered no call for a whole Timeout (ten before its first
-	// answer, or while this process is starved of CPU), or when it returns
-	// an error. A command once sent gets Timeout for its reply. The
-	// caller's context bounds every call too.
+	// through). Before the store's first answer, or while this process is
+	// starved of CPU, silence must last ten Timeouts.
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer (see
 	// FailMode).
@@ -131,15 +128,13 @@ type Options struct {
 	// otelthrottle. Nil costs nothing.
 	Observer Observer
 	// DryRun decides, counts, logs and sends the RateLimit headers, but
-	// lets every request through: a request that would have been turned
-	// away is observed as DryRunRejected instead. For rolling a policy out
-	// safely: watch what it would reject before it rejects anything.
+	// lets every request through (observed as "dry_run_rejected"): watch
+	// what a new policy would reject before it rejects anything.
 	DryRun bool
 }
 
-// policy is what a limiter runs with, defaults filled in: a LockConfig,
-// which has every field a Quota's and a Replay's config has, with Mode
-// ModeQuota or ModeReplay for them.
+// policy is what a limiter runs with, defaults filled in: a LockConfig has
+// every field of a QuotaConfig and a ReplayConfig.
 type policy LockConfig
 
 // withDefaults fills zero fields and checks the rest.
