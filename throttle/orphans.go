@@ -9,18 +9,15 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// maxOrphans bounds the keys waiting for a background release. Beyond it
-// the newest are not queued: they expire by themselves after their TTL, and
-// the process's memory stays bounded during a long outage.
+// maxOrphans bounds the keys waiting for a background release, so memory
+// stays bounded in a long outage; the others expire by themselves.
 const maxOrphans = 4096
 
-// orphans are keys that an acquisition may have taken although its caller
-// never learnt it: the store failed to answer in time or the connection
-// broke after the command was sent, or the grant came too late to use. The
-// caller generated the token, so a token-checked release frees such a key
-// as soon as the store answers, instead of leaving it held by nobody for a
-// whole TTL. One goroutine per limiter works through them while there are
-// any, and exits when there are none.
+// orphans are keys an acquisition may have taken although its caller never
+// learnt it (no reply in time, a broken connection, a grant too late to
+// use). The caller made the token, so a token-checked release frees such a
+// key once the store answers, rather than leave it held by nobody for a
+// TTL. One goroutine per limiter works through them while there are any.
 type orphans struct {
 	mu      sync.Mutex
 	queue   []orphan
@@ -34,18 +31,15 @@ type orphan struct {
 	goneSince  time.Time // when a release first found no key
 }
 
-// orphanSettle is how long a release keeps trying after it found no key at
-// all. The command it cleans up after may still be on its way: a hung
-// server that wakes up runs what was sent to it meanwhile, and another
-// connection's release can overtake it.
+// orphanSettle is how long a release keeps trying after it found no key:
+// the command it cleans up after may still be on its way (a hung server
+// that wakes up runs what was sent meanwhile).
 const orphanSettle = time.Second
 
 // releaseLater queues req's key for a background release after a call that
-// failed with cause, unless the key cannot be an orphan of this request:
-// the store says the call changed nothing (store.ErrNotApplied), or a reentrant
-// request made with an owner from the context may be a re-entry, and
-// releasing it could drop the hold of an outer acquisition that is still
-// running (the key then expires by itself instead).
+// failed with cause, unless the store says it changed nothing
+// (store.ErrNotApplied) or the request may be a re-entry, whose release
+// could drop an outer hold still running (it then expires by itself).
 func (l *limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent int64, cause error) {
 	if errors.Is(cause, store.ErrNotApplied) || (req.Reentrant && ownerFrom(ctx) == req.Token) {
 		return
@@ -63,11 +57,9 @@ func (l *limiter) releaseLater(ctx context.Context, st Store, req store.Request,
 	}
 }
 
-// releaseOrphans releases the queued keys, each with a token-checked Release
-// bounded by Options.Timeout, retrying with a growing pause those the store
-// does not answer, or finds missing for less than orphanSettle, until the
-// key has expired by itself. A store that refuses the call outright
-// (store.ErrNotApplied) ends the attempt.
+// releaseOrphans releases the queued keys, retrying with a growing pause
+// those the store does not answer, or finds missing for less than
+// orphanSettle, until they have expired by themselves.
 func (l *limiter) releaseOrphans() {
 	o := &l.orphans
 	pause := 10 * time.Millisecond

@@ -106,9 +106,8 @@ func (l *limiter) claim(ctx context.Context, req store.Request) (*Lease, []byte,
 	return l.wait(ctx, req, remaining, monoTime(sent).Add(l.p.Wait), look)
 }
 
-// recorded reads key's record, nil when it has none: from the store, or
-// under FailOver from the Fallback while the store is skipped or when it
-// fails to answer (the Fallback holds a copy of this process's records).
+// recorded reads key's record (nil: none) from the store, or under
+// FailOver from the Fallback's copy while the store is skipped or failing.
 func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 	failOver := l.p.WhenStoreFails == FailOver
 	if failOver && l.health.skip() {
@@ -123,9 +122,8 @@ func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 	return rec, err
 }
 
-// readRecord is one Recorded call to st, bounded by Options.Timeout. A store
-// failure is counted and returned as ErrStore, the caller's context error
-// as itself.
+// readRecord is one Recorded call to st. A store failure is counted and
+// returned as ErrStore.
 func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
 	start := l.since()
@@ -152,21 +150,16 @@ func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte,
 	return rec, nil
 }
 
-// Record stores rec as the answer the key's duplicates get from Claim, if
-// the lease still holds the key: the holder of a Replay's key calls
-// it once its request has succeeded. The record lives as long as the key:
-// until the end of the TTL the key was taken for, or until Release,
-// which deletes it. It is written only while the lease holds the key,
-// atomically with that check, so a late holder whose key expired never
-// records over its successor's. It fails with ErrNotHeld when the lease no
-// longer holds the key, ErrInvalid when the store refuses rec (too large
-// for it, see memstore.WithMaxRecordBytes) or does not keep records, or
-// ErrStore. It runs even when ctx is cancelled (the client may have left;
-// its retry still wants the answer), bounded by Options.Timeout.
-//
-// Under FailOver the Fallback's mirror of the hold gets a copy, so that
-// duplicates reaching this process are still answered while the store
-// fails.
+// Record stores rec as the answer the key's duplicates get from Claim: a
+// Replay's holder calls it once its request succeeded. The record lives as
+// long as the key (its TTL, or until Release deletes both), and is written
+// atomically with the check that the lease still holds the key, so a late
+// holder never records over its successor's. It fails with ErrNotHeld when
+// the key was lost, ErrInvalid when the store refuses rec (too large) or
+// keeps no records, or ErrStore. It runs even when ctx is cancelled (the
+// client may have left; its retry still wants the answer). Under FailOver
+// the Fallback's mirror gets a copy, for duplicates that reach this
+// process while the store fails.
 func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if ls.released.Load() {
 		return ErrNotHeld
