@@ -41,7 +41,7 @@ func (k *kindCounter) count(kind string) int {
 // testDryRun checks Options.DryRun through the adapter: a duplicate, a
 // request over its quota and a request without a key all go ahead; the
 // would-be rejections carry their RateLimit fields (no Retry-After) and are
-// observed as DryRunRejected, the missing key as KeyError.
+// observed as "dry_run_rejected", the missing key as "key_error".
 func testDryRun(t *testing.T, a Adapter) {
 	for _, c := range []struct {
 		name, policy string
