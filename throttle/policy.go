@@ -56,11 +56,13 @@ func (m Mode) String() string {
 // exclusion) and Replay (a retried order must not be placed twice).
 type FailMode uint8
 
+// failDefault is the zero FailMode, filled in by the mode.
+const failDefault FailMode = 0
+
 const (
-	failDefault FailMode = iota
 	// FailOpen lets the request through unguarded; the error is logged
 	// (at most once a second) and counted in Stats.FailedOpen.
-	FailOpen
+	FailOpen FailMode = iota + 1
 	// FailClosed turns the request away with 503 and a Retry-After.
 	FailClosed
 	// FailOver takes keys in Options.Fallback (a memstore: per process)
