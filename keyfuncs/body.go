@@ -57,20 +57,3 @@ type restoredBody struct {
 	io.Reader
 	io.Closer
 }
-
-// BodyFingerprint is BodyHash(maxBytes) applied to r: the draft's
-// fingerprint, which tells a request that reuses an idempotency key for
-// another payload (422) from a retry.
-func BodyFingerprint(r *http.Request, maxBytes int64) (string, error) {
-	return BodyHash(maxBytes)(r)
-}
-
-// IdempotencyFingerprint is the fingerprint stored with a Replay response:
-// BodyFingerprint up to DefaultIdempotencyBodyLimit under an
-// Idempotency-Key, "" without one (a key made of the body already is one).
-func IdempotencyFingerprint(r *http.Request) (string, error) {
-	if len(r.Header[idempotencyHeader]) == 0 {
-		return "", nil
-	}
-	return BodyFingerprint(r, DefaultIdempotencyBodyLimit)
-}

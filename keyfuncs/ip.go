@@ -1,55 +1,253 @@
 package keyfuncs
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// IPOption tunes RemoteIP and ForwardedIP.
-type IPOption func(*ipConfig)
+// Proxy chains are a few hops: a longer header is refused, not walked.
+const (
+	maxForwardedBytes = 64 << 10 // all lines of the header together
+	maxForwardedHops  = 100      // addresses listed
+)
 
-type ipConfig struct {
-	v6bits    int  // prefix length IPv6 addresses are grouped by; 128 = none
-	forwarded bool // read RFC 7239 Forwarded instead of X-Forwarded-For
+// IPConfig tunes RemoteIP; the zero value keys on the peer's address.
+type IPConfig struct {
+	// TrustedProxies are your proxies' networks (netip.ParsePrefix). From
+	// one of them, the client is read from X-Forwarded-For right to left,
+	// past trusted addresses, to the first other one (or the leftmost, or
+	// the peer with no header); any other peer is the client, whatever it
+	// sent. A bad, hidden or "unknown" client, or a header over 64 KiB or
+	// 100 addresses, gives a 400 *Error rather than a key clients share.
+	TrustedProxies []netip.Prefix
+	// Forwarded reads RFC 7239 Forwarded instead of X-Forwarded-For:
+	// never both, as proxies pass the other on untouched.
+	Forwarded bool
+	// IPv6Prefix, if not 0, keys IPv6 clients by that network, such as
+	// "2001:db8:1:2::/64" for 64: a host usually holds a /64 and can use
+	// a fresh address per request.
+	IPv6Prefix int
 }
 
-func newIPConfig(opts []IPOption) ipConfig {
-	c := ipConfig{v6bits: 128}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
-}
-
-// GroupIPv6 keys IPv6 clients by /bits network, such as "2001:db8:1:2::/64",
-// as a host usually holds a /64 and can use a fresh address per request.
-func GroupIPv6(bits int) IPOption {
-	if bits < 0 || bits > 128 {
-		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
-	}
-	return func(c *ipConfig) { c.v6bits = bits }
+// ipKey is RemoteIP's Func.
+type ipKey struct {
+	trusted []netip.Prefix
+	header  string // the forwarding header read from trusted proxies
+	v6bits  int    // prefix length IPv6 addresses are grouped by; 128 = none
 }
 
 var errBadRemote = badRequest("remote address", "not an IP address")
 
-// RemoteIP keys on the peer's address, written so that a client has one
+// RemoteIP keys on the client's address, written so that a client has one
 // identity: no port or zone, IPv4-mapped as IPv4, IPv6 in RFC 5952 form.
-func RemoteIP(opts ...IPOption) Func {
-	c := newIPConfig(opts)
-	return func(r *http.Request) (string, error) {
+// The client is the peer unless c, at most one, trusts proxies. It panics
+// on more than one c, an invalid prefix or an IPv6Prefix outside 0..128.
+func RemoteIP(c ...IPConfig) Func {
+	k := &ipKey{header: "X-Forwarded-For", v6bits: 128}
+	switch {
+	case len(c) > 1:
+		panic("keyfuncs: RemoteIP takes at most one IPConfig")
+	case len(c) == 0:
+		return k.key
+	case c[0].IPv6Prefix < 0 || c[0].IPv6Prefix > 128:
+		panic(fmt.Sprintf("keyfuncs: RemoteIP: IPv6Prefix %d is outside 0..128", c[0].IPv6Prefix))
+	case c[0].IPv6Prefix > 0:
+		k.v6bits = c[0].IPv6Prefix
+	}
+	if c[0].Forwarded {
+		k.header = "Forwarded"
+	}
+	for i, p := range c[0].TrustedProxies {
+		if !p.IsValid() {
+			panic(fmt.Sprintf("keyfuncs: RemoteIP: trusted prefix %d is not valid", i))
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		k.trusted = append(k.trusted, p.Masked())
+	}
+	return k.key
+}
+
+func (k *ipKey) key(r *http.Request) (string, error) {
+	if len(k.trusted) == 0 {
 		if host, ok := canonicalIPv4Host(r.RemoteAddr); ok {
 			return host, nil
 		}
-		host, addr, ok := parseHostPort(r.RemoteAddr)
-		if !ok {
-			return "", errBadRemote
-		}
-		return c.format(host, addr), nil
 	}
+	host, addr, ok := parseHostPort(r.RemoteAddr)
+	if !ok {
+		return "", errBadRemote
+	}
+	if k.trusts(addr) {
+		clientHost, client, err := k.client(r.Header[k.header])
+		switch {
+		case err != nil:
+			return "", err
+		case client.IsValid():
+			host, addr = clientHost, client
+		}
+	}
+	if addr.Is4() {
+		if !strings.Contains(host, ":") {
+			return host, nil // already as netip writes it
+		}
+		return addr.String(), nil
+	}
+	var buf [64]byte
+	if k.v6bits < 128 {
+		p, _ := addr.Prefix(k.v6bits) // cannot fail: addr is IPv6, bits within 0..128
+		return string(p.AppendTo(buf[:0])), nil
+	}
+	return string(addr.AppendTo(buf[:0])), nil
+}
+
+func (k *ipKey) trusts(a netip.Addr) bool {
+	for _, p := range k.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.header+`"`, reason) }
+
+// client returns the first untrusted address from the right, or the leftmost.
+func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error) {
+	var buf [16]string
+	nodes, size := buf[:0], 0
+	for _, line := range lines {
+		if size += len(line); size > maxForwardedBytes {
+			return "", addr, k.refusal("too large")
+		}
+		if nodes, err = k.appendNodes(nodes, line); err != nil {
+			return "", addr, err
+		} else if len(nodes) > maxForwardedHops {
+			return "", addr, k.refusal("too many hops")
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		var ok bool
+		switch host, addr, ok = parseHostPort(nodes[i]); {
+		case !ok && (nodes[i] == "" || nodes[i][0] == '_' || strings.EqualFold(nodes[i], "unknown")):
+			return "", addr, k.refusal("obfuscated or unknown client address")
+		case !ok:
+			return "", addr, k.refusal("unparsable address")
+		case !k.trusts(addr):
+			return host, addr, nil
+		}
+	}
+	return host, addr, nil
+}
+
+// appendNodes appends the addresses one line of the header lists: the
+// items of X-Forwarded-For, or the for= node of each Forwarded element
+// (RFC 7239, section 4), "" where an element has none.
+func (k *ipKey) appendNodes(nodes []string, line string) ([]string, error) {
+	for line != "" && len(nodes) <= maxForwardedHops {
+		var elem string
+		if k.header != "Forwarded" {
+			elem, line, _ = strings.Cut(line, ",")
+		} else {
+			elem, line = cutQuoted(line, ',')
+		}
+		var err error
+		switch elem = strings.Trim(elem, " \t"); {
+		case elem == "":
+			continue
+		case k.header == "Forwarded":
+			elem, err = forNode(elem)
+		}
+		if err != nil {
+			return nil, k.refusal("malformed")
+		}
+		nodes = append(nodes, elem)
+	}
+	return nodes, nil
+}
+
+var errMalformed = errors.New("malformed")
+
+// forNode returns the for= value of a Forwarded element, "" if it has none.
+func forNode(elem string) (node string, err error) {
+	found := false
+	for elem != "" {
+		var pair string
+		if pair, elem = cutQuoted(elem, ';'); strings.Trim(pair, " \t") == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(strings.Trim(pair, " \t"), "=")
+		v, ok := forwardedValue(value)
+		isFor := strings.EqualFold(name, "for")
+		if !ok || !isToken(name, "") || isFor && found {
+			return "", errMalformed
+		} else if isFor {
+			node, found = v, true
+		}
+	}
+	return node, nil
+}
+
+// cutQuoted is strings.Cut at the first sep outside a quoted-string.
+func cutQuoted(s string, sep byte) (before, after string) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+// forwardedValue returns the content of a token (with ':', '[' and ']',
+// which proxies leave unquoted in nodes) or of a quoted-string.
+func forwardedValue(v string) (string, bool) {
+	if !strings.HasPrefix(v, `"`) {
+		return v, isToken(v, ":[]")
+	}
+	escaped := false
+	for i := 1; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i, escaped = i+1, true
+		case '"':
+			if i != len(v)-1 {
+				return "", false
+			} else if !escaped {
+				return v[1:i], true
+			}
+			var b strings.Builder
+			for j := 1; j < i; j++ {
+				if v[j] == '\\' {
+					j++
+				}
+				b.WriteByte(v[j])
+			}
+			return b.String(), true
+		}
+	}
+	return "", false
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, 5.6.2), or made of
+// token characters and extra.
+func isToken(s, extra string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", the port
@@ -83,22 +281,6 @@ func isPort(s string) bool {
 		}
 	}
 	return true
-}
-
-// format writes a as an identity; host is its text if that is canonical.
-func (c ipConfig) format(host string, a netip.Addr) string {
-	if a.Is4() {
-		if !strings.Contains(host, ":") {
-			return host
-		}
-		return a.String()
-	}
-	var buf [64]byte
-	if c.v6bits < 128 {
-		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6, bits within 0..128
-		return string(p.AppendTo(buf[:0]))
-	}
-	return string(a.AppendTo(buf[:0]))
 }
 
 // canonicalIPv4Host returns the host of s if it is IPv4 as netip writes it,

@@ -1,3 +1,12 @@
+// Package keyfuncs builds the identity a request is throttled under: who
+// (a user, a client address) and what (a route, a method, the body). A Func
+// takes an *http.Request, so net/http, gin and echo build the same keys:
+//
+//	// one submission per user and route, whatever the path values
+//	key := keyfuncs.Join(keyfuncs.ContextValue(userKey{}), keyfuncs.Method(), keyfuncs.Pattern())
+//
+// A Func that cannot build an identity returns an *Error, answered 400 (413
+// for a body too long to hash), never a key shared by everybody.
 package keyfuncs
 
 import (
@@ -16,6 +25,43 @@ import (
 // Func returns the identity a request is throttled under, or an error,
 // typically a *Error, when the request does not carry one.
 type Func func(r *http.Request) (string, error)
+
+// Error tells why a Func could not build an identity. Source and Reason
+// never hold a value from the request, so it is safe to show the client; a
+// Func may return one shared *Error, so treat it as read-only.
+type Error struct {
+	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
+	Source string // what was missing or bad, such as `header "X-User-ID"`
+	Reason string // what was wrong with Source, such as "missing"
+}
+
+// Error returns "keyfuncs: <source>: <reason>".
+func (e *Error) Error() string { return "keyfuncs: " + e.Source + ": " + e.Reason }
+
+// HTTPStatus returns the status to answer with: Status, or 400 if unset.
+func (e *Error) HTTPStatus() int {
+	if e.Status == 0 {
+		return http.StatusBadRequest
+	}
+	return e.Status
+}
+
+func badRequest(source, reason string) *Error {
+	return &Error{Status: http.StatusBadRequest, Source: source, Reason: reason}
+}
+
+func missing(source string) *Error { return badRequest(source, "missing") }
+
+// nonEmpty keys on what get returns, or refuses an empty value as missing.
+func nonEmpty(source string, get func(r *http.Request) string) Func {
+	errMissing := missing(source)
+	return func(r *http.Request) (string, error) {
+		if v := get(r); v != "" {
+			return v, nil
+		}
+		return "", errMissing
+	}
+}
 
 // Static keys every request on s: one lock for the whole policy, or a label.
 func Static(s string) Func {
@@ -38,14 +84,12 @@ func Header(name string) Func {
 // Cookie keys on the cookie name, for a browser form, which cannot send a
 // header. It names a browser, not a user: put it after the user in FirstOf.
 func Cookie(name string) Func {
-	errMissing := missing("cookie " + strconv.Quote(name))
-	return func(r *http.Request) (string, error) {
-		c, err := r.Cookie(name)
-		if err != nil || c.Value == "" {
-			return "", errMissing
+	return nonEmpty("cookie "+strconv.Quote(name), func(r *http.Request) string {
+		if c, err := r.Cookie(name); err == nil {
+			return c.Value
 		}
-		return c.Value, nil
-	}
+		return ""
+	})
 }
 
 // Query keys on the values of the URL query parameter name, joined with
@@ -58,7 +102,7 @@ func Query(name string) Func {
 			return "", errMissing
 		}
 		var buf [4]string
-		vals, nonEmpty := buf[:0], false
+		vals, found := buf[:0], false
 		for q := r.URL.RawQuery; q != ""; {
 			var pair string
 			pair, q, _ = strings.Cut(q, "&")
@@ -70,9 +114,9 @@ func Query(name string) Func {
 			if err != nil {
 				return "", errEscape
 			}
-			vals, nonEmpty = append(vals, v), nonEmpty || v != ""
+			vals, found = append(vals, v), found || v != ""
 		}
-		if !nonEmpty {
+		if !found {
 			return "", errMissing
 		}
 		return store.JoinID(vals...), nil
@@ -81,25 +125,13 @@ func Query(name string) Func {
 
 // PathValue keys on the wildcard name of the ServeMux route, such as {id}.
 func PathValue(name string) Func {
-	errMissing := missing("path value " + strconv.Quote(name))
-	return func(r *http.Request) (string, error) {
-		if v := r.PathValue(name); v != "" {
-			return v, nil
-		}
-		return "", errMissing
-	}
+	return nonEmpty("path value "+strconv.Quote(name), func(r *http.Request) string { return r.PathValue(name) })
 }
 
 // Pattern keys on the http.ServeMux pattern matched, one limit per route;
 // the mux sets it as it dispatches, so wrap each route, not the mux.
 func Pattern() Func {
-	errMissing := missing("route pattern")
-	return func(r *http.Request) (string, error) {
-		if r.Pattern != "" {
-			return r.Pattern, nil
-		}
-		return "", errMissing
-	}
+	return nonEmpty("route pattern", func(r *http.Request) string { return r.Pattern })
 }
 
 // Method keys on the request method, GET if empty, as in net/http.
@@ -125,32 +157,20 @@ func ContextValue(key any) Func {
 // fmt.Stringer; any other type is refused rather than lumping users
 // together. source names the value in the *Error.
 func FromValue(v any, source string) (string, error) {
-	s, ok := valueString(v)
-	switch {
-	case !ok:
+	var s string
+	if str, ok := v.(fmt.Stringer); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			s = str.String()
+		}
+	} else if rv := reflect.ValueOf(v); rv.CanInt() || rv.CanUint() || rv.Kind() == reflect.String {
+		s = fmt.Sprint(v)
+	} else if v != nil {
 		return "", badRequest(source, "unsupported type (want a string, fmt.Stringer or integer)")
-	case s == "":
+	}
+	if s == "" {
 		return "", missing(source)
 	}
 	return s, nil
-}
-
-func valueString(v any) (s string, ok bool) {
-	switch v := v.(type) {
-	case nil:
-		return "", true
-	case fmt.Stringer:
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			return "", true
-		}
-		return v.String(), true
-	}
-	switch reflect.ValueOf(v).Kind() {
-	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return fmt.Sprint(v), true
-	}
-	return "", false
 }
 
 // FromIP turns an address a framework computed (gin's c.ClientIP, echo's
