@@ -53,7 +53,7 @@ func TestIdempotencySource(t *testing.T) {
 	for _, err := range idemErrors {
 		wantErr(t, err, http.StatusBadRequest, idemSource)
 	}
-	
+
 }
 
 func TestIdempotencyKeyValid(t *testing.T) {

@@ -1,10 +1,10 @@
 package keyfuncs
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -16,23 +16,20 @@ const (
 
 // IPConfig tunes RemoteIP; the zero value keys on the peer's address.
 type IPConfig struct {
-	// TrustedProxies are your proxies' networks (netip.ParsePrefix). From
-	// one of them, the client is read from X-Forwarded-For right to left,
-	// past trusted addresses, to the first other one (or the leftmost, or
-	// the peer with no header); any other peer is the client, whatever it
-	// sent. A bad, hidden or "unknown" client, or a header over 64 KiB or
-	// 100 addresses, gives a 400 *Error rather than a key clients share.
+	// TrustedProxies are your proxies' networks. From one of them, the
+	// client is read from X-Forwarded-For right to left, past trusted
+	// addresses (to the leftmost, or the peer with no header); any other
+	// peer is the client, whatever it sent. A bad, hidden or "unknown"
+	// client, or a header over 64 KiB or 100 hops, gives a 400 *Error.
 	TrustedProxies []netip.Prefix
 	// Forwarded reads RFC 7239 Forwarded instead of X-Forwarded-For:
 	// never both, as proxies pass the other on untouched.
 	Forwarded bool
-	// IPv6Prefix, if not 0, keys IPv6 clients by that network, such as
-	// "2001:db8:1:2::/64" for 64: a host usually holds a /64 and can use
-	// a fresh address per request.
+	// IPv6Prefix, unless 0, keys IPv6 clients by network, such as /64:
+	// a host holds a /64 and can use a fresh address per request.
 	IPv6Prefix int
 }
 
-// ipKey is RemoteIP's Func.
 type ipKey struct {
 	trusted []netip.Prefix
 	header  string // the forwarding header read from trusted proxies
@@ -43,8 +40,7 @@ var errBadRemote = badRequest("remote address", "not an IP address")
 
 // RemoteIP keys on the client's address, written so that a client has one
 // identity: no port or zone, IPv4-mapped as IPv4, IPv6 in RFC 5952 form.
-// The client is the peer unless c, at most one, trusts proxies. It panics
-// on more than one c, an invalid prefix or an IPv6Prefix outside 0..128.
+// It panics on more than one c, an invalid prefix or IPv6Prefix.
 func RemoteIP(c ...IPConfig) Func {
 	k := &ipKey{header: "X-Forwarded-For", v6bits: 128}
 	switch {
@@ -63,8 +59,7 @@ func RemoteIP(c ...IPConfig) Func {
 	for i, p := range c[0].TrustedProxies {
 		if !p.IsValid() {
 			panic(fmt.Sprintf("keyfuncs: RemoteIP: trusted prefix %d is not valid", i))
-		}
-		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		} else if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
 		k.trusted = append(k.trusted, p.Masked())
@@ -84,34 +79,25 @@ func (k *ipKey) key(r *http.Request) (string, error) {
 	}
 	if k.trusts(addr) {
 		clientHost, client, err := k.client(r.Header[k.header])
-		switch {
-		case err != nil:
+		if err != nil {
 			return "", err
-		case client.IsValid():
+		} else if client.IsValid() {
 			host, addr = clientHost, client
 		}
 	}
-	if addr.Is4() {
-		if !strings.Contains(host, ":") {
-			return host, nil // already as netip writes it
-		}
-		return addr.String(), nil
-	}
 	var buf [64]byte
-	if k.v6bits < 128 {
-		p, _ := addr.Prefix(k.v6bits) // cannot fail: addr is IPv6, bits within 0..128
+	switch {
+	case addr.Is4() && !strings.Contains(host, ":"):
+		return host, nil // already as netip writes it
+	case addr.Is6() && k.v6bits < 128:
+		p, _ := addr.Prefix(k.v6bits) // cannot fail: bits within 0..128
 		return string(p.AppendTo(buf[:0])), nil
 	}
 	return string(addr.AppendTo(buf[:0])), nil
 }
 
 func (k *ipKey) trusts(a netip.Addr) bool {
-	for _, p := range k.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(k.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.header+`"`, reason) }
@@ -119,19 +105,17 @@ func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.he
 // client returns the first untrusted address from the right, or the leftmost.
 func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error) {
 	var buf [16]string
-	nodes, size := buf[:0], 0
+	nodes, size, ok := buf[:0], 0, true
 	for _, line := range lines {
 		if size += len(line); size > maxForwardedBytes {
 			return "", addr, k.refusal("too large")
-		}
-		if nodes, err = k.appendNodes(nodes, line); err != nil {
-			return "", addr, err
+		} else if nodes, ok = k.appendNodes(nodes, line); !ok {
+			return "", addr, k.refusal("malformed")
 		} else if len(nodes) > maxForwardedHops {
 			return "", addr, k.refusal("too many hops")
 		}
 	}
 	for i := len(nodes) - 1; i >= 0; i-- {
-		var ok bool
 		switch host, addr, ok = parseHostPort(nodes[i]); {
 		case !ok && (nodes[i] == "" || nodes[i][0] == '_' || strings.EqualFold(nodes[i], "unknown")):
 			return "", addr, k.refusal("obfuscated or unknown client address")
@@ -144,10 +128,10 @@ func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error)
 	return host, addr, nil
 }
 
-// appendNodes appends the addresses one line of the header lists: the
-// items of X-Forwarded-For, or the for= node of each Forwarded element
-// (RFC 7239, section 4), "" where an element has none.
-func (k *ipKey) appendNodes(nodes []string, line string) ([]string, error) {
+// appendNodes appends the addresses a line of the header lists: the items
+// of X-Forwarded-For, or the for= node of each Forwarded element (RFC 7239,
+// section 4), "" where an element has none.
+func (k *ipKey) appendNodes(nodes []string, line string) ([]string, bool) {
 	for line != "" && len(nodes) <= maxForwardedHops {
 		var elem string
 		if k.header != "Forwarded" {
@@ -155,25 +139,23 @@ func (k *ipKey) appendNodes(nodes []string, line string) ([]string, error) {
 		} else {
 			elem, line = cutQuoted(line, ',')
 		}
-		var err error
+		ok := true
 		switch elem = strings.Trim(elem, " \t"); {
 		case elem == "":
 			continue
 		case k.header == "Forwarded":
-			elem, err = forNode(elem)
+			elem, ok = forNode(elem)
 		}
-		if err != nil {
-			return nil, k.refusal("malformed")
+		if !ok {
+			return nil, false
 		}
 		nodes = append(nodes, elem)
 	}
-	return nodes, nil
+	return nodes, true
 }
 
-var errMalformed = errors.New("malformed")
-
 // forNode returns the for= value of a Forwarded element, "" if it has none.
-func forNode(elem string) (node string, err error) {
+func forNode(elem string) (node string, ok bool) {
 	found := false
 	for elem != "" {
 		var pair string
@@ -184,12 +166,12 @@ func forNode(elem string) (node string, err error) {
 		v, ok := forwardedValue(value)
 		isFor := strings.EqualFold(name, "for")
 		if !ok || !isToken(name, "") || isFor && found {
-			return "", errMalformed
+			return "", false
 		} else if isFor {
 			node, found = v, true
 		}
 	}
-	return node, nil
+	return node, true
 }
 
 // cutQuoted is strings.Cut at the first sep outside a quoted-string.

@@ -10,6 +10,7 @@
 package keyfuncs
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -39,12 +40,7 @@ type Error struct {
 func (e *Error) Error() string { return "keyfuncs: " + e.Source + ": " + e.Reason }
 
 // HTTPStatus returns the status to answer with: Status, or 400 if unset.
-func (e *Error) HTTPStatus() int {
-	if e.Status == 0 {
-		return http.StatusBadRequest
-	}
-	return e.Status
-}
+func (e *Error) HTTPStatus() int { return cmp.Or(e.Status, http.StatusBadRequest) }
 
 func badRequest(source, reason string) *Error {
 	return &Error{Status: http.StatusBadRequest, Source: source, Reason: reason}
@@ -136,12 +132,7 @@ func Pattern() Func {
 
 // Method keys on the request method, GET if empty, as in net/http.
 func Method() Func {
-	return func(r *http.Request) (string, error) {
-		if r.Method == "" {
-			return http.MethodGet, nil
-		}
-		return r.Method, nil
-	}
+	return func(r *http.Request) (string, error) { return cmp.Or(r.Method, http.MethodGet), nil }
 }
 
 // ContextValue keys on r.Context().Value(key), read as FromValue reads it,
