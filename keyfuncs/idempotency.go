@@ -33,16 +33,12 @@ var (
 
 // IdempotencyKey keys on the client's Idempotency-Key field, which marks a
 // retried POST as the same operation: an RFC 9651 String (parameters
-// ignored), or a bare value, as Stripe's clients send it, taken whole. Any
-// other value, or one not 1 to 255 printable ASCII characters, is refused
-// with a 400 *Error saying why. Without the field, a nil fallback refuses
-// the request, as the draft advises for an operation that needs the key;
-// any other keys it on fallback, as store.JoinID("1", value) where a key
-// gives store.JoinID("0", key). A malformed field is never replaced by the
-// fallback. Scope the key by user and route, last, so that the body is
-// read only when needed:
-//
-//	keyfuncs.Join(user, keyfuncs.Method(), keyfuncs.Pattern(), keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1<<20)))
+// ignored) or, as Stripe's clients send it, a bare value. Any other value,
+// or one not 1 to 255 printable ASCII characters, gets a 400 *Error saying
+// why. A request without the field is refused if fallback is nil, else
+// keyed on fallback, as store.JoinID("1", value) where a key gives
+// store.JoinID("0", key). Put it last, after the user and route, so that a
+// fallback such as BodyHash(1<<20) reads the body only when needed.
 func IdempotencyKey(fallback Func) Func {
 	if fallback == nil {
 		return idempotencyKey

@@ -1,9 +1,11 @@
 package keyfuncs
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -18,15 +20,14 @@ const (
 type IPConfig struct {
 	// TrustedProxies are your proxies' networks. From one of them, the
 	// client is read from X-Forwarded-For right to left, past trusted
-	// addresses (to the leftmost, or the peer with no header); any other
-	// peer is the client, whatever it sent. A bad, hidden or "unknown"
-	// client, or a header over 64 KiB or 100 hops, gives a 400 *Error.
+	// addresses; any other peer is the client, whatever it sent. A bad,
+	// hidden or "unknown" client, or a header over 64 KiB, gives a 400.
 	TrustedProxies []netip.Prefix
 	// Forwarded reads RFC 7239 Forwarded instead of X-Forwarded-For:
 	// never both, as proxies pass the other on untouched.
 	Forwarded bool
-	// IPv6Prefix, unless 0, keys IPv6 clients by network, such as /64:
-	// a host holds a /64 and can use a fresh address per request.
+	// IPv6Prefix, unless 0, keys IPv6 clients by network, such as /64,
+	// as a host holds a /64 and can use a fresh address per request.
 	IPv6Prefix int
 }
 
@@ -50,12 +51,10 @@ func RemoteIP(c ...IPConfig) Func {
 		return k.key
 	case c[0].IPv6Prefix < 0 || c[0].IPv6Prefix > 128:
 		panic(fmt.Sprintf("keyfuncs: RemoteIP: IPv6Prefix %d is outside 0..128", c[0].IPv6Prefix))
-	case c[0].IPv6Prefix > 0:
-		k.v6bits = c[0].IPv6Prefix
-	}
-	if c[0].Forwarded {
+	case c[0].Forwarded:
 		k.header = "Forwarded"
 	}
+	k.v6bits = cmp.Or(c[0].IPv6Prefix, 128)
 	for i, p := range c[0].TrustedProxies {
 		if !p.IsValid() {
 			panic(fmt.Sprintf("keyfuncs: RemoteIP: trusted prefix %d is not valid", i))
@@ -190,31 +189,22 @@ func cutQuoted(s string, sep byte) (before, after string) {
 	return s, ""
 }
 
+// quotedPair is an escape in a quoted-string (RFC 9110, 5.6.4).
+var quotedPair = regexp.MustCompile(`(?s)\\(.)`)
+
 // forwardedValue returns the content of a token (with ':', '[' and ']',
 // which proxies leave unquoted in nodes) or of a quoted-string.
 func forwardedValue(v string) (string, bool) {
 	if !strings.HasPrefix(v, `"`) {
 		return v, isToken(v, ":[]")
 	}
-	escaped := false
-	for i := 1; i < len(v); i++ {
-		switch v[i] {
-		case '\\':
+	for i, escaped := 1, false; i < len(v); i++ {
+		if v[i] == '\\' {
 			i, escaped = i+1, true
-		case '"':
-			if i != len(v)-1 {
-				return "", false
-			} else if !escaped {
-				return v[1:i], true
-			}
-			var b strings.Builder
-			for j := 1; j < i; j++ {
-				if v[j] == '\\' {
-					j++
-				}
-				b.WriteByte(v[j])
-			}
-			return b.String(), true
+		} else if v[i] == '"' && escaped {
+			return quotedPair.ReplaceAllString(v[1:i], "$1"), i == len(v)-1
+		} else if v[i] == '"' {
+			return v[1:i], i == len(v)-1
 		}
 	}
 	return "", false

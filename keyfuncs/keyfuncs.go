@@ -4,14 +4,17 @@
 //
 //	// one submission per user and route, whatever the path values
 //	key := keyfuncs.Join(keyfuncs.ContextValue(userKey{}), keyfuncs.Method(), keyfuncs.Pattern())
-//
-// A Func that cannot build an identity returns an *Error, answered 400 (413
-// for a body too long to hash), never a key shared by everybody.
 package keyfuncs
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -27,9 +30,10 @@ import (
 // typically a *Error, when the request does not carry one.
 type Func func(r *http.Request) (string, error)
 
-// Error tells why a Func could not build an identity. Source and Reason
-// never hold a value from the request, so it is safe to show the client; a
-// Func may return one shared *Error, so treat it as read-only.
+// Error tells why a Func could not build an identity, so that the request
+// gets a 4xx rather than a key shared by everybody. Source and Reason never
+// hold a value from the request, so it is safe to show the client; a Func
+// may return one shared *Error, so treat it as read-only.
 type Error struct {
 	Status int    // 400, or 413 for a body over the hashing limit; 0 means 400
 	Source string // what was missing or bad, such as `header "X-User-ID"`
@@ -168,20 +172,18 @@ func FromValue(v any, source string) (string, error) {
 // c.RealIP) into the identity RemoteIP would give it; source names it in
 // the *Error.
 func FromIP(s, source string) (string, error) {
-	if s == "" {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return a.Unmap().String(), nil
+	} else if s == "" {
 		return "", missing(source)
 	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return "", badRequest(source, "not an IP address")
-	}
-	return a.Unmap().String(), nil
+	return "", badRequest(source, "not an IP address")
 }
 
 // FirstOf keys on the first of fs that succeeds, as store.JoinID(index,
 // value), so that a user named "192.0.2.1" never shares a key with the
 // client at that address, or returns the last error. FirstOf and Join take
-// any key function type, copy fs, and panic if it is empty or holds nil.
+// any key function type and panic if fs is empty or holds nil.
 func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("FirstOf", fs)
 	return func(a A) (string, error) {
@@ -224,4 +226,52 @@ func checked[F any](name string, fs []F) []F {
 		}
 	}
 	return append([]F(nil), fs...)
+}
+
+var errBodyTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than the hashing limit"}
+
+// BodyHash keys on the SHA-256 of the body (unpadded base64url): with a
+// user, it tells the same submission sent twice. A body, or Content-Length
+// (checked before an "Expect: 100-continue" upload), over maxBytes gives a
+// 413 *Error; the body is put back for the handler whatever happens. Put
+// it last in a Join, which stops at the first error. It panics if maxBytes
+// is negative.
+func BodyHash(maxBytes int64) Func {
+	if maxBytes < 0 {
+		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
+	}
+	maxBytes = min(maxBytes, math.MaxInt64-1) // maxBytes+1 are read
+	return func(r *http.Request) (string, error) {
+		switch {
+		case r.Body == nil || r.Body == http.NoBody:
+			return hashString(nil), nil
+		case r.ContentLength > maxBytes:
+			return "", errBodyTooLarge
+		}
+		orig := r.Body
+		var buf bytes.Buffer
+		_, err := buf.ReadFrom(io.LimitReader(orig, maxBytes+1))
+		read := buf.Bytes()
+		if err == nil && int64(len(read)) <= maxBytes { // orig is at EOF
+			r.Body = &restoredBody{Reader: bytes.NewReader(read), Closer: orig}
+			return hashString(read), nil
+		}
+		r.Body = &restoredBody{Reader: io.MultiReader(bytes.NewReader(read), orig), Closer: orig}
+		var mbe *http.MaxBytesError
+		if err != nil && !errors.As(err, &mbe) {
+			return "", badRequest("body", "unreadable")
+		}
+		return "", errBodyTooLarge
+	}
+}
+
+func hashString(b []byte) string {
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// restoredBody is the body put back: what was read, then the rest.
+type restoredBody struct {
+	io.Reader
+	io.Closer
 }
