@@ -11,10 +11,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-const (
-	idempotencySource       = `header "Idempotency-Key"`
-	maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
-)
+const idempotencySource = `header "Idempotency-Key"`
+
+const maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
 
 // Errors never quote the value, which may be long or a secret.
 var (

@@ -10,11 +10,9 @@ import (
 	"strings"
 )
 
-// Proxy chains are a few hops: a longer header is refused, not walked.
-const (
-	maxForwardedBytes = 64 << 10 // all lines of the header together
-	maxForwardedHops  = 100      // addresses listed
-)
+// Proxy chains are a few hops: a longer header (all lines together, or in
+// addresses listed) is refused, not walked.
+const maxForwardedBytes, maxForwardedHops = 64 << 10, 100
 
 // IPConfig tunes RemoteIP; the zero value keys on the peer's address.
 type IPConfig struct {
@@ -104,7 +102,7 @@ func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.he
 // client returns the first untrusted address from the right, or the leftmost.
 func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error) {
 	var buf [16]string
-	nodes, size, ok := buf[:0], 0, true
+	nodes, size, ok := buf[:0], 0, false
 	for _, line := range lines {
 		if size += len(line); size > maxForwardedBytes {
 			return "", addr, k.refusal("too large")
@@ -199,11 +197,12 @@ func forwardedValue(v string) (string, bool) {
 		return v, isToken(v, ":[]")
 	}
 	for i, escaped := 1, false; i < len(v); i++ {
-		if v[i] == '\\' {
+		switch {
+		case v[i] == '\\':
 			i, escaped = i+1, true
-		} else if v[i] == '"' && escaped {
+		case v[i] == '"' && escaped:
 			return quotedPair.ReplaceAllString(v[1:i], "$1"), i == len(v)-1
-		} else if v[i] == '"' {
+		case v[i] == '"':
 			return v[1:i], i == len(v)-1
 		}
 	}
