@@ -156,10 +156,11 @@ func forNode(elem string) (node string, ok bool) {
 	found := false
 	for elem != "" {
 		var pair string
-		if pair, elem = cutQuoted(elem, ';'); strings.Trim(pair, " \t") == "" {
+		pair, elem = cutQuoted(elem, ';')
+		if pair = strings.Trim(pair, " \t"); pair == "" {
 			continue
 		}
-		name, value, _ := strings.Cut(strings.Trim(pair, " \t"), "=")
+		name, value, _ := strings.Cut(pair, "=")
 		v, ok := forwardedValue(value)
 		isFor := strings.EqualFold(name, "for")
 		if !ok || !isToken(name, "") || isFor && found {
