@@ -225,20 +225,15 @@ func isToken(s, extra string) bool {
 // parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", the port
 // unread as RFC 7239 lets proxies obfuscate it, and unmaps the address.
 func parseHostPort(s string) (string, netip.Addr, bool) {
-	host, ok := s, true
-	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 || end+1 < len(s) && !isPort(s[end+1:]) {
-			return "", netip.Addr{}, false
-		}
-		host = s[1:end]
-		ok = strings.Contains(host, ":") // only IPv6 goes in brackets
+	host, port, bracketed := s, "", strings.HasPrefix(s, "[")
+	if end := strings.IndexByte(s, ']'); bracketed && end > 0 {
+		host, port = s[1:end], s[end+1:]
 	} else if i := strings.IndexByte(s, ':'); i >= 0 && !strings.Contains(s[i+1:], ":") {
-		host, ok = s[:i], isPort(s[i:]) // one colon: IPv4 and a port
+		host, port = s[:i], s[i:] // one colon: IPv4 and a port
 	}
 	a, err := netip.ParseAddr(host)
-	if !ok || err != nil {
-		return "", netip.Addr{}, false
+	if err != nil || port != "" && !isPort(port) || bracketed && !strings.Contains(host, ":") {
+		return "", netip.Addr{}, false // only IPv6 goes in brackets
 	}
 	return host, a.WithZone("").Unmap(), true
 }

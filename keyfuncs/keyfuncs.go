@@ -152,14 +152,14 @@ func ContextValue(key any) Func {
 // fmt.Stringer; any other type is refused rather than lumping users
 // together. source names the value in the *Error.
 func FromValue(v any, source string) (string, error) {
-	var s string
-	if str, ok := v.(fmt.Stringer); ok {
-		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
-			s = str.String()
-		}
-	} else if rv := reflect.ValueOf(v); rv.CanInt() || rv.CanUint() || rv.Kind() == reflect.String {
+	s, rv := "", reflect.ValueOf(v)
+	switch str, ok := v.(fmt.Stringer); {
+	case ok && (rv.Kind() != reflect.Pointer || !rv.IsNil()):
+		s = str.String()
+	case ok || v == nil: // a nil pointer or interface: missing
+	case rv.CanInt() || rv.CanUint() || rv.Kind() == reflect.String:
 		s = fmt.Sprint(v)
-	} else if v != nil {
+	default:
 		return "", badRequest(source, "unsupported type (want a string, fmt.Stringer or integer)")
 	}
 	if s == "" {
@@ -169,8 +169,7 @@ func FromValue(v any, source string) (string, error) {
 }
 
 // FromIP turns an address a framework computed (gin's c.ClientIP, echo's
-// c.RealIP) into the identity RemoteIP would give it; source names it in
-// the *Error.
+// c.RealIP) into RemoteIP's identity; source names it in the *Error.
 func FromIP(s, source string) (string, error) {
 	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
 		return a.Unmap().String(), nil
@@ -231,11 +230,10 @@ func checked[F any](name string, fs []F) []F {
 var errBodyTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Source: "body", Reason: "longer than the hashing limit"}
 
 // BodyHash keys on the SHA-256 of the body (unpadded base64url): with a
-// user, it tells the same submission sent twice. A body, or Content-Length
-// (checked before an "Expect: 100-continue" upload), over maxBytes gives a
-// 413 *Error; the body is put back for the handler whatever happens. Put
-// it last in a Join, which stops at the first error. It panics if maxBytes
-// is negative.
+// user, it tells the same submission sent twice. A body or Content-Length
+// over maxBytes (checked before an "Expect: 100-continue" upload) gives a
+// 413 *Error; the body is put back for the handler. Put it last in a Join,
+// which stops at the first error; a negative maxBytes panics.
 func BodyHash(maxBytes int64) Func {
 	if maxBytes < 0 {
 		panic(fmt.Sprintf("keyfuncs: BodyHash(%d): maxBytes must not be negative", maxBytes))
