@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -94,7 +93,12 @@ func (k *ipKey) key(r *http.Request) (string, error) {
 }
 
 func (k *ipKey) trusts(a netip.Addr) bool {
-	return slices.ContainsFunc(k.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
+	for _, p := range k.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.header+`"`, reason) }
