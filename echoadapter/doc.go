@@ -38,6 +38,6 @@
 // v4's default, under which c.RealIP believes X-Forwarded-For or X-Real-IP,
 // headers any client can set. Set e.IPExtractor first (echo.ExtractIPDirect(),
 // or echo.ExtractIPFromXFFHeader(echo.TrustIPRange(cidr)) behind proxies).
-// keyfuncs.ForwardedIP with an explicit trusted list does not depend on the
+// keyfuncs.RemoteIP with IPConfig.TrustedProxies does not depend on the
 // Echo.
 package echoadapter

@@ -37,8 +37,8 @@ func Request(f keyfuncs.Func) KeyFunc {
 // options (echo.TrustIPRange and the like) naming your proxies behind them.
 //
 // Call RealIP after setting e.IPExtractor, typically once at start-up, and
-// use the KeyFunc on e's routes. keyfuncs.ForwardedIP with an explicit
-// trusted list, through Request, is the framework-independent alternative.
+// use the KeyFunc on e's routes. keyfuncs.RemoteIP with
+// IPConfig.TrustedProxies, through Request, is the framework-independent alternative.
 func RealIP(e *echo.Echo) (KeyFunc, error) {
 	if e == nil {
 		return nil, errors.New("echoadapter: RealIP: nil *echo.Echo; pass the Echo whose routes use the key, after setting its IPExtractor")

@@ -39,6 +39,6 @@
 // Engine.SetTrustedProxies is called: keyed on headers any client can set,
 // a client picks a new identity per request and is never throttled.
 // Configure the engine first (SetTrustedProxies, TrustedPlatform,
-// RemoteIPHeaders), then build the key. keyfuncs.ForwardedIP with an
-// explicit trusted list does not depend on the engine.
+// RemoteIPHeaders), then build the key. keyfuncs.RemoteIP with
+// IPConfig.TrustedProxies does not depend on the engine.
 package ginadapter

@@ -49,7 +49,7 @@ func Request(f keyfuncs.Func) KeyFunc {
 // the KeyFunc on e's routes: later changes to e are not checked again. A
 // TrustedPlatform such as gin.PlatformCloudflare is an explicit choice and
 // is not refused; it is only safe when every request really comes through
-// that platform. keyfuncs.ForwardedIP with an explicit trusted list, through
+// that platform. keyfuncs.RemoteIP with IPConfig.TrustedProxies, through
 // Request, is the framework-independent alternative.
 func ClientIP(e *gin.Engine) (KeyFunc, error) {
 	if e == nil {

@@ -23,15 +23,15 @@ func TestAllocs(t *testing.T) {
 		max  float64
 	}{
 		{"RemoteIP ipv4", RemoteIP(), []string{"192.0.2.1:1"}, 0},
-		{"RemoteIP ipv6 /64", RemoteIP(GroupIPv6(64)), []string{"[2001:db8::1]:1"}, 1},
-		{"ForwardedIP xff 3 hops", ForwardedIP(trusted),
+		{"RemoteIP ipv6 /64", RemoteIP(IPConfig{IPv6Prefix: 64}), []string{"[2001:db8::1]:1"}, 1},
+		{"RemoteIP xff 3 hops", RemoteIP(IPConfig{TrustedProxies: trusted}),
 			[]string{"10.0.0.2:1", "X-Forwarded-For", "198.51.100.7, 172.16.0.9, 192.168.1.1"}, 1},
-		{"ForwardedIP forwarded 3 hops", ForwardedIP(trusted, FromForwarded()),
+		{"RemoteIP forwarded 3 hops", RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: true}),
 			[]string{"10.0.0.2:1", "Forwarded", `for=198.51.100.7;proto=https, for=172.16.0.9, for="192.168.1.1:80"`}, 1},
 		{"Header", Header("X-User-ID"), []string{"192.0.2.1:1", "X-User-ID", "42"}, 0},
 		{"FirstOf header", firstOf, []string{"192.0.2.1:1", "X-User-ID", "42"}, 1},
 		{"FirstOf fallback", firstOf, []string{"192.0.2.1:1"}, 1},
-		{"IdempotencyKey quoted", IdempotencyKey(), []string{"192.0.2.1:1", "Idempotency-Key", uuid}, 0},
+		{"IdempotencyKey quoted", IdempotencyKey(nil), []string{"192.0.2.1:1", "Idempotency-Key", uuid}, 0},
 	}
 	for _, tt := range tests {
 		r := req(tt.req[0], tt.req[1:]...)

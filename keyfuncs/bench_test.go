@@ -30,20 +30,20 @@ func benchKey(b *testing.B, f Func, r *http.Request) {
 func BenchmarkRemoteIP(b *testing.B) {
 	b.Run("ipv4", func(b *testing.B) { benchKey(b, RemoteIP(), req("192.0.2.1:52100")) })
 	b.Run("ipv6", func(b *testing.B) { benchKey(b, RemoteIP(), req("[2001:db8::1]:52100")) })
-	b.Run("ipv6-group64", func(b *testing.B) { benchKey(b, RemoteIP(GroupIPv6(64)), req("[2001:db8::1]:52100")) })
+	b.Run("ipv6-group64", func(b *testing.B) { benchKey(b, RemoteIP(IPConfig{IPv6Prefix: 64}), req("[2001:db8::1]:52100")) })
 }
 
 func BenchmarkForwardedIP(b *testing.B) {
 	trusted := mustPrefixes(b, "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 	b.Run("xff-3hops", func(b *testing.B) {
-		benchKey(b, ForwardedIP(trusted), req("10.0.0.2:1", "X-Forwarded-For", "198.51.100.7, 172.16.0.9, 192.168.1.1"))
+		benchKey(b, RemoteIP(IPConfig{TrustedProxies: trusted}), req("10.0.0.2:1", "X-Forwarded-For", "198.51.100.7, 172.16.0.9, 192.168.1.1"))
 	})
 	b.Run("forwarded-3hops", func(b *testing.B) {
-		benchKey(b, ForwardedIP(trusted, FromForwarded()), req("10.0.0.2:1", "Forwarded",
+		benchKey(b, RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: true}), req("10.0.0.2:1", "Forwarded",
 			`for=198.51.100.7;proto=https, for=172.16.0.9, for="192.168.1.1:80"`))
 	})
 	b.Run("untrusted-peer", func(b *testing.B) {
-		benchKey(b, ForwardedIP(trusted), req("203.0.113.1:1", "X-Forwarded-For", "6.6.6.6"))
+		benchKey(b, RemoteIP(IPConfig{TrustedProxies: trusted}), req("203.0.113.1:1", "X-Forwarded-For", "6.6.6.6"))
 	})
 }
 

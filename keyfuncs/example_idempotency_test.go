@@ -1,7 +1,6 @@
 package keyfuncs_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +11,7 @@ import (
 )
 
 func ExampleIdempotencyKey() {
-	key := keyfuncs.IdempotencyKey()
+	key := keyfuncs.IdempotencyKey(nil)
 	for _, v := range []string{
 		`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, // RFC 9651 String, as the draft has it
 		`8e03978e-40d5-43e8-bc93-6894a57f9324`,   // bare, as Stripe's clients send it
@@ -46,7 +45,7 @@ func ExampleIdempotencyKey() {
 // keyfuncs.Join(ginadapter.Value("user"), ginadapter.Request(keyfuncs.Method()),
 // ginadapter.FullPath(), ginadapter.Request(idem)).
 func ExampleIdempotencyKey_scoped() {
-	idem := keyfuncs.IdempotencyKey(keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit)))
+	idem := keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1 << 20))
 	key := keyfuncs.Join(keyfuncs.Header("X-User-ID"), keyfuncs.Method(), keyfuncs.Pattern(), idem)
 
 	// The key function runs inside the mux, where r.Pattern is set, as
@@ -96,26 +95,4 @@ func ExampleIdempotencyKey_scoped() {
 	// another route, another lock: true
 	// no key: the same body is the same submission: true
 	// handlers read every body: true
-}
-
-func ExampleBodyFingerprint() {
-	// Replay stores the first request's fingerprint with its response. A
-	// later request with the same Idempotency-Key but another fingerprint
-	// reused the key for a different payload, and gets 422.
-	first := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"amount":10}`))
-	retry := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"amount":10}`))
-	reuse := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"amount":99}`))
-
-	a, _ := keyfuncs.BodyFingerprint(first, 64<<10)
-	b, _ := keyfuncs.BodyFingerprint(retry, 64<<10)
-	c, _ := keyfuncs.BodyFingerprint(reuse, 64<<10)
-	body, _ := io.ReadAll(first.Body) // still there for the handler
-	fmt.Println(a == b, a == c, len(a), string(body))
-
-	_, err := keyfuncs.BodyFingerprint(httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"amount":10}`)), 8)
-	var ke *keyfuncs.Error
-	fmt.Println(errors.As(err, &ke) && ke.HTTPStatus() == http.StatusRequestEntityTooLarge)
-	// Output:
-	// true false 43 {"amount":10}
-	// true
 }

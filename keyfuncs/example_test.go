@@ -3,6 +3,7 @@ package keyfuncs_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 
 	"github.com/go-throttle/throttle/keyfuncs"
@@ -42,13 +43,13 @@ func ExampleFirstOf() {
 	// 1:192.0.2.1 <nil>
 }
 
-func ExampleForwardedIP() {
+func ExampleRemoteIP_proxies() {
 	// The load balancers live in 10.0.0.0/16; only they are believed.
-	trusted, err := keyfuncs.ParsePrefixes("10.0.0.0/16")
+	lbs, err := netip.ParsePrefix("10.0.0.0/16")
 	if err != nil {
 		panic(err) // a typo in the configuration
 	}
-	key := keyfuncs.ForwardedIP(trusted, keyfuncs.GroupIPv6(64))
+	key := keyfuncs.RemoteIP(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{lbs}, IPv6Prefix: 64})
 
 	// Through the load balancer: the client prepended a fake address,
 	// the load balancer appended the one it saw. Right to left, the first

@@ -10,66 +10,67 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestForwardedIPXFF(t *testing.T) {
+func TestRemoteIPForwardedXFF(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8", "192.0.2.10", "2001:db8:ffff::/48")
 	tests := []struct {
 		name   string
 		remote string
 		hdr    []string
-		opts   []IPOption
+		c      IPConfig
 		want   string
 	}{
-		{"untrusted peer, no header", "203.0.113.5:1", nil, nil, "203.0.113.5"},
+		{"untrusted peer, no header", "203.0.113.5:1", nil, IPConfig{}, "203.0.113.5"},
 		{"untrusted peer, spoofed header ignored", "203.0.113.5:1",
-			[]string{"X-Forwarded-For", "1.1.1.1"}, nil, "203.0.113.5"},
+			[]string{"X-Forwarded-For", "1.1.1.1"}, IPConfig{}, "203.0.113.5"},
 		{"untrusted peer, spoofed chain ignored", "203.0.113.5:1",
-			[]string{"X-Forwarded-For", "1.1.1.1, 10.0.0.1"}, nil, "203.0.113.5"},
+			[]string{"X-Forwarded-For", "1.1.1.1, 10.0.0.1"}, IPConfig{}, "203.0.113.5"},
 		{"untrusted peer, junk header ignored", "203.0.113.5:1",
-			[]string{"X-Forwarded-For", "\x00garbage,,,["}, nil, "203.0.113.5"},
-		{"trusted peer, no header: the peer", "10.0.0.2:1", nil, nil, "10.0.0.2"},
+			[]string{"X-Forwarded-For", "\x00garbage,,,["}, IPConfig{}, "203.0.113.5"},
+		{"trusted peer, no header: the peer", "10.0.0.2:1", nil, IPConfig{}, "10.0.0.2"},
 		{"trusted peer, one hop", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "198.51.100.7"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "198.51.100.7"}, IPConfig{}, "198.51.100.7"},
 		{"client prepends a fake address", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7"}, IPConfig{}, "198.51.100.7"},
 		{"right to left through trusted hops", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7, 192.0.2.10, 10.1.2.3"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7, 192.0.2.10, 10.1.2.3"}, IPConfig{}, "198.51.100.7"},
 		{"several header lines", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-For", "198.51.100.7, 10.9.9.9", "X-Forwarded-For", "10.1.1.1"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-For", "198.51.100.7, 10.9.9.9", "X-Forwarded-For", "10.1.1.1"}, IPConfig{}, "198.51.100.7"},
 		{"all trusted: leftmost", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "10.0.0.9, 192.0.2.10"}, nil, "10.0.0.9"},
+			[]string{"X-Forwarded-For", "10.0.0.9, 192.0.2.10"}, IPConfig{}, "10.0.0.9"},
 		{"spaces and empty elements", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", " ,\t198.51.100.7 , ,10.0.0.3,"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", " ,\t198.51.100.7 , ,10.0.0.3,"}, IPConfig{}, "198.51.100.7"},
 		{"only empty elements: the peer", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", " , ,"}, nil, "10.0.0.2"},
+			[]string{"X-Forwarded-For", " , ,"}, IPConfig{}, "10.0.0.2"},
 		{"port on a hop", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "198.51.100.7:5555"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "198.51.100.7:5555"}, IPConfig{}, "198.51.100.7"},
 		{"ipv6 hop", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "2001:DB8::7"}, nil, "2001:db8::7"},
+			[]string{"X-Forwarded-For", "2001:DB8::7"}, IPConfig{}, "2001:db8::7"},
 		{"bracketed ipv6 hop with port", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "[2001:db8::7]:443"}, nil, "2001:db8::7"},
+			[]string{"X-Forwarded-For", "[2001:db8::7]:443"}, IPConfig{}, "2001:db8::7"},
 		{"mapped ipv4 hop unmapped and trusted", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "198.51.100.7, ::ffff:10.3.3.3"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "198.51.100.7, ::ffff:10.3.3.3"}, IPConfig{}, "198.51.100.7"},
 		{"trusted ipv6 proxy", "[2001:db8:ffff::1]:1",
-			[]string{"X-Forwarded-For", "2001:db8:1:2::99"}, []IPOption{GroupIPv6(64)}, "2001:db8:1:2::/64"},
+			[]string{"X-Forwarded-For", "2001:db8:1:2::99"}, IPConfig{IPv6Prefix: 64}, "2001:db8:1:2::/64"},
 		{"mapped peer trusted", "[::ffff:10.0.0.2]:1",
-			[]string{"X-Forwarded-For", "198.51.100.7"}, nil, "198.51.100.7"},
+			[]string{"X-Forwarded-For", "198.51.100.7"}, IPConfig{}, "198.51.100.7"},
 		{"junk left of the client is never read", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "not-an-ip, [[[, 198.51.100.7"}, nil, "198.51.100.7"},
-		{"Forwarded ignored without FromForwarded", "10.0.0.2:1",
-			[]string{"Forwarded", "for=6.6.6.6"}, nil, "10.0.0.2"},
-		{"X-Forwarded-For ignored with FromForwarded", "10.0.0.2:1",
-			[]string{"X-Forwarded-For", "6.6.6.6"}, []IPOption{FromForwarded()}, "10.0.0.2"},
+			[]string{"X-Forwarded-For", "not-an-ip, [[[, 198.51.100.7"}, IPConfig{}, "198.51.100.7"},
+		{"Forwarded ignored without IPConfig.Forwarded", "10.0.0.2:1",
+			[]string{"Forwarded", "for=6.6.6.6"}, IPConfig{}, "10.0.0.2"},
+		{"X-Forwarded-For ignored with IPConfig.Forwarded", "10.0.0.2:1",
+			[]string{"X-Forwarded-For", "6.6.6.6"}, IPConfig{Forwarded: true}, "10.0.0.2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ForwardedIP(trusted, tt.opts...)(req(tt.remote, tt.hdr...))
+			tt.c.TrustedProxies = trusted
+			got, err := RemoteIP(tt.c)(req(tt.remote, tt.hdr...))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
 	}
 }
 
-func TestForwardedIPRFC7239(t *testing.T) {
+func TestRemoteIPForwardedRFC7239(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8", "2001:db8:ffff::/48")
 	tests := []struct {
 		name string
@@ -93,14 +94,14 @@ func TestForwardedIPRFC7239(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", tt.hdr...))
+			got, err := RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: true})(req("10.0.0.2:1", tt.hdr...))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
 	}
 }
 
-func TestForwardedIPErrors(t *testing.T) {
+func TestRemoteIPForwardedErrors(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8")
 	xff := []struct{ name, v string }{
 		{"unparsable hop", "198.51.100.7, not-an-ip"},
@@ -113,7 +114,7 @@ func TestForwardedIPErrors(t *testing.T) {
 	}
 	for _, tt := range xff {
 		t.Run("xff "+tt.name, func(t *testing.T) {
-			_, err := ForwardedIP(trusted)(req("10.0.0.2:1", "X-Forwarded-For", tt.v))
+			_, err := RemoteIP(IPConfig{TrustedProxies: trusted})(req("10.0.0.2:1", "X-Forwarded-For", tt.v))
 			wantErr(t, err, http.StatusBadRequest, `header "X-Forwarded-For"`, strings.TrimSpace(tt.v))
 		})
 	}
@@ -141,61 +142,60 @@ func TestForwardedIPErrors(t *testing.T) {
 	}
 	for _, tt := range fwd {
 		t.Run("forwarded "+tt.name, func(t *testing.T) {
-			_, err := ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", "Forwarded", tt.v))
+			_, err := RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: true})(req("10.0.0.2:1", "Forwarded", tt.v))
 			wantErr(t, err, http.StatusBadRequest, `header "Forwarded"`, "1.2.3.4", "192.0.2.1", "_hidden")
 		})
 	}
 	half := strings.Repeat("10.0.0.1,", maxForwardedHops/2) + "10.0.0.1"
-	_, err := ForwardedIP(trusted)(req("10.0.0.2:1", "X-Forwarded-For", half, "X-Forwarded-For", half))
+	_, err := RemoteIP(IPConfig{TrustedProxies: trusted})(req("10.0.0.2:1", "X-Forwarded-For", half, "X-Forwarded-For", half))
 	wantErr(t, err, http.StatusBadRequest, `header "X-Forwarded-For"`)
-	_, err = ForwardedIP(trusted)(req("nope", "X-Forwarded-For", "1.2.3.4"))
+	_, err = RemoteIP(IPConfig{TrustedProxies: trusted})(req("nope", "X-Forwarded-For", "1.2.3.4"))
 	wantErr(t, err, http.StatusBadRequest, "remote address", "nope")
 }
 
-func TestForwardedIPMegabyteHeader(t *testing.T) {
+func TestRemoteIPForwardedMegabyteHeader(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8")
 	big := strings.Repeat("10.0.0.1, ", 100_000) // ~1 MB, Go's default header limit
 	for _, name := range []string{"X-Forwarded-For", "Forwarded"} {
-		var opts []IPOption
-		if name == "Forwarded" {
-			opts = append(opts, FromForwarded())
-		}
-		_, err := ForwardedIP(trusted, opts...)(req("10.0.0.2:1", name, big+"198.51.100.7"))
+		c := IPConfig{TrustedProxies: trusted, Forwarded: name == "Forwarded"}
+		_, err := RemoteIP(c)(req("10.0.0.2:1", name, big+"198.51.100.7"))
 		wantErr(t, err, http.StatusBadRequest, `header "`+name+`"`)
 		// The same header from an untrusted peer is not even read.
-		got, err := ForwardedIP(trusted, opts...)(req("203.0.113.1:1", name, big))
+		got, err := RemoteIP(c)(req("203.0.113.1:1", name, big))
 		require.NoError(t, err)
 		assert.Equal(t, "203.0.113.1", got)
 	}
 }
 
-func TestForwardedIPAtLimits(t *testing.T) {
+func TestRemoteIPForwardedAtLimits(t *testing.T) {
 	trusted := mustPrefixes(t, "10.0.0.0/8")
 	v := strings.Repeat("10.0.0.1,", maxForwardedHops-1) + "10.0.0.1"
-	got, err := ForwardedIP(trusted)(req("10.0.0.2:1", "X-Forwarded-For", v))
+	got, err := RemoteIP(IPConfig{TrustedProxies: trusted})(req("10.0.0.2:1", "X-Forwarded-For", v))
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1", got)
 
 	fv := strings.Repeat("for=10.0.0.1,", maxForwardedHops)
-	got, err = ForwardedIP(trusted, FromForwarded())(req("10.0.0.2:1", "Forwarded", fv))
+	got, err = RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: true})(req("10.0.0.2:1", "Forwarded", fv))
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1", got)
 }
 
-func TestForwardedIPNoTrusted(t *testing.T) {
-	got, err := ForwardedIP(nil)(req("10.0.0.2:1", "X-Forwarded-For", "1.1.1.1"))
+func TestRemoteIPNoTrusted(t *testing.T) {
+	got, err := RemoteIP(IPConfig{Forwarded: true})(req("10.0.0.2:1", "Forwarded", "for=1.1.1.1"))
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.2", got)
+	got, err = RemoteIP()(req("10.0.0.2:1", "X-Forwarded-For", "1.1.1.1"))
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.2", got)
 }
 
-func TestForwardedIPInvalidPrefixPanics(t *testing.T) {
-	assert.Panics(t, func() { ForwardedIP([]netip.Prefix{{}}) })
-}
-
-func TestForwardedIPMappedTrustedPrefix(t *testing.T) {
+func TestRemoteIPForwardedMappedTrustedPrefix(t *testing.T) {
 	// A trusted prefix written as IPv4-mapped IPv6 still matches IPv4 peers.
-	p := []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}
-	got, err := ForwardedIP(p)(req("10.0.0.2:1", "X-Forwarded-For", "198.51.100.7"))
-	require.NoError(t, err)
-	assert.Equal(t, "198.51.100.7", got)
+	// An unmasked prefix is masked.
+	for _, p := range []string{"::ffff:10.0.0.0/104", "10.1.2.3/8", "::ffff:10.9.9.9/104"} {
+		c := IPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix(p)}}
+		got, err := RemoteIP(c)(req("10.0.0.2:1", "X-Forwarded-For", "198.51.100.7"))
+		require.NoError(t, err)
+		assert.Equal(t, "198.51.100.7", got, p)
+	}
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// FuzzForwardedIP: parsing X-Forwarded-For and Forwarded never panics, and
+// FuzzRemoteIPForwarded: parsing X-Forwarded-For and Forwarded never panics, and
 // the answer is either a canonical IP (or IPv6 group) or a *Error with 400.
 // A peer that is not trusted always gets its own address.
-func FuzzForwardedIP(f *testing.F) {
+func FuzzRemoteIPForwarded(f *testing.F) {
 	f.Add("10.0.0.1:80", "198.51.100.7, 10.0.0.2", "", false, false)
 	f.Add("10.0.0.1:80", "", `for="[2001:db8:cafe::17]:4711";proto=https, for=10.0.0.3`, true, true)
 	f.Add("[::1]:80", "::ffff:1.2.3.4", "", true, false)
@@ -31,12 +31,9 @@ func FuzzForwardedIP(f *testing.F) {
 	f.Add("10.0.0.1", "2001:db8::1, 2001:db8::2", `FOR="2001:db8::9"`, true, true)
 	trusted := mustPrefixes(f, "10.0.0.0/8", "2001:db8::/32", "::1")
 	f.Fuzz(func(t *testing.T, remote, xff, fwd string, group, useForwarded bool) {
-		var opts []IPOption
+		c := IPConfig{Forwarded: useForwarded}
 		if group {
-			opts = append(opts, GroupIPv6(64))
-		}
-		if useForwarded {
-			opts = append(opts, FromForwarded())
+			c.IPv6Prefix = 64
 		}
 		r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
 		if xff != "" {
@@ -45,7 +42,7 @@ func FuzzForwardedIP(f *testing.F) {
 		if fwd != "" {
 			r.Header["Forwarded"] = strings.Split(fwd, "\n")
 		}
-		got, err := ForwardedIP(trusted, opts...)(r)
+		got, err := RemoteIP(IPConfig{TrustedProxies: trusted, Forwarded: c.Forwarded, IPv6Prefix: c.IPv6Prefix})(r)
 		if err != nil {
 			var ke *Error
 			require.ErrorAs(t, err, &ke)
@@ -54,7 +51,7 @@ func FuzzForwardedIP(f *testing.F) {
 			return
 		}
 		checkCanonical(t, got, group)
-		direct, err := RemoteIP(opts...)(r)
+		direct, err := RemoteIP(c)(r)
 		require.NoError(t, err, "ForwardedIP succeeded where RemoteIP failed")
 		if _, peer, _ := parseHostPort(remote); !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(peer) }) {
 			require.Equal(t, direct, got, "an untrusted peer")
@@ -179,7 +176,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		if twoLines {
 			lines = append(lines, second)
 		}
-		got, err := IdempotencyKey()(idemReq(lines...))
+		got, err := IdempotencyKey(nil)(idemReq(lines...))
 		if err != nil {
 			require.Contains(t, idemErrors, err)
 		}
@@ -210,7 +207,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 
 		// With a fallback, a present key is tagged and never falls back.
-		fk, ferr := IdempotencyKey(IdempotencyFallback(Static("fallback")))(idemReq(lines...))
+		fk, ferr := IdempotencyKey(Static("fallback"))(idemReq(lines...))
 		require.Equal(t, err, ferr, "with a fallback")
 		if err == nil {
 			require.Equal(t, store.JoinID("0", got), fk)
@@ -237,7 +234,7 @@ func FuzzIdempotentScoping(f *testing.F) {
 			parsed = "body " + sha([]byte(body))
 			if k != "" {
 				r.Header["Idempotency-Key"] = []string{k}
-				p, err := IdempotencyKey()(idemReq(k))
+				p, err := IdempotencyKey(nil)(idemReq(k))
 				if err != nil {
 					_, err = key(r)
 					require.Error(t, err, "a key IdempotencyKey refuses was accepted: %q", k)

@@ -43,9 +43,17 @@ func wantErr(t testing.TB, err error, status int, source string, leaks ...string
 
 func mustPrefixes(t testing.TB, s ...string) []netip.Prefix {
 	t.Helper()
-	p, err := ParsePrefixes(s...)
-	require.NoError(t, err)
-	return p
+	var ps []netip.Prefix
+	for _, s := range s {
+		if a, err := netip.ParseAddr(s); err == nil {
+			ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 func fail(status int, source string) Func {

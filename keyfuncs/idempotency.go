@@ -11,16 +11,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-const (
-	idempotencyHeader       = "Idempotency-Key"
-	idempotencySource       = `header "Idempotency-Key"`
-	maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
-)
+const idempotencySource = `header "Idempotency-Key"`
 
-// DefaultIdempotencyBodyLimit is the most body bytes IdempotencyFingerprint
-// compares, and a limit for IdempotencyKey's BodyHash fallback: a longer
-// body is refused with 413 rather than compared in part.
-const DefaultIdempotencyBodyLimit = 1 << 20
+const maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
 
 // Errors never quote the value, which may be long or a secret.
 var (
@@ -37,53 +30,22 @@ var (
 	errIdemTrailing     = badRequest(idempotencySource, "malformed: unexpected characters after the quoted key")
 )
 
-// IdempotencyOption configures IdempotencyKey.
-type IdempotencyOption func(*idempotencyConfig)
-
-type idempotencyConfig struct {
-	required bool
-	fallback Func
-}
-
-// RequireIdempotencyKey refuses a request without the field, whatever the
-// order of the options, as the draft advises for an operation that needs it.
-func RequireIdempotencyKey() IdempotencyOption {
-	return func(c *idempotencyConfig) { c.required = true }
-}
-
-// IdempotencyFallback keys a request without the field on f, such as
-// BodyHash(DefaultIdempotencyBodyLimit); a malformed field is still refused,
-// never quietly replaced. It panics if f is nil.
-func IdempotencyFallback(f Func) IdempotencyOption {
-	if f == nil {
-		panic("keyfuncs: IdempotencyFallback: nil key function")
-	}
-	return func(c *idempotencyConfig) { c.fallback = f }
-}
-
 // IdempotencyKey keys on the client's Idempotency-Key field, which marks a
 // retried POST as the same operation: an RFC 9651 String (parameters
-// ignored), or a bare value, as Stripe's clients send it, taken whole. Any
-// other value, or one not 1 to 255 printable ASCII characters, is refused
-// with a 400 *Error saying why. Without the field, the request is refused
-// or keyed on the fallback, as store.JoinID("1", value) where a key gives
-// store.JoinID("0", key). Scope the key by user and route, last, so that
-// the body is read only when needed:
-//
-//	keyfuncs.Join(user, keyfuncs.Method(), keyfuncs.Pattern(), keyfuncs.IdempotencyKey(
-//		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
-func IdempotencyKey(opts ...IdempotencyOption) Func {
-	var c idempotencyConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.required || c.fallback == nil {
+// ignored) or, as Stripe's clients send it, a bare value. Any other value,
+// or one not 1 to 255 printable ASCII characters, gets a 400 *Error saying
+// why. A request without the field is refused if fallback is nil, else
+// keyed on fallback, as store.JoinID("1", value) where a key gives
+// store.JoinID("0", key). Put it last, after the user and route, so that a
+// fallback such as BodyHash(1<<20) reads the body only when needed.
+func IdempotencyKey(fallback Func) Func {
+	if fallback == nil {
 		return idempotencyKey
 	}
 	return func(r *http.Request) (string, error) {
 		k, err := idempotencyKey(r)
 		if errors.Is(err, errNoIdempotencyKey) {
-			if k, err = c.fallback(r); err == nil {
+			if k, err = fallback(r); err == nil {
 				return store.JoinID("1", k), nil
 			}
 		}
@@ -95,7 +57,7 @@ func IdempotencyKey(opts ...IdempotencyOption) Func {
 }
 
 func idempotencyKey(r *http.Request) (string, error) {
-	lines := r.Header[idempotencyHeader]
+	lines := r.Header["Idempotency-Key"]
 	switch {
 	case len(lines) == 0:
 		return "", errNoIdempotencyKey

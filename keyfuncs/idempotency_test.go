@@ -31,11 +31,15 @@ func idemReq(lines ...string) *http.Request {
 	return r
 }
 
+// bodyLimit is the examples' limit on the body hashed without a key.
+const bodyLimit = 1 << 20
+
 // idempotent is the key IdempotencyKey's documentation advises: the user,
 // the route and the client's key, or the body's hash without one.
-func idempotent(user Func, opts ...IdempotencyOption) Func {
-	opts = append([]IdempotencyOption{IdempotencyFallback(BodyHash(DefaultIdempotencyBodyLimit))}, opts...)
-	return Join(user, Method(), Pattern(), IdempotencyKey(opts...))
+func idempotent(user Func) Func { return idempotentOr(user, BodyHash(bodyLimit)) }
+
+func idempotentOr(user, fallback Func) Func {
+	return Join(user, Method(), Pattern(), IdempotencyKey(fallback))
 }
 
 // idemErrors is every error IdempotencyKey may return about the header:
@@ -49,7 +53,7 @@ func TestIdempotencySource(t *testing.T) {
 	for _, err := range idemErrors {
 		wantErr(t, err, http.StatusBadRequest, idemSource)
 	}
-	assert.Equal(t, http.CanonicalHeaderKey(idempotencyHeader), idempotencyHeader)
+
 }
 
 func TestIdempotencyKeyValid(t *testing.T) {
@@ -81,7 +85,7 @@ func TestIdempotencyKeyValid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := IdempotencyKey()(idemReq(tt.value))
+			got, err := IdempotencyKey(nil)(idemReq(tt.value))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 			if strings.HasPrefix(strings.TrimLeft(tt.value, " "), `"`) {
@@ -166,14 +170,14 @@ func TestIdempotencyKeyInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := IdempotencyKey()(idemReq(tt.lines...))
+			got, err := IdempotencyKey(nil)(idemReq(tt.lines...))
 			assert.Empty(t, got)
 			require.Equal(t, tt.want, err)
 			wantErr(t, err, http.StatusBadRequest, idemSource, append([]string{s}, tt.lines...)...)
 			require.NotErrorIs(t, err, errNoIdempotencyKey, "a present but bad header reads as absent")
 			// A fallback does not hide a bad header.
 			called := false
-			fb := IdempotencyFallback(func(*http.Request) (string, error) { called = true; return "x", nil })
+			fb := func(*http.Request) (string, error) { called = true; return "x", nil }
 			_, ferr := IdempotencyKey(fb)(idemReq(tt.lines...))
 			require.Equal(t, tt.want, ferr, "with a fallback")
 			require.False(t, called, "the fallback ran")
@@ -191,7 +195,7 @@ func TestIdempotencyKeyInvalid(t *testing.T) {
 }
 
 func TestIdempotencyKeyMissing(t *testing.T) {
-	for _, f := range []Func{IdempotencyKey(), IdempotencyKey(RequireIdempotencyKey())} {
+	for _, f := range []Func{IdempotencyKey(nil), Join(Static("alice"), IdempotencyKey(nil))} {
 		_, err := f(idemReq())
 		require.Equal(t, errNoIdempotencyKey, err)
 		require.EqualError(t, err, `keyfuncs: header "Idempotency-Key": missing`)
@@ -200,7 +204,7 @@ func TestIdempotencyKeyMissing(t *testing.T) {
 	// case is not the field.
 	r := idemReq()
 	r.Header["idempotency-key"] = []string{"abc"}
-	_, err := IdempotencyKey()(r)
+	_, err := IdempotencyKey(nil)(r)
 	require.Equal(t, errNoIdempotencyKey, err, "non-canonical name")
 }
 
@@ -209,7 +213,7 @@ func TestIdempotencyKeyMissing(t *testing.T) {
 // tabs around a value, and lower-case names are the same field.
 func TestIdempotencyKeyOverTheWire(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k, err := IdempotencyKey()(r)
+		k, err := IdempotencyKey(nil)(r)
 		var ke *Error
 		switch {
 		case err == nil:
@@ -258,7 +262,7 @@ func TestIdempotencyKeyOverTheWire(t *testing.T) {
 func TestIdempotencyFallback(t *testing.T) {
 	calls := 0
 	fb := func(*http.Request) (string, error) { calls++; return "abc", nil }
-	key := IdempotencyKey(IdempotencyFallback(fb))
+	key := IdempotencyKey(fb)
 
 	withKey, err := key(idemReq(`"abc"`))
 	require.NoError(t, err)
@@ -272,7 +276,7 @@ func TestIdempotencyFallback(t *testing.T) {
 	// The identities are those FirstOf gives for a well-formed or absent
 	// key, but FirstOf also falls through on a malformed key, which the
 	// fallback option does not.
-	first := FirstOf(IdempotencyKey(), fb)
+	first := FirstOf(IdempotencyKey(nil), fb)
 	a, _ := first(idemReq(`"abc"`))
 	assert.Equal(t, withKey, a)
 	b, _ := first(idemReq())
@@ -284,23 +288,13 @@ func TestIdempotencyFallback(t *testing.T) {
 	require.Equal(t, errIdemUnclosed, err)
 
 	// The fallback's error is returned as is.
-	_, err = IdempotencyKey(IdempotencyFallback(fail(http.StatusRequestEntityTooLarge, "body")))(idemReq())
+	_, err = IdempotencyKey(fail(http.StatusRequestEntityTooLarge, "body"))(idemReq())
 	wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
 
-	// RequireIdempotencyKey wins over a fallback, in either order.
-	for _, opts := range [][]IdempotencyOption{
-		{RequireIdempotencyKey(), IdempotencyFallback(fb)},
-		{IdempotencyFallback(fb), RequireIdempotencyKey()},
-	} {
-		calls = 0
-		_, err := IdempotencyKey(opts...)(idemReq())
-		require.Equal(t, errNoIdempotencyKey, err)
-		require.Zero(t, calls)
-		got, err := IdempotencyKey(opts...)(idemReq("abc"))
-		require.NoError(t, err)
-		require.Equal(t, "abc", got)
-	}
-	assert.Panics(t, func() { IdempotencyFallback(nil) })
+	// Without a fallback, the key is required, and not tagged.
+	got, err := IdempotencyKey(nil)(idemReq("abc"))
+	require.NoError(t, err)
+	require.Equal(t, "abc", got)
 }
 
 // idemMux routes three patterns to a handler that builds key and reads the
@@ -380,7 +374,7 @@ func TestIdempotentFallsBackToBody(t *testing.T) {
 
 	// Over the default limit: 413, and the body is still whole for whoever
 	// reads it.
-	big := bytes.Repeat([]byte("x"), DefaultIdempotencyBodyLimit+1)
+	big := bytes.Repeat([]byte("x"), bodyLimit+1)
 	r := httptest.NewRequest(http.MethodPost, "/orders", bytes.NewReader(big))
 	r.Header.Set("X-User-ID", "alice")
 	r.Pattern = "POST /orders"
@@ -394,9 +388,9 @@ func TestIdempotentFallsBackToBody(t *testing.T) {
 	r = httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader("12345"))
 	r.Header.Set("X-User-ID", "alice")
 	r.Pattern = "POST /orders"
-	_, err = idempotent(Header("X-User-ID"), IdempotencyFallback(BodyHash(4)))(r)
+	_, err = idempotentOr(Header("X-User-ID"), BodyHash(4))(r)
 	wantErr(t, err, http.StatusRequestEntityTooLarge, "body")
-	_, err = idempotent(Header("X-User-ID"), RequireIdempotencyKey())(r)
+	_, err = idempotentOr(Header("X-User-ID"), nil)(r)
 	require.Equal(t, errNoIdempotencyKey, err)
 }
 
@@ -446,10 +440,10 @@ func TestIdempotentRefusesBeforeReadingBody(t *testing.T) {
 
 func BenchmarkIdempotencyKey(b *testing.B) {
 	const uuid = "8e03978e-40d5-43e8-bc93-6894a57f9324"
-	b.Run("quoted", func(b *testing.B) { benchKey(b, IdempotencyKey(), idemReq(`"`+uuid+`"`)) })
-	b.Run("bare", func(b *testing.B) { benchKey(b, IdempotencyKey(), idemReq(uuid)) })
+	b.Run("quoted", func(b *testing.B) { benchKey(b, IdempotencyKey(nil), idemReq(`"`+uuid+`"`)) })
+	b.Run("bare", func(b *testing.B) { benchKey(b, IdempotencyKey(nil), idemReq(uuid)) })
 	b.Run("escapes and parameters", func(b *testing.B) {
-		benchKey(b, IdempotencyKey(), idemReq(`"`+uuid+`\"";v=1;at=@1700000000`))
+		benchKey(b, IdempotencyKey(nil), idemReq(`"`+uuid+`\"";v=1;at=@1700000000`))
 	})
 	r := idemReq(`"` + uuid + `"`)
 	r.Header.Set("X-User-ID", "42")

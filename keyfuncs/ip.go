@@ -1,74 +1,243 @@
 package keyfuncs
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strings"
 )
 
-// IPOption tunes RemoteIP and ForwardedIP.
-type IPOption func(*ipConfig)
+// Proxy chains are a few hops: a longer header (all lines together, or in
+// addresses listed) is refused, not walked.
+const maxForwardedBytes, maxForwardedHops = 64 << 10, 100
 
-type ipConfig struct {
-	v6bits    int  // prefix length IPv6 addresses are grouped by; 128 = none
-	forwarded bool // read RFC 7239 Forwarded instead of X-Forwarded-For
+// IPConfig tunes RemoteIP; the zero value keys on the peer's address.
+type IPConfig struct {
+	// TrustedProxies are your proxies' networks. From one of them, the
+	// client is read from X-Forwarded-For right to left, past trusted
+	// addresses; any other peer is the client, whatever it sent. A bad,
+	// hidden or "unknown" client, or a header over 64 KiB, gives a 400.
+	TrustedProxies []netip.Prefix
+	// Forwarded reads RFC 7239 Forwarded instead of X-Forwarded-For:
+	// never both, as proxies pass the other on untouched.
+	Forwarded bool
+	// IPv6Prefix, unless 0, keys IPv6 clients by network, such as /64,
+	// as a host holds a /64 and can use a fresh address per request.
+	IPv6Prefix int
 }
 
-func newIPConfig(opts []IPOption) ipConfig {
-	c := ipConfig{v6bits: 128}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
-}
-
-// GroupIPv6 keys IPv6 clients by /bits network, such as "2001:db8:1:2::/64",
-// as a host usually holds a /64 and can use a fresh address per request.
-func GroupIPv6(bits int) IPOption {
-	if bits < 0 || bits > 128 {
-		panic(fmt.Sprintf("keyfuncs: GroupIPv6(%d): bits must be within 0..128", bits))
-	}
-	return func(c *ipConfig) { c.v6bits = bits }
+type ipKey struct {
+	trusted []netip.Prefix
+	header  string // the forwarding header read from trusted proxies
+	v6bits  int    // prefix length IPv6 addresses are grouped by; 128 = none
 }
 
 var errBadRemote = badRequest("remote address", "not an IP address")
 
-// RemoteIP keys on the peer's address, written so that a client has one
+// RemoteIP keys on the client's address, written so that a client has one
 // identity: no port or zone, IPv4-mapped as IPv4, IPv6 in RFC 5952 form.
-func RemoteIP(opts ...IPOption) Func {
-	c := newIPConfig(opts)
-	return func(r *http.Request) (string, error) {
+// It panics on more than one c, an invalid prefix or IPv6Prefix.
+func RemoteIP(c ...IPConfig) Func {
+	k := &ipKey{header: "X-Forwarded-For", v6bits: 128}
+	switch {
+	case len(c) > 1:
+		panic("keyfuncs: RemoteIP takes at most one IPConfig")
+	case len(c) == 0:
+		return k.key
+	case c[0].IPv6Prefix < 0 || c[0].IPv6Prefix > 128:
+		panic(fmt.Sprintf("keyfuncs: RemoteIP: IPv6Prefix %d is outside 0..128", c[0].IPv6Prefix))
+	case c[0].Forwarded:
+		k.header = "Forwarded"
+	}
+	k.v6bits = cmp.Or(c[0].IPv6Prefix, 128)
+	for i, p := range c[0].TrustedProxies {
+		if !p.IsValid() {
+			panic(fmt.Sprintf("keyfuncs: RemoteIP: trusted prefix %d is not valid", i))
+		} else if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		k.trusted = append(k.trusted, p.Masked())
+	}
+	return k.key
+}
+
+func (k *ipKey) key(r *http.Request) (string, error) {
+	if len(k.trusted) == 0 {
 		if host, ok := canonicalIPv4Host(r.RemoteAddr); ok {
 			return host, nil
 		}
-		host, addr, ok := parseHostPort(r.RemoteAddr)
-		if !ok {
-			return "", errBadRemote
-		}
-		return c.format(host, addr), nil
 	}
+	host, addr, ok := parseHostPort(r.RemoteAddr)
+	if !ok {
+		return "", errBadRemote
+	}
+	if k.trusts(addr) {
+		clientHost, client, err := k.client(r.Header[k.header])
+		if err != nil {
+			return "", err
+		} else if client.IsValid() {
+			host, addr = clientHost, client
+		}
+	}
+	var buf [64]byte
+	switch {
+	case addr.Is4() && !strings.Contains(host, ":"):
+		return host, nil // already as netip writes it
+	case addr.Is6() && k.v6bits < 128:
+		p, _ := addr.Prefix(k.v6bits) // cannot fail: bits within 0..128
+		return string(p.AppendTo(buf[:0])), nil
+	}
+	return string(addr.AppendTo(buf[:0])), nil
+}
+
+func (k *ipKey) trusts(a netip.Addr) bool {
+	for _, p := range k.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.header+`"`, reason) }
+
+// client returns the first untrusted address from the right, or the leftmost.
+func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error) {
+	var buf [16]string
+	nodes, size, ok := buf[:0], 0, false
+	for _, line := range lines {
+		if size += len(line); size > maxForwardedBytes {
+			return "", addr, k.refusal("too large")
+		} else if nodes, ok = k.appendNodes(nodes, line); !ok {
+			return "", addr, k.refusal("malformed")
+		} else if len(nodes) > maxForwardedHops {
+			return "", addr, k.refusal("too many hops")
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		switch host, addr, ok = parseHostPort(nodes[i]); {
+		case !ok && (nodes[i] == "" || nodes[i][0] == '_' || strings.EqualFold(nodes[i], "unknown")):
+			return "", addr, k.refusal("obfuscated or unknown client address")
+		case !ok:
+			return "", addr, k.refusal("unparsable address")
+		case !k.trusts(addr):
+			return host, addr, nil
+		}
+	}
+	return host, addr, nil
+}
+
+// appendNodes appends the addresses a line of the header lists: the items
+// of X-Forwarded-For, or the for= node of each Forwarded element (RFC 7239,
+// section 4), "" where an element has none.
+func (k *ipKey) appendNodes(nodes []string, line string) ([]string, bool) {
+	for line != "" && len(nodes) <= maxForwardedHops {
+		var elem string
+		if k.header != "Forwarded" {
+			elem, line, _ = strings.Cut(line, ",")
+		} else {
+			elem, line = cutQuoted(line, ',')
+		}
+		ok := true
+		switch elem = strings.Trim(elem, " \t"); {
+		case elem == "":
+			continue
+		case k.header == "Forwarded":
+			elem, ok = forNode(elem)
+		}
+		if !ok {
+			return nil, false
+		}
+		nodes = append(nodes, elem)
+	}
+	return nodes, true
+}
+
+// forNode returns the for= value of a Forwarded element, "" if it has none.
+func forNode(elem string) (node string, ok bool) {
+	found := false
+	for elem != "" {
+		var pair string
+		pair, elem = cutQuoted(elem, ';')
+		if pair = strings.Trim(pair, " \t"); pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		v, ok := forwardedValue(value)
+		isFor := strings.EqualFold(name, "for")
+		if !ok || !isToken(name, "") || isFor && found {
+			return "", false
+		} else if isFor {
+			node, found = v, true
+		}
+	}
+	return node, true
+}
+
+// cutQuoted is strings.Cut at the first sep outside a quoted-string.
+func cutQuoted(s string, sep byte) (before, after string) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+// quotedPair is an escape in a quoted-string (RFC 9110, 5.6.4).
+var quotedPair = regexp.MustCompile(`(?s)\\(.)`)
+
+// forwardedValue returns the content of a token (with ':', '[' and ']',
+// which proxies leave unquoted in nodes) or of a quoted-string.
+func forwardedValue(v string) (string, bool) {
+	if !strings.HasPrefix(v, `"`) {
+		return v, isToken(v, ":[]")
+	}
+	for i, escaped := 1, false; i < len(v); i++ {
+		switch {
+		case v[i] == '\\':
+			i, escaped = i+1, true
+		case v[i] == '"' && escaped:
+			return quotedPair.ReplaceAllString(v[1:i], "$1"), i == len(v)-1
+		case v[i] == '"':
+			return v[1:i], i == len(v)-1
+		}
+	}
+	return "", false
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, 5.6.2), or made of
+// token characters and extra.
+func isToken(s, extra string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseHostPort accepts "ip", "ip:port", "[ip]" and "[ip]:port", the port
 // unread as RFC 7239 lets proxies obfuscate it, and unmaps the address.
 func parseHostPort(s string) (string, netip.Addr, bool) {
-	host, ok := s, true
-	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 || end+1 < len(s) && !isPort(s[end+1:]) {
-			return "", netip.Addr{}, false
-		}
-		host = s[1:end]
-		ok = strings.Contains(host, ":") // only IPv6 goes in brackets
+	host, port, bracketed := s, "", strings.HasPrefix(s, "[")
+	if end := strings.IndexByte(s, ']'); bracketed && end > 0 {
+		host, port = s[1:end], s[end+1:]
 	} else if i := strings.IndexByte(s, ':'); i >= 0 && !strings.Contains(s[i+1:], ":") {
-		host, ok = s[:i], isPort(s[i:]) // one colon: IPv4 and a port
+		host, port = s[:i], s[i:] // one colon: IPv4 and a port
 	}
 	a, err := netip.ParseAddr(host)
-	if !ok || err != nil {
-		return "", netip.Addr{}, false
+	if err != nil || port != "" && !isPort(port) || bracketed && !strings.Contains(host, ":") {
+		return "", netip.Addr{}, false // only IPv6 goes in brackets
 	}
 	return host, a.WithZone("").Unmap(), true
 }
@@ -83,22 +252,6 @@ func isPort(s string) bool {
 		}
 	}
 	return true
-}
-
-// format writes a as an identity; host is its text if that is canonical.
-func (c ipConfig) format(host string, a netip.Addr) string {
-	if a.Is4() {
-		if !strings.Contains(host, ":") {
-			return host
-		}
-		return a.String()
-	}
-	var buf [64]byte
-	if c.v6bits < 128 {
-		p, _ := a.Prefix(c.v6bits) // cannot fail: a is IPv6, bits within 0..128
-		return string(p.AppendTo(buf[:0]))
-	}
-	return string(a.AppendTo(buf[:0]))
 }
 
 // canonicalIPv4Host returns the host of s if it is IPv4 as netip writes it,

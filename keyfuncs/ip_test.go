@@ -2,6 +2,7 @@ package keyfuncs
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -12,30 +13,29 @@ import (
 func TestRemoteIP(t *testing.T) {
 	tests := []struct {
 		name, remote string
-		opts         []IPOption
+		c            IPConfig
 		want         string
 	}{
-		{"ipv4 with port", "192.0.2.1:1234", nil, "192.0.2.1"},
-		{"ipv4 bare", "192.0.2.1", nil, "192.0.2.1"},
-		{"ipv6 with port", "[2001:db8::1]:443", nil, "2001:db8::1"},
-		{"ipv6 bare", "2001:db8::1", nil, "2001:db8::1"},
-		{"ipv6 bracketed no port", "[2001:db8::1]", nil, "2001:db8::1"},
-		{"ipv6 non-canonical", "[2001:DB8:0:0:0:0:0:1]:1", nil, "2001:db8::1"},
-		{"ipv6 zone dropped", "[fe80::1%eth0]:80", nil, "fe80::1"},
-		{"mapped ipv4 unmapped", "[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},
-		{"mapped ipv4 bare", "::ffff:192.0.2.1", nil, "192.0.2.1"},
-		{"group /64", "[2001:db8:1:2:3:4:5:6]:80", []IPOption{GroupIPv6(64)}, "2001:db8:1:2::/64"},
-		{"group /48", "[2001:db8:1:2:3:4:5:6]:80", []IPOption{GroupIPv6(48)}, "2001:db8:1::/48"},
-		{"group /0", "[2001:db8::1]:80", []IPOption{GroupIPv6(0)}, "::/0"},
-		{"group /128 is the address", "[2001:db8::1]:80", []IPOption{GroupIPv6(128)}, "2001:db8::1"},
-		{"group leaves ipv4 alone", "192.0.2.1:80", []IPOption{GroupIPv6(64)}, "192.0.2.1"},
-		{"group leaves mapped ipv4 alone", "[::ffff:192.0.2.1]:80", []IPOption{GroupIPv6(64)}, "192.0.2.1"},
-		{"obfuscated port", "192.0.2.1:_p1", nil, "192.0.2.1"},
-		{"nil option ignored", "192.0.2.1:80", []IPOption{nil}, "192.0.2.1"},
+		{"ipv4 with port", "192.0.2.1:1234", IPConfig{}, "192.0.2.1"},
+		{"ipv4 bare", "192.0.2.1", IPConfig{}, "192.0.2.1"},
+		{"ipv6 with port", "[2001:db8::1]:443", IPConfig{}, "2001:db8::1"},
+		{"ipv6 bare", "2001:db8::1", IPConfig{}, "2001:db8::1"},
+		{"ipv6 bracketed no port", "[2001:db8::1]", IPConfig{}, "2001:db8::1"},
+		{"ipv6 non-canonical", "[2001:DB8:0:0:0:0:0:1]:1", IPConfig{}, "2001:db8::1"},
+		{"ipv6 zone dropped", "[fe80::1%eth0]:80", IPConfig{}, "fe80::1"},
+		{"mapped ipv4 unmapped", "[::ffff:192.0.2.1]:80", IPConfig{}, "192.0.2.1"},
+		{"mapped ipv4 bare", "::ffff:192.0.2.1", IPConfig{}, "192.0.2.1"},
+		{"group /64", "[2001:db8:1:2:3:4:5:6]:80", IPConfig{IPv6Prefix: 64}, "2001:db8:1:2::/64"},
+		{"group /48", "[2001:db8:1:2:3:4:5:6]:80", IPConfig{IPv6Prefix: 48}, "2001:db8:1::/48"},
+		{"prefix 0 is the address", "[2001:db8::1]:80", IPConfig{}, "2001:db8::1"},
+		{"group /128 is the address", "[2001:db8::1]:80", IPConfig{IPv6Prefix: 128}, "2001:db8::1"},
+		{"group leaves ipv4 alone", "192.0.2.1:80", IPConfig{IPv6Prefix: 64}, "192.0.2.1"},
+		{"group leaves mapped ipv4 alone", "[::ffff:192.0.2.1]:80", IPConfig{IPv6Prefix: 64}, "192.0.2.1"},
+		{"obfuscated port", "192.0.2.1:_p1", IPConfig{}, "192.0.2.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := RemoteIP(tt.opts...)(req(tt.remote))
+			got, err := RemoteIP(tt.c)(req(tt.remote))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -43,7 +43,7 @@ func TestRemoteIP(t *testing.T) {
 }
 
 func TestRemoteIPSameClientSameKey(t *testing.T) {
-	f := RemoteIP(GroupIPv6(64))
+	f := RemoteIP(IPConfig{IPv6Prefix: 64})
 	key := func(remote string) string {
 		t.Helper()
 		k, err := f(req(remote))
@@ -67,9 +67,11 @@ func TestRemoteIPInvalid(t *testing.T) {
 	}
 }
 
-func TestGroupIPv6Panics(t *testing.T) {
-	assert.Panics(t, func() { GroupIPv6(-1) })
-	assert.Panics(t, func() { GroupIPv6(129) })
+func TestRemoteIPPanics(t *testing.T) {
+	assert.Panics(t, func() { RemoteIP(IPConfig{IPv6Prefix: -1}) })
+	assert.Panics(t, func() { RemoteIP(IPConfig{IPv6Prefix: 129}) })
+	assert.Panics(t, func() { RemoteIP(IPConfig{}, IPConfig{}) })
+	assert.Panics(t, func() { RemoteIP(IPConfig{TrustedProxies: []netip.Prefix{{}}}) })
 }
 
 // TestCanonicalIPv4Host checks RemoteIP's fast path against the general
@@ -85,7 +87,8 @@ func TestCanonicalIPv4Host(t *testing.T) {
 		gh, addr, ok := parseHostPort(s)
 		if fast {
 			require.True(t, ok, "%q: fast path %q, general path fails", s, host)
-			require.Equal(t, newIPConfig(nil).format(gh, addr), host, s)
+			require.Equal(t, addr.String(), host, s)
+			require.Equal(t, gh, host, s)
 		} else {
 			missed := ok && addr.Is4() && !strings.Contains(gh, ":") && strings.Count(s, ":") <= 1
 			assert.False(t, missed, "%q: canonical IPv4 %q missed by the fast path", s, gh)

@@ -27,8 +27,7 @@ func Example_replay() {
 	if err != nil {
 		panic(err)
 	}
-	key := keyfuncs.Join(keyfuncs.Header("X-User-ID"), keyfuncs.IdempotencyKey(
-		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
+	key := keyfuncs.Join(keyfuncs.Header("X-User-ID"), keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1<<20)))
 	var orders atomic.Int32
 	place := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := orders.Add(1)

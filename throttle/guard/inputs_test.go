@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -55,7 +54,7 @@ func TestInputs(t *testing.T) {
 		if mode == throttle.ModeReplay {
 			g := guardFor(mode)
 			require.NotNil(t, g.fingerprint, "no default fingerprint")
-			want, err := keyfuncs.IdempotencyFingerprint(body())
+			want, err := idempotencyFingerprint(body())
 			require.NoError(t, err)
 			got, _ := g.fingerprint(body())
 			assert.Equal(t, want, got, "default fingerprint")

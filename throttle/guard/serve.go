@@ -3,7 +3,6 @@ package guard
 import (
 	"net/http"
 
-	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -117,7 +116,7 @@ func WithCost(f func(r *http.Request) (int, error)) Option {
 
 // WithFingerprint sets how a Replay policy fingerprints a request's body,
 // so that a key reused with another body gets 422 instead of the first
-// answer. Default keyfuncs.IdempotencyFingerprint (SHA-256 of the body, read
+// answer. Default: under an Idempotency-Key, the SHA-256 of the body (read
 // and restored). Other modes ignore it.
 func WithFingerprint(f func(r *http.Request) (string, error)) Option {
 	return func(g *Guard) { g.fingerprint = f }
@@ -125,7 +124,7 @@ func WithFingerprint(f func(r *http.Request) (string, error)) Option {
 
 // inputs drops the per-request functions the policy does not use, so that
 // Serve calls only those: a cost only under a Quota, a fingerprint only under
-// a Replay (keyfuncs.IdempotencyFingerprint when none was set).
+// a Replay (idempotencyFingerprint when none was set).
 func (g *Guard) inputs() {
 	if g.p.mode != throttle.ModeQuota {
 		g.cost = nil
@@ -134,6 +133,6 @@ func (g *Guard) inputs() {
 	case g.p.mode != throttle.ModeReplay:
 		g.fingerprint = nil
 	case g.fingerprint == nil:
-		g.fingerprint = keyfuncs.IdempotencyFingerprint
+		g.fingerprint = idempotencyFingerprint
 	}
 }

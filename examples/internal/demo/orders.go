@@ -54,8 +54,7 @@ func NewOrdersReplay(store throttle.Store, s Settings) (*throttle.Replay, error)
 // hash of its body. The checkout form carries a field unique to each page
 // load, so that two checkouts are two orders and a double click is one.
 func OrderKey(user keyfuncs.Func) keyfuncs.Func {
-	return keyfuncs.Join(user, keyfuncs.IdempotencyKey(
-		keyfuncs.IdempotencyFallback(keyfuncs.BodyHash(keyfuncs.DefaultIdempotencyBodyLimit))))
+	return keyfuncs.Join(user, keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1<<20)))
 }
 
 // Order is a placed order, the JSON body of POST /orders (201) and of
