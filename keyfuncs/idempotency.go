@@ -8,7 +8,7 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 const (
@@ -66,8 +66,8 @@ func IdempotencyFallback(f Func) IdempotencyOption {
 // ignored), or a bare value, as Stripe's clients send it, taken whole. Any
 // other value, or one not 1 to 255 printable ASCII characters, is refused
 // with a 400 *Error saying why. Without the field, the request is refused
-// or keyed on the fallback, as store.JoinID("1", value) where a key gives
-// store.JoinID("0", key). Scope the key by user and route, last, so that
+// or keyed on the fallback, as storekit.JoinID("1", value) where a key gives
+// storekit.JoinID("0", key). Scope the key by user and route, last, so that
 // the body is read only when needed:
 //
 //	keyfuncs.Join(user, keyfuncs.Method(), keyfuncs.Pattern(), keyfuncs.IdempotencyKey(
@@ -84,13 +84,13 @@ func IdempotencyKey(opts ...IdempotencyOption) Func {
 		k, err := idempotencyKey(r)
 		if errors.Is(err, errNoIdempotencyKey) {
 			if k, err = c.fallback(r); err == nil {
-				return store.JoinID("1", k), nil
+				return storekit.JoinID("1", k), nil
 			}
 		}
 		if err != nil {
 			return "", err
 		}
-		return store.JoinID("0", k), nil
+		return storekit.JoinID("0", k), nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/internal/seq"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -34,13 +35,13 @@ type limiter struct {
 	p        policy
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
-	// are store.InMemory (asked once in New, not with a type assertion per
+	// are storekit.InMemory (asked once in New, not with a type assertion per
 	// call): calls to them need no Options.Timeout bound.
 	storeLocal, fallbackLocal bool
 	// processTokens says that the keys are held only in this process's
 	// memory (an in-memory store, no FailOver), so that a token unique in
 	// this process will do: a counter, shorter and cheaper to make than
-	// store.NewToken's.
+	// storekit.NewToken's.
 	processTokens bool
 	// leaseless says that Lock.Hold needs no Lease: the keys are held in
 	// this process's memory and given back only early, with no Observer to
@@ -77,8 +78,8 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
 	l.recorder, _ = st.(store.Recorder)
-	_, l.storeLocal = st.(store.InMemory)
-	_, l.fallbackLocal = p.Fallback.(store.InMemory)
+	_, l.storeLocal = st.(storekit.InMemory)
+	_, l.fallbackLocal = p.Fallback.(storekit.InMemory)
 	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
 	l.leaseless = l.processTokens && (p.Mode == Dedupe || p.Mode == Cooldown) && !p.Fence && !p.Reentrant &&
 		p.Wait <= 0 && p.Observer == nil
@@ -92,7 +93,7 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 // refuse the policy now instead.
 func servable(st Store, p policy) error {
 	if r, ok := st.(interface{ Refuses(store.Request) error }); ok {
-		req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
+		req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 			Fence: p.Fence, Reentrant: p.Reentrant}
 		if err := r.Refuses(req); err != nil {
 			return fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
@@ -111,7 +112,7 @@ func servable(st Store, p policy) error {
 }
 
 // minRemoteTTL is the shortest TTL of a key held on a store outside this
-// process: a grant is valid for its TTL less store.Drift (2 ms and 1%),
+// process: a grant is valid for its TTL less storekit.Drift (2 ms and 1%),
 // counted from when the request was sent, so that a shorter one would be
 // spent before its reply arrived.
 const minRemoteTTL = 3 * time.Millisecond
@@ -126,9 +127,9 @@ func remoteWindow(st Store, p policy) error {
 	if p.Mode == ModeQuota || p.TTL >= minRemoteTTL {
 		return nil
 	}
-	_, local := st.(store.InMemory)
+	_, local := st.(storekit.InMemory)
 	if p.WhenStoreFails == FailOver {
-		_, fallbackLocal := p.Fallback.(store.InMemory)
+		_, fallbackLocal := p.Fallback.(storekit.InMemory)
 		local = local && fallbackLocal
 	}
 	if local {
@@ -163,7 +164,7 @@ func keepsQuotas(st Store) string {
 }
 
 // key returns the stored key for id under this limiter's policy.
-func (l *limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
+func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
 
 // keyTokenBuf is the size of the stack buffer request builds a key and a
 // token in: a default prefix, a policy name and an identity of up to about
@@ -184,14 +185,14 @@ func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 		req.Token = ownerFrom(ctx)
 	}
 	var buf [keyTokenBuf]byte
-	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
+	b := storekit.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
 	n := len(b)
 	switch {
 	case req.Token != "":
 	case l.processTokens:
 		b = seq.Append(b, localTokens.Add(1))
 	default:
-		b = store.AppendToken(b)
+		b = storekit.AppendToken(b)
 	}
 	kt := string(b)
 	req.Key = kt[:n]

@@ -163,7 +163,7 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 // bounded by the rule above, and the call, whose end must be called with
 // the store's error once it returned. ctx's cancellation ends it too. st
 // is the store called: the limiter's, or its Fallback, whose answers say
-// nothing of the store's. A store in this process (store.InMemory) cannot
+// nothing of the store's. A store in this process (storekit.InMemory) cannot
 // hang: its call is not watched, and the call returned is nil, whose end
 // returns the error it is given.
 func (l *limiter) watch(ctx context.Context, st Store) (context.Context, *storeCall) {

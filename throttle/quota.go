@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -91,7 +92,7 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Deci
 	if r.Burst == 0 {
 		r.Burst = r.Limit
 	}
-	if err := r.Check(cost); err != nil {
+	if err := storekit.Check(r, cost); err != nil {
 		return Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
 	key := l.key(id)
@@ -205,7 +206,7 @@ func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *
 	if err == nil && cost == 0 && d.Remaining == 0 {
 		// A free request goes ahead only while a paid one would: it must
 		// not slip past a spent quota (a login form's, say).
-		d.Allowed, d.RetryAfter = false, r.NextRefill(d)
+		d.Allowed, d.RetryAfter = false, storekit.NextRefill(r, d)
 	}
 	switch {
 	case err == nil && d.Allowed:

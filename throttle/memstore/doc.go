@@ -19,7 +19,7 @@
 // bounds the locks and, separately, the quotas and the fence counters;
 // WithMaxRecordBytes bounds the records' bytes; each bound is split evenly
 // over the shards, and one policy (the name in a key's hash tag,
-// <prefix>:{<policy>:<id>}, see store.Key) may hold at most WithPolicyShare
+// <prefix>:{<policy>:<id>}, see storekit.Key) may hold at most WithPolicyShare
 // of each shard's part, so that a flood of new keys on one route leaves the
 // others their answers. Nothing live is evicted: a new lock, quota or record
 // that does not fit fails with ErrFull, which the limiter hands to the

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -117,8 +118,8 @@ func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 	const rounds, perRound = 200, 8 // 25 times the bound
 	for r := range rounds {
 		for i := range perRound {
-			key := store.Key("throttle", "submit", strconv.Itoa(r*perRound+i))
-			g, err := s.Acquire(bg, store.Request{Key: key, Token: store.NewToken(), TTL: time.Second, Fence: true})
+			key := storekit.Key("throttle", "submit", strconv.Itoa(r*perRound+i))
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Second, Fence: true})
 			require.NoError(t, err, "round %d, key %d", r, i)
 			require.True(t, g.Acquired)
 			require.Positive(t, g.Fence)
@@ -138,10 +139,10 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 16 // one shard
 	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(bound))
-	hot := store.Key("throttle", "sync", "hot")
+	hot := storekit.Key("throttle", "sync", "hot")
 	hold := func() (int64, string) {
 		t.Helper()
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: hot, Token: tok, TTL: time.Hour, Fence: true})
 		require.NoError(t, err)
 		require.True(t, g.Acquired)
@@ -158,7 +159,7 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 		for i := range 3 * bound {
 			clk.Advance(time.Second)
 			outcome(t, store.OK)(s.Extend(bg, hot, tok, time.Hour))
-			key := store.Key("throttle", "sync", strconv.Itoa(round*1000+i))
+			key := storekit.Key("throttle", "sync", strconv.Itoa(round*1000+i))
 			g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Millisecond, Fence: true})
 			require.NoError(t, err, "round %d, key %d", round, i)
 			require.True(t, g.Acquired)

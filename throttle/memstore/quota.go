@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -24,7 +25,7 @@ func (q quota) size() int64           { return 1 }
 // locks. Only an allowed charge of a full quota needs a new entry, which
 // fails with ErrFull when it does not fit; refusals, peeks (cost 0) and
 // refunds (cost < 0) never do. It fails with store.ErrInvalid for an empty
-// key or when r.Check(cost) fails, and with ctx.Err().
+// key or when storekit.Check(r, cost) fails, and with ctx.Err().
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, err
@@ -32,7 +33,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if key == "" {
 		return store.Decision{}, fmt.Errorf("%w: memstore: empty key", store.ErrInvalid)
 	}
-	if err := r.Check(cost); err != nil {
+	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("memstore: %w", err)
 	}
 	sh := s.shard(key)
@@ -42,7 +43,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	// of their times, as the Redis script's are.
 	now, _ := s.now(false)
 	nowUS := int64(now / time.Microsecond)
-	if t := int64(r.Interval() / time.Microsecond); t%1000 == 0 {
+	if t := int64(storekit.Interval(r) / time.Microsecond); t%1000 == 0 {
 		nowUS -= nowUS % 1000 // the Redis stores keep the TAT as a PX expiry
 	}
 	// An expired entry, its quota full again, is reused by a charge.
@@ -74,7 +75,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 // refund leaves the quota full). It is gcra.lua step for step, so that the
 // stores decide alike.
 func gcra(tat, now int64, r store.Rate, cost int) (store.Decision, int64) {
-	t := int64(r.Interval() / time.Microsecond)
+	t := int64(storekit.Interval(r) / time.Microsecond)
 	tau := t * int64(r.Burst)
 	tat = max(tat, now)
 	newTAT := max(tat+int64(cost)*t, now) // a refund fills the quota at most

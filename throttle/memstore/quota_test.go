@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -36,15 +37,15 @@ func TestRateCheck(t *testing.T) {
 		{ok, -5, false}, // a refund above burst
 		{ok, 5, false},
 	} {
-		err := tc.r.Check(tc.cost)
+		err := storekit.Check(tc.r, tc.cost)
 		if tc.ok {
-			assert.NoError(t, err, "%+v.Check(%d)", tc.r, tc.cost)
+			assert.NoError(t, err, "Check(%+v, %d)", tc.r, tc.cost)
 		} else {
-			assert.ErrorIs(t, err, store.ErrInvalid, "%+v.Check(%d)", tc.r, tc.cost)
+			assert.ErrorIs(t, err, store.ErrInvalid, "Check(%+v, %d)", tc.r, tc.cost)
 		}
 	}
-	assert.ErrorContains(t, ok.Check(-5), "refund 5 is above burst 4")
-	assert.Equal(t, 333333*time.Microsecond, (store.Rate{Limit: 3, Window: time.Second, Burst: 3}).Interval())
+	assert.ErrorContains(t, storekit.Check(ok, -5), "refund 5 is above burst 4")
+	assert.Equal(t, 333333*time.Microsecond, storekit.Interval(store.Rate{Limit: 3, Window: time.Second, Burst: 3}))
 }
 
 // TestQuotaSequence checks decisions worked out by hand: T = 250ms and

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -28,7 +29,7 @@ type Store struct {
 }
 
 var _ interface {
-	store.InMemory
+	storekit.InMemory
 	store.Notifier
 	store.Quota
 	store.Recorder
@@ -228,6 +229,6 @@ func (s *Store) Len() int {
 	return n
 }
 
-// InMemory marks the store as answering without I/O (store.InMemory), so
+// InMemory marks the store as answering without I/O (storekit.InMemory), so
 // that a limiter spends no per-call timeout on it.
 func (s *Store) InMemory() {}

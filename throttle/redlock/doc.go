@@ -6,7 +6,7 @@
 //
 // Acquire sends SET NX PX to every node at once and holds the lock when a
 // quorum of N/2+1 granted it in time: validity = TTL − elapsed − drift,
-// where drift (store.Drift, 1% of the TTL plus 2 ms) covers clocks running
+// where drift (storekit.Drift, 1% of the TTL plus 2 ms) covers clocks running
 // at slightly different rates. A missed quorum is released on every node,
 // with a context that the caller's cancellation does not end. A node gets a
 // tenth of the TTL, at most the 100 ms a throttle limiter gives a call, so

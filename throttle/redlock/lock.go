@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -181,7 +182,7 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	switch elapsed := time.Since(start); {
 	case unknown:
 		return 0, noQuorum(op, &t, cause)
-	case ttl > 0 && out == store.OK && elapsed >= ttl-store.Drift(ttl):
+	case ttl > 0 && out == store.OK && elapsed >= ttl-storekit.Drift(ttl):
 		return 0, fmt.Errorf("%w: extend: %d nodes extended in %v, too late for a TTL of %v", ErrNoQuorum, t.ours, elapsed, ttl)
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -84,7 +85,7 @@ const (
 var bg = context.Background()
 
 // newKey returns a fresh key, so that checks sharing a store never meet.
-func newKey(name string) string { return store.Key("storetest", name, store.NewToken()) }
+func newKey(name string) string { return storekit.Key("storetest", name, storekit.NewToken()) }
 
 func lock(key, tok string) store.Request { return store.Request{Key: key, Token: tok, TTL: longTTL} }
 
@@ -100,13 +101,13 @@ func acquire(t testing.TB, s store.Store, req store.Request, granted bool) store
 // mustBeHeld fails the test unless a newcomer is refused key: how long for.
 func mustBeHeld(t testing.TB, s store.Store, key string) time.Duration {
 	t.Helper()
-	return acquire(t, s, lock(key, store.NewToken()), false).Remaining
+	return acquire(t, s, lock(key, storekit.NewToken()), false).Remaining
 }
 
 // mustBeFree fails the test unless a newcomer can take key, and releases it.
 func mustBeFree(t testing.TB, s store.Store, key string) {
 	t.Helper()
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	mustOutcome(t, "Release by the newcomer", store.OK)(s.Release(bg, key, tok))
 }
@@ -114,7 +115,7 @@ func mustBeFree(t testing.TB, s store.Store, key string) {
 // waitFree polls key until a newcomer takes it, and returns its token.
 func waitFree(t testing.TB, s store.Store, key string) string {
 	t.Helper()
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
 		g, err := s.Acquire(bg, lock(key, tok))
 		require.NoError(t, err, "Acquire(%q)", key)

@@ -1,4 +1,4 @@
-// Package seq writes the counters in lock tokens: store.AppendToken's,
+// Package seq writes the counters in lock tokens: storekit.AppendToken's,
 // after its random prefix, and the in-process tokens of the locks
 // held only in this process's memory.
 package seq
