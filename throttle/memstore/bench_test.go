@@ -123,7 +123,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.GC()
 					runtime.ReadMemStats(&before)
-					s := New(WithMaxKeys(n), WithPolicyShare(1)) // the keys are of one policy
+					s := New(WithMaxKeys(n), withPolicyShare(1)) // the keys are of one policy
 					for i, p := range shape.phases {
 						keys = fill(b, s, n, i*n, p.fence, p.release)
 					}
@@ -205,7 +205,7 @@ func BenchmarkFill(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := New(WithPolicyShare(1))
+		s := New(withPolicyShare(1))
 		start := time.Now()
 		for _, key := range keys {
 			t0 := time.Now()

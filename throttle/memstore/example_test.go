@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -37,12 +36,12 @@ func ExampleWithClock() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := memstore.New(memstore.WithClock(func() time.Time { return now }))
 	ctx := context.Background()
-	req := store.Request{Key: "k", Token: storekit.NewToken(), TTL: time.Minute}
+	req := store.Request{Key: "k", Token: "first", TTL: time.Minute}
 	g, _ := ms.Acquire(ctx, req)
 	fmt.Println("acquired:", g.Acquired)
 
 	now = now.Add(time.Minute) // the lock expires
-	req.Token = storekit.NewToken()
+	req.Token = "second"
 	g, _ = ms.Acquire(ctx, req)
 	fmt.Println("acquired after a minute:", g.Acquired)
 	// Output:

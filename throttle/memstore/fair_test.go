@@ -375,9 +375,9 @@ func TestPolicyShareOption(t *testing.T) {
 	for opt, want := range map[float64]int64{
 		0.25: 4, 0.5: 8, 1: 16, 2: 16, 0: 8, -1: 8, 0.001: 1,
 	} {
-		s := New(WithMaxKeys(16), WithPolicyShare(opt)) // one shard of 16
+		s := New(WithMaxKeys(16), withPolicyShare(opt)) // one shard of 16
 		require.Len(t, s.shards, 1)
-		assert.Equal(t, want, s.shards[0].locks.polLimit, "WithPolicyShare(%v)", opt)
+		assert.Equal(t, want, s.shards[0].locks.polLimit, "withPolicyShare(%v)", opt)
 	}
 	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].locks.polLimit, "the default share")
 }

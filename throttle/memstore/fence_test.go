@@ -36,7 +36,7 @@ func TestFenceFollowsClockAndCounter(t *testing.T) {
 
 func TestFenceSurvivesBackwardClockWhileKept(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour))
 	f1 := fenced(t, s, "k")
 	clk.Advance(-time.Minute) // a wall clock step back
 	require.Equal(t, f1+1, fenced(t, s, "k"))
@@ -44,7 +44,7 @@ func TestFenceSurvivesBackwardClockWhileKept(t *testing.T) {
 
 func TestFenceCountersAreDropped(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(16))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour), WithMaxKeys(16))
 	for _, k := range []string{"a", "b", "c"} {
 		fenced(t, s, k)
 	}
@@ -62,7 +62,7 @@ func TestFenceCountersAreDropped(t *testing.T) {
 // even with the clock stepped back.
 func TestFenceCountersAreBounded(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(2))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour), WithMaxKeys(2))
 	last := map[string]int64{}
 	for _, k := range []string{"a", "b", "c"} { // c's counter takes another's place
 		last[k] = fenced(t, s, k)
@@ -104,7 +104,7 @@ func TestFenceTTLOption(t *testing.T) {
 		0:                     defaultFenceTTL,
 		-time.Second:          defaultFenceTTL,
 	} {
-		assert.Equal(t, want, New(WithFenceTTL(opt)).fenceTTL, "WithFenceTTL(%v)", opt)
+		assert.Equal(t, want, New(withFenceTTL(opt)).fenceTTL, "withFenceTTL(%v)", opt)
 	}
 }
 
@@ -114,7 +114,7 @@ func TestFenceTTLOption(t *testing.T) {
 func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 64
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Minute), WithMaxKeys(bound))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Minute), WithMaxKeys(bound))
 	const rounds, perRound = 200, 8 // 25 times the bound
 	for r := range rounds {
 		for i := range perRound {
@@ -138,7 +138,7 @@ func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 func TestHeldKeyKeepsItsCounter(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 16 // one shard
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(bound))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Second), WithMaxKeys(bound))
 	hot := storekit.Key("throttle", "sync", "hot")
 	hold := func() (int64, string) {
 		t.Helper()
@@ -181,7 +181,7 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 // fence handed out before.
 func TestFenceAfterCounterExpiredStaysAbove(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(16))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Second), WithMaxKeys(16))
 	var last int64
 	for range 1000 { // all within one microsecond
 		last = fenced(t, s, "k")

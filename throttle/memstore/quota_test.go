@@ -193,7 +193,7 @@ func TestQuotaEntryExpires(t *testing.T) {
 func TestQuotaFull(t *testing.T) {
 	clk := newFakeClock()
 	// One shard, which one policy may fill (see TestQuotaFullPolicy).
-	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
 	ctx := context.Background()
 	r := store.Rate{Limit: 1, Window: time.Second, Burst: 2}
 	allow := func(key string, cost int) store.Decision {
@@ -216,7 +216,7 @@ func TestQuotaFull(t *testing.T) {
 	require.LessOrEqual(t, s.quotaCount(), minPerShard)
 
 	// Refunds never need a new entry, so a full shard never refuses one.
-	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
+	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
 	for i := range minPerShard {
 		allow(fmt.Sprint("k", i), 2)
 	}
