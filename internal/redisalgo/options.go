@@ -18,9 +18,8 @@ type config struct {
 	path                   string           // see WithPath
 }
 
-// configure applies opts over the defaults (a duration <= 0 means its
-// default): fence counters live a day (at least a second), background calls
-// wait a second, and WAIT 50ms.
+// configure applies opts over the defaults: fence counters live a day (at
+// least a second), background calls wait a second, and WAIT 50ms.
 func configure(opts []Option) config {
 	var c config
 	for _, o := range opts {
@@ -50,8 +49,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithPath holds plain acquisitions and quota charges on one path (tests):
-// "set" (SET NX alone; quota charges try it first), "pipeline" (SET NX, GET
-// and PTTL), "script", or "store", the default, which chooses by Share.
+// "set", "pipeline", "script", or "store", the default, which chooses by Share.
 func WithPath(p string) Option { return func(c *config) { c.path = p } }
 
 // Logger returns the logger opts configure.

@@ -72,7 +72,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 }
 
 // acquireArgs returns the acquire script's keys (the counter only when
-// fenced, so that it works while a Cluster slot migrates) and arguments.
+// fenced: the script works while a Cluster slot migrates) and arguments.
 func (s *Store) acquireArgs(req store.Request, ms int64) ([]string, []string) {
 	keys := []string{req.Key}
 	if req.Fence {
