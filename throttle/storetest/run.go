@@ -12,15 +12,13 @@ import (
 )
 
 // Run runs the conformance suite against the stores newStore makes, each
-// check a named subtest (go test -run 'Conformance/release'). newStore gets
-// the subtest's t, for its cleanups; every check uses fresh keys, so it may
-// return one shared store.
-//
-// A store that cannot serve every kind of request (a quorum store has no
-// sound fences) says so with a method Refuses(req store.Request) error that
-// returns, without a store call, the error its Acquire gives for requests
-// like req (matching store.ErrInvalid), or nil. Run then skips the checks
-// that need what it refuses and checks the refusal.
+// check a subtest: acquisition, token-checked release and extend, expiry, a
+// lapsed holder that must not touch its successor's lock, one winner under
+// contention, fences, retries, reentrancy, cancelled contexts, odd keys, and
+// Notifier and Recorder when the store implements them. newStore gets the
+// subtest's t; every check uses fresh keys, so it may return a shared store.
+// A store with a method Refuses(store.Request) error (see package store) has
+// the checks that need what it refuses skipped, and the refusal checked.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases {
