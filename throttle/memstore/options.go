@@ -47,26 +47,6 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
 
-// withPolicyShare sets the part, in (0, 1], of each shard's bounds that one
-// policy may use (tests fill a store with one policy).
-func withPolicyShare(share float64) Option {
-	return func(c *config) {
-		if share > 0 {
-			c.policyShare = min(share, 1)
-		}
-	}
-}
-
-// withFenceTTL sets how long a fence counter is kept after its key's last
-// fenced acquisition, at least a second, as redisstore.WithFenceTTL.
-func withFenceTTL(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.fenceTTL = max(d, time.Second)
-		}
-	}
-}
-
 // ErrFull is the error of an Acquire, AllowN or Record whose new entry does
 // not fit the store's bounds (WithMaxKeys). It matches store.ErrNotApplied:
 // nothing was written.
