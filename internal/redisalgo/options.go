@@ -34,7 +34,8 @@ func configure(opts []Option) config {
 // WithFenceTTL is redisstore.WithFenceTTL.
 func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = max(d, 0) } }
 
-// WithWatchTimeout is redisstore.WithWatchTimeout.
+// WithWatchTimeout bounds Watch's wait for a subscription and each background
+// call (tests; one second by default).
 func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = max(d, 0) } }
 
 // WithLogger is redisstore.WithLogger.

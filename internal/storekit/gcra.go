@@ -7,15 +7,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Quotas use the generic cell rate algorithm (GCRA), as go-redis/redis_rate
-// does. A Rate of Limit per Window refills one request every T =
-// Window/Limit (Interval). A key keeps one timestamp, its theoretical
-// arrival time (TAT), when its quota is full again, and expires then. A cost
-// n moves the TAT to max(TAT, now) + n·T and is allowed when that is at most
-// τ = T·Burst ahead of now; a refusal changes nothing. A refund (cost -n)
-// moves it to max(max(TAT, now) - n·T, now), deleting the key when that is
-// now. Time is counted in whole microseconds (Redis's TIME), or in whole
-// milliseconds when T is, so that Redis keeps the TAT as the key's expiry.
+// Quotas use the generic cell rate algorithm (docs/stores.md): a key keeps
+// its theoretical arrival time (TAT), when its quota is full again; a cost n
+// moves it n·T on from max(TAT, now), allowed while at most T·Burst ahead.
 
 // maxTolerance bounds T·Burst so that a TAT in microseconds plus the
 // tolerance stays an exact integer in a Lua number (below 2^53).
