@@ -38,7 +38,9 @@ type Quota interface {
 	// charges it when it is. Cost 0 peeks. A cost -n refunds n requests
 	// charged earlier: it lets a caller charge every request up front and
 	// give back those that did not count (a login that succeeded), so that
-	// concurrent requests never together exceed r. An error matching
-	// ErrInvalid means r cannot decide cost; any other, no answer.
+	// concurrent requests never together exceed r; it never fills the quota
+	// past full (the key is deleted then). key serves this quota only. An
+	// error matching ErrInvalid means r cannot decide cost; any other, no
+	// answer.
 	AllowN(ctx context.Context, key string, r Rate, cost int) (Decision, error)
 }
