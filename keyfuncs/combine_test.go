@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 func TestFirstOf(t *testing.T) {
@@ -18,9 +18,9 @@ func TestFirstOf(t *testing.T) {
 		r    *http.Request
 		want string
 	}{
-		{"header wins", req("192.0.2.1:1", "X-User-ID", "42"), store.JoinID("0", "42")},
-		{"falls back to the IP", req("192.0.2.1:1"), store.JoinID("1", "192.0.2.1")},
-		{"header that looks like an IP", req("192.0.2.9:1", "X-User-ID", "192.0.2.1"), store.JoinID("0", "192.0.2.1")},
+		{"header wins", req("192.0.2.1:1", "X-User-ID", "42"), storekit.JoinID("0", "42")},
+		{"falls back to the IP", req("192.0.2.1:1"), storekit.JoinID("1", "192.0.2.1")},
+		{"header that looks like an IP", req("192.0.2.9:1", "X-User-ID", "192.0.2.1"), storekit.JoinID("0", "192.0.2.1")},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -43,7 +43,7 @@ func TestJoin(t *testing.T) {
 	key := Join(Header("X-User-ID"), Method(), Static("orders"))
 	got, err := key(req("1.2.3.4:1", "X-User-ID", "a:b"))
 	require.NoError(t, err)
-	assert.Equal(t, store.JoinID("a:b", "POST", "orders"), got)
+	assert.Equal(t, storekit.JoinID("a:b", "POST", "orders"), got)
 
 	// Separators in a value cannot forge another list.
 	a, _ := Join(Static("a:b"), Static("c"))(nil)
@@ -59,7 +59,7 @@ func TestJoin(t *testing.T) {
 	}
 	got, err = Join(fs...)(nil)
 	require.NoError(t, err)
-	assert.Equal(t, store.JoinID(parts...), got)
+	assert.Equal(t, storekit.JoinID(parts...), got)
 }
 
 func TestJoinFirstErrorWins(t *testing.T) {
@@ -83,5 +83,5 @@ func TestFirstOfCopiesFuncs(t *testing.T) {
 	fs[0] = Static("b")
 	got, err := key(nil)
 	require.NoError(t, err)
-	assert.Equal(t, store.JoinID("0", "a"), got)
+	assert.Equal(t, storekit.JoinID("0", "a"), got)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 func TestCookieValues(t *testing.T) {
@@ -56,14 +56,14 @@ func TestCookieMissing(t *testing.T) {
 	}
 }
 
-// A long cookie is taken whole, and the stored key stays short: store.Key
+// A long cookie is taken whole, and the stored key stays short: storekit.Key
 // hashes a long identity, as for a header.
 func TestCookieLongValueGivesBoundedKey(t *testing.T) {
 	big := strings.Repeat("c", 64<<10)
 	got, err := Cookie("demo_user")(req("1.2.3.4:1", "Cookie", "demo_user="+big))
 	require.NoError(t, err)
 	require.Equal(t, big, got)
-	assert.LessOrEqual(t, len(store.Key("throttle", "submit", got)), 200)
+	assert.LessOrEqual(t, len(storekit.Key("throttle", "submit", got)), 200)
 }
 
 // The examples' chain: X-User-ID, else the cookie, else the client IP. The

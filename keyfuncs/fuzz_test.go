@@ -14,7 +14,7 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // FuzzRemoteIPForwarded: parsing X-Forwarded-For and Forwarded never panics, and
@@ -93,7 +93,7 @@ func FuzzJoinFirstOf(f *testing.F) {
 		kb, err := Join(statics(lb)...)(nil)
 		require.NoError(t, err)
 		require.Equal(t, slices.Equal(la, lb), ka == kb, "Join(%q) = %q, Join(%q) = %q", la, ka, lb, kb)
-		require.Equal(t, ka == kb, store.Key("t", "p", ka) == store.Key("t", "p", kb), "stored keys")
+		require.Equal(t, ka == kb, storekit.Key("t", "p", ka) == storekit.Key("t", "p", kb), "stored keys")
 
 		ni, nj := int(i%4), int(j%4)
 		fa, err := FirstOf(append(fails(ni), Static(a))...)(nil)
@@ -210,7 +210,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		fk, ferr := IdempotencyKey(Static("fallback"))(idemReq(lines...))
 		require.Equal(t, err, ferr, "with a fallback")
 		if err == nil {
-			require.Equal(t, store.JoinID("0", got), fk)
+			require.Equal(t, storekit.JoinID("0", got), fk)
 		}
 	})
 }
@@ -243,7 +243,7 @@ func FuzzIdempotentScoping(f *testing.F) {
 				parsed = "key " + p
 			}
 			id, err := key(r)
-			return store.Key("throttle", "idempotent", id), parsed, err == nil
+			return storekit.Key("throttle", "idempotent", id), parsed, err == nil
 		}
 		s1, p1, ok1 := build(user1, key1, body1)
 		s2, p2, ok2 := build(user2, key2, body2)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 func TestHeader(t *testing.T) {
@@ -44,7 +44,7 @@ func TestHeaderMegabyteValueGivesBoundedKey(t *testing.T) {
 	got, err := Header("X-User-ID")(req("1.2.3.4:1", "X-User-ID", big))
 	require.NoError(t, err)
 	require.Equal(t, big, got)
-	assert.LessOrEqual(t, len(store.Key("throttle", "submit", got)), 200)
+	assert.LessOrEqual(t, len(storekit.Key("throttle", "submit", got)), 200)
 }
 
 func TestQuery(t *testing.T) {
@@ -53,12 +53,12 @@ func TestQuery(t *testing.T) {
 	}{
 		{"id=42", "42"},
 		{"x=1&id=42&y=2", "42"},
-		{"id=a&id=b", store.JoinID("a", "b")},
-		{"id=a:b", store.JoinID("a:b")},
-		{"id=%3A&id=", store.JoinID(":", "")},
+		{"id=a&id=b", storekit.JoinID("a", "b")},
+		{"id=a:b", storekit.JoinID("a:b")},
+		{"id=%3A&id=", storekit.JoinID(":", "")},
 		{"i%64=7", "7"},
-		{"id=a+b%20c", store.JoinID("a b c")},
-		{"id=%00%FF", store.JoinID("\x00\xff")},
+		{"id=a+b%20c", storekit.JoinID("a b c")},
+		{"id=%00%FF", storekit.JoinID("\x00\xff")},
 		{"bad%zz=1&id=9", "9"},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 const idempotencySource = `header "Idempotency-Key"`
@@ -35,9 +35,9 @@ var (
 // ignored) or, as Stripe's clients send it, a bare value. Any other value,
 // or one not 1 to 255 printable ASCII characters, gets a 400 *Error saying
 // why. A request without the field is refused if fallback is nil, else
-// keyed on fallback, as store.JoinID("1", value) where a key gives
-// store.JoinID("0", key). Put it last, after the user and route, so that a
-// fallback such as BodyHash(1<<20) reads the body only when needed.
+// keyed on fallback; the two kinds of key never collide. Put it last, after
+// the user and route, so that a fallback such as BodyHash(1<<20) reads the
+// body only when needed.
 func IdempotencyKey(fallback Func) Func {
 	if fallback == nil {
 		return idempotencyKey
@@ -46,13 +46,13 @@ func IdempotencyKey(fallback Func) Func {
 		k, err := idempotencyKey(r)
 		if errors.Is(err, errNoIdempotencyKey) {
 			if k, err = fallback(r); err == nil {
-				return store.JoinID("1", k), nil
+				return storekit.JoinID("1", k), nil
 			}
 		}
 		if err != nil {
 			return "", err
 		}
-		return store.JoinID("0", k), nil
+		return storekit.JoinID("0", k), nil
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 const idemSource = `header "Idempotency-Key"`
@@ -266,11 +266,11 @@ func TestIdempotencyFallback(t *testing.T) {
 
 	withKey, err := key(idemReq(`"abc"`))
 	require.NoError(t, err)
-	require.Equal(t, store.JoinID("0", "abc"), withKey)
+	require.Equal(t, storekit.JoinID("0", "abc"), withKey)
 	require.Zero(t, calls, "the fallback ran with a key")
 	without, err := key(idemReq())
 	require.NoError(t, err)
-	require.Equal(t, store.JoinID("1", "abc"), without)
+	require.Equal(t, storekit.JoinID("1", "abc"), without)
 	require.Equal(t, 1, calls)
 
 	// The identities are those FirstOf gives for a well-formed or absent
@@ -332,7 +332,7 @@ func (m *idemMux) send(t *testing.T, method, path, user, idemKey, body string) s
 	m.ServeHTTP(httptest.NewRecorder(), r)
 	require.NoError(t, m.err, "%s %s user %q key %q", method, path, user, idemKey)
 	require.Equal(t, body, string(m.body), "the handler's body")
-	return store.Key("throttle", "idempotent", m.id)
+	return storekit.Key("throttle", "idempotent", m.id)
 }
 
 func TestIdempotentScoping(t *testing.T) {
@@ -369,8 +369,8 @@ func TestIdempotentFallsBackToBody(t *testing.T) {
 	assert.Equal(t, a, m.send(t, "POST", "/orders", "alice", "", `{"amount":10}`), "the same body twice")
 	assert.NotEqual(t, a, m.send(t, "POST", "/orders", "alice", "", `{"amount":11}`), "different bodies")
 	assert.NotEqual(t, a, m.send(t, "POST", "/orders", "bob", "", `{"amount":10}`), "two users")
-	want := store.JoinID("alice", "POST", "POST /orders", store.JoinID("1", sha([]byte(`{"amount":10}`))))
-	assert.Equal(t, store.Key("throttle", "idempotent", want), a)
+	want := storekit.JoinID("alice", "POST", "POST /orders", storekit.JoinID("1", sha([]byte(`{"amount":10}`))))
+	assert.Equal(t, storekit.Key("throttle", "idempotent", want), a)
 
 	// Over the default limit: 413, and the body is still whole for whoever
 	// reads it.

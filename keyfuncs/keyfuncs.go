@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // Func returns the identity a request is throttled under, or an error,
@@ -93,7 +93,7 @@ func Cookie(name string) Func {
 }
 
 // Query keys on the values of the URL query parameter name, joined with
-// store.JoinID; a malformed %-escape is refused, lest two requests look alike.
+// storekit.JoinID; a malformed %-escape is refused, lest two requests look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
 	errMissing, errEscape := missing(source), badRequest(source, "malformed escape")
@@ -119,7 +119,7 @@ func Query(name string) Func {
 		if !found {
 			return "", errMissing
 		}
-		return store.JoinID(vals...), nil
+		return storekit.JoinID(vals...), nil
 	}
 }
 
@@ -179,7 +179,7 @@ func FromIP(s, source string) (string, error) {
 	return "", badRequest(source, "not an IP address")
 }
 
-// FirstOf keys on the first of fs that succeeds, as store.JoinID(index,
+// FirstOf keys on the first of fs that succeeds, as storekit.JoinID(index,
 // value), so that a user named "192.0.2.1" never shares a key with the
 // client at that address, or returns the last error. FirstOf and Join take
 // any key function type and panic if fs is empty or holds nil.
@@ -190,14 +190,14 @@ func FirstOf[F ~func(A) (string, error), A any](fs ...F) F {
 		for i, f := range fs {
 			var v string
 			if v, err = f(a); err == nil {
-				return store.JoinID(strconv.Itoa(i), v), nil
+				return storekit.JoinID(strconv.Itoa(i), v), nil
 			}
 		}
 		return "", err
 	}
 }
 
-// Join keys on all of fs together, joined with store.JoinID so that two
+// Join keys on all of fs together, joined with storekit.JoinID so that two
 // lists never give one identity, or returns the first error.
 func Join[F ~func(A) (string, error), A any](fs ...F) F {
 	fs = checked("Join", fs)
@@ -211,7 +211,7 @@ func Join[F ~func(A) (string, error), A any](fs ...F) F {
 			}
 			vals = append(vals, v)
 		}
-		return store.JoinID(vals...), nil
+		return storekit.JoinID(vals...), nil
 	}
 }
 

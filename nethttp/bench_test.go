@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
@@ -42,7 +43,7 @@ var benchAdapter = adaptertest.Adapter{
 func BenchmarkStoreFloor(b *testing.B) {
 	st := memstore.New()
 	key := keyfuncs.RemoteIP()
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	policy, limit := []string{`"submit";q=1;w=1`}, []string{`"submit";r=0;t=1`}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := key(r)
@@ -50,7 +51,7 @@ func BenchmarkStoreFloor(b *testing.B) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		req := store.Request{Key: store.Key(throttle.DefaultPrefix, "submit", id), Token: tok, TTL: 20 * time.Millisecond}
+		req := store.Request{Key: storekit.Key(throttle.DefaultPrefix, "submit", id), Token: tok, TTL: 20 * time.Millisecond}
 		if g, err := st.Acquire(r.Context(), req); err != nil || !g.Acquired {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -181,7 +182,7 @@ func waitFree(t *testing.T, st throttle.Store, key string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		g, err := st.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: time.Second})
+		g, err := st.Acquire(context.Background(), store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Second})
 		require.NoError(t, err)
 		if g.Acquired {
 			return

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // benchBackends gives the benchmarks a memory store and a Redis store on a
@@ -44,7 +44,7 @@ func BenchmarkDoUncontended(b *testing.B) {
 		b.Run(be.name+"/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				prefix := store.NewToken() // distinct keys per goroutine too
+				prefix := storekit.NewToken() // distinct keys per goroutine too
 				for i := 0; pb.Next(); i++ {
 					if err := l.Do(ctx, prefix+strconv.Itoa(i), noop); err != nil {
 						assert.NoError(b, err) // not require: this is not the benchmark's goroutine

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // KeepAlive extends the lease back to its full TTL every TTL/3 while work
@@ -42,7 +42,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 	defer timer.Stop()
 	var capped <-chan time.Time
 	if max := ls.l.p.MaxHold; max > 0 {
-		left := max - (ls.ttl - store.Drift(ls.ttl) - ls.ValidFor())
+		left := max - (ls.ttl - storekit.Drift(ls.ttl) - ls.ValidFor())
 		capTimer := time.NewTimer(left)
 		defer capTimer.Stop()
 		capped = capTimer.C

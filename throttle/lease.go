@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -62,7 +63,7 @@ func (ls *Lease) Held() time.Duration { return time.Duration(monoNow() - ls.sinc
 
 // setValid records that the key, as of sent, lives for ttl.
 func (ls *Lease) setValid(sent int64, ttl time.Duration) {
-	ls.validUntil.Store(sent + int64(ttl-store.Drift(ttl)))
+	ls.validUntil.Store(sent + int64(ttl-storekit.Drift(ttl)))
 }
 
 // Fence returns the acquisition's fencing token under LockConfig.Fence, else 0.

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-throttle/throttle/throttle/internal/seq"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -32,7 +32,7 @@ type limiter struct {
 	p        policy
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
-	// are store.InMemory: their calls cannot hang, so nothing bounds them.
+	// are storekit.InMemory: their calls cannot hang, so nothing bounds them.
 	storeLocal, fallbackLocal bool
 	// processTokens says that keys are held only in this process's memory,
 	// where a process counter is a unique enough token.
@@ -67,8 +67,8 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 	l.notifier, _ = st.(store.Notifier)
 	l.quota, _ = st.(store.Quota)
 	l.recorder, _ = st.(store.Recorder)
-	_, l.storeLocal = st.(store.InMemory)
-	_, l.fallbackLocal = p.Fallback.(store.InMemory)
+	_, l.storeLocal = st.(storekit.InMemory)
+	_, l.fallbackLocal = p.Fallback.(storekit.InMemory)
 	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
 	l.leaseless = l.processTokens && (p.Mode == Dedupe || p.Mode == Cooldown) && !p.Fence && !p.Reentrant &&
 		p.Wait <= 0 && p.Observer == nil
@@ -76,7 +76,7 @@ func newLimiter(st Store, p policy) (*limiter, error) {
 }
 
 // minRemoteTTL is the shortest TTL of a key on a store outside this
-// process: a grant is valid for its TTL less store.Drift (2 ms and 1%)
+// process: a grant is valid for its TTL less storekit.Drift (2 ms and 1%)
 // from when it was asked for, so a shorter one is spent on arrival.
 const minRemoteTTL = 3 * time.Millisecond
 
@@ -90,7 +90,7 @@ func servable(st Store, p policy) error {
 	}
 	remote := false
 	for _, s := range stores {
-		_, local := s.(store.InMemory)
+		_, local := s.(storekit.InMemory)
 		remote = remote || !local
 	}
 	if remote && p.Mode != ModeQuota && p.TTL < minRemoteTTL {
@@ -99,7 +99,7 @@ func servable(st Store, p policy) error {
 	}
 	for name, s := range stores {
 		if r, ok := s.(interface{ Refuses(store.Request) error }); ok { // Redlock
-			req := store.Request{Key: store.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
+			req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 				Fence: p.Fence, Reentrant: p.Reentrant}
 			if err := r.Refuses(req); err != nil {
 				return fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
@@ -118,7 +118,7 @@ func servable(st Store, p policy) error {
 }
 
 // key returns the stored key for id.
-func (l *limiter) key(id string) string { return store.Key(l.p.Prefix, l.p.Name, id) }
+func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
 
 // keyTokenBuf is the stack buffer request builds a key and a token in; a
 // longer pair goes to the heap.
@@ -133,14 +133,14 @@ func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 		req.Token = ownerFrom(ctx)
 	}
 	var buf [keyTokenBuf]byte
-	b := store.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
+	b := storekit.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
 	n := len(b)
 	switch {
 	case req.Token != "":
 	case l.processTokens:
-		b = seq.Append(b, localTokens.Add(1))
+		b = storekit.AppendCounter(b, localTokens.Add(1))
 	default:
-		b = store.AppendToken(b)
+		b = storekit.AppendToken(b)
 	}
 	kt := string(b)
 	req.Key = kt[:n]

@@ -15,7 +15,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// queueStore is a store outside the process (it is not store.InMemory)
+// queueStore is a store outside the process (it is not storekit.InMemory)
 // whose acquisitions of the key "slow" wait until released, or for their
 // context, while every other key is granted at once: a store that answers
 // while one caller waits behind a burst.

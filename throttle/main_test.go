@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -104,7 +105,7 @@ func (b backend) held(t *testing.T, key string) bool {
 		require.NoError(t, err, "EXISTS %s", key)
 		return n == 1
 	}
-	g, err := b.store.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Millisecond})
+	g, err := b.store.Acquire(ctx, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Millisecond})
 	require.NoError(t, err, "probe acquire %s", key)
 	if g.Acquired {
 		// Leave nothing behind for the rest of the test.

@@ -10,12 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // remote is a fake remote store: it answers at once without allocating,
-// but is not a store.InMemory, so that a Lock treats it as it treats
+// but is not a storekit.InMemory, so that a Lock treats it as it treats
 // Redis (a per-call bound on Options.Timeout). Like go-redis, it reads the
 // context's deadline (for the socket deadline) and its Done channel (the
 // connection pool's wait). held makes every acquisition find the key held.
@@ -56,7 +57,7 @@ func BenchmarkLimiterOverhead(b *testing.B) {
 	}
 	b.Run("store", func(b *testing.B) {
 		st := remote{}
-		req := store.Request{Key: store.Key("throttle", "bench", "user-1"), Token: store.NewToken(), TTL: time.Second}
+		req := store.Request{Key: storekit.Key("throttle", "bench", "user-1"), Token: storekit.NewToken(), TTL: time.Second}
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := st.Acquire(ctx, req); err != nil {

@@ -3,7 +3,7 @@ package throttle
 import (
 	"context"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 type ownerKey struct{}
@@ -13,7 +13,7 @@ type ownerKey struct{}
 // again. Go has no thread identity, so the context carries it. Do and the
 // Exclusive middleware hand their work such a context already.
 func WithOwner(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownerKey{}, store.NewToken())
+	return context.WithValue(ctx, ownerKey{}, storekit.NewToken())
 }
 
 // ownerFrom returns the owner carried by ctx, or "".

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -81,7 +82,7 @@ func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*Decisi
 	}
 	if cost == 0 && d.Remaining == 0 {
 		// A free request must not slip past a spent quota (a login form's).
-		d.Allowed, d.RetryAfter = false, r.NextRefill(d)
+		d.Allowed, d.RetryAfter = false, storekit.NextRefill(r, d)
 	}
 	if !d.Allowed {
 		err, fallback = &ContendedError{RetryAfter: d.RetryAfter}, false
@@ -102,7 +103,7 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Deci
 	if r.Burst == 0 {
 		r.Burst = r.Limit
 	}
-	if err := r.Check(cost); err != nil {
+	if err := storekit.Check(r, cost); err != nil {
 		return Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
 	key := l.key(id)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -100,7 +101,7 @@ func TestReentrantForeignOwner(t *testing.T) {
 				_, err := l.Acquire(other, "job")
 				require.ErrorIs(t, err, throttle.ErrContended, "foreign acquire")
 			}
-			stranger := store.NewToken()
+			stranger := storekit.NewToken()
 			out, err := b.store.Release(ctx, lease.Key(), stranger)
 			require.NoError(t, err, "foreign release")
 			require.Equal(t, store.HeldByOther, out, "foreign release")
@@ -172,7 +173,7 @@ func TestReentryNeverShortensDo(t *testing.T) {
 			return err
 		}
 		assert.Greater(t, inner.ValidFor(), 30*time.Second, "inner lease: want the key's real TTL of about a minute")
-		g, err := st.Acquire(ctx, store.Request{Key: l.StoredKey("k"), Token: store.NewToken(), TTL: time.Second})
+		g, err := st.Acquire(ctx, store.Request{Key: l.StoredKey("k"), Token: storekit.NewToken(), TTL: time.Second})
 		assert.NoError(t, err)
 		assert.False(t, g.Acquired, "after a 1s re-entry another owner took the key")
 		assert.Greater(t, g.Remaining, 30*time.Second, "after a 1s re-entry another owner sees %+v: the minute-long hold was cut short", g)

@@ -18,7 +18,7 @@ import (
 // for ids too long for the stack buffer, and every acquisition gets a token
 // of its own: a process-wide counter (11 bytes) when the key is held only
 // in this process's memory, a token unique across processes (31 bytes,
-// store.NewToken) when it may reach another store (FailOver).
+// storekit.NewToken) when it may reach another store (FailOver).
 func TestLeaseKeyAndToken(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {

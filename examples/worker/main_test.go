@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestMain(m *testing.M) {
@@ -299,7 +299,7 @@ func TestWorkerReportsLostLease(t *testing.T) {
 			t.Fatalf("want start, got %+v", e)
 		}
 	}
-	if err := rdb.Del(context.Background(), store.Key(throttle.DefaultPrefix, "sync", "c2")).Err(); err != nil {
+	if err := rdb.Del(context.Background(), storekit.Key(throttle.DefaultPrefix, "sync", "c2")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lines, code := p.wait()
@@ -339,7 +339,7 @@ func TestWorkerInterrupted(t *testing.T) {
 		t.Fatal("worker still running 10s after SIGINT")
 	}
 	for _, c := range []string{"c1", "c2", "c3"} {
-		if n := rdb.Exists(context.Background(), store.Key(throttle.DefaultPrefix, "sync", c)).Val(); n != 0 {
+		if n := rdb.Exists(context.Background(), storekit.Key(throttle.DefaultPrefix, "sync", c)).Val(); n != 0 {
 			t.Fatalf("lock of %s left behind after SIGINT", c)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -73,7 +74,7 @@ func Run(t *testing.T, a Adapter) {
 // StoredKey returns the key a limiter named name stores for the identity
 // id under the default prefix, as the suite's limiters do.
 func StoredKey(name, id string) string {
-	return store.Key(throttle.DefaultPrefix, name, id)
+	return storekit.Key(throttle.DefaultPrefix, name, id)
 }
 
 // tokenLog is a store that remembers the first token it was asked to

@@ -10,7 +10,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// ErrNotReplicated is redisstore.ErrNotReplicated.
+// ErrNotReplicated is matched by the error of an acquisition too few replicas
+// acknowledged (WithReplicaAck).
 var ErrNotReplicated = errors.New("redisstore: too few replicas acknowledged the lock")
 
 // Waiter is a Conn that can send WAIT replicas timeout after a script, in

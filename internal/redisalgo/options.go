@@ -18,9 +18,8 @@ type config struct {
 	path                   string           // see WithPath
 }
 
-// configure applies opts over the defaults (a duration <= 0 means its
-// default): fence counters live a day (at least a second), background calls
-// wait a second, and WAIT 50ms.
+// configure applies opts over the defaults: fence counters live a day (at
+// least a second), background calls wait a second, and WAIT 50ms.
 func configure(opts []Option) config {
 	var c config
 	for _, o := range opts {
@@ -35,7 +34,8 @@ func configure(opts []Option) config {
 // WithFenceTTL is redisstore.WithFenceTTL.
 func WithFenceTTL(d time.Duration) Option { return func(c *config) { c.fenceTTL = max(d, 0) } }
 
-// WithWatchTimeout is redisstore.WithWatchTimeout.
+// WithWatchTimeout bounds Watch's wait for a subscription and each background
+// call (tests; one second by default).
 func WithWatchTimeout(d time.Duration) Option { return func(c *config) { c.watchTimeout = max(d, 0) } }
 
 // WithLogger is redisstore.WithLogger.
@@ -50,8 +50,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithPath holds plain acquisitions and quota charges on one path (tests):
-// "set" (SET NX alone; quota charges try it first), "pipeline" (SET NX, GET
-// and PTTL), "script", or "store", the default, which chooses by Share.
+// "set", "pipeline", "script", or "store", the default, which chooses by Share.
 func WithPath(p string) Option { return func(c *config) { c.path = p } }
 
 // Logger returns the logger opts configure.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -19,10 +20,10 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if key == "" {
 		return store.Decision{}, s.check(key, "-", 1)
 	}
-	if err := r.Check(cost); err != nil {
+	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	t := int64(r.Interval() / time.Microsecond) // the scripts reply in µs
+	t := int64(storekit.Interval(r) / time.Microsecond) // the scripts reply in µs
 	sc, interval, args := s.gcraCall(t, r.Burst, cost)
 	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0
 	newKey := int64(cost) * t // the reply for a key without time left

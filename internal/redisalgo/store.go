@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -71,11 +72,11 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 }
 
 // acquireArgs returns the acquire script's keys (the counter only when
-// fenced, so that it works while a Cluster slot migrates) and arguments.
+// fenced: the script works while a Cluster slot migrates) and arguments.
 func (s *Store) acquireArgs(req store.Request, ms int64) ([]string, []string) {
 	keys := []string{req.Key}
 	if req.Fence {
-		keys = append(keys, store.FenceKey(req.Key))
+		keys = append(keys, storekit.FenceKey(req.Key))
 	}
 	return keys, []string{req.Token, strconv.FormatInt(ms, 10), flag(req.Fence), flag(req.Reentrant), s.fenceMs}
 }
@@ -108,7 +109,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	if err := s.check(key, token, 1); err != nil {
 		return 0, err
 	}
-	res, err := s.conn.Eval(ctx, releaseScript, []string{key, store.RecordKey(key)}, token, channel(key))
+	res, err := s.conn.Eval(ctx, releaseScript, []string{key, storekit.RecordKey(key)}, token, channel(key))
 	if m := fmt.Sprint(err); strings.HasPrefix(m, "TRYAGAIN") || strings.HasPrefix(m, "ASK ") {
 		res, err = s.releaseMoving(ctx, key, token, err)
 	}
@@ -119,7 +120,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 // on the other node (TRYAGAIN, ASK): without a record the lock alone is the
 // same step (only the holder records); with one, nothing is released.
 func (s *Store) releaseMoving(ctx context.Context, key, token string, moving error) ([]int64, error) {
-	_, found, err := s.conn.Get(ctx, store.RecordKey(key))
+	_, found, err := s.conn.Get(ctx, storekit.RecordKey(key))
 	switch {
 	case err != nil:
 		return nil, err
@@ -145,7 +146,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 	if err := s.check(key, token, 1); err != nil {
 		return 0, err
 	}
-	res, err := s.conn.Eval(ctx, recordScript, []string{key, store.RecordKey(key)}, token, string(rec), channel(key))
+	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key))
 	return s.result("record", res, err)
 }
 
@@ -154,7 +155,7 @@ func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) 
 	if key == "" {
 		return nil, false, s.check(key, "-", 1)
 	}
-	rec, found, err := s.conn.Get(ctx, store.RecordKey(key))
+	rec, found, err := s.conn.Get(ctx, storekit.RecordKey(key))
 	if err != nil {
 		return nil, false, s.fail("recorded", err, true)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -29,7 +30,7 @@ func CheckQuotaNewKey(t *testing.T, q store.Quota, c *redis.Client, scripted boo
 		k := key()
 		c.ConfigResetStat(ctx)
 		d, err := q.AllowN(ctx, k, r, cost)
-		want := store.Decision{Allowed: true, Remaining: r.Burst - cost, ResetAfter: time.Duration(cost) * r.Interval()}
+		want := store.Decision{Allowed: true, Remaining: r.Burst - cost, ResetAfter: time.Duration(cost) * storekit.Interval(r)}
 		if err != nil || d != want {
 			t.Fatalf("first charge of %d: %+v, %v; want %+v", cost, d, err, want)
 		}
@@ -41,7 +42,7 @@ func CheckQuotaNewKey(t *testing.T, q store.Quota, c *redis.Client, scripted boo
 		}
 		d, err = q.AllowN(ctx, k, r, 1)
 		if err != nil || !d.Allowed || d.Remaining != r.Burst-cost-1 ||
-			d.ResetAfter <= want.ResetAfter || d.ResetAfter > want.ResetAfter+r.Interval() {
+			d.ResetAfter <= want.ResetAfter || d.ResetAfter > want.ResetAfter+storekit.Interval(r) {
 			t.Fatalf("second charge after %d: %+v, %v", cost, d, err)
 		}
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"strconv"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -81,7 +82,7 @@ func quotaLimitField(p *policy, d *throttle.Decision) string {
 // refillSeconds is the t of a Quota decision's RateLimit value: the
 // seconds until one more request refills, or -1 when the quota is full.
 func refillSeconds(p *policy, d *throttle.Decision) int64 {
-	if r := p.rate.NextRefill(*d); r > 0 {
+	if r := storekit.NextRefill(p.rate, *d); r > 0 {
 		return seconds(r)
 	}
 	return -1

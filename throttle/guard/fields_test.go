@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestRefillKeepsTheEffectiveWindow checks the promise the RateLimit "t"
-// makes under draft -11: for Rate.NextRefill(d) after a decision d, the client can
+// makes under draft -11: for storekit.NextRefill(r, d) after a decision d, the client can
 // use no more than d.Remaining, and no less either: a peek just before
 // the refill still sees d.Remaining, a peek at it sees one more. A random
 // walk of charges and idle times over a fake clock covers full, partial
@@ -39,14 +40,14 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 		{Limit: 3, Window: time.Second, Burst: 5},
 		{Limit: 7, Window: 100 * time.Millisecond, Burst: 1},
 	} {
-		T := r.Interval()
+		T := storekit.Interval(r)
 		checked := 0
 		for i := range 400 {
 			set(clock().Add(time.Duration(rng.Int64N(int64(2*T)/1000)) * time.Microsecond))
 			key := "k" + r.Window.String()
 			d, err := s.AllowN(ctx, key, r, rng.IntN(r.Burst+1))
 			require.NoError(t, err)
-			wait := r.NextRefill(d)
+			wait := storekit.NextRefill(r, d)
 			if d.Remaining == r.Burst {
 				require.Zero(t, wait, "full quota: refill")
 				continue

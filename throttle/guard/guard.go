@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -130,7 +131,7 @@ func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
 	if r.Burst == 0 {
 		r.Burst = r.Limit
 	}
-	if err := r.Check(0); err != nil {
+	if err := storekit.Check(r, 0); err != nil {
 		panic("guard: " + err.Error())
 	}
 	c := q.Config()

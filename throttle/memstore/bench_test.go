@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -21,7 +22,7 @@ const benchKeys = 1 << 16
 func benchKeySet() []string {
 	keys := make([]string, benchKeys)
 	for i := range keys {
-		keys[i] = store.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
+		keys[i] = storekit.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
 	}
 	return keys
 }
@@ -43,7 +44,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				tok := store.NewToken()
+				tok := storekit.NewToken()
 				i := int(next.Add(7919))
 				for pb.Next() {
 					key := keys[i&(benchKeys-1)]
@@ -62,12 +63,12 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 	b.Run("hot-key", func(b *testing.B) {
 		s := New()
-		key := store.Key(throttle.DefaultPrefix, "bench", "hot")
+		key := storekit.Key(throttle.DefaultPrefix, "bench", "hot")
 		var won atomic.Int64
 		b.ReportAllocs()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			tok := store.NewToken()
+			tok := storekit.NewToken()
 			for pb.Next() {
 				g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Minute})
 				if err != nil {
@@ -88,8 +89,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // ("B/key"), everything included: the map slots and their spare room, and
 // the bytes of the key and of the token, which the store keeps (a Limiter
 // makes a new key string and a new token for every acquisition). Keys have
-// the shape of a real policy's, store.Key("throttle", "submit", <user id>),
-// 28 bytes; tokens come from store.NewToken, 31 bytes. Shapes:
+// the shape of a real policy's, storekit.Key("throttle", "submit", <user id>),
+// 28 bytes; tokens come from storekit.NewToken, 31 bytes. Shapes:
 //
 //   - held: distinct keys held, no fences;
 //   - held-fenced: distinct keys held, each with its fence counter;
@@ -122,7 +123,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.GC()
 					runtime.ReadMemStats(&before)
-					s := New(WithMaxKeys(n), WithPolicyShare(1)) // the keys are of one policy
+					s := New(WithMaxKeys(n), withPolicyShare(1)) // the keys are of one policy
 					for i, p := range shape.phases {
 						keys = fill(b, s, n, i*n, p.fence, p.release)
 					}
@@ -145,8 +146,8 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 func fill(b *testing.B, s *Store, n, first int, fence, release bool) int {
 	stored := 0
 	for i := range n {
-		key := store.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+first+i))
-		tok := store.NewToken()
+		key := storekit.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+first+i))
+		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Hour, Fence: fence})
 		if errors.Is(err, ErrFull) {
 			continue
@@ -173,9 +174,9 @@ func BenchmarkAcquireSteady(b *testing.B) {
 	const n = 1 << 18
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = store.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
+		keys[i] = storekit.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
 	}
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	s := New()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -195,16 +196,16 @@ func BenchmarkFill(b *testing.B) {
 	const n = 900_000
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = store.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+i))
+		keys[i] = storekit.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+i))
 	}
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	var worst, total time.Duration
 	var heap int64
 	for range b.N {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := New(WithPolicyShare(1))
+		s := New(withPolicyShare(1))
 		start := time.Now()
 		for _, key := range keys {
 			t0 := time.Now()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -25,7 +26,7 @@ func TestMutualExclusion(t *testing.T) {
 			for r := range rounds {
 				k := (w + r) % keys
 				key := "k" + strconv.Itoa(k)
-				tok := store.NewToken()
+				tok := storekit.NewToken()
 				req := store.Request{Key: key, Token: tok, TTL: time.Minute, Fence: r%2 == 0, Reentrant: r%3 == 0}
 				g, err := s.Acquire(bg, req)
 				if !assert.NoError(t, err) {

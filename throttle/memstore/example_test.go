@@ -36,12 +36,12 @@ func ExampleWithClock() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := memstore.New(memstore.WithClock(func() time.Time { return now }))
 	ctx := context.Background()
-	req := store.Request{Key: "k", Token: store.NewToken(), TTL: time.Minute}
+	req := store.Request{Key: "k", Token: "first", TTL: time.Minute}
 	g, _ := ms.Acquire(ctx, req)
 	fmt.Println("acquired:", g.Acquired)
 
 	now = now.Add(time.Minute) // the lock expires
-	req.Token = store.NewToken()
+	req.Token = "second"
 	g, _ = ms.Acquire(ctx, req)
 	fmt.Println("acquired after a minute:", g.Acquired)
 	// Output:

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -103,13 +104,13 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	s := New(WithClock(clk.Now))
 	const n = 10000
 	for i := range n {
-		acquire(t, s, store.Key("p", "sweep", strconv.Itoa(i)), "t", time.Second)
+		acquire(t, s, storekit.Key("p", "sweep", strconv.Itoa(i)), "t", time.Second)
 	}
 	clk.Advance(time.Second)
 	// Fresh one-off keys: every insertion samples a few entries, so the
 	// expired ones go away without anyone touching them again.
 	for i := range 4 * n {
-		key := store.Key("p", "fresh", strconv.Itoa(i))
+		key := storekit.Key("p", "fresh", strconv.Itoa(i))
 		acquire(t, s, key, "u", time.Hour)
 		outcome(t, store.OK)(s.Release(bg, key, "u"))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -22,7 +23,7 @@ import (
 func floodPolicy(t *testing.T, s *Store, policy string, n int) (refused int) {
 	t.Helper()
 	for i := range n {
-		key := store.Key("throttle", policy, "user-"+strconv.Itoa(i))
+		key := storekit.Key("throttle", policy, "user-"+strconv.Itoa(i))
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: "flood", TTL: time.Hour})
 		if errors.Is(err, ErrFull) {
 			refused++
@@ -44,7 +45,7 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	refused := floodPolicy(t, s, "flood", 5000)
 	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
 
-	key := store.Key("throttle", "other", "user-1")
+	key := storekit.Key("throttle", "other", "user-1")
 	g, err := s.Acquire(bg, store.Request{Key: key, Token: "first", TTL: time.Minute})
 	require.NoError(t, err, "a new key of another policy after the flood")
 	require.True(t, g.Acquired)
@@ -56,14 +57,14 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	// Many other keys of other policies still fit, all of them.
 	for _, policy := range []string{"orders", "jobs", "password-reset"} {
 		for i := range 100 {
-			k := store.Key("throttle", policy, "user-"+strconv.Itoa(i))
+			k := storekit.Key("throttle", policy, "user-"+strconv.Itoa(i))
 			g, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i%2 == 0})
 			require.NoError(t, err, "%s key %d after the flood", policy, i)
 			require.True(t, g.Acquired, "%s key %d", policy, i)
 		}
 	}
 	// The flooded policy's held keys stay held.
-	g, err = s.Acquire(bg, store.Request{Key: store.Key("throttle", "flood", "user-0"), Token: "dup", TTL: time.Minute})
+	g, err = s.Acquire(bg, store.Request{Key: storekit.Key("throttle", "flood", "user-0"), Token: "dup", TTL: time.Minute})
 	require.NoError(t, err)
 	assert.False(t, g.Acquired, "a held key of the flooded policy was given to a duplicate")
 
@@ -153,13 +154,13 @@ func TestFencesIncreaseAcrossRemovedCounters(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now), WithMaxKeys(16)) // one shard, 16 counters
 	last := map[string]int64{}
-	held := store.Key("throttle", "jobs", "held")
+	held := storekit.Key("throttle", "jobs", "held")
 	g, err := s.Acquire(bg, store.Request{Key: held, Token: "h", TTL: time.Hour, Fence: true})
 	require.NoError(t, err)
 	last[held] = g.Fence
 	for round := range 10 {
 		for i := range 50 {
-			key := store.Key("throttle", "jobs", strconv.Itoa(i))
+			key := storekit.Key("throttle", "jobs", strconv.Itoa(i))
 			g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Second, Fence: true})
 			require.NoError(t, err, "round %d, key %d", round, i)
 			require.True(t, g.Acquired)
@@ -188,7 +189,7 @@ func TestQuotaFloodOfOnePolicy(t *testing.T) {
 	r := store.Rate{Limit: 1, Window: time.Hour, Burst: 1}
 	refused := 0
 	for i := range 5000 {
-		d, err := s.AllowN(bg, store.Key("throttle", "flood", strconv.Itoa(i)), r, 1)
+		d, err := s.AllowN(bg, storekit.Key("throttle", "flood", strconv.Itoa(i)), r, 1)
 		if errors.Is(err, ErrFull) {
 			refused++
 			continue
@@ -197,7 +198,7 @@ func TestQuotaFloodOfOnePolicy(t *testing.T) {
 		require.True(t, d.Allowed)
 	}
 	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
-	key := store.Key("throttle", "other", "user-1")
+	key := storekit.Key("throttle", "other", "user-1")
 	d, err := s.AllowN(bg, key, r, 1)
 	require.NoError(t, err, "a new quota of another policy after the flood")
 	require.True(t, d.Allowed)
@@ -213,8 +214,8 @@ func TestRecordPolicyShare(t *testing.T) {
 	s := New(WithMaxKeys(16), WithMaxRecordBytes(1000)) // one shard
 	require.Len(t, s.shards, 1)
 	b := func(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
-	a0, a1 := store.Key("throttle", "a", "0"), store.Key("throttle", "a", "1")
-	b0 := store.Key("throttle", "b", "0")
+	a0, a1 := storekit.Key("throttle", "a", "0"), storekit.Key("throttle", "a", "1")
+	b0 := storekit.Key("throttle", "b", "0")
 	for _, k := range []string{a0, a1, b0} {
 		acquire(t, s, k, "t", time.Minute)
 	}
@@ -245,7 +246,7 @@ func TestPolicyCountsModel(t *testing.T) {
 		for step := range 5000 {
 			var key string
 			if p := rng.IntN(len(policies) + 1); p < len(policies) {
-				key = store.Key("throttle", policies[p], strconv.Itoa(rng.IntN(40)))
+				key = storekit.Key("throttle", policies[p], strconv.Itoa(rng.IntN(40)))
 			} else {
 				key = "bare" + strconv.Itoa(rng.IntN(10))
 			}
@@ -356,13 +357,13 @@ func checkCounts[V item](t *testing.T, pols *policies, tb *table[V], small int64
 
 func TestPolicyOf(t *testing.T) {
 	for key, want := range map[string]string{
-		store.Key("throttle", "submit", "u:1{x}"): "submit",
-		store.Key("throttle", "a%b", "1"):         "a%25b",
-		"plain":                                   "",
-		"{tag}":                                   "",
-		"{tag}:x":                                 "",
-		"p:{pol:id}":                              "pol",
-		"{:id}":                                   "",
+		storekit.Key("throttle", "submit", "u:1{x}"): "submit",
+		storekit.Key("throttle", "a%b", "1"):         "a%25b",
+		"plain":                                      "",
+		"{tag}":                                      "",
+		"{tag}:x":                                    "",
+		"p:{pol:id}":                                 "pol",
+		"{:id}":                                      "",
 	} {
 		assert.Equal(t, want, policyOf(key), "policyOf(%q)", key)
 	}
@@ -374,9 +375,9 @@ func TestPolicyShareOption(t *testing.T) {
 	for opt, want := range map[float64]int64{
 		0.25: 4, 0.5: 8, 1: 16, 2: 16, 0: 8, -1: 8, 0.001: 1,
 	} {
-		s := New(WithMaxKeys(16), WithPolicyShare(opt)) // one shard of 16
+		s := New(WithMaxKeys(16), withPolicyShare(opt)) // one shard of 16
 		require.Len(t, s.shards, 1)
-		assert.Equal(t, want, s.shards[0].locks.polLimit, "WithPolicyShare(%v)", opt)
+		assert.Equal(t, want, s.shards[0].locks.polLimit, "withPolicyShare(%v)", opt)
 	}
 	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].locks.polLimit, "the default share")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -35,7 +36,7 @@ func TestFenceFollowsClockAndCounter(t *testing.T) {
 
 func TestFenceSurvivesBackwardClockWhileKept(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour))
 	f1 := fenced(t, s, "k")
 	clk.Advance(-time.Minute) // a wall clock step back
 	require.Equal(t, f1+1, fenced(t, s, "k"))
@@ -43,7 +44,7 @@ func TestFenceSurvivesBackwardClockWhileKept(t *testing.T) {
 
 func TestFenceCountersAreDropped(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(16))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour), WithMaxKeys(16))
 	for _, k := range []string{"a", "b", "c"} {
 		fenced(t, s, k)
 	}
@@ -61,7 +62,7 @@ func TestFenceCountersAreDropped(t *testing.T) {
 // even with the clock stepped back.
 func TestFenceCountersAreBounded(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Hour), WithMaxKeys(2))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Hour), WithMaxKeys(2))
 	last := map[string]int64{}
 	for _, k := range []string{"a", "b", "c"} { // c's counter takes another's place
 		last[k] = fenced(t, s, k)
@@ -103,7 +104,7 @@ func TestFenceTTLOption(t *testing.T) {
 		0:                     defaultFenceTTL,
 		-time.Second:          defaultFenceTTL,
 	} {
-		assert.Equal(t, want, New(WithFenceTTL(opt)).fenceTTL, "WithFenceTTL(%v)", opt)
+		assert.Equal(t, want, New(withFenceTTL(opt)).fenceTTL, "withFenceTTL(%v)", opt)
 	}
 }
 
@@ -113,12 +114,12 @@ func TestFenceTTLOption(t *testing.T) {
 func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 64
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Minute), WithMaxKeys(bound))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Minute), WithMaxKeys(bound))
 	const rounds, perRound = 200, 8 // 25 times the bound
 	for r := range rounds {
 		for i := range perRound {
-			key := store.Key("throttle", "submit", strconv.Itoa(r*perRound+i))
-			g, err := s.Acquire(bg, store.Request{Key: key, Token: store.NewToken(), TTL: time.Second, Fence: true})
+			key := storekit.Key("throttle", "submit", strconv.Itoa(r*perRound+i))
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Second, Fence: true})
 			require.NoError(t, err, "round %d, key %d", r, i)
 			require.True(t, g.Acquired)
 			require.Positive(t, g.Fence)
@@ -137,11 +138,11 @@ func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 func TestHeldKeyKeepsItsCounter(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 16 // one shard
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(bound))
-	hot := store.Key("throttle", "sync", "hot")
+	s := New(WithClock(clk.Now), withFenceTTL(time.Second), WithMaxKeys(bound))
+	hot := storekit.Key("throttle", "sync", "hot")
 	hold := func() (int64, string) {
 		t.Helper()
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: hot, Token: tok, TTL: time.Hour, Fence: true})
 		require.NoError(t, err)
 		require.True(t, g.Acquired)
@@ -158,7 +159,7 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 		for i := range 3 * bound {
 			clk.Advance(time.Second)
 			outcome(t, store.OK)(s.Extend(bg, hot, tok, time.Hour))
-			key := store.Key("throttle", "sync", strconv.Itoa(round*1000+i))
+			key := storekit.Key("throttle", "sync", strconv.Itoa(round*1000+i))
 			g, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Millisecond, Fence: true})
 			require.NoError(t, err, "round %d, key %d", round, i)
 			require.True(t, g.Acquired)
@@ -180,7 +181,7 @@ func TestHeldKeyKeepsItsCounter(t *testing.T) {
 // fence handed out before.
 func TestFenceAfterCounterExpiredStaysAbove(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithFenceTTL(time.Second), WithMaxKeys(16))
+	s := New(WithClock(clk.Now), withFenceTTL(time.Second), WithMaxKeys(16))
 	var last int64
 	for range 1000 { // all within one microsecond
 		last = fenced(t, s, "k")

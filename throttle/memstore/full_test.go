@@ -19,7 +19,7 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 	clk := newFakeClock()
 	// One policy may fill the store here (see TestFloodOfOnePolicy for
 	// the default share).
-	s := New(WithClock(clk.Now), WithMaxKeys(4), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(4), withPolicyShare(1))
 	for i := range 4 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
@@ -60,7 +60,7 @@ func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 
 func TestMaxKeysAcrossShards(t *testing.T) {
 	const max = 1 << 12
-	s := New(WithMaxKeys(max), WithPolicyShare(1)) // the keys are of one policy
+	s := New(WithMaxKeys(max), withPolicyShare(1)) // the keys are of one policy
 	full := 0
 	for i := range 2 * max {
 		_, err := s.Acquire(bg, store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
@@ -97,7 +97,7 @@ func (w *logBuffer) String() string {
 }
 
 // fullLimiter returns a Limiter on a store bounded to 16 keys (one shard),
-// which its one policy may fill (WithPolicyShare(1)), with the 16 keys
+// which its one policy may fill (withPolicyShare(1)), with the 16 keys
 // "held0".."held15" admitted and their leases, and the log it writes to.
 // (With the default share the policy's half is full after 8 keys: the same
 // answers for it, see TestFloodOfOnePolicy.)
@@ -105,7 +105,7 @@ func fullLimiter(t *testing.T, p throttle.LockConfig) (*throttle.Lock, []*thrott
 	t.Helper()
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	l, err := throttle.NewLock(New(WithMaxKeys(16), WithPolicyShare(1)), p)
+	l, err := throttle.NewLock(New(WithMaxKeys(16), withPolicyShare(1)), p)
 	require.NoError(t, err)
 	var leases []*throttle.Lease
 	for i := range 16 {
@@ -191,7 +191,7 @@ func TestFullStoreFailsOver(t *testing.T) {
 // full store evicts no live lock, plain, reentrant or fenced.
 func TestFullStoreKeepsHeldKeys(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(16), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(16), withPolicyShare(1))
 	for i := range 16 {
 		req := store.Request{Key: "held" + strconv.Itoa(i), Token: "owner", TTL: time.Minute,
 			Reentrant: i%2 == 1, Fence: i%3 == 0}

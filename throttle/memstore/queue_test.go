@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -17,16 +18,16 @@ func TestExpiryOfMixedTTLs(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
 	for i := range 1000 {
-		key := store.Key("p", "job", strconv.Itoa(i))
+		key := storekit.Key("p", "job", strconv.Itoa(i))
 		acquire(t, s, key, "t", time.Hour)
 		outcome(t, store.OK)(s.Release(bg, key, "t"))
 	}
 	for i := range 1000 {
-		acquire(t, s, store.Key("p", "submit", strconv.Itoa(i)), "t", time.Second)
+		acquire(t, s, storekit.Key("p", "submit", strconv.Itoa(i)), "t", time.Second)
 	}
 	clk.Advance(time.Second)
 	for i := range 2000 {
-		acquire(t, s, store.Key("p", "later", strconv.Itoa(i)), "t", time.Second)
+		acquire(t, s, storekit.Key("p", "later", strconv.Itoa(i)), "t", time.Second)
 	}
 	locks, _, _ := s.counts()
 	require.LessOrEqual(t, locks, 2000+50, "about the 2000 live locks")
@@ -71,7 +72,7 @@ func TestExpiryKeepsUpWithAStream(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
 	for i := range 100_000 {
-		acquire(t, s, store.Key("p", "submit", strconv.Itoa(i)), "t", 10*time.Millisecond)
+		acquire(t, s, storekit.Key("p", "submit", strconv.Itoa(i)), "t", 10*time.Millisecond)
 		clk.Advance(10 * time.Microsecond) // 1000 live locks
 	}
 	locks, _, _ := s.counts()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -36,15 +37,15 @@ func TestRateCheck(t *testing.T) {
 		{ok, -5, false}, // a refund above burst
 		{ok, 5, false},
 	} {
-		err := tc.r.Check(tc.cost)
+		err := storekit.Check(tc.r, tc.cost)
 		if tc.ok {
-			assert.NoError(t, err, "%+v.Check(%d)", tc.r, tc.cost)
+			assert.NoError(t, err, "Check(%+v, %d)", tc.r, tc.cost)
 		} else {
-			assert.ErrorIs(t, err, store.ErrInvalid, "%+v.Check(%d)", tc.r, tc.cost)
+			assert.ErrorIs(t, err, store.ErrInvalid, "Check(%+v, %d)", tc.r, tc.cost)
 		}
 	}
-	assert.ErrorContains(t, ok.Check(-5), "refund 5 is above burst 4")
-	assert.Equal(t, 333333*time.Microsecond, (store.Rate{Limit: 3, Window: time.Second, Burst: 3}).Interval())
+	assert.ErrorContains(t, storekit.Check(ok, -5), "refund 5 is above burst 4")
+	assert.Equal(t, 333333*time.Microsecond, storekit.Interval(store.Rate{Limit: 3, Window: time.Second, Burst: 3}))
 }
 
 // TestQuotaSequence checks decisions worked out by hand: T = 250ms and
@@ -192,7 +193,7 @@ func TestQuotaEntryExpires(t *testing.T) {
 func TestQuotaFull(t *testing.T) {
 	clk := newFakeClock()
 	// One shard, which one policy may fill (see TestQuotaFullPolicy).
-	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
 	ctx := context.Background()
 	r := store.Rate{Limit: 1, Window: time.Second, Burst: 2}
 	allow := func(key string, cost int) store.Decision {
@@ -215,7 +216,7 @@ func TestQuotaFull(t *testing.T) {
 	require.LessOrEqual(t, s.quotaCount(), minPerShard)
 
 	// Refunds never need a new entry, so a full shard never refuses one.
-	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), WithPolicyShare(1))
+	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
 	for i := range minPerShard {
 		allow(fmt.Sprint("k", i), 2)
 	}

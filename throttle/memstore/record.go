@@ -22,11 +22,8 @@ func (r record) expiry() time.Duration { return r.expires }
 func (r record) policy() uint16        { return r.pol }
 func (r record) size() int64           { return int64(len(r.data)) }
 
-// Record keeps a copy of rec as key's record if token holds key, until the
-// lock's expiry as it is now, and wakes key's watchers (see store.Recorder).
-// Release deletes it with the lock. A rec that does not fit
-// WithMaxRecordBytes fails and writes nothing. It fails with store.ErrInvalid
-// for an empty key or token, and with ctx.Err().
+// Record keeps a copy of rec as key's record if token holds key (see
+// store.Recorder). A rec that does not fit WithMaxRecordBytes writes nothing.
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: memstore: empty key or token", store.ErrInvalid)
@@ -55,9 +52,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 	return out, err
 }
 
-// Recorded returns a copy of key's record, and found false when it has none
-// or only an expired one. It fails with store.ErrInvalid for an empty key,
-// and with ctx.Err().
+// Recorded returns a copy of key's record (see store.Recorder).
 func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err

@@ -140,7 +140,7 @@ func TestRecordBytesBound(t *testing.T) {
 	clk := newFakeClock()
 	// 16 keys make a store of one shard, so the whole bound is its share,
 	// and the keys' one policy may fill it (see TestRecordPolicyShare).
-	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(1000), WithPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(1000), withPolicyShare(1))
 	require.Len(t, s.shards, 1)
 	for i := range 5 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)

@@ -127,7 +127,7 @@ func (p *policies) id(key string) uint16 {
 }
 
 // policyOf returns the policy in key's hash tag: what lies between the first
-// '{' and the next ':' (store.Key escapes both in names and identities), or
+// '{' and the next ':' (storekit.Key escapes both in names and identities), or
 // "" when key has no such tag.
 func policyOf(key string) string {
 	_, rest, ok := strings.Cut(key, "{")

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -15,10 +16,16 @@ const (
 	maxShards     = 64 // enough for dozens of cores
 	shardsPerProc = 4  // so that goroutines running at once rarely share a mutex
 	minPerShard   = 16 // a small store has fewer shards, to keep its bound close
+
+	defaultMaxKeys        = 1 << 20
+	defaultMaxRecordBytes = 64 << 20
+	defaultFenceTTL       = 24 * time.Hour
+	defaultPolicyShare    = 0.5
 )
 
-// Store is an in-memory store.Store for one process; see the package
-// documentation. It is safe for concurrent use; make one with New.
+// Store is an in-memory store.Store, store.Notifier, store.Quota and
+// store.Recorder for one process; see the package documentation. Make one
+// with New; it is safe for concurrent use.
 type Store struct {
 	shards   []shard
 	seed     maphash.Seed
@@ -28,15 +35,14 @@ type Store struct {
 }
 
 var _ interface {
-	store.InMemory
+	storekit.InMemory
 	store.Notifier
 	store.Quota
 	store.Recorder
 } = (*Store)(nil)
 
-// New returns an empty store: without options it holds up to 1<<20 locks,
-// half of them for one policy, reads time.Now and keeps fence counters for
-// 24 hours.
+// New returns an empty store. Without options it holds up to 1<<20 locks and
+// reads time.Now.
 func New(opts ...Option) *Store {
 	c := config{maxKeys: defaultMaxKeys, maxRecordBytes: defaultMaxRecordBytes,
 		fenceTTL: defaultFenceTTL, policyShare: defaultPolicyShare}
@@ -97,10 +103,9 @@ func ceilMillis(d time.Duration) time.Duration {
 	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
-// Acquire takes req.Key for req.Token if it is free, or re-enters it for a
-// reentrant request of its owner. It fails with ErrFull when a new lock does
-// not fit (see WithMaxKeys and WithPolicyShare), with store.ErrInvalid for
-// an empty token or a TTL that is not positive, and with ctx.Err().
+// Acquire takes req.Key for req.Token if it is free, or re-enters it for its
+// reentrant owner (see store.Store). A new lock that does not fit fails
+// with ErrFull.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -158,9 +163,8 @@ func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, i int, ttl, no
 	return g, nil
 }
 
-// Release frees key if token holds it, deleting its record and waking its
-// watchers, or drops one hold of a reentrant lock held more than once
-// (store.StillHeld).
+// Release frees key and its record if token holds it, and wakes its
+// watchers (see store.Store).
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		if l.holds > 1 {
@@ -177,9 +181,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	})
 }
 
-// Extend sets key's time to live to ttl, rounded up to a millisecond, if
-// token holds it; a reentrant key's is raised, never lowered, because one
-// owner's holds share it.
+// Extend sets key's time to live to ttl if token holds it (see store.Store).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
@@ -216,7 +218,7 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 
 // Len returns how many entries (locks, fence counters, quotas, records,
 // expired ones not yet removed included) the store holds, for a gauge of its
-// memory; it locks every shard in turn, so call it when scraped.
+// memory. It locks every shard in turn: read it when scraped.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
@@ -228,6 +230,6 @@ func (s *Store) Len() int {
 	return n
 }
 
-// InMemory marks the store as answering without I/O (store.InMemory), so
-// that a limiter spends no per-call timeout on it.
+// InMemory marks the store as answering without I/O, so that a limiter
+// spends no per-call timeout on it.
 func (s *Store) InMemory() {}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -28,7 +29,7 @@ func TestLen(t *testing.T) {
 	s := memstore.New()
 	require.Zero(t, s.Len(), "a new store")
 	for i := range 10 {
-		k := store.Key("throttle", "len", strconv.Itoa(i))
+		k := storekit.Key("throttle", "len", strconv.Itoa(i))
 		_, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i < 3})
 		require.NoError(t, err)
 	}

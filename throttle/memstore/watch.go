@@ -6,11 +6,9 @@ import (
 	"sync"
 )
 
-// Watch returns a channel that receives a value when key is released or
-// recorded, and a stop function that removes the waiter (safe to call more
-// than once). The channel holds one signal and the store never blocks on it.
-// Expiry does not signal: the limiter also polls with backoff, which finds
-// an expired key. It fails with ctx.Err().
+// Watch returns a channel told when key is released or recorded, and a stop
+// function (see store.Notifier). Expiry does not signal: the limiter's
+// backoff finds an expired key.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err

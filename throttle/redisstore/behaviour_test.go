@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -22,7 +23,7 @@ func TestTokenSafety(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
 	for _, reentrant := range []bool{false, true} {
-		k, a, b := key(t), store.NewToken(), store.NewToken()
+		k, a, b := key(t), storekit.NewToken(), storekit.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: a, TTL: 20 * time.Millisecond, Reentrant: reentrant})
 		deadline := time.Now().Add(5 * time.Second)
 		for {
@@ -41,7 +42,7 @@ func TestTokenSafety(t *testing.T) {
 		if p, _ := c.PTTL(ctx, k).Result(); p > time.Minute {
 			t.Fatalf("A's extend changed B's TTL to %v", p)
 		}
-		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Second})
 		require.NoError(t, err, "after A's late release the key is free: %+v, %v", g, err)
 		require.False(t, g.Acquired, "after A's late release the key is free: %+v, %v", g, err)
 		mustOutcome(t, store.OK)(s.Release(ctx, k, b))
@@ -67,7 +68,7 @@ func TestOneWinner(t *testing.T) {
 		for range 200 {
 			wg.Go(func() {
 				r := req
-				r.Token = store.NewToken()
+				r.Token = storekit.NewToken()
 				<-start
 				g, err := s.Acquire(context.Background(), r)
 				switch {
@@ -97,7 +98,7 @@ func TestOneWinner(t *testing.T) {
 func TestReentrantHolds(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
-	k, owner := key(t), store.NewToken()
+	k, owner := key(t), storekit.NewToken()
 	req := store.Request{Key: k, Token: owner, TTL: time.Second, Reentrant: true}
 	for i := 1; i <= 3; i++ {
 		if g := mustAcquire(t, s, req); g.Holds != i {
@@ -128,7 +129,7 @@ func TestCancelledContext(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Second}
+	req := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Second}
 	if _, err := s.Acquire(ctx, req); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with cancelled context: %v", err)
 	}
@@ -215,7 +216,7 @@ func waitWatch(t *testing.T, s interface {
 		wake, stop, err := s.Watch(ctx, k)
 		if err == nil {
 			defer stop()
-			tok := store.NewToken()
+			tok := storekit.NewToken()
 			mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 			mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 			select {

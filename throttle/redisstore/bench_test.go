@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -42,7 +43,7 @@ import (
 // GOMAXPROCS). ns/op is wall time per operation across all goroutines (the
 // inverse of throughput); p50-ns and p99-ns are the latency percentiles of
 // single operations. B/op and allocs/op include the benchmark's own key
-// (store.Key and strconv, about one allocation) for every implementation.
+// (storekit.Key and strconv, about one allocation) for every implementation.
 func BenchmarkAdmission(b *testing.B) {
 	impls, keyFor := admissionSetup(b)
 	for _, card := range []string{"distinct", "hot"} {
@@ -145,7 +146,7 @@ func benchStore(b *testing.B, c *redis.Client, path string) *redisstore.Store {
 func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 	_, _, c := newStore(b)
 	ctx := context.Background()
-	hot := store.Key("bench", "hot", "key")
+	hot := storekit.Key("bench", "hot", "key")
 	require.NoError(b, c.Set(ctx, hot, "holder", time.Hour).Err())
 	impls := []admissionImpl{
 		{"raw", func(key string) (bool, error) { return c.SetNX(ctx, key, "token", 10*time.Second).Result() }},
@@ -162,7 +163,7 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		if card == "hot" {
 			return hot
 		}
-		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
+		return storekit.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
 	}
 	return impls, keyFor
 }
@@ -181,7 +182,7 @@ func lockCycleSetup(b *testing.B) []benchload.Op {
 	require.NoError(b, rawRelease.Load(ctx, c).Err())
 	require.NoError(b, c.ScriptLoad(ctx, redisstore.Scripts()["release"][0]).Err())
 	var seq atomic.Int64
-	next := func() string { return store.Key("bench", "cycle", strconv.FormatInt(seq.Add(1), 10)) }
+	next := func() string { return storekit.Key("bench", "cycle", strconv.FormatInt(seq.Add(1), 10)) }
 	s := benchStore(b, c, "store")
 	return []benchload.Op{
 		{Name: "raw", Call: func() error {
@@ -215,7 +216,7 @@ func lockCycleSetup(b *testing.B) []benchload.Op {
 // BenchmarkAdmission), at 16 and 64 goroutines: alone for allocs/op and
 // latency, and paired (see paired) for limiter/raw, the throughput of the
 // whole Lock relative to the bare command. Both build their key with
-// store.Key from a strconv-formatted number.
+// storekit.Key from a strconv-formatted number.
 func BenchmarkLimiterAcquire(b *testing.B) {
 	s, _, c := newStore(b)
 	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench", Options: throttle.Options{Timeout: time.Second}})
@@ -224,7 +225,7 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 	var seq atomic.Int64
 	impls := []benchload.Op{
 		{Name: "raw", Call: func() error {
-			k := store.Key("bench", "raw", strconv.FormatInt(seq.Add(1), 10))
+			k := storekit.Key("bench", "raw", strconv.FormatInt(seq.Add(1), 10))
 			if ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result(); err != nil || !ok {
 				return fmt.Errorf("raw: SETNX %s = %v, %v", k, ok, err)
 			}

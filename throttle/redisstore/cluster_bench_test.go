@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -43,7 +44,7 @@ func BenchmarkClusterAdmission(b *testing.B) {
 			b.Cleanup(func() { _ = s.Close() })
 			b.Run(fmt.Sprintf("%s/c%d", c.name, conc), func(b *testing.B) {
 				benchload.Bench(b, conc, func() error {
-					k := store.Key("bench", "cluster", strconv.FormatInt(seq.Add(1), 10))
+					k := storekit.Key("bench", "cluster", strconv.FormatInt(seq.Add(1), 10))
 					g, err := s.Acquire(ctx, store.Request{Key: k, Token: "token", TTL: 10 * time.Second})
 					if err == nil && !g.Acquired {
 						err = fmt.Errorf("distinct key %s not acquired", k)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 
 	"github.com/stretchr/testify/require"
@@ -49,9 +50,9 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	const slot = 100 // on Masters[0] since StartCluster; no other subtest uses it
 	from, to := env.Masters[0], env.Masters[1]
 	ids := idsInSlot(t, "mig", "steps", slot, 6)
-	k := func(i int) string { return store.Key("mig", "steps", ids[i]) }
+	k := func(i int) string { return storekit.Key("mig", "steps", ids[i]) }
 	a, b, f, r, c, d := k(0), k(1), k(2), k(3), k(4), k(5)
-	tokA, tokB, tokF, tokR := store.NewToken(), store.NewToken(), store.NewToken(), store.NewToken()
+	tokA, tokB, tokF, tokR := storekit.NewToken(), storekit.NewToken(), storekit.NewToken(), storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: a, Token: tokA, TTL: time.Minute})
 	mustAcquire(t, s, store.Request{Key: b, Token: tokB, TTL: time.Minute})
 	fence := mustAcquire(t, s, store.Request{Key: f, Token: tokF, TTL: time.Minute, Fence: true}).Fence
@@ -59,7 +60,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 
 	refused := func(when, key string, fenced bool) {
 		t.Helper()
-		g, err := s.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Minute, Fence: fenced})
+		g, err := s.Acquire(ctx, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Minute, Fence: fenced})
 		if err != nil || g.Acquired || g.Remaining <= 0 {
 			t.Fatalf("%s: contender (fenced %v) for the held key %s: %+v, %v; want refused", when, fenced, key, g, err)
 		}
@@ -77,15 +78,15 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	}
 
 	m := env.BeginMigration(t, slot, from, to)
-	m.Move(t, a, f, store.FenceKey(f)) // b and r stay on the source for now
-	onNode("half-way", to, a, f, store.FenceKey(f))
+	m.Move(t, a, f, storekit.FenceKey(f)) // b and r stay on the source for now
+	onNode("half-way", to, a, f, storekit.FenceKey(f))
 	onNode("half-way", from, b, r)
 
 	// Single-key calls work on both sides.
 	refused("half-way", a, false) // -ASK, then the target has it
 	refused("half-way", b, false) // the source has it
 	refused("half-way", f, true)  // a script, but the target has both keys
-	tokC := store.NewToken()
+	tokC := storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: c, Token: tokC, TTL: time.Minute}) // new keys go to the target
 	onNode("half-way", to, c)
 	mustOutcome(t, store.OK)(s.Extend(ctx, a, tokA, time.Minute))
@@ -107,7 +108,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 		}
 		return true
 	}
-	if g, err := s.Acquire(ctx, store.Request{Key: b, Token: store.NewToken(), TTL: time.Minute, Fence: true}); tolerated("fenced contender for a held key with no counter", g, err) && g.Acquired {
+	if g, err := s.Acquire(ctx, store.Request{Key: b, Token: storekit.NewToken(), TTL: time.Minute, Fence: true}); tolerated("fenced contender for a held key with no counter", g, err) && g.Acquired {
 		t.Fatalf("half-way: fenced contender took the held key %s: %+v", b, g)
 	}
 	holdsR := 1
@@ -117,7 +118,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 		}
 		holdsR = 2
 	}
-	tokD := store.NewToken()
+	tokD := storekit.NewToken()
 	g, err := s.Acquire(ctx, store.Request{Key: d, Token: tokD, TTL: time.Minute, Fence: true})
 	heldD := tolerated("fenced acquisition of a free key", g, err) && g.Acquired
 	if err == nil && !g.Acquired {
@@ -134,7 +135,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	}
 	// Nothing was lost: every held key is held, on the target, by its
 	// owner.
-	onNode("after", to, a, b, f, store.FenceKey(f), r)
+	onNode("after", to, a, b, f, storekit.FenceKey(f), r)
 	for _, key := range []string{a, b, f, r} {
 		refused("after", key, false)
 		refused("after", key, true)
@@ -149,7 +150,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	mustOutcome(t, store.OK)(s.Release(ctx, b, tokB))
 	mustOutcome(t, store.OK)(s.Release(ctx, f, tokF))
 	// The fence counter moved with its lock and keeps increasing.
-	tokF = store.NewToken()
+	tokF = storekit.NewToken()
 	if g := mustAcquire(t, s, store.Request{Key: f, Token: tokF, TTL: time.Minute, Fence: true}); g.Fence <= fence {
 		t.Fatalf("after: fence %d after %d", g.Fence, fence)
 	}
@@ -157,7 +158,7 @@ func (env *clusterEnv) testMigrationSteps(t *testing.T) {
 	if heldD {
 		mustOutcome(t, store.OK)(s.Release(ctx, d, tokD))
 	}
-	tokD = store.NewToken()
+	tokD = storekit.NewToken()
 	if g := mustAcquire(t, s, store.Request{Key: d, Token: tokD, TTL: time.Minute, Fence: true}); g.Fence <= 0 {
 		t.Fatalf("after: fenced acquisition: %+v", g)
 	}
@@ -199,9 +200,9 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 	var held, churn []string
 	for i, id := range ids {
 		if i < 4 {
-			held = append(held, store.Key("mig", "load", id))
+			held = append(held, storekit.Key("mig", "load", id))
 		} else {
-			churn = append(churn, store.Key("mig", "load", id))
+			churn = append(churn, storekit.Key("mig", "load", id))
 		}
 	}
 	// Filler keys in the slot make the migration take a few dozen MIGRATE
@@ -226,7 +227,7 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 		{Key: held[3], Reentrant: true},
 	}
 	for i := range heldReqs {
-		heldReqs[i].Token, heldReqs[i].TTL = store.NewToken(), time.Minute
+		heldReqs[i].Token, heldReqs[i].TTL = storekit.NewToken(), time.Minute
 		mustAcquire(t, s, heldReqs[i])
 	}
 
@@ -256,7 +257,7 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 	}
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 5*time.Second) }
 	acquire := func(key string, fenced bool) (string, store.Grant, bool) {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		op := loadOp{start: time.Now(), what: "acquire " + key, scripted: fenced}
 		cctx, cancel := call()
 		g, err := s.Acquire(cctx, store.Request{Key: key, Token: tok, TTL: 10 * time.Second, Fence: fenced})
@@ -335,7 +336,7 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 	// to the source, which must answer MOVED. (The workers' client may
 	// have reloaded its map by then, after the ASKs, so it may meet none.)
 	stale := newClientStore(t, env.Client(t))
-	if g, err := stale.Acquire(ctx, store.Request{Key: held[0], Token: store.NewToken(), TTL: time.Second}); err != nil || g.Acquired {
+	if g, err := stale.Acquire(ctx, store.Request{Key: held[0], Token: storekit.NewToken(), TTL: time.Second}); err != nil || g.Acquired {
 		t.Fatalf("the second client took the held key %s: %+v, %v", held[0], g, err)
 	}
 	before := env.redirects(t)
@@ -347,7 +348,7 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 	m.Finish(t)
 	migEnd := time.Now()
 	beforeStale := env.redirects(t)
-	if g, err := stale.Acquire(ctx, store.Request{Key: held[1], Token: store.NewToken(), TTL: time.Second}); err != nil || g.Acquired {
+	if g, err := stale.Acquire(ctx, store.Request{Key: held[1], Token: storekit.NewToken(), TTL: time.Second}); err != nil || g.Acquired {
 		t.Fatalf("after the migration, the second client took the held key %s: %+v, %v", held[1], g, err)
 	}
 	afterStale := env.redirects(t)
@@ -410,7 +411,7 @@ func (env *clusterEnv) testMigrationUnderLoad(t *testing.T) {
 		t.Fatalf("%d keys of the slot on the target, want at least %d", n, fillers+5)
 	}
 	for _, req := range heldReqs {
-		if g, err := s.Acquire(ctx, store.Request{Key: req.Key, Token: store.NewToken(), TTL: time.Second, Fence: true}); err != nil || g.Acquired {
+		if g, err := s.Acquire(ctx, store.Request{Key: req.Key, Token: storekit.NewToken(), TTL: time.Second, Fence: true}); err != nil || g.Acquired {
 			t.Fatalf("contender for %s after the move: %+v, %v", req.Key, g, err)
 		}
 		mustOutcome(t, store.OK)(s.Extend(ctx, req.Key, req.Token, time.Minute))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -63,7 +64,7 @@ func (env *clusterEnv) store(t testing.TB, opts ...redisstore.Option) *redisstor
 	return s
 }
 
-// idsInSlot returns n ids whose keys store.Key(prefix, policy, id) hash to
+// idsInSlot returns n ids whose keys storekit.Key(prefix, policy, id) hash to
 // slot. About one id in 16384 does, and KeySlot needs no round trip.
 func idsInSlot(t testing.TB, prefix, policy string, slot, n int) []string {
 	t.Helper()
@@ -71,20 +72,20 @@ func idsInSlot(t testing.TB, prefix, policy string, slot, n int) []string {
 	for i := 0; len(ids) < n; i++ {
 		require.LessOrEqual(t, i, 1000*redistest.ClusterSlots, "no %d ids for slot %d", n, slot)
 		id := fmt.Sprint("id-", i)
-		if redistest.KeySlot(store.Key(prefix, policy, id)) == slot {
+		if redistest.KeySlot(storekit.Key(prefix, policy, id)) == slot {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-// idOn returns an id whose key store.Key(prefix, policy, id) the master m
+// idOn returns an id whose key storekit.Key(prefix, policy, id) the master m
 // owns, and that key.
 func (env *clusterEnv) idOn(t testing.TB, m *redistest.Server, prefix, policy string) (id, key string) {
 	t.Helper()
 	for i := range 1000 {
 		id = fmt.Sprint("user-", i)
-		key = store.Key(prefix, policy, id)
+		key = storekit.Key(prefix, policy, id)
 		if env.Owner(t, redistest.KeySlot(key)) == m {
 			return id, key
 		}
@@ -127,9 +128,9 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 	slots := map[int64]bool{}
 	for _, policy := range []string{"submit", "a:b", "{p}"} {
 		for _, id := range ids {
-			k := store.Key("throttle", policy, id)
+			k := storekit.Key("throttle", policy, id)
 			ks := slotOf(k)
-			require.Equal(t, ks, slotOf(store.FenceKey(k)), "slot of lock %q's fence counter %q", k, store.FenceKey(k))
+			require.Equal(t, ks, slotOf(storekit.FenceKey(k)), "slot of lock %q's fence counter %q", k, storekit.FenceKey(k))
 			require.Equal(t, ks, slotOf(k+":released"), "slot of lock %q's channel", k)
 			slots[ks] = true
 		}
@@ -152,7 +153,7 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 		for _, r := range reqs {
 			_, k := env.idOn(t, m, "same-slot", r.name)
 			req := r.req
-			req.Key, req.Token, req.TTL = k, store.NewToken(), time.Minute
+			req.Key, req.Token, req.TTL = k, storekit.NewToken(), time.Minute
 			g := mustAcquire(t, s, req)
 			if req.Fence {
 				require.Positive(t, g.Fence, "%s on %s: no fence: %+v", r.name, m.Addr, g)
@@ -160,12 +161,12 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 			// The lock, and the counter of a fenced one, live on the
 			// slot's owner.
 			node := env.NodeClient(t, m)
-			for kk, want := range map[string]int64{k: 1, store.FenceKey(k): int64(boolToInt(req.Fence))} {
+			for kk, want := range map[string]int64{k: 1, storekit.FenceKey(k): int64(boolToInt(req.Fence))} {
 				n, err := node.Exists(ctx, kk).Result()
 				require.NoError(t, err, "%s on %s: EXISTS %s", r.name, m.Addr, kk)
 				require.Equal(t, want, n, "%s on %s: EXISTS %s", r.name, m.Addr, kk)
 			}
-			gc, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true})
+			gc, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute, Fence: true})
 			require.NoError(t, err, "%s on %s: fenced contender", r.name, m.Addr)
 			require.False(t, gc.Acquired, "%s on %s: fenced contender: %+v", r.name, m.Addr, gc)
 			if req.Reentrant {
@@ -178,7 +179,7 @@ func (env *clusterEnv) testSameSlot(t *testing.T) {
 			mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, "other"))
 			mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))
 			if req.Fence {
-				req.Token = store.NewToken()
+				req.Token = storekit.NewToken()
 				g2 := mustAcquire(t, s, req)
 				require.Greater(t, g2.Fence, g.Fence, "%s on %s: the next fence", r.name, m.Addr)
 				mustOutcome(t, store.OK)(s.Release(ctx, k, req.Token))

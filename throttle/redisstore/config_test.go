@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -111,7 +112,7 @@ func TestEvictionPolicyConfigForbidden(t *testing.T) {
 	}
 	require.EqualValues(t, 1, len(buf.lines("cannot check maxmemory-policy")), "the check did not run into the missing command: %q", buf.lines(""))
 	ctx := context.Background()
-	req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+	req := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}
 	mustAcquire(t, s, req)
 	mustOutcome(t, store.OK)(s.Release(ctx, req.Key, req.Token))
 }

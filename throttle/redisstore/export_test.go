@@ -15,6 +15,14 @@ var WithQuotaClock = redisalgo.WithClock
 // "pipeline", "script" or "store" (the default: the choice by refusals).
 var WithPath = redisalgo.WithPath
 
+// WithWatchTimeout bounds Watch's wait for a subscription and each
+// background call (one second by default); Close waits twice as long.
+var WithWatchTimeout = redisalgo.WithWatchTimeout
+
+// ErrNotReplicated is matched by the error of an acquisition that too few
+// replicas acknowledged (WithReplicaAck).
+var ErrNotReplicated = redisalgo.ErrNotReplicated
+
 // Scripts returns the embedded scripts' sources and the SHA1s sent with
 // EVALSHA, by name.
 func Scripts() map[string][2]string {

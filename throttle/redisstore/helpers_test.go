@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -30,7 +31,7 @@ func newStore(t testing.TB, opts ...redisstore.Option) (*redisstore.Store, *redi
 // key returns a key unique to the test, in the shape throttle.Key builds.
 func key(t testing.TB) string {
 	t.Helper()
-	return store.Key("test", t.Name(), store.NewToken())
+	return storekit.Key("test", t.Name(), storekit.NewToken())
 }
 
 var withFenceTTL = redisstore.WithFenceTTL

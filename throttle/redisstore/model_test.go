@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -23,7 +24,7 @@ func TestDataModel(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("plain", func(t *testing.T) {
-		k, tok := key(t), store.NewToken()
+		k, tok := key(t), storekit.NewToken()
 		// A TTL long enough that no pause of a loaded machine expires the
 		// key before it is read (roundUp's own test covers the rounding):
 		// PX is 60001 ms, and PTTL at most that.
@@ -34,25 +35,25 @@ func TestDataModel(t *testing.T) {
 		if p, _ := c.PTTL(ctx, k).Result(); p <= 50*time.Second || p > time.Minute+time.Millisecond {
 			t.Fatalf("PTTL = %v, want (50s, 60.001s]", p)
 		}
-		if n, _ := c.Exists(ctx, store.FenceKey(k)).Result(); n != 0 {
+		if n, _ := c.Exists(ctx, storekit.FenceKey(k)).Result(); n != 0 {
 			t.Fatal("an unfenced acquisition created a fencing counter")
 		}
 	})
 
 	t.Run("fenced", func(t *testing.T) {
-		k, tok := key(t), store.NewToken()
+		k, tok := key(t), storekit.NewToken()
 		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
-		v, err := c.Get(ctx, store.FenceKey(k)).Int64()
+		v, err := c.Get(ctx, storekit.FenceKey(k)).Int64()
 		require.NoError(t, err, "fence counter = %d, %v; grant said %d", v, err, g.Fence)
 		require.EqualValues(t, g.Fence, v, "fence counter = %d, %v; grant said %d", v, err, g.Fence)
-		p, _ := c.PTTL(ctx, store.FenceKey(k)).Result()
+		p, _ := c.PTTL(ctx, storekit.FenceKey(k)).Result()
 		if p < 23*time.Hour || p > 24*time.Hour {
 			t.Fatalf("fence counter PTTL = %v, want about the 24h default", p)
 		}
 	})
 
 	t.Run("reentrant", func(t *testing.T) {
-		k, tok := key(t), store.NewToken()
+		k, tok := key(t), storekit.NewToken()
 		req := store.Request{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
 		g1 := mustAcquire(t, s, req)
 		g2 := mustAcquire(t, s, req)
@@ -80,11 +81,11 @@ func TestRemainingWithoutExpiry(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		k := key(t)
 		require.NoError(t, c.Set(ctx, k, "foreign", 0).Err())
-		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Second})
 		if err != nil || g.Acquired || g.Remaining != -1 {
 			t.Fatalf("%s: grant %+v, %v; want held with Remaining -1", path, g, err)
 		}
-		g, err = s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Reentrant: true})
+		g, err = s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Second, Reentrant: true})
 		if err != nil || g.Acquired || g.Remaining != -1 {
 			t.Fatalf("reentrant on a string: grant %+v, %v; want held with Remaining -1", g, err)
 		}
@@ -101,7 +102,7 @@ func TestFence(t *testing.T) {
 	k := key(t)
 	var last int64
 	for i := range 50 {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		before, err := c.Time(ctx).Result()
 		require.NoError(t, err)
 		g := mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
@@ -115,7 +116,7 @@ func TestFence(t *testing.T) {
 		mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 		if i%10 == 9 {
 			// The counter expires after the fence TTL when idle.
-			require.NoError(t, c.Del(ctx, store.FenceKey(k)).Err())
+			require.NoError(t, c.Del(ctx, storekit.FenceKey(k)).Err())
 		}
 	}
 }
@@ -135,8 +136,8 @@ func TestFenceTTLOption(t *testing.T) {
 	} {
 		s, _, client := newStore(t, withFenceTTL(c.opt))
 		k := key(t)
-		mustAcquire(t, s, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second, Fence: true})
-		if p, _ := client.PTTL(ctx, store.FenceKey(k)).Result(); p <= c.least || p > c.most {
+		mustAcquire(t, s, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Second, Fence: true})
+		if p, _ := client.PTTL(ctx, storekit.FenceKey(k)).Result(); p <= c.least || p > c.most {
 			t.Errorf("WithFenceTTL(%v): fence counter PTTL = %v, want in (%v, %v]", c.opt, p, c.least, c.most)
 		}
 	}

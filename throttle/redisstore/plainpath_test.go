@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -70,15 +71,15 @@ func TestPlainPathFollowsRefusals(t *testing.T) {
 	<-redisstore.ConfigChecked(s)
 	ctx := context.Background()
 
-	if mustAcquire(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}); spy.took() != "set" {
+	if mustAcquire(t, s, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}); spy.took() != "set" {
 		t.Fatal("a fresh store's first acquisition did not send SET alone")
 	}
 	hot := key(t)
-	mustAcquire(t, s, store.Request{Key: hot, Token: store.NewToken(), TTL: time.Minute})
+	mustAcquire(t, s, store.Request{Key: hot, Token: storekit.NewToken(), TTL: time.Minute})
 	spy.took()
 	refusals := 0
 	for ; refusals < 100; refusals++ {
-		g, err := s.Acquire(ctx, store.Request{Key: hot, Token: store.NewToken(), TTL: time.Minute})
+		g, err := s.Acquire(ctx, store.Request{Key: hot, Token: storekit.NewToken(), TTL: time.Minute})
 		if err != nil || g.Acquired || g.Remaining <= 0 || g.Remaining > time.Minute {
 			t.Fatalf("contender %d: %+v, %v; want refused with about a minute left", refusals, g, err)
 		}
@@ -90,7 +91,7 @@ func TestPlainPathFollowsRefusals(t *testing.T) {
 	t.Logf("the pipeline took over after %d refusals", refusals)
 	grants := 0
 	for ; grants < 1000; grants++ {
-		mustAcquire(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+		mustAcquire(t, s, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute})
 		if spy.took() == "set" {
 			break
 		}
@@ -117,7 +118,7 @@ func TestSetPathOwnTokenRetry(t *testing.T) {
 	if err := c.Ping(ctx).Err(); err != nil { // open the connection the fault hits
 		t.Fatal(err)
 	}
-	k, tok := key(t), store.NewToken()
+	k, tok := key(t), storekit.NewToken()
 	p.ResetOnNextReply()
 	g, err := s.Acquire(ctx, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	if err != nil || !g.Acquired || g.TTL <= 0 || g.TTL > time.Minute || g.Holds != 1 {
@@ -143,7 +144,7 @@ func TestSetPathRefusals(t *testing.T) {
 	s, _, c := newStore(t, redisstore.WithPath("set"))
 	ctx := context.Background()
 	other := key(t)
-	mustAcquire(t, s, store.Request{Key: other, Token: store.NewToken(), TTL: time.Minute})
+	mustAcquire(t, s, store.Request{Key: other, Token: storekit.NewToken(), TTL: time.Minute})
 	hash := key(t)
 	mustAcquire(t, s, store.Request{Key: hash, Token: "owner", TTL: time.Minute, Reentrant: true})
 	for _, k := range []string{other, hash} {
@@ -152,7 +153,7 @@ func TestSetPathRefusals(t *testing.T) {
 			t.Fatalf("refused %s: %+v, %v; want held with about a minute left", k, g, err)
 		}
 	}
-	mine, tok := key(t), store.NewToken()
+	mine, tok := key(t), storekit.NewToken()
 	require.NoError(t, c.Set(ctx, mine, tok, 30*time.Second).Err())
 	g, err := s.Acquire(ctx, store.Request{Key: mine, Token: tok, TTL: time.Minute})
 	if err != nil || !g.Acquired || g.TTL <= 0 || g.TTL > 30*time.Second {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -64,7 +65,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	require.NoError(b, gcraFloor.Load(ctx, c).Err())
 	// floor charges user's own key under r with gcraFloor.
 	floor := func(user string, r store.Rate) *redis.Cmd {
-		t := r.Interval().Milliseconds()
+		t := storekit.Interval(r).Milliseconds()
 		return gcraFloor.Run(ctx, c, []string{"bench:floor:" + user}, t, t*int64(r.Burst))
 	}
 	_, _ = limiters["hot"].Allow(ctx, "hot", limiterRate["hot"], 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -77,7 +78,7 @@ func TestQuotaModel(t *testing.T) {
 	// sequences stop covering one.
 	seen := map[string]int{}
 	for ri, r := range rates {
-		T := r.Interval()
+		T := storekit.Interval(r)
 		full := &store.Decision{Allowed: true, Remaining: r.Burst}
 		steps := []quotaStep{
 			{0, 0, full},        // peek at a new key
@@ -238,7 +239,7 @@ func TestQuotaTwoClients(t *testing.T) {
 	}
 	for _, s := range []*redisStore{a, b} {
 		d, err := s.AllowN(ctx, k, r, 1)
-		if err != nil || d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > r.Interval() {
+		if err != nil || d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > storekit.Interval(r) {
 			t.Fatalf("over the quota: %+v, %v", d, err)
 		}
 	}
@@ -400,7 +401,7 @@ func TestQuotaScriptsShareKeys(t *testing.T) {
 		before, _ := c.Dump(ctx, k).Result()
 		for _, r := range []store.Rate{milli, micro} {
 			if d, err := s.AllowN(ctx, k, r, 1); err == nil {
-				t.Errorf("%s, rate %v: %+v, want an error", name, r.Interval(), d)
+				t.Errorf("%s, rate %v: %+v, want an error", name, storekit.Interval(r), d)
 			}
 		}
 		if after, _ := c.Dump(ctx, k).Result(); after != before {
@@ -424,7 +425,7 @@ func TestQuotaLeavesForeignKey(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
 	r := store.Rate{Limit: 4, Window: 10 * time.Second, Burst: 4} // T 2.5s, tau 10s: a 5 s expiry leaves room
-	token := store.NewToken()
+	token := storekit.NewToken()
 
 	k := key(t)
 	require.NoError(t, c.Set(ctx, k, token, 5*time.Second).Err())

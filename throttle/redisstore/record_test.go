@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -35,7 +36,7 @@ func mustNotExist(t testing.TB, c redis.Cmdable, keys ...string) {
 }
 
 // TestRecordDataModel checks what Record writes: a string at
-// store.RecordKey with exactly the lock's expiry, for a plain and for a
+// storekit.RecordKey with exactly the lock's expiry, for a plain and for a
 // reentrant lock, and none for a lock written without one.
 func TestRecordDataModel(t *testing.T) {
 	s, _, c := newStore(t)
@@ -43,28 +44,28 @@ func TestRecordDataModel(t *testing.T) {
 	sameExpiry := func(k string) {
 		t.Helper()
 		lock, err1 := c.PExpireTime(ctx, k).Result()
-		rec, err2 := c.PExpireTime(ctx, store.RecordKey(k)).Result()
+		rec, err2 := c.PExpireTime(ctx, storekit.RecordKey(k)).Result()
 		require.NoError(t, errors.Join(err1, err2))
 		if lock <= 0 || rec != lock {
 			t.Fatalf("record expires at %v, its lock at %v; want the same time", rec, lock)
 		}
 	}
 
-	k, tok := key(t), store.NewToken()
+	k, tok := key(t), storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("\x00\xffrec")))
-	if got, err := c.Get(ctx, store.RecordKey(k)).Result(); err != nil || got != "\x00\xffrec" {
+	if got, err := c.Get(ctx, storekit.RecordKey(k)).Result(); err != nil || got != "\x00\xffrec" {
 		t.Fatalf("GET record key = %q, %v", got, err)
 	}
 	sameExpiry(k)
-	mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, store.NewToken()))
+	mustOutcome(t, store.HeldByOther)(s.Release(ctx, k, storekit.NewToken()))
 	mustRecorded(t, s, k, []byte("\x00\xffrec"))
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
-	mustNotExist(t, c, k, store.RecordKey(k))
+	mustNotExist(t, c, k, storekit.RecordKey(k))
 
 	// A reentrant lock (a hash), fenced: the record follows its expiry and
 	// stays while holds remain.
-	k, tok = key(t), store.NewToken()
+	k, tok = key(t), storekit.NewToken()
 	req := store.Request{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
 	mustAcquire(t, s, req)
 	mustAcquire(t, s, req)
@@ -73,24 +74,24 @@ func TestRecordDataModel(t *testing.T) {
 	mustOutcome(t, store.StillHeld)(s.Release(ctx, k, tok))
 	mustRecorded(t, s, k, []byte("r"))
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
-	mustNotExist(t, c, k, store.RecordKey(k))
+	mustNotExist(t, c, k, storekit.RecordKey(k))
 
 	// A lock stored without an expiry (by something other than throttle)
 	// gives its record none either; the release deletes both.
-	k, tok = key(t), store.NewToken()
+	k, tok = key(t), storekit.NewToken()
 	require.NoError(t, c.Set(ctx, k, tok, 0).Err())
 	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
-	if ttl, err := c.PTTL(ctx, store.RecordKey(k)).Result(); err != nil || ttl != -1 {
+	if ttl, err := c.PTTL(ctx, storekit.RecordKey(k)).Result(); err != nil || ttl != -1 {
 		t.Fatalf("PTTL of the record of a lock without expiry = %v, %v; want -1", ttl, err)
 	}
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
-	mustNotExist(t, c, k, store.RecordKey(k))
+	mustNotExist(t, c, k, storekit.RecordKey(k))
 
 	// A key of another type is nobody's lock.
 	k = key(t)
 	require.NoError(t, c.RPush(ctx, k, "x").Err())
 	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, "x", []byte("r")))
-	mustNotExist(t, c, store.RecordKey(k))
+	mustNotExist(t, c, storekit.RecordKey(k))
 }
 
 func TestRecordRefusals(t *testing.T) {
@@ -102,7 +103,7 @@ func TestRecordRefusals(t *testing.T) {
 	}
 	// A record key that is not a string (written by something else) is an
 	// error, not a missing record.
-	require.NoError(t, c.HSet(ctx, store.RecordKey(k), "f", "v").Err())
+	require.NoError(t, c.HSet(ctx, storekit.RecordKey(k), "f", "v").Err())
 	if rec, found, err := s.Recorded(ctx, k); err == nil {
 		t.Fatalf("Recorded of a hash = %q, %v, nil; want an error", rec, found)
 	}
@@ -112,7 +113,7 @@ func TestRecordRefusals(t *testing.T) {
 func TestRecordPublishes(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
-	k, tok := key(t), store.NewToken()
+	k, tok := key(t), storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	ps := c.Subscribe(ctx, k+":released")
 	defer ps.Close()
@@ -121,7 +122,7 @@ func TestRecordPublishes(t *testing.T) {
 	}
 	// Neither a refused record nor a read publishes: the marker published
 	// after them is the first message.
-	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, store.NewToken(), []byte("r")))
+	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, storekit.NewToken(), []byte("r")))
 	mustRecorded(t, s, k, nil)
 	require.NoError(t, c.Publish(ctx, k+":released", "marker").Err())
 	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
@@ -154,11 +155,11 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 		to = env.Masters[1]
 	}
 	ids := idsInSlot(t, "rec", "mig", slot, 6)
-	k := func(i int) string { return store.Key("rec", "mig", ids[i]) }
+	k := func(i int) string { return storekit.Key("rec", "mig", ids[i]) }
 	both, split, bare, moved, movedBare, unrecorded := k(0), k(1), k(2), k(3), k(4), k(5)
 	toks := map[string]string{}
 	for _, key := range []string{both, split, bare, moved, movedBare, unrecorded} {
-		toks[key] = store.NewToken()
+		toks[key] = storekit.NewToken()
 		mustAcquire(t, s, store.Request{Key: key, Token: toks[key], TTL: time.Minute})
 	}
 	for _, key := range []string{both, split, moved} {
@@ -166,7 +167,7 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 	}
 
 	m := env.BeginMigration(t, slot, from, to)
-	m.Move(t, split, moved, store.RecordKey(moved), movedBare)
+	m.Move(t, split, moved, storekit.RecordKey(moved), movedBare)
 
 	// Lock and record on one node: the script runs there.
 	mustOutcome(t, store.OK)(s.Record(ctx, both, toks[both], []byte("again")))
@@ -186,7 +187,7 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 	}
 	refused := func(key string) {
 		t.Helper()
-		g, err := s.Acquire(ctx, store.Request{Key: key, Token: store.NewToken(), TTL: time.Minute})
+		g, err := s.Acquire(ctx, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Minute})
 		require.NoError(t, err, "contender for %s: %+v, %v; want refused", key, g, err)
 		require.False(t, g.Acquired, "contender for %s: %+v, %v; want refused", key, g, err)
 	}
@@ -203,8 +204,8 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 	m.Finish(t)
 	mustOutcome(t, store.OK)(s.Release(ctx, split, toks[split]))
 	mustOutcome(t, store.OK)(s.Release(ctx, unrecorded, toks[unrecorded]))
-	mustNotExist(t, env.cc, store.RecordKey(split))
+	mustNotExist(t, env.cc, storekit.RecordKey(split))
 	for _, key := range []string{both, split, bare, moved, movedBare, unrecorded} {
-		mustAcquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: time.Minute})
+		mustAcquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Minute})
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
-	"github.com/go-throttle/throttle/throttle/store"
 
 	"github.com/stretchr/testify/require"
 
@@ -84,7 +84,7 @@ func TestRingClientsDisagree(t *testing.T) {
 	direct := redis.NewClient(&redis.Options{Addr: addrs[0]})
 	t.Cleanup(func() { _ = direct.Close() })
 	for i := 0; k == "" && i < 1000; i++ {
-		c := store.Key("ring", "split", fmt.Sprint(i))
+		c := storekit.Key("ring", "split", fmt.Sprint(i))
 		require.NoError(t, healthy.Set(ctx, c, "probe", time.Minute).Err())
 		if direct.Exists(ctx, c).Val() == 1 {
 			k = c

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -40,7 +41,7 @@ func TestNoScriptFallback(t *testing.T) {
 	ctx := context.Background()
 	for i := range 3 {
 		require.NoError(t, c.ScriptFlush(ctx).Err())
-		req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
+		req := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute, Fence: i%2 == 0}
 		g, err := s.Acquire(ctx, req)
 		require.NoError(t, err, "acquire after SCRIPT FLUSH: %+v, %v", g, err)
 		require.True(t, g.Acquired, "acquire after SCRIPT FLUSH: %+v, %v", g, err)

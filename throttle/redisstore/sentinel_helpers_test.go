@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -90,7 +91,7 @@ func startAdmitter(l *throttle.Lock) *admitter {
 			default:
 			}
 			start := time.Now()
-			lease, err := l.Admit(context.Background(), store.NewToken())
+			lease, err := l.Admit(context.Background(), storekit.NewToken())
 			d := time.Since(start)
 			a.mu.Lock()
 			a.slowest = max(a.slowest, d)

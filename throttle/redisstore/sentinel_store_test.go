@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -55,7 +56,7 @@ func TestSentinelForcedFailover(t *testing.T) {
 	ctx := context.Background()
 	replica := d.Replica()
 
-	held := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+	held := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}
 	mustAcquire(t, acked, held)
 	// WithReplicaAck reported the grant only once the replica had it.
 	require.True(t, exists(t, replica, held.Key), "an acknowledged grant is not on the replica")
@@ -67,7 +68,7 @@ func TestSentinelForcedFailover(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.Same(t, replica, d.Failover(t), "Failover promoted another server than the replica %s", replica.Addr)
 	// The sentinels have switched: the store reaches the new master.
-	g, took := acquireEventually(t, plain, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+	g, took := acquireEventually(t, plain, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute})
 	require.True(t, g.Acquired, "a fresh key after the failover: %+v", g)
 	t.Logf("first grant %v after the failover was reported", took)
 	time.Sleep(100 * time.Millisecond)
@@ -77,7 +78,7 @@ func TestSentinelForcedFailover(t *testing.T) {
 
 	// The lock survived: the new master has it and refuses a contender.
 	require.True(t, exists(t, replica, held.Key), "the lock taken before the failover is not on the new master")
-	g, _ = acquireEventually(t, plain, store.Request{Key: held.Key, Token: store.NewToken(), TTL: time.Minute})
+	g, _ = acquireEventually(t, plain, store.Request{Key: held.Key, Token: storekit.NewToken(), TTL: time.Minute})
 	require.False(t, g.Acquired, "a contender for the lock held across the failover got %+v; want refused", g)
 	require.Positive(t, g.Remaining, "a contender for the lock held across the failover got %+v; want refused", g)
 	mustOutcome(t, store.OK)(acked.Release(ctx, held.Key, held.Token))
@@ -109,7 +110,7 @@ func TestSentinelKilledMaster(t *testing.T) {
 	killed := time.Now()
 	d.WaitForMaster(t, replica)
 	promoted := time.Since(killed)
-	g, took := acquireEventually(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+	g, took := acquireEventually(t, s, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute})
 	require.True(t, g.Acquired, "a fresh key after the failover: %+v", g)
 	t.Logf("replica promoted %v after the kill; the store granted again %v after that", promoted, took)
 	leasesBefore, open := adm.counts()

@@ -10,15 +10,15 @@ import (
 )
 
 // Store implements store.Store, store.Notifier, store.Quota and
-// store.Recorder, whose documentation is its methods', and Close; it is
+// store.Recorder, and Close, which stops its Pub/Sub connection. It is
 // rueidisstore.Store too. Make one per client and share it.
 type Store = redisalgo.Store
 
 // New returns a Store on client, which it does not own. It panics when client
 // is nil or a *redis.Ring, whose clients each route a key by their own view
-// of which shards are up, so that two processes can take one lock on two
-// servers. It logs a warning when client ignores context deadlines (made
-// without ContextTimeoutEnabled).
+// of which shards are up, so that two processes could take one lock on two
+// servers. It warns when client ignores context deadlines (made without
+// ContextTimeoutEnabled).
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	switch client.(type) {
 	case nil:
@@ -40,36 +40,26 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	return redisalgo.New("redisstore", c, opts...)
 }
 
-// Option configures a Store made by New.
+// Option configures a Store made by New or by rueidisstore.New.
 type Option = redisalgo.Option
 
 // WithFenceTTL sets how long a key's fencing counter lives after its last
 // fenced acquisition: 24 hours by default (d <= 0), at least a second. An
-// expired counter restarts from the server clock, so little is lost.
+// expired counter restarts from the server clock, so fences still increase.
 func WithFenceTTL(d time.Duration) Option { return redisalgo.WithFenceTTL(d) }
-
-// WithWatchTimeout bounds how long Watch waits for Redis to confirm a
-// subscription, and each call the store makes in the background: one second
-// by default (d <= 0). Close waits at most twice as long.
-func WithWatchTimeout(d time.Duration) Option { return redisalgo.WithWatchTimeout(d) }
 
 // WithLogger sets the logger of the store's warnings about the client's or
 // the server's configuration; nil, the default, means slog.Default().
 func WithLogger(l *slog.Logger) Option { return redisalgo.WithLogger(l) }
 
 // WithReplicaAck narrows the window in which a failover loses a lock (Redis
-// replicates asynchronously): an acquisition runs the acquire script and
-// WAIT replicas timeout in one round trip, and reports a grant only once
-// replicas replicas have it; otherwise it releases the key and fails with
-// ErrNotReplicated. Each acquisition takes a replica round trip longer
-// (BenchmarkReplicaAck). Releases are not waited for, and a replica that did
-// not acknowledge may still be promoted: fence where two holders would
-// corrupt data. replicas <= 0 turns it off (the default); timeout <= 0 means
-// 50ms. New panics on a Cluster client, which would send WAIT anywhere.
+// replicates asynchronously): an acquisition sends WAIT replicas timeout
+// after the acquire script, in the same round trip, and reports a grant only
+// once that many replicas have it; otherwise it releases the key and fails.
+// A replica that did not acknowledge may still be promoted: fence where two
+// holders would corrupt data. replicas <= 0 turns it off (the default);
+// timeout <= 0 means 50ms. New panics on a Cluster client, which would send
+// WAIT anywhere.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }
-
-// ErrNotReplicated is matched by the error of an acquisition too few replicas
-// acknowledged (WithReplicaAck), and store.ErrNotApplied once it was undone.
-var ErrNotReplicated = redisalgo.ErrNotReplicated

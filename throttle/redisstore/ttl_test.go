@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -67,18 +68,18 @@ func TestExtremeTTL(t *testing.T) {
 		for i, ttl := range huge {
 			t.Run(fmt.Sprintf("%s/%d", p.name, i), func(t *testing.T) {
 				req := p.req
-				req.Key, req.Token, req.TTL = key(t), store.NewToken(), ttl
+				req.Key, req.Token, req.TTL = key(t), storekit.NewToken(), ttl
 				g := mustAcquire(t, s, req)
 				aboutMax(t, "acquired", pttl(t, c, req.Key))
 				if req.Fence {
 					if g.Fence <= 0 {
 						t.Fatalf("no fence: %+v", g)
 					}
-					aboutMax(t, "fence counter", pttl(t, c, store.FenceKey(req.Key)))
+					aboutMax(t, "fence counter", pttl(t, c, storekit.FenceKey(req.Key)))
 				}
 
 				// Somebody else is told the holder keeps it for ages.
-				other := store.Request{Key: req.Key, Token: store.NewToken(), TTL: ttl, Reentrant: req.Reentrant}
+				other := store.Request{Key: req.Key, Token: storekit.NewToken(), TTL: ttl, Reentrant: req.Reentrant}
 				rej, err := s.Acquire(ctx, other)
 				require.NoError(t, err, "second acquire: %+v, %v", rej, err)
 				require.False(t, rej.Acquired, "second acquire: %+v, %v", rej, err)
@@ -92,7 +93,7 @@ func TestExtremeTTL(t *testing.T) {
 				}
 
 				// Extend a short hold to the longest TTL.
-				req.Token, req.TTL = store.NewToken(), time.Minute
+				req.Token, req.TTL = storekit.NewToken(), time.Minute
 				mustAcquire(t, s, req)
 				if ms := pttl(t, c, req.Key); ms <= 0 || ms > 60_000 {
 					t.Fatalf("acquired for a minute: PTTL %d", ms)
@@ -108,7 +109,7 @@ func TestExtremeTTL(t *testing.T) {
 	k := key(t)
 	var last int64
 	for range 3 {
-		req := store.Request{Key: k, Token: store.NewToken(), TTL: math.MaxInt64, Fence: true}
+		req := store.Request{Key: k, Token: storekit.NewToken(), TTL: math.MaxInt64, Fence: true}
 		g := mustAcquire(t, s, req)
 		if g.Fence <= last {
 			t.Fatalf("fence %d after %d", g.Fence, last)
@@ -126,7 +127,7 @@ func TestRemainingBeyondDuration(t *testing.T) {
 	ctx := context.Background()
 	k := key(t)
 	require.NoError(t, c.Do(ctx, "SET", k, "foreign", "PX", int64(1e15)).Err())
-	g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Second})
+	g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Second})
 	require.NoError(t, err, "acquire of a foreign key: %+v, %v", g, err)
 	require.False(t, g.Acquired, "acquire of a foreign key: %+v, %v", g, err)
 	require.EqualValues(t, time.Duration(maxMs)*time.Millisecond, g.Remaining, "Remaining %d, want %d", int64(g.Remaining), maxMs*int64(time.Millisecond))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -43,13 +44,17 @@ var ackModes = []struct {
 	scripted bool
 	req      func(key string) store.Request
 }{
-	{"pipeline", false, func(k string) store.Request { return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute} }},
-	{"script", true, func(k string) store.Request { return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute} }},
+	{"pipeline", false, func(k string) store.Request {
+		return store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute}
+	}},
+	{"script", true, func(k string) store.Request {
+		return store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute}
+	}},
 	{"fenced", false, func(k string) store.Request {
-		return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Fence: true}
+		return store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute, Fence: true}
 	}},
 	{"reentrant", false, func(k string) store.Request {
-		return store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute, Reentrant: true}
+		return store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute, Reentrant: true}
 	}},
 }
 
@@ -170,7 +175,7 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 			l, err := throttle.NewLock(on, throttle.LockConfig{Name: "ack",
 				Options: throttle.Options{WhenStoreFails: tc.mode, Timeout: time.Second}})
 			require.NoError(t, err)
-			lease, err := l.Admit(ctx, store.NewToken())
+			lease, err := l.Admit(ctx, storekit.NewToken())
 			require.Nil(t, lease, "%v: Admit's lease", tc.mode)
 			if tc.want == nil {
 				require.NoError(t, err, "%v: Admit", tc.mode)
@@ -209,7 +214,7 @@ func TestReplicaAckOwnTokenRetry(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s, trips := ackStore(t, r, scripted, redisstore.WithReplicaAck(1, 100*time.Millisecond))
-			req := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+			req := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}
 			first := mustAcquire(t, s, req)
 			time.Sleep(5 * time.Millisecond) // the retry sees a shorter PTTL
 			trips.n.Store(0)
@@ -258,7 +263,7 @@ func TestReplicaAckOptionValues(t *testing.T) {
 			s := redisstore.New(c, tc.opts...)
 			t.Cleanup(func() { _ = s.Close() })
 			start := time.Now()
-			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute})
+			g, err := s.Acquire(ctx, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute})
 			took := time.Since(start)
 			if tc.within == "" {
 				require.NoError(t, err, "with the option off: %+v, %v; want granted", g, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -48,7 +49,7 @@ func BenchmarkReplicaAck(b *testing.B) {
 	var seq atomic.Int64
 	acquire := func(s *redisstore.Store, fence bool) func() error {
 		return func() error {
-			k := store.Key("bench", "ack", strconv.FormatInt(seq.Add(1), 10))
+			k := storekit.Key("bench", "ack", strconv.FormatInt(seq.Add(1), 10))
 			g, err := s.Acquire(ctx, store.Request{Key: k, Token: "token", TTL: 10 * time.Second, Fence: fence})
 			if err == nil && !g.Acquired {
 				err = fmt.Errorf("distinct key %s not granted: %+v", k, g)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -46,7 +47,7 @@ func TestReplicaAckFailover(t *testing.T) {
 		d := redistest.StartSentinel(t)
 		s, _ := sentinelStore(t, d)
 		master, replica := d.Master(), d.Replica()
-		first := store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl}
+		first := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: ttl}
 
 		cutReplication(t, master, replica)
 		granted := time.Now()
@@ -55,7 +56,7 @@ func TestReplicaAckFailover(t *testing.T) {
 		failOverTo(t, d, master, replica)
 
 		require.False(t, exists(t, replica, first.Key), "the promoted replica has the lock: replication was not cut, the test proves nothing")
-		g, _ := acquireEventually(t, s, store.Request{Key: first.Key, Token: store.NewToken(), TTL: ttl})
+		g, _ := acquireEventually(t, s, store.Request{Key: first.Key, Token: storekit.NewToken(), TTL: ttl})
 		require.True(t, g.Acquired, "the contender was refused (%+v): the lock survived", g)
 		if held := time.Since(granted); held >= ttl {
 			t.Fatalf("the first lease had expired (%v) before the contender got the key", held)
@@ -72,10 +73,10 @@ func TestReplicaAckFailover(t *testing.T) {
 		master, replica := d.Master(), d.Replica()
 		// Warm up: the client has found the master and the scripts are
 		// loaded, so that the cut below only affects replication.
-		mustAcquire(t, s, store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl})
+		mustAcquire(t, s, store.Request{Key: key(t), Token: storekit.NewToken(), TTL: ttl})
 
 		cutReplication(t, master, replica)
-		refused := store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl}
+		refused := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: ttl}
 		start := time.Now()
 		g, err := s.Acquire(context.Background(), refused)
 		took := time.Since(start)
@@ -90,22 +91,22 @@ func TestReplicaAckFailover(t *testing.T) {
 		// Replication back: the replica reconnects and catches up.
 		replica.Resume(t)
 		redistest.WaitInSync(t, master, replica)
-		kept := store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl}
+		kept := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: ttl}
 		mustAcquire(t, s, kept)
 		// No WAIT of our own: the kill follows the grant at once.
 		master.Kill(t)
 		d.WaitForMaster(t, replica)
 
 		require.True(t, exists(t, replica, kept.Key), "a grant confirmed by the replica is missing on the promoted replica")
-		g, _ = acquireEventually(t, contender, store.Request{Key: kept.Key, Token: store.NewToken(), TTL: ttl})
+		g, _ = acquireEventually(t, contender, store.Request{Key: kept.Key, Token: storekit.NewToken(), TTL: ttl})
 		require.False(t, g.Acquired, "a contender got a lock that the replica had acknowledged: two holders")
 		// The refused key was never reported as held: taking it now
 		// gives no second holder.
-		g, _ = acquireEventually(t, contender, store.Request{Key: refused.Key, Token: store.NewToken(), TTL: ttl})
+		g, _ = acquireEventually(t, contender, store.Request{Key: refused.Key, Token: storekit.NewToken(), TTL: ttl})
 		require.True(t, g.Acquired, "the refused key is held on the new master: %+v", g)
 		// The price: the new master has no replica left, so the store
 		// with the option grants nothing until one is back.
-		_, err = s.Acquire(context.Background(), store.Request{Key: key(t), Token: store.NewToken(), TTL: ttl})
+		_, err = s.Acquire(context.Background(), store.Request{Key: key(t), Token: storekit.NewToken(), TTL: ttl})
 		require.True(t, errors.Is(err, redisstore.ErrNotReplicated), "an acquisition with no replica left = %v; want ErrNotReplicated", err)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -80,7 +81,7 @@ func TestWatchShared(t *testing.T) {
 	}
 
 	// Release names[0]: its waiters wake, the others do not.
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: names[0], Token: tok, TTL: time.Minute})
 	mustOutcome(t, store.OK)(s.Release(ctx, names[0], tok))
 	for _, w := range ws {
@@ -112,7 +113,7 @@ func TestWatchShared(t *testing.T) {
 
 	// A release that does not free the key (held by another, still held)
 	// wakes nobody.
-	owner := store.NewToken()
+	owner := storekit.NewToken()
 	reReq := store.Request{Key: names[1], Token: owner, TTL: time.Minute, Reentrant: true}
 	mustAcquire(t, s, reReq)
 	mustAcquire(t, s, reReq)
@@ -226,7 +227,7 @@ func TestWatchAfterClose(t *testing.T) {
 	_, _, err = s.Watch(ctx, k)
 	require.Error(t, err, "Watch after Close succeeded")
 	eventually(t, "Pub/Sub connection closed", func() bool { return pubSubConns(t, c) == 0 })
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Second})
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 }
@@ -281,7 +282,7 @@ func TestWatchIdleKeepsConnection(t *testing.T) {
 	require.Len(t, before, 1, "Pub/Sub connections")
 	time.Sleep(50 * window)
 	require.Equal(t, before, pubSubConnIDs(t, c), "Pub/Sub connections after idling: the receiver reconnected")
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 	select {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
@@ -124,7 +125,7 @@ func (a admissionImpl) check(card, key string) error {
 		acquired, err = a.raw(key)
 	} else {
 		var g store.Grant
-		g, err = a.s.Acquire(context.Background(), store.Request{Key: key, Token: store.NewToken(), TTL: 10 * time.Second})
+		g, err = a.s.Acquire(context.Background(), store.Request{Key: key, Token: storekit.NewToken(), TTL: 10 * time.Second})
 		acquired = g.Acquired
 	}
 	if want := card == "distinct"; err == nil && acquired != want {
@@ -223,7 +224,7 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		admissionImpl{name: "fanout3-raw", base: len(impls), raw: rawFanout(raw[:3], &late)},
 		admissionImpl{name: "fanout5-raw", base: len(impls), raw: rawFanout(raw[:5], &late)},
 	)
-	hot := store.Key("bench", "hot", "key")
+	hot := storekit.Key("bench", "hot", "key")
 	for _, c := range ns.direct {
 		require.NoError(b, c.Set(context.Background(), hot, "holder", time.Hour).Err())
 	}
@@ -244,7 +245,7 @@ func admissionSetup(b *testing.B) ([]admissionImpl, func(card string) string) {
 		if card == "hot" {
 			return hot
 		}
-		return store.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
+		return storekit.Key("bench", "d", strconv.FormatInt(seq.Add(1), 10))
 	}
 	return impls, keyFor
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -44,7 +45,7 @@ func TestOneWinner(t *testing.T) {
 				if len(winners) == 0 {
 					// Nobody won: the key must be free everywhere.
 					empty++
-					tok := store.NewToken()
+					tok := storekit.NewToken()
 					mustAcquire(t, a, store.Request{Key: key, Token: tok, TTL: time.Minute})
 					winners = []string{tok}
 				}
@@ -71,7 +72,7 @@ func race(t *testing.T, stores []*redlock.Store, key string, perStore int) (winn
 	for _, s := range stores {
 		for range perStore {
 			wg.Go(func() {
-				tok := store.NewToken()
+				tok := storekit.NewToken()
 				<-start
 				g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: time.Minute})
 				mu.Lock()
@@ -102,7 +103,7 @@ func TestSplitVote(t *testing.T) {
 	for name, me := range map[string]int{"keeper": 0, "releaser": 1} {
 		t.Run(name, func(t *testing.T) {
 			key := newKey(t)
-			tokens := []string{store.NewToken(), store.NewToken(), store.NewToken()}
+			tokens := []string{storekit.NewToken(), storekit.NewToken(), storekit.NewToken()}
 			for i, tok := range tokens {
 				ns.hold(t, key, tok, time.Minute, i)
 			}

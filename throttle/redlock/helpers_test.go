@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -179,13 +180,13 @@ func within(t testing.TB, limit time.Duration, what string, f func()) {
 	f()
 }
 
-// newKey returns a fresh key in the shape store.Key builds.
+// newKey returns a fresh key in the shape storekit.Key builds.
 func newKey(t testing.TB) string {
-	return store.Key("redlock-test", t.Name(), store.NewToken())
+	return storekit.Key("redlock-test", t.Name(), storekit.NewToken())
 }
 
 func req(key string, ttl time.Duration) store.Request {
-	return store.Request{Key: key, Token: store.NewToken(), TTL: ttl}
+	return store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}
 }
 
 func mustAcquire(t testing.TB, s store.Store, r store.Request) store.Grant {

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func newLock(t testing.TB, s throttle.Store, c throttle.LockConfig) *throttle.Lock {
@@ -39,8 +39,8 @@ func TestLimiterModes(t *testing.T) {
 			// at most TTL − drift (the Lock subtracts its own drift
 			// from the Grant.TTL too).
 			assert.Positive(t, lease.ValidFor())
-			assert.LessOrEqual(t, lease.ValidFor(), ttl-store.Drift(ttl)-store.Drift(ttl-store.Drift(ttl)))
-			key := store.Key(throttle.DefaultPrefix, c.Name, "user-1")
+			assert.LessOrEqual(t, lease.ValidFor(), ttl-storekit.Drift(ttl)-storekit.Drift(ttl-storekit.Drift(ttl)))
+			key := storekit.Key(throttle.DefaultPrefix, c.Name, "user-1")
 			held := 0
 			for i := range ns.srvs {
 				if ns.holder(t, i, key) != "" {

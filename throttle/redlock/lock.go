@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -21,11 +22,9 @@ type round struct {
 }
 
 // Acquire takes req.Key on every node in parallel and holds the lock when a
-// quorum granted it; the grant's TTL is the lock's validity. A refusal comes
-// once a quorum answered and none can grant, with the time until one could;
-// too few answers, or no validity left, fail with ErrNoQuorum. Unless the
-// lock is won, every node that granted it or whose answer is unknown is
-// released. A split vote (contenders took some nodes each, none a quorum)
+// quorum granted it; the grant's TTL is the lock's validity. It is refused
+// once a quorum answered and none can grant. Unless the lock is won, every
+// node that granted it or whose answer is unknown is released. A split vote
 // is tried up to 3 times.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
@@ -81,7 +80,7 @@ func (s *Store) attempt(ctx context.Context, r *round, req store.Request, mayRet
 	switch v {
 	case won:
 		return g, false, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
-			ErrNoQuorum, t.ours, took, req.TTL)
+			errNoQuorum, t.ours, took, req.TTL)
 	case refused:
 		return store.Grant{Remaining: retryAfter(t.quorum, t.ours, t.remaining)}, split, nil
 	}
@@ -137,16 +136,15 @@ func (s *Store) release(ctx context.Context, req store.Request, match func(i int
 }
 
 // Release frees key on every node where token holds it: OK once a quorum
-// had token; else HeldByOther when others hold or may hold a quorum, Gone
-// when none can, ErrNoQuorum when failed nodes leave it open. ctx's
-// cancellation ends the wait, not the node calls, to leave no lock behind.
+// had token, else HeldByOther or Gone as a quorum says. ctx's cancellation
+// ends the wait, not the node calls, to leave no lock behind.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	return s.update(ctx, key, token, 0)
 }
 
 // Extend sets key's time to live to ttl on every node where token holds it,
 // with Release's outcomes; an OK that comes after the new validity ran out
-// fails with ErrNoQuorum, since some node may have let the key go already.
+// is an error, since some node may have let the key go already.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, invalid("ttl %v is not positive", ttl)
@@ -181,8 +179,8 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	switch elapsed := time.Since(start); {
 	case unknown:
 		return 0, noQuorum(op, &t, cause)
-	case ttl > 0 && out == store.OK && elapsed >= ttl-store.Drift(ttl):
-		return 0, fmt.Errorf("%w: extend: %d nodes extended in %v, too late for a TTL of %v", ErrNoQuorum, t.ours, elapsed, ttl)
+	case ttl > 0 && out == store.OK && elapsed >= ttl-storekit.Drift(ttl):
+		return 0, fmt.Errorf("%w: extend: %d nodes extended in %v, too late for a TTL of %v", errNoQuorum, t.ours, elapsed, ttl)
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -128,7 +129,7 @@ func TestGrantTTLIsValidity(t *testing.T) {
 	key := newKey(t)
 	g := mustAcquire(t, s, req(key, ttl))
 	assert.Positive(t, g.TTL)
-	assert.LessOrEqual(t, g.TTL, ttl-store.Drift(ttl), "Grant.TTL is the validity")
+	assert.LessOrEqual(t, g.TTL, ttl-storekit.Drift(ttl), "Grant.TTL is the validity")
 	assert.Equal(t, store.Grant{Acquired: true, TTL: g.TTL, Holds: 1}, g)
 	for i := range ns.srvs {
 		pttl, err := ns.direct[i].PTTL(context.Background(), key).Result()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -106,7 +107,7 @@ func validity(ttl time.Duration, quorum int, ttls []time.Duration, elapsed time.
 		return 0
 	}
 	slices.Sort(ttls)
-	return ttls[len(ttls)-quorum] - elapsed - store.Drift(ttl)
+	return ttls[len(ttls)-quorum] - elapsed - storekit.Drift(ttl)
 }
 
 // retryAfter is when quorum-granted held nodes (ours are freed at once)

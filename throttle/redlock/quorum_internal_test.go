@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -122,7 +123,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestValidity(t *testing.T) {
 	const ttl = 10 * time.Second
-	drift := store.Drift(ttl) // 102 ms
+	drift := storekit.Drift(ttl) // 102 ms
 	cases := []struct {
 		granted []time.Duration
 		elapsed time.Duration

@@ -25,30 +25,27 @@ type Store struct {
 	closed, owned bool           // owned: New made the nodes, for Close to close
 }
 
-// ErrNoQuorum is matched by the error of a call that no quorum decided in
+// errNoQuorum is matched by the error of a call that no quorum decided in
 // time: too few nodes answered (the message says why each failed), or a
 // quorum answered after the validity ran out. The error also matches
-// store.ErrNotApplied when the call surely changed nothing (every failed node
-// refused the connection), and the caller's context error if that ended.
-var ErrNoQuorum = errors.New("redlock: no quorum")
+// store.ErrNotApplied when the call surely changed nothing.
+var errNoQuorum = errors.New("redlock: no quorum")
 
 // Option configures a Store.
 type Option func(*Store)
 
-// WithNodeTimeout sets how long a call waits for each node, instead of a
-// tenth of the TTL, at most 100 ms (100 ms for Release). Raise it when
-// bursts of calls queue for the clients' connections longer than that, but
-// keep it well below the shortest TTL: a quorum's time is lost from the
-// lock's validity. d <= 0 restores the automatic rule.
+// WithNodeTimeout sets how long a call waits for each node instead of a
+// tenth of the TTL, at most 100 ms: raise it when bursts queue for the
+// clients' connections, but keep it well below the shortest TTL, whose
+// validity it eats. d <= 0 restores the automatic rule.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(s *Store) { s.timeout = max(d, 0) }
 }
 
-// New returns a Store over clients, one per independent Redis master, each
-// used through a redisstore.Store that Close closes (the clients stay
-// open). It refuses, with store.ErrInvalid, fewer than three clients, a nil
-// client, a *redis.Ring (its shards are not one master) and two clients of
-// one address, whose lock would count twice.
+// New returns a Store over clients, one per independent Redis master. It
+// refuses, with store.ErrInvalid, fewer than three clients, a nil client, a
+// *redis.Ring (not one master) and two clients of one address, whose lock
+// would count twice.
 func New(clients []redis.UniversalClient, opts ...Option) (*Store, error) {
 	names := make([]string, len(clients))
 	for i, c := range clients {
@@ -73,9 +70,8 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Store, error) {
 }
 
 // NewOnStores returns a Store over stores, one per independent master, such
-// as rueidisstore stores (whose clients pipeline the concurrent calls to a
-// node) or redisstore stores made with options. The rules of New apply.
-// Close leaves the stores open.
+// as rueidisstore stores or redisstore stores made with options. The rules
+// of New apply; Close leaves the stores open.
 func NewOnStores(stores []store.Store, opts ...Option) (*Store, error) {
 	names := make([]string, len(stores))
 	for i, st := range stores {
@@ -107,9 +103,8 @@ func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 	return s, nil
 }
 
-// Close waits for the node calls still running in the background (each
-// bounded by its node timeout) and closes the stores New made. It is
-// idempotent; the Store keeps serving calls after it.
+// Close waits for the node calls still running in the background and closes
+// the stores New made. The Store keeps serving calls after it.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -147,9 +142,8 @@ func (s *Store) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // Refuses returns the error, matching store.ErrInvalid, that Acquire gives
-// for req without asking a node, or nil. Fencing tokens and reentrancy are
-// refused (see the package documentation), so that throttle.New rejects a
-// policy asking for them instead of failing each of its requests.
+// for req, or nil: fencing tokens and reentrancy are refused, so that a
+// limiter rejects a config asking for them at construction.
 func (s *Store) Refuses(req store.Request) error {
 	switch {
 	case req.Fence:
@@ -184,7 +178,7 @@ func notApplied(op string, err error) error {
 // noQuorum is the error of a call that the answers in t cannot decide.
 func noQuorum(op string, t *tally, cause error) error {
 	err := fmt.Errorf("%w: %s: %d of %d nodes answered, a decision needs %d",
-		ErrNoQuorum, op, t.answered(), t.n, t.quorum)
+		errNoQuorum, op, t.answered(), t.n, t.quorum)
 	for i, e := range t.errs {
 		if e != nil {
 			err = fmt.Errorf("%w; node %d: %v", err, i, e)

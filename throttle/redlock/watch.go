@@ -10,11 +10,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Watch returns a channel that receives a value after key is released on
-// any node (a holder releases on all, so the first wakes the waiter), and
-// the stop function to call when done. It fails only when no node could be
-// watched; a throttle limiter then polls. A wake-up is a hint, not a grant:
-// a contender's partial lock wakes the waiter too.
+// Watch returns a channel told when key is released on any node, and the
+// stop function to call when done. It fails only when no node could be
+// watched. A wake-up is a hint: a contender's partial lock wakes it too.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if key == "" {
 		return nil, nil, invalid("empty key")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -45,14 +46,14 @@ func BenchmarkAdmission(b *testing.B) {
 		op   func() error
 	}{
 		{"goredis-setnx", func() error {
-			return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", 10*time.Second).Err()
+			return gc.SetNX(ctx, storekit.Key("bench", "raw", next()), "token", 10*time.Second).Err()
 		}},
 		{"rueidis-set", func() error {
-			k := store.Key("bench", "rueidis", next())
+			k := storekit.Key("bench", "rueidis", next())
 			return rc.Do(ctx, rc.B().Set().Key(k).Value("token").Nx().PxMilliseconds(10000).Build()).Error()
 		}},
 		{"store", func() error {
-			_, err := s.Acquire(ctx, store.Request{Key: store.Key("bench", "store", next()), Token: "token", TTL: 10 * time.Second})
+			_, err := s.Acquire(ctx, store.Request{Key: storekit.Key("bench", "store", next()), Token: "token", TTL: 10 * time.Second})
 			return err
 		}},
 		{"limiter", func() error { _, err := l.Acquire(ctx, next()); return err }},

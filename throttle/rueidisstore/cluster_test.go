@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
-	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
@@ -46,7 +46,7 @@ func TestCluster(t *testing.T) {
 		// find one id and reuse its slot by migrating it while a loop of
 		// distinct-key admissions on it and its duplicates run.
 		id := "user-1"
-		k := store.Key("throttle", "migrate", id)
+		k := storekit.Key("throttle", "migrate", id)
 		slot := redistest.KeySlot(k)
 		from := cl.Owner(t, slot)
 		to := cl.Masters[0]

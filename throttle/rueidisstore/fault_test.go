@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -117,10 +118,10 @@ func TestHungRedis(t *testing.T) {
 	srv.Resume(t)
 	// The SET reached Redis before it froze or is read after it wakes:
 	// either way the key must end up free well before its hour is over.
-	k := store.Key("throttle", "hung", "carol")
+	k := storekit.Key("throttle", "hung", "carol")
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		g, err := s.Acquire(ctx, store.Request{Key: k, Token: store.NewToken(), TTL: time.Minute})
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
 		if err == nil && g.Acquired {
 			break
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -36,7 +37,7 @@ func newStore(t testing.TB, opts ...rueidisstore.Option) (*rueidisstore.Store, *
 // key returns a key unique to the test, in the shape throttle.Key builds.
 func key(t testing.TB) string {
 	t.Helper()
-	return store.Key("test", t.Name(), store.NewToken())
+	return storekit.Key("test", t.Name(), storekit.NewToken())
 }
 
 func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {

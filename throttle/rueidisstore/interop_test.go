@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
@@ -33,9 +34,9 @@ func TestInterop(t *testing.T) {
 		b := stores[other[name]]
 		t.Run(name+"-then-"+other[name], func(t *testing.T) {
 			for _, req := range []store.Request{{}, {Fence: true}, {Reentrant: true}, {Reentrant: true, Fence: true}} {
-				req.Key, req.Token, req.TTL = key(t), store.NewToken(), time.Minute
+				req.Key, req.Token, req.TTL = key(t), storekit.NewToken(), time.Minute
 				g := mustAcquire(t, a, req)
-				held, err := b.Acquire(ctx, store.Request{Key: req.Key, Token: store.NewToken(), TTL: time.Minute})
+				held, err := b.Acquire(ctx, store.Request{Key: req.Key, Token: storekit.NewToken(), TTL: time.Minute})
 				require.NoError(t, err, "%+v taken by %s: %s's Acquire", req, name, other[name])
 				require.False(t, held.Acquired, "%+v taken by %s: %s says %+v", req, name, other[name], held)
 				require.Positive(t, held.Remaining, "%+v taken by %s: %s says %+v", req, name, other[name], held)
@@ -58,7 +59,7 @@ func TestInterop(t *testing.T) {
 	}
 
 	t.Run("record", func(t *testing.T) {
-		k, tok := key(t), store.NewToken()
+		k, tok := key(t), storekit.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 		out, err := s.Record(ctx, k, tok, []byte("201 Created"))
 		require.NoError(t, err, "record")
@@ -193,7 +194,7 @@ func TestLimiterModes(t *testing.T) {
 // whole millisecond (gcra.lua) and one whose interval is (gcra_ms.lua).
 func TestQuotaMatchesMemstore(t *testing.T) {
 	for _, r := range []store.Rate{{Limit: 3, Window: time.Second, Burst: 5}, {Limit: 4, Window: time.Second, Burst: 5}} {
-		t.Run(r.Interval().String(), func(t *testing.T) { quotaMatchesMemstore(t, r) })
+		t.Run(storekit.Interval(r).String(), func(t *testing.T) { quotaMatchesMemstore(t, r) })
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // BenchmarkQuotaPaired measures a Quota decision (Quota.Allow, one GCRA
@@ -87,7 +87,7 @@ func BenchmarkQuotaPaired(b *testing.B) {
 	}
 	for _, card := range []string{"distinct", "returning"} {
 		ops := []benchload.Op{
-			{Name: "raw", Call: func() error { return gc.SetNX(ctx, store.Key("bench", "raw", next()), "token", time.Minute).Err() }},
+			{Name: "raw", Call: func() error { return gc.SetNX(ctx, storekit.Key("bench", "raw", next()), "token", time.Minute).Err() }},
 			{Name: "limiter", Call: allow(plain, card)},
 			{Name: "flush", Call: allow(flush, card)},
 		}

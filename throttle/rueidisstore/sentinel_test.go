@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -47,7 +48,7 @@ func TestSentinel(t *testing.T) {
 		s := sentinelStore(t, d)
 		ctx := context.Background()
 		master, replica := d.Master(), d.Replica()
-		held := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+		held := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}
 		mustAcquire(t, s, held)
 		redistest.WaitInSync(t, master, replica)
 		if got := d.Failover(t); got != replica {
@@ -55,7 +56,7 @@ func TestSentinel(t *testing.T) {
 		}
 		// rueidis follows the sentinels' switch: a fresh key is
 		// granted on the new master within a generous bound.
-		fresh := store.Request{Key: key(t), Token: store.NewToken(), TTL: time.Minute}
+		fresh := store.Request{Key: key(t), Token: storekit.NewToken(), TTL: time.Minute}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			g, err := s.Acquire(ctx, fresh)
@@ -72,7 +73,7 @@ func TestSentinel(t *testing.T) {
 		if n, err := onNew.Exists(ctx, fresh.Key, held.Key).Result(); err != nil || n != 2 {
 			t.Fatalf("the new master holds %d of the two locks (%v)", n, err)
 		}
-		g, err := s.Acquire(ctx, store.Request{Key: held.Key, Token: store.NewToken(), TTL: time.Minute})
+		g, err := s.Acquire(ctx, store.Request{Key: held.Key, Token: storekit.NewToken(), TTL: time.Minute})
 		require.NoError(t, err, "a contender for the lock held across the failover got %+v, %v", g, err)
 		require.False(t, g.Acquired, "a contender for the lock held across the failover got %+v, %v", g, err)
 		if out, err := s.Release(ctx, held.Key, held.Token); err != nil || out != store.OK {

@@ -1,8 +1,6 @@
 package rueidisstore
 
 import (
-	"time"
-
 	"github.com/redis/rueidis"
 
 	"github.com/go-throttle/throttle/internal/redisalgo"
@@ -21,11 +19,6 @@ func New(client rueidis.Client, opts ...Option) *Store {
 	return redisalgo.New("rueidisstore", conn{client}, opts...)
 }
 
-// Option configures a Store made by New; it is redisstore.Option, whose
-// WithWatchTimeout and WithLogger apply here too.
+// Option configures a Store made by New: redisstore's options (WithFenceTTL,
+// WithLogger), save WithReplicaAck, apply.
 type Option = redisalgo.Option
-
-// WithFenceTTL is redisstore.WithFenceTTL: how long a key's fencing counter
-// lives after its last fenced acquisition (24 hours by default, at least a
-// second).
-func WithFenceTTL(d time.Duration) Option { return redisalgo.WithFenceTTL(d) }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ func TestWatchShares(t *testing.T) {
 	s, srv := newStore(t)
 	gc := srv.Client(t)
 	ctx := context.Background()
-	k, tok := key(t), store.NewToken()
+	k, tok := key(t), storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 	ch := k + ":released"
 
@@ -67,7 +68,7 @@ func TestWatchChurn(t *testing.T) {
 	keys := []string{key(t), key(t), key(t)}
 	for i := range 60 {
 		k := keys[i%len(keys)]
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
 		w, stop, err := s.Watch(ctx, k)
 		require.NoError(t, err)

@@ -13,26 +13,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func testAcquireFree(t *testing.T, s store.Store) {
-	g := acquire(t, s, lock(newKey("acquire-free"), store.NewToken()), true)
+	g := acquire(t, s, lock(newKey("acquire-free"), storekit.NewToken()), true)
 	require.True(t, g.Holds == 1 && g.Remaining == 0 && g.Fence == 0, "grant %+v, want Holds 1, Remaining 0, Fence 0", g)
 }
 
 func testAcquireHeld(t *testing.T, s store.Store) {
 	key := newKey("acquire-held")
 	const ttl = 10 * time.Second
-	acquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl}, true)
-	g := acquire(t, s, store.Request{Key: key, Token: store.NewToken(), TTL: ttl, Fence: fences(s)}, false)
+	acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}, true)
+	g := acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Fence: fences(s)}, false)
 	require.True(t, g.Remaining > 0 && g.Remaining <= ttl && g.Holds == 0 && g.Fence == 0, "refused: %+v, want Remaining in (0, %v]", g, ttl)
 }
 
 func testRelease(t *testing.T, s store.Store) {
-	key, tok := newKey("release"), store.NewToken()
+	key, tok := newKey("release"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
-	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, store.NewToken()))
+	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, storekit.NewToken()))
 	mustBeHeld(t, s, key)
 	mustOutcome(t, "Release with the right token", store.OK)(s.Release(bg, key, tok))
 	mustOutcome(t, "second Release", store.Gone)(s.Release(bg, key, tok))
@@ -40,20 +41,20 @@ func testRelease(t *testing.T, s store.Store) {
 }
 
 func testExtend(t *testing.T, s store.Store) {
-	key, tok := newKey("extend"), store.NewToken()
+	key, tok := newKey("extend"), storekit.NewToken()
 	const short = 2 * time.Second
 	acquire(t, s, store.Request{Key: key, Token: tok, TTL: short}, true)
 	mustOutcome(t, "Extend with the right token", store.OK)(s.Extend(bg, key, tok, longTTL))
 	rem := mustBeHeld(t, s, key)
 	require.True(t, rem > short && rem <= longTTL, "Remaining %v after Extend to %v", rem, longTTL)
-	mustOutcome(t, "Extend with a wrong token", store.HeldByOther)(s.Extend(bg, key, store.NewToken(), longTTL))
+	mustOutcome(t, "Extend with a wrong token", store.HeldByOther)(s.Extend(bg, key, storekit.NewToken(), longTTL))
 	mustOutcome(t, "Extend of a missing key", store.Gone)(s.Extend(bg, newKey("extend-missing"), tok, longTTL))
 	mustOutcome(t, "Release after Extend", store.OK)(s.Release(bg, key, tok))
 	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(bg, key, tok, longTTL))
 }
 
 func testExpiry(t *testing.T, s store.Store) {
-	key, tok := newKey("expiry"), store.NewToken()
+	key, tok := newKey("expiry"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond}, true)
 	other := waitFree(t, s, key)
 	mustOutcome(t, "Release of the expired holder", store.HeldByOther)(s.Release(bg, key, tok))
@@ -62,7 +63,7 @@ func testExpiry(t *testing.T, s store.Store) {
 
 // testTokenSafety: a lapsed holder must not free or extend its successor's lock.
 func testTokenSafety(t *testing.T, s store.Store) {
-	key, a := newKey("token-safety"), store.NewToken()
+	key, a := newKey("token-safety"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond}, true)
 	b := waitFree(t, s, key)
 	mustOutcome(t, "Release by the expired holder A", store.HeldByOther)(s.Release(bg, key, a))
@@ -74,7 +75,7 @@ func testTokenSafety(t *testing.T, s store.Store) {
 // testOwnTokenRetry: a plain acquisition by the holder's token retries one
 // whose reply was lost: it is granted, and changes only the fence, upwards.
 func testOwnTokenRetry(t *testing.T, s store.Store) {
-	key, tok := newKey("retry"), store.NewToken()
+	key, tok := newKey("retry"), storekit.NewToken()
 	req := store.Request{Key: key, Token: tok, TTL: longTTL, Fence: fences(s)}
 	before := time.Now()
 	first := acquire(t, s, req, true)
@@ -95,7 +96,7 @@ func testOwnTokenRetry(t *testing.T, s store.Store) {
 func testRefusals(t *testing.T, s store.Store) {
 	for _, kind := range []store.Request{fenced, reentrant} {
 		if refuses(s, kind) != nil {
-			req := store.Request{Key: newKey("refusals"), Token: store.NewToken(), TTL: longTTL, Fence: kind.Fence, Reentrant: kind.Reentrant}
+			req := store.Request{Key: newKey("refusals"), Token: storekit.NewToken(), TTL: longTTL, Fence: kind.Fence, Reentrant: kind.Reentrant}
 			_, err := s.Acquire(bg, req)
 			require.ErrorIs(t, err, store.ErrInvalid, "Acquire(%+v) of a refused kind", req)
 			require.ErrorIs(t, refuses(s, kind), store.ErrInvalid, "Refuses(%+v)", kind)
@@ -107,7 +108,7 @@ func testRefusals(t *testing.T, s store.Store) {
 func testCancelledContext(t *testing.T, s store.Store) {
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	key, tok := newKey("cancelled"), store.NewToken()
+	key, tok := newKey("cancelled"), storekit.NewToken()
 	done := make(chan [3]error, 1)
 	go func() {
 		var errs [3]error
@@ -130,19 +131,19 @@ func testCancelledContext(t *testing.T, s store.Store) {
 // testOddKeys: raw keys with binary bytes, separators, braces or 4 KiB, each
 // with a hash tag of its own (one Redis Cluster slot), work like any other.
 func testOddKeys(t *testing.T, s store.Store) {
-	tag := "storetest:{" + store.NewToken() + "}"
+	tag := "storetest:{" + storekit.NewToken() + "}"
 	for _, key := range []string{
 		tag + "\x00\x01\xfe\xff\r\n\t \"'\\%",
 		tag + ":a:{b}:}{:{}:" + "::",
 		tag + strings.Repeat("k", 4096),
 		tag + "ключ-鍵-🔑",
 	} {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		g := acquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: fences(s)}, true)
 		require.True(t, !fences(s) || g.Fence > 0, "fence %d", g.Fence)
 		mustBeHeld(t, s, key)
 		mustOutcome(t, "Extend", store.OK)(s.Extend(bg, key, tok, longTTL))
-		mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, store.NewToken()))
+		mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, storekit.NewToken()))
 		mustOutcome(t, "Release", store.OK)(s.Release(bg, key, tok))
 		mustBeFree(t, s, key)
 		mustBeFree(t, s, key[:len(key)-1]+"\x00") // a neighbour is another key
@@ -151,7 +152,7 @@ func testOddKeys(t *testing.T, s store.Store) {
 
 func testReentrant(t *testing.T, s store.Store) {
 	{
-		key, owner := newKey("reentrant"), store.NewToken()
+		key, owner := newKey("reentrant"), storekit.NewToken()
 		const short = 2 * time.Second
 		req := store.Request{Key: key, Token: owner, TTL: short, Reentrant: true, Fence: true}
 		first := acquire(t, s, req, true)
@@ -161,7 +162,7 @@ func testReentrant(t *testing.T, s store.Store) {
 		require.True(t, again.Holds == 2 && again.Fence == first.Fence, "re-entry grant %+v, want Holds 2 and fence %d", again, first.Fence)
 		require.Greater(t, mustBeHeld(t, s, key), short, "the re-entry refreshed the TTL")
 
-		other := store.NewToken()
+		other := storekit.NewToken()
 		acquire(t, s, store.Request{Key: key, Token: other, TTL: longTTL, Reentrant: true}, false)
 		mustOutcome(t, "Release by another owner", store.HeldByOther)(s.Release(bg, key, other))
 		mustOutcome(t, "Extend by another owner", store.HeldByOther)(s.Extend(bg, key, other, longTTL))
@@ -173,7 +174,7 @@ func testReentrant(t *testing.T, s store.Store) {
 		mustBeFree(t, s, key)
 	}
 	// Extend raises a single hold's TTL.
-	key, owner := newKey("reentrant-extend"), store.NewToken()
+	key, owner := newKey("reentrant-extend"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: owner, TTL: 2 * time.Second, Reentrant: true}, true)
 	mustOutcome(t, "Extend by the owner", store.OK)(s.Extend(bg, key, owner, longTTL))
 	require.Greater(t, mustBeHeld(t, s, key), 2*time.Second, "Remaining after Extend")
@@ -192,7 +193,7 @@ func testReentrant(t *testing.T, s store.Store) {
 // testReentryTTL: a re-entry, or Extend, raises a reentrant key's TTL but
 // never lowers it; a fenced re-entry of an unfenced hold starts a fence.
 func testReentryTTL(t *testing.T, s store.Store) {
-	key, owner := newKey("reentry-ttl"), store.NewToken()
+	key, owner := newKey("reentry-ttl"), storekit.NewToken()
 	outer := acquire(t, s, store.Request{Key: key, Token: owner, TTL: longTTL, Reentrant: true}, true)
 	require.Zero(t, outer.Fence, "an unfenced grant's fence")
 	inner := acquire(t, s, store.Request{Key: key, Token: owner, TTL: time.Second, Reentrant: true, Fence: true}, true)
@@ -232,7 +233,7 @@ func race(workers, rounds int, try func() error) error {
 func testContention(t *testing.T, s store.Store) {
 	key, winners := newKey("contention"), make(chan string, 200)
 	require.NoError(t, race(200, 1, func() error {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, lock(key, tok))
 		if g.Acquired {
 			winners <- tok
@@ -247,7 +248,7 @@ func testFence(t *testing.T, s store.Store) {
 	key := newKey("fence-sequential")
 	fences := []int64{0}
 	for range 20 {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		fences = append(fences, acquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true}, true).Fence)
 		mustOutcome(t, "Release", store.OK)(s.Release(bg, key, tok))
 	}
@@ -257,7 +258,7 @@ func testFence(t *testing.T, s store.Store) {
 	key, fences = newKey("fence-concurrent"), []int64{0}
 	var mu sync.Mutex
 	require.NoError(t, race(20, 10, func() error {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
 		if err != nil || !g.Acquired {
 			return err

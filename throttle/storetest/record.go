@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -36,7 +37,7 @@ func watchThen(t *testing.T, n store.Notifier, key, what string, do func()) {
 
 func testNotifier(t *testing.T, s store.Store) {
 	n := as[store.Notifier](t, s)
-	key, tok := newKey("notifier"), store.NewToken()
+	key, tok := newKey("notifier"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	watchThen(t, n, key, "release", func() {
 		mustOutcome(t, "Release by the holder", store.OK)(s.Release(bg, key, tok))
@@ -61,7 +62,7 @@ func mustHaveRecord(t testing.TB, r store.Recorder, key string, want []byte) {
 // and replaces the last; other keys have none.
 func testRecord(t *testing.T, s store.Store) {
 	r := as[store.Recorder](t, s)
-	key, tok := newKey("record"), store.NewToken()
+	key, tok := newKey("record"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	mustHaveRecord(t, r, key, nil)
 	mustHaveRecord(t, r, newKey("record-free"), nil)
@@ -89,20 +90,20 @@ func testRecord(t *testing.T, s store.Store) {
 // holder get HeldByOther, anybody on a free key Gone, and write nothing.
 func testRecordOthers(t *testing.T, s store.Store) {
 	r := as[store.Recorder](t, s)
-	key, held := newKey("record-others"), store.NewToken()
-	mustRecord(t, r, key, store.NewToken(), []byte("nobody holds it"), store.Gone)
+	key, held := newKey("record-others"), storekit.NewToken()
+	mustRecord(t, r, key, storekit.NewToken(), []byte("nobody holds it"), store.Gone)
 	mustHaveRecord(t, r, key, nil)
 	acquire(t, s, lock(key, held), true)
-	mustRecord(t, r, key, store.NewToken(), []byte("not the holder"), store.HeldByOther)
+	mustRecord(t, r, key, storekit.NewToken(), []byte("not the holder"), store.HeldByOther)
 	mustHaveRecord(t, r, key, nil)
 	mustRecord(t, r, key, held, []byte("the holder's"), store.OK)
-	mustRecord(t, r, key, store.NewToken(), []byte("not the holder"), store.HeldByOther)
+	mustRecord(t, r, key, storekit.NewToken(), []byte("not the holder"), store.HeldByOther)
 	mustHaveRecord(t, r, key, []byte("the holder's"))
 	mustOutcome(t, "Release", store.OK)(s.Release(bg, key, held))
 
 	// A's lease runs out and B takes the key: A's late Record must not
 	// become B's record, nor replace it.
-	key, a := newKey("record-stale"), store.NewToken()
+	key, a := newKey("record-stale"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond}, true)
 	b := waitFree(t, s, key)
 	mustRecord(t, r, key, a, []byte("stale A"), store.HeldByOther)
@@ -118,7 +119,7 @@ func testRecordOthers(t *testing.T, s store.Store) {
 // testRecordExpiry: once a newcomer took the expired key, its record is gone.
 func testRecordExpiry(t *testing.T, s store.Store) {
 	r := as[store.Recorder](t, s)
-	key, tok := newKey("record-expiry"), store.NewToken()
+	key, tok := newKey("record-expiry"), storekit.NewToken()
 	// A slow store may reach Record after a short TTL (Gone): try longer.
 	for ttl := 100 * time.Millisecond; ; ttl *= 2 {
 		acquire(t, s, store.Request{Key: key, Token: tok, TTL: ttl}, true)
@@ -139,11 +140,11 @@ func testRecordRelease(t *testing.T, s store.Store) {
 	r := as[store.Recorder](t, s)
 	key := newKey("record-release")
 	for _, name := range []string{"A", "B"} {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		acquire(t, s, lock(key, tok), true)
 		mustHaveRecord(t, r, key, nil)
 		mustRecord(t, r, key, tok, []byte(name), store.OK)
-		mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, store.NewToken()))
+		mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, storekit.NewToken()))
 		mustHaveRecord(t, r, key, []byte(name))
 		mustOutcome(t, "Release by "+name, store.OK)(s.Release(bg, key, tok))
 		mustHaveRecord(t, r, key, nil)
@@ -151,11 +152,11 @@ func testRecordRelease(t *testing.T, s store.Store) {
 	if refuses(s, reentrant) != nil {
 		return
 	}
-	owner := store.NewToken()
+	owner := storekit.NewToken()
 	req := store.Request{Key: key, Token: owner, TTL: longTTL, Reentrant: true}
 	acquire(t, s, req, true)
 	acquire(t, s, req, true)
-	mustRecord(t, r, key, store.NewToken(), []byte("not the owner"), store.HeldByOther)
+	mustRecord(t, r, key, storekit.NewToken(), []byte("not the owner"), store.HeldByOther)
 	mustRecord(t, r, key, owner, []byte("owner"), store.OK)
 	mustOutcome(t, "first reentrant Release", store.StillHeld)(s.Release(bg, key, owner))
 	mustHaveRecord(t, r, key, []byte("owner"))
@@ -167,7 +168,7 @@ func testRecordRelease(t *testing.T, s store.Store) {
 func testRecordNotifies(t *testing.T, s store.Store) {
 	r := as[store.Recorder](t, s)
 	n := as[store.Notifier](t, s)
-	key, tok := newKey("record-notifies"), store.NewToken()
+	key, tok := newKey("record-notifies"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	watchThen(t, n, key, "record", func() { mustRecord(t, r, key, tok, []byte("done"), store.OK) })
 	mustHaveRecord(t, r, key, []byte("done"))

@@ -7,19 +7,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Run runs the conformance suite against the stores newStore makes, each
-// check a named subtest (go test -run 'Conformance/release'). newStore gets
-// the subtest's t, for its cleanups; every check uses fresh keys, so it may
-// return one shared store.
-//
-// A store that cannot serve every kind of request (a quorum store has no
-// sound fences) says so with a method Refuses(req store.Request) error that
-// returns, without a store call, the error its Acquire gives for requests
-// like req (matching store.ErrInvalid), or nil. Run then skips the checks
-// that need what it refuses and checks the refusal.
+// check a subtest: acquisition, token-checked release and extend, expiry, a
+// lapsed holder that must not touch its successor's lock, one winner under
+// contention, fences, retries, reentrancy, cancelled contexts, odd keys, and
+// Notifier and Recorder when the store implements them. newStore gets the
+// subtest's t; every check uses fresh keys, so it may return a shared store.
+// A store with a method Refuses(store.Request) error (see package store) has
+// the checks that need what it refuses skipped, and the refusal checked.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases {
@@ -84,7 +83,7 @@ const (
 var bg = context.Background()
 
 // newKey returns a fresh key, so that checks sharing a store never meet.
-func newKey(name string) string { return store.Key("storetest", name, store.NewToken()) }
+func newKey(name string) string { return storekit.Key("storetest", name, storekit.NewToken()) }
 
 func lock(key, tok string) store.Request { return store.Request{Key: key, Token: tok, TTL: longTTL} }
 
@@ -100,13 +99,13 @@ func acquire(t testing.TB, s store.Store, req store.Request, granted bool) store
 // mustBeHeld fails the test unless a newcomer is refused key: how long for.
 func mustBeHeld(t testing.TB, s store.Store, key string) time.Duration {
 	t.Helper()
-	return acquire(t, s, lock(key, store.NewToken()), false).Remaining
+	return acquire(t, s, lock(key, storekit.NewToken()), false).Remaining
 }
 
 // mustBeFree fails the test unless a newcomer can take key, and releases it.
 func mustBeFree(t testing.TB, s store.Store, key string) {
 	t.Helper()
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	mustOutcome(t, "Release by the newcomer", store.OK)(s.Release(bg, key, tok))
 }
@@ -114,7 +113,7 @@ func mustBeFree(t testing.TB, s store.Store, key string) {
 // waitFree polls key until a newcomer takes it, and returns its token.
 func waitFree(t testing.TB, s store.Store, key string) string {
 	t.Helper()
-	tok := store.NewToken()
+	tok := storekit.NewToken()
 	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
 		g, err := s.Acquire(bg, lock(key, tok))
 		require.NoError(t, err, "Acquire(%q)", key)

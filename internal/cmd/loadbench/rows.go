@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -187,7 +188,7 @@ func (c *clients) rows() ([]row, error) {
 func storeAcquire(s throttle.Store) func(ids, keys []string) func() error {
 	return func(_, keys []string) func() error {
 		next := counter()
-		token := store.NewToken()
+		token := storekit.NewToken()
 		return func() error {
 			g, err := s.Acquire(context.Background(), store.Request{Key: keys[next()], Token: token, TTL: ttl})
 			if err == nil && !g.Acquired {
@@ -213,7 +214,7 @@ func keysFor(pass int, rowName string, conc, n int) (ids, keys []string) {
 	base := strconv.Itoa(pass) + ":" + strconv.Itoa(conc) + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 	for i := range n {
 		ids[i] = base + strconv.Itoa(i)
-		keys[i] = store.Key("loadbench", rowName, ids[i])
+		keys[i] = storekit.Key("loadbench", rowName, ids[i])
 	}
 	return ids, keys
 }

@@ -1,16 +1,16 @@
-package store_test
+package storekit_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 func TestRecordKey(t *testing.T) {
-	k := store.Key("throttle", "submit", "a:b{c}")
-	rk := store.RecordKey(k)
+	k := storekit.Key("throttle", "submit", "a:b{c}")
+	rk := storekit.RecordKey(k)
 	if want := k + ":record"; rk != want {
 		t.Fatalf("RecordKey(%q) = %q, want %q", k, rk, want)
 	}
@@ -19,7 +19,7 @@ func TestRecordKey(t *testing.T) {
 	if hashTag(rk) != hashTag(k) {
 		t.Fatalf("record key %q and lock key %q hash differently", rk, k)
 	}
-	if rk == store.FenceKey(k) {
+	if rk == storekit.FenceKey(k) {
 		t.Fatalf("record key and fence key are both %q", rk)
 	}
 	// No lock key made by Key is the record key of another: lock keys end
@@ -30,11 +30,11 @@ func TestRecordKey(t *testing.T) {
 	}
 }
 
-// ExampleRecordKey shows the key a Redis store keeps a lock's record under,
+// Example_recordKey shows the key a Redis store keeps a lock's record under,
 // next to the lock in the same hash tag.
-func ExampleRecordKey() {
-	k := store.Key("throttle", "submit", "42")
-	fmt.Println(store.RecordKey(k))
+func Example_recordKey() {
+	k := storekit.Key("throttle", "submit", "42")
+	fmt.Println(storekit.RecordKey(k))
 	// Output:
 	// throttle:{submit:42}:record
 }

@@ -1,4 +1,4 @@
-package store_test
+package storekit_test
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // hashTag returns what Redis Cluster hashes for key: the part between the
@@ -33,7 +33,7 @@ func TestKeyFormat(t *testing.T) {
 		{"p", "s", "é", "p:{s:%C3%A9}"},
 	}
 	for _, c := range cases {
-		if got := store.Key(c.prefix, c.policy, c.id); got != c.want {
+		if got := storekit.Key(c.prefix, c.policy, c.id); got != c.want {
 			t.Errorf("Key(%q, %q, %q) = %q, want %q", c.prefix, c.policy, c.id, got, c.want)
 		}
 	}
@@ -41,57 +41,57 @@ func TestKeyFormat(t *testing.T) {
 
 func TestKeyHashesLongComponents(t *testing.T) {
 	long := strings.Repeat("x", 1<<20)
-	k := store.Key("throttle", "submit", long)
+	k := storekit.Key("throttle", "submit", long)
 	if len(k) > 128 {
 		t.Fatalf("key for a 1 MiB id is %d bytes long", len(k))
 	}
 	if !strings.Contains(k, "%!") {
 		t.Fatalf("long id not marked as hashed: %q", k)
 	}
-	other := store.Key("throttle", "submit", long[:len(long)-1]+"y")
+	other := storekit.Key("throttle", "submit", long[:len(long)-1]+"y")
 	if k == other {
 		t.Fatal("two different long ids share a key")
 	}
 	// The longest component kept as is, and the shortest one hashed.
-	edge := strings.Repeat("a", store.MaxComponent)
-	if k := store.Key("p", "s", edge); !strings.Contains(k, edge) {
-		t.Fatalf("a %d-byte id was hashed: %q", store.MaxComponent, k)
+	edge := strings.Repeat("a", storekit.MaxComponent)
+	if k := storekit.Key("p", "s", edge); !strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was hashed: %q", storekit.MaxComponent, k)
 	}
-	if k := store.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
-		t.Fatalf("a %d-byte id was kept: %q", store.MaxComponent+1, k)
+	if k := storekit.Key("p", "s", edge+"a"); strings.Contains(k, edge) {
+		t.Fatalf("a %d-byte id was kept: %q", storekit.MaxComponent+1, k)
 	}
 	// The bound is on the escaped component: 21 colons escape to 63
 	// bytes and are kept, 22 to 66 and are hashed, by Key and AppendKey
 	// alike.
 	kept, hashed := strings.Repeat(":", 21), strings.Repeat(":", 22)
-	if k := store.Key("p", "s", kept); k != "p:{s:"+strings.Repeat("%3A", 21)+"}" {
+	if k := storekit.Key("p", "s", kept); k != "p:{s:"+strings.Repeat("%3A", 21)+"}" {
 		t.Fatalf("21 colons: %q", k)
 	}
 	sum := sha256.Sum256([]byte(hashed))
 	want := "p:{s:%!" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}"
-	if k := store.Key("p", "s", hashed); k != want {
+	if k := storekit.Key("p", "s", hashed); k != want {
 		t.Fatalf("22 colons: %q, want %q", k, want)
 	}
-	if k := string(store.AppendKey([]byte("x"), "p", "s", hashed)); k != "x"+want {
+	if k := string(storekit.AppendKey([]byte("x"), "p", "s", hashed)); k != "x"+want {
 		t.Fatalf("AppendKey, 22 colons: %q, want x%q", k, want)
 	}
 }
 
 func TestFenceKeySharesSlot(t *testing.T) {
-	k := store.Key("throttle", "jobs", "customer:7")
-	if hashTag(store.FenceKey(k)) != hashTag(k) {
-		t.Fatalf("fence key %q and lock key %q hash differently", store.FenceKey(k), k)
+	k := storekit.Key("throttle", "jobs", "customer:7")
+	if hashTag(storekit.FenceKey(k)) != hashTag(k) {
+		t.Fatalf("fence key %q and lock key %q hash differently", storekit.FenceKey(k), k)
 	}
 }
 
 func TestJoinID(t *testing.T) {
-	if store.JoinID("a:b", "c") == store.JoinID("a", "b:c") {
+	if storekit.JoinID("a:b", "c") == storekit.JoinID("a", "b:c") {
 		t.Fatal("JoinID is not injective over separators")
 	}
-	if got := store.JoinID("42", "POST"); got != "42:POST" {
+	if got := storekit.JoinID("42", "POST"); got != "42:POST" {
 		t.Fatalf("JoinID = %q", got)
 	}
-	if store.JoinID() != "" || store.JoinID("") == store.JoinID("", "") {
+	if storekit.JoinID() != "" || storekit.JoinID("") == storekit.JoinID("", "") {
 		t.Fatal("JoinID confuses empty lists")
 	}
 }
@@ -108,12 +108,12 @@ func FuzzKey(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		ka, kb := store.Key("throttle", "submit", a), store.Key("throttle", "submit", b)
+		ka, kb := storekit.Key("throttle", "submit", a), storekit.Key("throttle", "submit", b)
 		if a != b && ka == kb {
 			t.Fatalf("ids %q and %q share key %q", a, b, ka)
 		}
 		for _, k := range []string{ka, kb} {
-			if len(k) > len("throttle:{submit:}")+store.MaxComponent {
+			if len(k) > len("throttle:{submit:}")+storekit.MaxComponent {
 				t.Fatalf("key %q is %d bytes", k, len(k))
 			}
 			if strings.Count(k, "{") != 1 || strings.Count(k, "}") != 1 || !strings.HasSuffix(k, "}") {
@@ -132,10 +132,10 @@ func FuzzJoinID(f *testing.F) {
 	f.Add("", ":", ":", "")
 	f.Add("%3A", "", ":", "")
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		if (a != c || b != d) && store.JoinID(a, b) == store.JoinID(c, d) {
-			t.Fatalf("(%q, %q) and (%q, %q) join to %q", a, b, c, d, store.JoinID(a, b))
+		if (a != c || b != d) && storekit.JoinID(a, b) == storekit.JoinID(c, d) {
+			t.Fatalf("(%q, %q) and (%q, %q) join to %q", a, b, c, d, storekit.JoinID(a, b))
 		}
-		if store.JoinID(a) == store.JoinID(c, d) {
+		if storekit.JoinID(a) == storekit.JoinID(c, d) {
 			t.Fatalf("(%q) and (%q, %q) join alike", a, c, d)
 		}
 	})
@@ -144,7 +144,7 @@ func FuzzJoinID(f *testing.F) {
 func BenchmarkKey(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		_ = store.Key("throttle", "submit", "user-12345")
+		_ = storekit.Key("throttle", "submit", "user-12345")
 	}
 }
 
@@ -152,8 +152,8 @@ func BenchmarkAppendKeyToken(b *testing.B) {
 	b.ReportAllocs()
 	var buf [160]byte
 	for b.Loop() {
-		k := store.AppendKey(buf[:0], "throttle", "submit", "10.1.2.3")
-		_ = store.AppendToken(k)
+		k := storekit.AppendKey(buf[:0], "throttle", "submit", "10.1.2.3")
+		_ = storekit.AppendToken(k)
 	}
 }
 
@@ -161,8 +161,8 @@ func BenchmarkAppendKeyToken(b *testing.B) {
 // that are escaped, hashed, or left as they are.
 func TestAppendKey(t *testing.T) {
 	for _, id := range []string{"", "user-42", "a:b{c}%d e\xff", strings.Repeat("x", 200), strings.Repeat(":", 40)} {
-		got := string(store.AppendKey([]byte("before|"), "throttle", "sub:mit", id))
-		if want := "before|" + store.Key("throttle", "sub:mit", id); got != want {
+		got := string(storekit.AppendKey([]byte("before|"), "throttle", "sub:mit", id))
+		if want := "before|" + storekit.Key("throttle", "sub:mit", id); got != want {
 			t.Errorf("AppendKey(%q) = %q, want %q", id, got, want)
 		}
 	}

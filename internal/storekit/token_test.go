@@ -1,4 +1,4 @@
-package store_test
+package storekit_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle/store"
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 func TestNewTokenUnique(t *testing.T) {
@@ -21,7 +21,7 @@ func TestNewTokenUnique(t *testing.T) {
 			defer wg.Done()
 			local := make([]string, each)
 			for i := range local {
-				local[i] = store.NewToken()
+				local[i] = storekit.NewToken()
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -34,7 +34,7 @@ func TestNewTokenUnique(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if tok := store.NewToken(); len(tok) != 31 {
+	if tok := storekit.NewToken(); len(tok) != 31 {
 		t.Fatalf("token %q is %d bytes, want 31", tok, len(tok))
 	}
 }
@@ -43,7 +43,7 @@ func BenchmarkNewToken(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = store.NewToken()
+			_ = storekit.NewToken()
 		}
 	})
 }
@@ -52,7 +52,7 @@ func BenchmarkNewToken(b *testing.B) {
 // prefix and the counter encoded as one 23-byte value.
 func TestTokenEncoding(t *testing.T) {
 	for range 1000 {
-		tok := store.NewToken()
+		tok := storekit.NewToken()
 		raw, err := base64.RawURLEncoding.DecodeString(tok)
 		if err != nil || len(raw) != 23 {
 			t.Fatalf("token %q: %d bytes, %v", tok, len(raw), err)
@@ -60,7 +60,7 @@ func TestTokenEncoding(t *testing.T) {
 		if again := base64.RawURLEncoding.EncodeToString(raw); again != tok {
 			t.Fatalf("token %q encodes back as %q", tok, again)
 		}
-		next, _ := base64.RawURLEncoding.DecodeString(store.NewToken())
+		next, _ := base64.RawURLEncoding.DecodeString(storekit.NewToken())
 		if !bytes.Equal(raw[:15], next[:15]) ||
 			binary.BigEndian.Uint64(next[15:]) != binary.BigEndian.Uint64(raw[15:])+1 {
 			t.Fatalf("tokens %x and %x: want one prefix and consecutive counters", raw, next)

@@ -1,0 +1,125 @@
+package storekit
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+)
+
+// MaxComponent is the longest a key component may be once escaped; a longer
+// one is replaced by "%!" and the base64url SHA-256 of its bytes, so that the
+// stored key stays short whatever a request sends, and stays injective.
+const MaxComponent = 64
+
+// Key returns the stored key of one identity under one policy,
+// <prefix>:{<policy>:<id>}, escaping policy and id so that two different
+// pairs never meet: ':', '{', '}', '%' and bytes outside 0x21-0x7e become
+// %XX. The braces are a Redis Cluster hash tag, so the lock's sibling keys
+// (FenceKey, RecordKey) share its slot. prefix must hold no brace.
+func Key(prefix, policy, id string) string {
+	var buf [keyBuf]byte // one allocation, for the string
+	b := buf[:0]
+	if n := len(prefix) + 4 + escapedLen(policy) + escapedLen(id); n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	return string(AppendKey(b, prefix, policy, id))
+}
+
+// keyBuf is the stack buffer keys are built in before they become strings.
+const keyBuf = 128
+
+// AppendKey appends Key(prefix, policy, id) to dst, for a caller that builds
+// the key and other bytes into one string.
+func AppendKey(dst []byte, prefix, policy, id string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, ":{"...)
+	dst = appendComponent(dst, policy)
+	dst = append(dst, ':')
+	dst = appendComponent(dst, id)
+	return append(dst, '}')
+}
+
+// FenceKey returns the key of a lock key's fencing counter, in its slot.
+func FenceKey(key string) string { return key + ":fence" }
+
+// RecordKey returns the key of a lock key's record, in its slot. It is never
+// a lock key: those end with their hash tag's closing brace.
+func RecordKey(key string) string { return key + ":record" }
+
+// JoinID joins values into one identity for Key, escaping each so that
+// different lists never give the same identity.
+func JoinID(parts ...string) string {
+	n := len(parts)
+	for _, p := range parts {
+		n += rawEscapedLen(p)
+	}
+	var buf [keyBuf]byte
+	b := buf[:0]
+	if n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ':')
+		}
+		b = appendEscaped(b, p)
+	}
+	return string(b)
+}
+
+// escaped[c] is true for the bytes that Key escapes.
+var escaped = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c <= 0x20 || c >= 0x7f || c == ':' || c == '{' || c == '}' || c == '%'
+	}
+	return t
+}()
+
+func rawEscapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if escaped[s[i]] {
+			n += 2
+		}
+	}
+	return n
+}
+
+// hashedLen is the length of "%!" plus base64url(SHA-256) without padding.
+const hashedLen = 2 + 43
+
+func escapedLen(s string) int {
+	if n := rawEscapedLen(s); n <= MaxComponent {
+		return n
+	}
+	return hashedLen
+}
+
+// appendComponent appends s escaped, or hashed when that is longer than
+// MaxComponent: one pass over a short s, whose escaped form is dropped if
+// it turns out too long.
+func appendComponent(b []byte, s string) []byte {
+	if len(s) <= MaxComponent {
+		start := len(b)
+		if b = appendEscaped(b, s); len(b)-start <= MaxComponent {
+			return b
+		}
+		b = b[:start]
+	}
+	sum := sha256.Sum256([]byte(s))
+	b = append(b, "%!"...)
+	return base64.RawURLEncoding.AppendEncode(b, sum[:])
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+func appendEscaped(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; escaped[c] {
+			b = append(b, s[start:i]...)
+			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+			start = i + 1
+		}
+	}
+	return append(b, s[start:]...)
+}
