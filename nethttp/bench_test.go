@@ -51,7 +51,7 @@ func BenchmarkStoreFloor(b *testing.B) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		req := store.Request{Key: storekit.Key(throttle.DefaultPrefix, "submit", id), Token: tok, TTL: 20 * time.Millisecond}
+		req := store.Request{Key: storekit.Key("throttle", "submit", id), Token: tok, TTL: 20 * time.Millisecond}
 		if g, err := st.Acquire(r.Context(), req); err != nil || !g.Acquired {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"log/slog"
 	"strings"
 	"time"
@@ -31,22 +32,15 @@ const (
 	ModeReplay
 )
 
-// String returns the mode's name.
+// String returns the mode's name, such as "dedupe" or "quota".
 func (m Mode) String() string {
-	switch m {
-	case Dedupe:
-		return "dedupe"
-	case Cooldown:
-		return "cooldown"
-	case Exclusive:
-		return "exclusive"
-	case ModeQuota:
-		return "quota"
-	case ModeReplay:
-		return "replay"
+	if int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return "unknown"
 }
+
+var modeNames = [...]string{"dedupe", "cooldown", "exclusive", "quota", "replay"}
 
 // FailMode is what a request gets when the store fails: it returns an
 // error, or stays silent for Options.Timeout (a store that answers, if
@@ -83,25 +77,17 @@ func (f FailMode) String() string {
 
 var failModeNames = [...]string{"default", "open", "closed", "over"}
 
-// DefaultPrefix starts every stored key unless Options.Prefix says
-// otherwise: with it, a store's keys can be told from the application's.
-const DefaultPrefix = "throttle"
-
-// Defaults of the other zero fields of a config.
+// The defaults of a config's zero fields. A 5 s window covers a double
+// click and a client's quick retries; an Exclusive lease is refreshed while
+// its work runs, so its TTL only bounds how long a crashed holder blocks
+// the others.
 const (
-	// defaultTTL is how long a Dedupe or Cooldown key is held, and how long
-	// a Replay answer is kept: long enough to cover a double click and a
-	// client's quick retries.
-	defaultTTL = 5 * time.Second
-	// defaultLeaseTTL is an Exclusive key's lease, refreshed while the work
-	// runs: it only bounds how long a crashed holder blocks the others.
-	defaultLeaseTTL = 30 * time.Second
-	// defaultTimeout is how long a store outside this process may stay
-	// silent before it counts as failing.
-	defaultTimeout = 100 * time.Millisecond
-	// defaultReplayWait is how long a Replay duplicate waits for an
-	// original still in flight.
+	defaultPrefix     = "throttle"
+	defaultTTL        = 5 * time.Second
+	defaultLeaseTTL   = 30 * time.Second
+	defaultTimeout    = 100 * time.Millisecond
 	defaultReplayWait = 5 * time.Second
+	defaultMaxName    = 64
 )
 
 // Options are what every limiter shares: how its keys are named, how long
@@ -141,26 +127,8 @@ type policy LockConfig
 
 // withDefaults fills zero fields and checks the rest.
 func (p policy) withDefaults() (policy, error) {
-	if err := checkName(p.Name); err != nil {
-		return p, err
-	}
-	if err := p.durations(); err != nil {
-		return p, err
-	}
-	if p.Prefix == "" {
-		p.Prefix = DefaultPrefix
-	}
-	if strings.ContainsAny(p.Prefix, "{}") {
-		return p, invalid("prefix %q must not contain '{' or '}'", p.Prefix)
-	}
-	if p.Timeout == 0 {
-		p.Timeout = defaultTimeout
-	}
-	return p, p.failMode()
-}
-
-// durations fills in and checks the TTL, the waits and the timeout.
-func (p *policy) durations() error {
+	p.Prefix = cmp.Or(p.Prefix, defaultPrefix)
+	p.Timeout = cmp.Or(p.Timeout, defaultTimeout)
 	if p.TTL == 0 {
 		p.TTL = defaultTTL
 		if p.Mode == Exclusive {
@@ -170,44 +138,40 @@ func (p *policy) durations() error {
 	if p.Mode == ModeReplay && p.Wait == 0 {
 		p.Wait = defaultReplayWait
 	}
+	if p.Backoff == nil {
+		p.Backoff = ExponentialJitter(10*time.Millisecond, time.Second)
+	}
+	if p.WhenStoreFails == failDefault {
+		p.WhenStoreFails = FailOpen
+		if p.Mode == Exclusive || p.Mode == ModeReplay {
+			p.WhenStoreFails = FailClosed
+		}
+	}
+	return p, p.check()
+}
+
+// check checks a policy with its defaults filled in. The name goes into
+// RateLimit headers as it is: 1 to 64 bytes of printable ASCII without
+// '"' or '\'.
+func (p *policy) check() error {
+	bad := p.Name == "" || len(p.Name) > defaultMaxName
+	for i := 0; i < len(p.Name); i++ {
+		c := p.Name[i]
+		bad = bad || c < 0x20 || c >= 0x7f || c == '"' || c == '\\'
+	}
 	switch {
+	case bad:
+		return invalid("policy name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", p.Name)
 	case p.TTL < time.Millisecond || (p.Mode == Exclusive && p.TTL < 3*time.Millisecond):
 		return invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
 	case p.MaxHold < 0 || (p.Wait < 0 && p.Mode != ModeReplay) || p.Timeout < 0:
 		return invalid("policy %q: durations must not be negative", p.Name)
-	}
-	return nil
-}
-
-// checkName checks a policy name: 1 to 64 bytes of printable ASCII without
-// '"' or '\', so that it can be put in a RateLimit header as it is.
-func checkName(name string) error {
-	if name == "" || len(name) > 64 {
-		return invalid("policy name must be 1 to 64 bytes, got %d", len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return invalid("policy name %q: only printable ASCII without quotes or backslashes", name)
-		}
-	}
-	return nil
-}
-
-// failMode fills in and checks WhenStoreFails.
-func (p *policy) failMode() error {
-	switch {
+	case strings.ContainsAny(p.Prefix, "{}"):
+		return invalid("prefix %q must not contain '{' or '}'", p.Prefix)
 	case p.WhenStoreFails > FailOver:
 		return invalid("unknown WhenStoreFails %d", p.WhenStoreFails)
 	case p.WhenStoreFails == FailOver && p.Fallback == nil:
 		return invalid("FailOver needs a Fallback store")
-	case p.WhenStoreFails != failDefault:
-	case p.Mode == Exclusive || p.Mode == ModeReplay:
-		p.WhenStoreFails = FailClosed
-	default:
-		p.WhenStoreFails = FailOpen
-	}
-	if p.Backoff == nil {
-		p.Backoff = ExponentialJitter(10*time.Millisecond, time.Second)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func TestLockDefaults(t *testing.T) {
 	assert.Equal(t, "submit", c.Name)
 	assert.Equal(t, throttle.Dedupe, c.Mode)
 	assert.Equal(t, 5*time.Second, c.TTL)
-	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
+	assert.Equal(t, "throttle", c.Prefix)
 	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.Equal(t, throttle.FailOpen, c.WhenStoreFails)
 	assert.NotNil(t, c.Backoff)
@@ -49,7 +49,7 @@ func TestQuotaDefaults(t *testing.T) {
 	c := q.Config()
 	assert.Equal(t, "api", c.Name)
 	assert.Zero(t, c.Wait)
-	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
+	assert.Equal(t, "throttle", c.Prefix)
 	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.Equal(t, throttle.FailOpen, c.WhenStoreFails, "a Quota fails open")
 }
@@ -61,7 +61,7 @@ func TestReplayDefaults(t *testing.T) {
 	assert.Equal(t, 5*time.Second, c.TTL)
 	assert.Equal(t, 5*time.Second, c.Wait, "a duplicate waits 5s for its original by default")
 	assert.Equal(t, throttle.FailClosed, c.WhenStoreFails, "a Replay fails closed")
-	assert.Equal(t, throttle.DefaultPrefix, c.Prefix)
+	assert.Equal(t, "throttle", c.Prefix)
 	assert.Equal(t, 100*time.Millisecond, c.Timeout)
 	assert.False(t, c.Fence)
 

@@ -72,7 +72,12 @@ func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (Decisio
 // the store failed open: the request goes ahead unmetered, logged and
 // counted.
 func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*Decision, error) {
-	l := q.l
+	var d Decision // small enough for Admit to be inlined: on the caller's stack
+	return q.l.admitN(ctx, id, r, cost, &d)
+}
+
+// admitN is Quota.Admit, the decision put in out.
+func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *Decision) (*Decision, error) {
 	d, fallback, err := l.allowN(ctx, id, r, cost)
 	if err != nil {
 		if isStoreError(err) {
@@ -87,7 +92,8 @@ func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*Decisi
 	if !d.Allowed {
 		err, fallback = &ContendedError{RetryAfter: d.RetryAfter}, false
 	}
-	return &d, l.admitted(ctx, fallback, cost, err)
+	*out = d
+	return out, l.admitted(ctx, fallback, cost, err)
 }
 
 // Config returns the quota's config with its defaults filled in.

@@ -299,7 +299,7 @@ func TestWorkerReportsLostLease(t *testing.T) {
 			t.Fatalf("want start, got %+v", e)
 		}
 	}
-	if err := rdb.Del(context.Background(), storekit.Key(throttle.DefaultPrefix, "sync", "c2")).Err(); err != nil {
+	if err := rdb.Del(context.Background(), storekit.Key("throttle", "sync", "c2")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lines, code := p.wait()
@@ -339,7 +339,7 @@ func TestWorkerInterrupted(t *testing.T) {
 		t.Fatal("worker still running 10s after SIGINT")
 	}
 	for _, c := range []string{"c1", "c2", "c3"} {
-		if n := rdb.Exists(context.Background(), storekit.Key(throttle.DefaultPrefix, "sync", c)).Val(); n != 0 {
+		if n := rdb.Exists(context.Background(), storekit.Key("throttle", "sync", c)).Val(); n != 0 {
 			t.Fatalf("lock of %s left behind after SIGINT", c)
 		}
 	}

@@ -74,7 +74,7 @@ func Run(t *testing.T, a Adapter) {
 // StoredKey returns the key a limiter named name stores for the identity
 // id under the default prefix, as the suite's limiters do.
 func StoredKey(name, id string) string {
-	return storekit.Key(throttle.DefaultPrefix, name, id)
+	return storekit.Key("throttle", name, id)
 }
 
 // tokenLog is a store that remembers the first token it was asked to

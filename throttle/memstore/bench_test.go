@@ -22,7 +22,7 @@ const benchKeys = 1 << 16
 func benchKeySet() []string {
 	keys := make([]string, benchKeys)
 	for i := range keys {
-		keys[i] = storekit.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
+		keys[i] = storekit.Key("throttle", "bench", "user-"+strconv.Itoa(i))
 	}
 	return keys
 }
@@ -63,7 +63,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 	b.Run("hot-key", func(b *testing.B) {
 		s := New()
-		key := storekit.Key(throttle.DefaultPrefix, "bench", "hot")
+		key := storekit.Key("throttle", "bench", "hot")
 		var won atomic.Int64
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -146,7 +146,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 func fill(b *testing.B, s *Store, n, first int, fence, release bool) int {
 	stored := 0
 	for i := range n {
-		key := storekit.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+first+i))
+		key := storekit.Key("throttle", "submit", strconv.Itoa(1_000_000_000+first+i))
 		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Hour, Fence: fence})
 		if errors.Is(err, ErrFull) {
@@ -174,7 +174,7 @@ func BenchmarkAcquireSteady(b *testing.B) {
 	const n = 1 << 18
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = storekit.Key(throttle.DefaultPrefix, "bench", "user-"+strconv.Itoa(i))
+		keys[i] = storekit.Key("throttle", "bench", "user-"+strconv.Itoa(i))
 	}
 	tok := storekit.NewToken()
 	s := New()
@@ -196,7 +196,7 @@ func BenchmarkFill(b *testing.B) {
 	const n = 900_000
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = storekit.Key(throttle.DefaultPrefix, "submit", strconv.Itoa(1_000_000_000+i))
+		keys[i] = storekit.Key("throttle", "submit", strconv.Itoa(1_000_000_000+i))
 	}
 	tok := storekit.NewToken()
 	var worst, total time.Duration

@@ -34,7 +34,7 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 		}))
 	}
 	for _, m := range env.Masters {
-		user, key := env.idOn(t, m, throttle.DefaultPrefix, "submit")
+		user, key := env.idOn(t, m, "throttle", "submit")
 		adaptertest.Status(t, adaptertest.Serve(services[0], adaptertest.Submit(user)), http.StatusCreated)
 		for _, svc := range services {
 			adaptertest.CheckProblem(t, adaptertest.Serve(svc, adaptertest.Submit(user)), http.StatusTooManyRequests, adaptertest.QuotaExceeded)
@@ -56,7 +56,7 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 		_, _ = io.WriteString(w, strconv.FormatInt(throttle.LeaseFrom(r.Context()).Fence(), 10))
 	}))
 	for _, m := range env.Masters {
-		user, _ := env.idOn(t, m, throttle.DefaultPrefix, "job")
+		user, _ := env.idOn(t, m, "throttle", "job")
 		var last int64
 		for range 2 {
 			rec := adaptertest.Serve(h, adaptertest.Submit(user))
@@ -67,7 +67,7 @@ func (env *clusterEnv) testMiddleware(t *testing.T) {
 			last = f
 		}
 	}
-	user, _ := env.idOn(t, env.Masters[1], throttle.DefaultPrefix, "job")
+	user, _ := env.idOn(t, env.Masters[1], "throttle", "job")
 	blocked := adaptertest.Submit(user)
 	blocked.Header.Set("X-Block", "1")
 	done := make(chan int)

@@ -222,7 +222,7 @@ func (env *clusterEnv) testWatch(t *testing.T) {
 	leases := make([]*throttle.Lease, len(env.Masters))
 	var wg sync.WaitGroup
 	for i, m := range env.Masters {
-		id, key := env.idOn(t, m, throttle.DefaultPrefix, "watch")
+		id, key := env.idOn(t, m, "throttle", "watch")
 		leases[i], err = hl.Acquire(ctx, id)
 		require.NoError(t, err, "holder on %s", m.Addr)
 		w := &waiter{key: key}

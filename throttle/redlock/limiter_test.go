@@ -40,7 +40,7 @@ func TestLimiterModes(t *testing.T) {
 			// from the Grant.TTL too).
 			assert.Positive(t, lease.ValidFor())
 			assert.LessOrEqual(t, lease.ValidFor(), ttl-storekit.Drift(ttl)-storekit.Drift(ttl-storekit.Drift(ttl)))
-			key := storekit.Key(throttle.DefaultPrefix, c.Name, "user-1")
+			key := storekit.Key("throttle", c.Name, "user-1")
 			held := 0
 			for i := range ns.srvs {
 				if ns.holder(t, i, key) != "" {
