@@ -8,10 +8,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// captureWriter is the echo.Response's Writer while the first request of a
-// Replay key runs: it feeds the response to the ticket's Capture. echo's
-// Response sends the header in WriteHeader, after the handler set it, so
-// the header is captured there.
+// captureWriter is the echo.Response's Writer while a Replay key's first
+// request runs; echo sends the header in WriteHeader.
 type captureWriter struct {
 	http.ResponseWriter
 	capture *guard.Capture
@@ -27,16 +25,13 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// Flush streams the response, which can then no longer be replayed whole.
 func (w *captureWriter) Flush() { _ = w.FlushError() }
 
-// FlushError is Flush reporting failure, for http.ResponseController.
 func (w *captureWriter) FlushError() error {
 	w.capture.Abandon()
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
-// Hijack hands the connection to the handler: nothing to replay.
 func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
@@ -45,5 +40,4 @@ func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
-// Unwrap returns the writer below, for http.ResponseController.
 func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -10,59 +10,60 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns echo middleware that decides each request with g,
-// keyed by the identity key builds from c.Request(). Because keyfuncs work
-// on the *http.Request, the stored key is the one the nethttp and gin
-// adapters build for the same request.
-//
-// The handler runs with c.Request() carrying the lease
-// (throttle.LeaseFrom(c.Request().Context())) when the policy is Exclusive,
-// Fence or Reentrant. When it returns, the hold ends with the status the
-// client gets, a returned error counting as echo will render it: see
-// "Status of the handler" in the package documentation. Middleware panics
-// when g or key is nil: a wiring mistake to catch at start-up.
-func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
-	if key == nil {
-		panic("echoadapter: Middleware needs a non-nil key function")
+// Middleware returns echo middleware that decides each request with g
+// under the identity key builds: a keyfuncs.Func (the same key as in the
+// other adapters) or a function of the echo.Context for echo's own sources
+// (RealIP, Value, Path). The handler runs with c.Request() carrying the
+// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
+// key is nil.
+func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(echo.Context) (string, error)](
+	g *guard.Guard, key K, opts ...Option) echo.MiddlewareFunc {
+	m := &middleware{g: g}
+	switch k := any(key).(type) {
+	case keyfuncs.Func:
+		m.reqKey = k
+	case func(*http.Request) (string, error):
+		m.reqKey = k
+	case func(echo.Context) (string, error):
+		m.ctxKey = k
 	}
-	return newMiddleware(g, nil, key, opts)
-}
-
-// ContextMiddleware is Middleware with a key built from the echo.Context,
-// for echo's own identity sources (RealIP(e), Value, Path). See the package
-// documentation for what echo trusts when it computes RealIP.
-func ContextMiddleware(g *guard.Guard, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
-	if key == nil {
-		panic("echoadapter: ContextMiddleware needs a non-nil key function")
+	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
+		panic("echoadapter: Middleware needs a non-nil Guard and key function")
 	}
-	return newMiddleware(g, key, nil, opts)
-}
-
-// newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Option) echo.MiddlewareFunc {
-	if g == nil {
-		panic("echoadapter: middleware needs a non-nil Guard")
-	}
-	var cfg config
 	for _, o := range opts {
-		o(&cfg)
+		o(m)
 	}
-	m := &middleware{g: g, key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { return m.serve(c, next) }
 	}
 }
 
-// middleware is one ContextMiddleware: its guard and options.
-type middleware struct {
-	g      *guard.Guard
-	key    KeyFunc       // nil when reqKey is set
-	reqKey keyfuncs.Func // called without a Request adapter around it
-	skip   func(c echo.Context) bool
-	reject RejectHandler // nil: the guard writes its default answers
+// Option configures Middleware.
+type Option func(*middleware)
+
+// WithRejectHandler answers rejected requests with h instead of the
+// default problem+json. h writes the response and returns nil, or returns
+// an error for the application's HTTPErrorHandler, such as
+// echo.NewHTTPError(rej.Status, rej.Detail); the Retry-After and RateLimit
+// fields are set already. A replayed response never reaches h.
+func WithRejectHandler(h func(c echo.Context, rej *guard.Rejection) error) Option {
+	return func(m *middleware) { m.reject = h }
 }
 
-// serve guards one request on its way to next.
+// WithSkipper lets requests for which skip returns true through unguarded,
+// as echo's middleware.Skipper does.
+func WithSkipper(skip func(c echo.Context) bool) Option {
+	return func(m *middleware) { m.skip = skip }
+}
+
+type middleware struct {
+	g      *guard.Guard
+	reqKey keyfuncs.Func
+	ctxKey func(echo.Context) (string, error)
+	skip   func(echo.Context) bool
+	reject func(echo.Context, *guard.Rejection) error
+}
+
 func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.skip != nil && m.skip(c) {
 		return next(c)
@@ -72,7 +73,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.reqKey != nil {
 		id, err = m.reqKey(c.Request())
 	} else {
-		id, err = m.key(c)
+		id, err = m.ctxKey(c)
 	}
 	x := exchanges.Get().(*exchange)
 	x.c, x.next = c, next
@@ -86,27 +87,19 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	return err
 }
 
-// exchanges recycles exchanges, one per request, which a pooled one spares
-// an allocation. An exchange goes back once its handler has returned, as
-// echo's contexts do.
+// exchanges recycles exchanges, freed once the handler returned.
 var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 
-// exchange is one request, as the guard sees it, and the error its handler
-// returned.
+// exchange is one request as the guard sees it, and its handler's error.
 type exchange struct {
 	c    echo.Context
 	next echo.HandlerFunc
 	err  error
 }
 
-// Request returns the request, for the guard.
-func (x *exchange) Request() *http.Request { return x.c.Request() }
-
-// Writer returns c.Response(), which the guard answers rejections on.
+func (x *exchange) Request() *http.Request      { return x.c.Request() }
 func (x *exchange) Writer() http.ResponseWriter { return x.c.Response() }
 
-// Next runs the handler with r, its response fed to capture, and returns
-// the status the client gets.
 func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
 	c := x.c
 	if r != c.Request() {
@@ -122,8 +115,7 @@ func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
 	return status(c, x.err)
 }
 
-// status is the status the client gets for a handler that returned err:
-// see "Status of the handler" in the package documentation.
+// status is the status the client gets for a handler that returned err.
 func status(c echo.Context, err error) int {
 	res := c.Response()
 	if res.Committed || err == nil {
@@ -132,9 +124,7 @@ func status(c echo.Context, err error) int {
 		}
 		return res.Status
 	}
-	// As echo's DefaultHTTPErrorHandler: an *echo.HTTPError itself (not
-	// wrapped), or the one it carries as its Internal error.
-	he, ok := err.(*echo.HTTPError)
+	he, ok := err.(*echo.HTTPError) // as echo's DefaultHTTPErrorHandler
 	if !ok {
 		return http.StatusInternalServerError
 	}

@@ -9,11 +9,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// captureWriter is c.Writer while the first request of a Replay key runs:
-// it feeds the response to the ticket's Capture. gin sends the header
-// lazily (a handler may set Content-Type after the status), so the header
-// is captured when the response actually starts: at its first body write,
-// or when the chain returns without one.
+// captureWriter is c.Writer while a Replay key's first request runs. gin
+// sends the header lazily, so it is captured at the first body write, or
+// when the chain returns without one.
 type captureWriter struct {
 	gin.ResponseWriter
 	capture *guard.Capture
@@ -38,13 +36,11 @@ func (w *captureWriter) WriteHeaderNow() {
 	w.ResponseWriter.WriteHeaderNow()
 }
 
-// Flush streams the response, which can then no longer be replayed whole.
 func (w *captureWriter) Flush() {
 	w.capture.Abandon()
 	w.ResponseWriter.Flush()
 }
 
-// Hijack hands the connection to the handler: nothing to replay.
 func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := w.ResponseWriter.Hijack()
 	if err == nil {

@@ -28,7 +28,7 @@ var miniAdapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		reject := func(c *miniCtx, rej *guard.Rejection) {
-			c.Header.Set(adaptertest.CustomHeader, rej.Reason.String())
+			c.Header.Set(adaptertest.CustomHeader, string(rej.Reason))
 			c.Status = adaptertest.CustomStatus
 		}
 		return miniServer(throttleMini(g, key, reject), miniHTTP(h))

@@ -2,87 +2,139 @@ package guard
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// The RateLimit fields follow draft-ietf-httpapi-ratelimit-headers-11
-// (May 2026). Both are Structured Field lists (RFC 9651) of one item: the
-// policy's name as a String, with parameters. Policy names are printable
-// ASCII without '"' or '\' (throttle.New checks), so strconv.Quote gives
-// exactly the Structured Field String.
+// The RateLimit-Policy and RateLimit fields follow
+// draft-ietf-httpapi-ratelimit-headers-11: Structured Field lists of one
+// item, the policy's name (printable ASCII without '"' or '\', which
+// throttle checks, so strconv.Quote gives the sf-string) with parameters.
 //
-// RateLimit-Policy says what the policy allows: q, the quota; w, its
-// window in whole seconds; qu, the unit when it is not requests. Dedupe and
-// Cooldown allow one request per Window (q=1;w=Window). Exclusive allows
-// one request at a time (q=1;qu="concurrent-requests", no window). Quota
-// allows Limit per Window, and says its Burst in the vendor parameter
-// throttle-burst when it is not Limit. No partition key (pk) is sent: the
-// key names the user, and a hash of it would still let one client tell
-// another's partition.
+// RateLimit-Policy: q, the quota; w, its window in seconds; qu for a unit
+// other than requests. Dedupe, Cooldown and Replay allow one request per
+// window (q=1;w=TTL), Exclusive one at a time (q=1;qu="concurrent-requests"),
+// a Quota Limit per Window, its Burst in throttle-burst when not Limit. No
+// partition key: it would let a client tell another's partition.
 //
-// RateLimit says what the client has now: r, the available quota, and t,
-// the effective window of -11: the seconds within which the client can use
-// no more than r. (Draft -10 had t as the time until the quota reset; -11
-// made it a promise about r, which is what a GCRA can keep: until the next
-// unit refills, r is all there is.) A holder of a Dedupe or Cooldown key
-// has r=0 for t=Window; a turned-away request r=0 for t=Retry-After, so
-// Retry-After never points before the end of the effective window, as -11
-// asks; a Quota request has r=Remaining for t=the time until one more
-// request refills. t is omitted where nothing refills at a known time (an
-// Exclusive holder, a full quota).
-//
-// The fields are set before the handler runs, from what is known then: a
-// Dedupe request whose handler fails still says r=0 although its key is
-// released when it returns, and a success under CountOnlyFailures says r
-// before its refund. Both only understate what the client may send.
+// RateLimit: r, what is available, and t, the -11 effective window: the
+// seconds within which no more than r may be used. A key's holder has r=0
+// for t=TTL (no t under Exclusive), a turned-away request r=0 for
+// t=Retry-After, a Quota request r=Remaining until one more refills (no t
+// when full). The fields are set before the handler runs, so a request
+// that fails (and frees its key or is refunded) understates what is left.
 
-// policyField returns the RateLimit-Policy value of p.
-func policyField(p *policy) string {
-	b := make([]byte, 0, 64)
-	b = strconv.AppendQuote(b, p.name)
-	switch p.mode {
+func policyField(g *Guard) string {
+	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)
+	switch g.mode {
 	case throttle.Exclusive:
 		return string(append(b, `;q=1;qu="concurrent-requests"`...))
 	case throttle.ModeQuota:
-		b = append(b, ";q="...)
-		b = strconv.AppendInt(b, int64(p.rate.Limit), 10)
+		b = strconv.AppendInt(append(b, ";q="...), int64(g.rate.Limit), 10)
 	default:
 		b = append(b, ";q=1"...)
 	}
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, seconds(p.window), 10)
-	if p.mode == throttle.ModeQuota && p.rate.Burst != p.rate.Limit {
-		b = append(b, ";throttle-burst="...)
-		b = strconv.AppendInt(b, int64(p.rate.Burst), 10)
+	b = strconv.AppendInt(append(b, ";w="...), seconds(g.window), 10)
+	if g.mode == throttle.ModeQuota && g.rate.Burst != g.rate.Limit {
+		b = strconv.AppendInt(append(b, ";throttle-burst="...), int64(g.rate.Burst), 10)
 	}
 	return string(b)
 }
 
-// limitField returns a RateLimit value: name with r and, unless t is
-// negative, t.
+// limitField returns a RateLimit value: r, and t unless it is negative.
 func limitField(name string, r int, t int64) string {
-	b := make([]byte, 0, 48)
-	b = strconv.AppendQuote(b, name)
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, int64(r), 10)
+	b := strconv.AppendQuote(make([]byte, 0, 48), name)
+	b = strconv.AppendInt(append(b, ";r="...), int64(r), 10)
 	if t >= 0 {
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, t, 10)
+		b = strconv.AppendInt(append(b, ";t="...), t, 10)
 	}
 	return string(b)
 }
 
-// quotaLimitField returns the RateLimit value for a Quota decision.
-func quotaLimitField(p *policy, d *throttle.Decision) string {
-	return limitField(p.name, d.Remaining, refillSeconds(p, d))
+// fieldCache holds the header values of 0 to len(vals)-1, each made by
+// format on first use; others are made per call. Responses share the
+// values: net/http only reads them, Header.Set replaces them and
+// Header.Add's append copies them. It is safe for concurrent use.
+type fieldCache struct {
+	vals   []atomic.Pointer[[]string]
+	format func(n int64) string
 }
 
-// refillSeconds is the t of a Quota decision's RateLimit value: the
-// seconds until one more request refills, or -1 when the quota is full.
-func refillSeconds(p *policy, d *throttle.Decision) int64 {
-	if r := p.rate.NextRefill(*d); r > 0 {
-		return seconds(r)
+func (c *fieldCache) get(n int64) []string {
+	if n < 0 || n >= int64(len(c.vals)) {
+		return []string{c.format(n)}
 	}
-	return -1
+	if v := c.vals[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{c.format(n)}
+	c.vals[n].Store(&v)
+	return v
+}
+
+// retryAfterFields are the Retry-After values up to ten minutes.
+var retryAfterFields = fieldCache{vals: make([]atomic.Pointer[[]string], 600),
+	format: func(n int64) string { return strconv.FormatInt(n, 10) }}
+
+// The Quota values cached: r within quotaEdge of 0 or of Burst (a user's
+// first requests, a spent quota) and t from none (-1) to quotaSeconds-2.
+const (
+	quotaEdge    = 64
+	quotaSeconds = 16
+)
+
+// initFields builds what the answers repeat.
+func (g *Guard) initFields() {
+	g.policyField = []string{policyField(g)}
+	t := int64(-1) // an Exclusive hold lasts as long as the work
+	if g.mode != throttle.Exclusive {
+		t = seconds(g.window)
+	}
+	g.heldField = []string{limitField(g.name, 0, t)}
+	g.contendedDetail = contendedDetail(g)
+	g.contendedBody = (&Rejection{Status: g.status, Reason: ReasonContended, Detail: g.contendedDetail, g: g}).buildBody()
+	g.rejectedFields = fieldCache{vals: make([]atomic.Pointer[[]string], 301),
+		format: func(t int64) string { return limitField(g.name, 0, t) }}
+	if g.mode != throttle.ModeQuota {
+		return
+	}
+	g.quotaFields = fieldCache{vals: make([]atomic.Pointer[[]string], min(g.rate.Burst+1, 2*quotaEdge)*quotaSeconds),
+		format: func(n int64) string {
+			r, t := int(n/quotaSeconds), n%quotaSeconds-1
+			if r >= quotaEdge {
+				r = g.rate.Burst - (r - quotaEdge)
+			}
+			return limitField(g.name, r, t)
+		}}
+}
+
+// rejectedField returns the RateLimit value of a request turned away for
+// its key or quota.
+func (g *Guard) rejectedField(rej *Rejection) []string {
+	if rej.Decision != nil {
+		return g.quotaField(rej.Decision)
+	}
+	return g.rejectedFields.get(rej.retryAfter())
+}
+
+// quotaField returns the RateLimit value of a Quota decision.
+func (g *Guard) quotaField(d *throttle.Decision) []string {
+	t := int64(-1)
+	if wait := g.rate.NextRefill(*d); wait > 0 {
+		t = seconds(wait)
+	}
+	return g.quotaLimit(d.Remaining, t)
+}
+
+func (g *Guard) quotaLimit(r int, t int64) []string {
+	i := r
+	if r >= quotaEdge {
+		i = quotaEdge + g.rate.Burst - r
+	}
+	n := int64(i)*quotaSeconds + t + 1
+	if r < 0 || r > g.rate.Burst || t < -1 || t+1 >= quotaSeconds || n >= int64(len(g.quotaFields.vals)) {
+		return []string{limitField(g.name, r, t)}
+	}
+	return g.quotaFields.get(n)
 }

@@ -108,7 +108,7 @@ func TestRecordNotKept(t *testing.T) {
 		assert.Greater(t, rej.RetryAfter, 50*time.Second, "until the window ends")
 		assert.Equal(t, uint64(1), l.Stats().NotKept)
 		w := httptest.NewRecorder()
-		guard.Write(w, rej)
+		rej.Write(w)
 		assert.Contains(t, w.Body.String(), "#ReasonNotKept")
 	case <-time.After(30 * time.Second):
 		require.Fail(t, "the duplicate waited for a record that never comes")

@@ -4,75 +4,73 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
-	"github.com/go-throttle/throttle/throttle"
 )
 
-// Exchange is one request as an adapter hands it to Serve: the few things
-// that differ between frameworks. Everything else (the decision, the
-// headers, the answers, the end of the hold) is Serve's.
+// Exchange is one request as an adapter hands it to Serve: what differs
+// between frameworks.
 type Exchange interface {
 	// Request returns the request being decided.
 	Request() *http.Request
-	// Writer returns the response writer that rejections and replayed
-	// answers are written to, and whose header the RateLimit fields go
-	// in.
+	// Writer returns the response writer that rejections and replays are
+	// written to, and whose header gets the RateLimit fields.
 	Writer() http.ResponseWriter
-	// Next runs the rest of the chain (the handler) with r, which carries
-	// the context the hold needs, and returns the status the client got:
-	// 200 when nothing was written. When c is not nil, the first request of
-	// a Replay key is being recorded: feed c the response as it is sent
-	// (Capture.WriteHeader when the status goes out, every body write,
-	// Abandon on a flush or a hijack). A framework that collects the
-	// response before sending it may feed c once the chain returned.
+	// Next runs the rest of the chain with r, which carries the context
+	// the hold needs, and returns the status the client got (200 when
+	// nothing was written). The first request of a Replay key gets a
+	// non-nil c: feed it the response as it is sent (WriteHeader when the
+	// status goes out, every body write, Abandon on a flush or hijack),
+	// or once the chain returned if the framework buffers responses.
 	Next(r *http.Request, c *Capture) (status int)
 }
 
-// Serve decides one request and, when it goes ahead, runs it. id and keyErr
-// are what the adapter's key function made of the request: the request's
-// identity, or why none could be built (answered 400, or the 4xx the error
-// carries, such as 413 for a body too long to hash; never a shared key).
-//
-// A request that goes ahead gets the RateLimit fields on its response and
-// runs through x.Next; its hold ends when Next returns or panics, as the
-// policy's mode says (a panic keeps unwinding, after the release). A
-// request turned away never reaches Next: when write is true, Serve answers
-// it with Write, as every adapter does by default; when write is false,
-// Serve returns the Rejection for the adapter's own handler to answer in the
-// framework's idiom. A Replay duplicate is always answered here, with the
-// recorded response. ran reports whether Next ran, so that an adapter whose
-// framework needs it can abort the rest of its chain.
+// Serve decides one request and, when it goes ahead, runs it through
+// x.Next; id and keyErr are what the adapter's key function made of it.
+// Its hold ends when Next returns or panics (the panic keeps unwinding). A
+// request turned away never reaches Next: Serve answers it with
+// Rejection.Write when write is true, and otherwise sets its Retry-After
+// and RateLimit fields and returns it for the adapter's own handler. A
+// Replay duplicate is always answered here. ran reports whether Next ran,
+// for frameworks that must abort the rest of their chain.
 func (g *Guard) Serve(x Exchange, id string, keyErr error, write bool) (ran bool, rej *Rejection) {
 	r := x.Request()
-	if keyErr != nil {
-		return g.unguarded(x, r, g.badInput(keyErr, ReasonBadKey), write)
-	}
-	cost, fingerprint := 1, ""
+	w := x.Writer()
+	var t ticket
+	cost, fp := 1, ""
 	var err error
-	if g.cost != nil {
+	switch {
+	case keyErr != nil:
+		rej = g.badInput(keyErr, ReasonBadKey)
+	case g.cost != nil:
 		if cost, err = g.cost(r); err != nil {
-			return g.unguarded(x, r, g.badInput(err, ReasonBadCost), write)
+			rej = g.badInput(err, ReasonBadCost)
 		}
-	}
-	if g.fingerprint != nil {
-		if fingerprint, err = g.fingerprint(r); err != nil {
-			return g.unguarded(x, r, g.badInput(err, ReasonBadKey), write)
+	case g.replay != nil:
+		if fp, err = keyfuncs.IdempotencyFingerprint(r); err != nil {
+			rej = g.badInput(err, ReasonBadKey)
 		}
 	}
 	parent := r.Context()
-	w := x.Writer()
-	out := w
-	if !write {
-		out = nil
+	ctx := parent
+	if err == nil && keyErr == nil {
+		out := w
+		if !write {
+			out = nil
+		}
+		var written bool
+		if ctx, rej, written = g.begin(parent, &t, id, cost, fp, out); written {
+			return false, nil
+		}
 	}
-	ctx, t, rej, written := g.begin(parent, id, cost, fingerprint, out)
 	switch {
-	case written:
+	case rej != nil && rej.replay != nil:
+		rej.replay.write(w)
 		return false, nil
-	case rej != nil && rej.Replay != nil:
-		rej.Replay.Write(w)
+	case rej != nil && write:
+		rej.Write(w)
 		return false, nil
 	case rej != nil:
-		return false, g.answer(w, rej, write)
+		rej.setHeaders(w.Header())
+		return false, rej
 	}
 	if ctx != parent {
 		r = r.WithContext(ctx)
@@ -80,60 +78,8 @@ func (g *Guard) Serve(x Exchange, id string, keyErr error, write bool) (ran bool
 	t.setHeaders(w.Header())
 	t.run(ctx, func() int {
 		status := x.Next(r, t.capture)
-		t.capture.WriteHeader(w.Header(), status) // nothing written: the header goes out now
+		t.capture.WriteHeader(w.Header(), status) // nothing was sent: the header goes out now
 		return status
 	})
 	return true, nil
-}
-
-// unguarded answers rej, a request whose identity or cost could not be
-// worked out, or, under a dry run (rej nil), runs it with no hold.
-func (g *Guard) unguarded(x Exchange, r *http.Request, rej *Rejection, write bool) (bool, *Rejection) {
-	if rej != nil {
-		return false, g.answer(x.Writer(), rej, write)
-	}
-	x.Next(r, nil)
-	return true, nil
-}
-
-// answer writes rej on w when write is set, and returns it for the
-// adapter's own handler otherwise.
-func (g *Guard) answer(w http.ResponseWriter, rej *Rejection, write bool) *Rejection {
-	if write {
-		Write(w, rej)
-		return nil
-	}
-	return rej
-}
-
-// WithCost makes a Quota policy charge each request what f says instead of
-// 1: the bytes of an upload, the items of a batch. A cost above the policy's
-// Burst gets 413 (it could never be allowed), a negative one 400, and an
-// error of f 400 or the 4xx status it carries. Other modes ignore it: a
-// request holds its key or not.
-func WithCost(f func(r *http.Request) (int, error)) Option {
-	return func(g *Guard) { g.cost = f }
-}
-
-// WithFingerprint sets how a Replay policy fingerprints a request's body,
-// so that a key reused with another body gets 422 instead of the first
-// answer. Default keyfuncs.IdempotencyFingerprint (SHA-256 of the body, read
-// and restored). Other modes ignore it.
-func WithFingerprint(f func(r *http.Request) (string, error)) Option {
-	return func(g *Guard) { g.fingerprint = f }
-}
-
-// inputs drops the per-request functions the policy does not use, so that
-// Serve calls only those: a cost only under a Quota, a fingerprint only under
-// a Replay (keyfuncs.IdempotencyFingerprint when none was set).
-func (g *Guard) inputs() {
-	if g.p.mode != throttle.ModeQuota {
-		g.cost = nil
-	}
-	switch {
-	case g.p.mode != throttle.ModeReplay:
-		g.fingerprint = nil
-	case g.fingerprint == nil:
-		g.fingerprint = keyfuncs.IdempotencyFingerprint
-	}
 }
