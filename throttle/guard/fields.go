@@ -7,23 +7,17 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// The RateLimit-Policy and RateLimit fields follow
-// draft-ietf-httpapi-ratelimit-headers-11: Structured Field lists of one
-// item, the policy's name (printable ASCII without '"' or '\', which
-// throttle checks, so strconv.Quote gives the sf-string) with parameters.
-//
-// RateLimit-Policy: q, the quota; w, its window in seconds; qu for a unit
-// other than requests. Dedupe, Cooldown and Replay allow one request per
-// window (q=1;w=TTL), Exclusive one at a time (q=1;qu="concurrent-requests"),
-// a Quota Limit per Window, its Burst in throttle-burst when not Limit. No
-// partition key: it would let a client tell another's partition.
-//
-// RateLimit: r, what is available, and t, the -11 effective window: the
-// seconds within which no more than r may be used. A key's holder has r=0
-// for t=TTL (no t under Exclusive), a turned-away request r=0 for
-// t=Retry-After, a Quota request r=Remaining until one more refills (no t
-// when full). The fields are set before the handler runs, so a request
-// that fails (and frees its key or is refunded) understates what is left.
+// The fields of draft-ietf-httpapi-ratelimit-headers-11 are lists of one
+// item: the policy's name (printable ASCII without '"' or '\', which throttle
+// checks, so strconv.Quote gives the sf-string) with parameters.
+// RateLimit-Policy: q=1;w=TTL for Dedupe, Cooldown and Replay;
+// q=1;qu="concurrent-requests" for Exclusive; q=Limit;w=Window for a Quota,
+// with throttle-burst when Burst is not Limit. No pk: it would let a client
+// tell another's partition. RateLimit: r, what is available, for t, the -11
+// effective window: r=0;t=TTL for a key's holder (no t under Exclusive),
+// r=0;t=Retry-After when turned away, r=Remaining until one more refills
+// under a Quota (no t when full). They are set before the handler runs, so a
+// request that then frees its key or is refunded understates what is left.
 
 func policyField(g *Guard) string {
 	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -136,47 +137,42 @@ func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
 	return g
 }
 
-// begin decides a request whose identity is id. When it goes ahead, begin
-// fills t and returns the context the handler runs with (the lease in it
-// where the mode needs one). Otherwise it returns the rejection, or, for a
-// request turned away for its key or quota while w is not nil, answers it
-// on w without allocating one and reports written. A request let through
-// because the store failed open gets a ticket that holds nothing.
-func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter) (_ context.Context, _ *Rejection, written bool) {
+// begin decides a request. One that goes ahead gets t filled and the
+// context to run with. Otherwise begin returns the rejection, or, when
+// write is set and the key or quota refused, answers on w without
+// allocating one and reports written.
+func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
 	switch {
 	case g.replay != nil:
 		ctx, rej := g.beginReplay(ctx, t, id, fp)
 		return ctx, rej, false
 	case g.quota != nil:
-		rej, written := g.beginQuota(ctx, t, id, cost, w)
+		rej, written := g.beginQuota(ctx, t, id, cost, w, write)
 		return ctx, rej, written
-	case g.holds:
-		hold, err := g.lock.Hold(ctx, id)
-		if err != nil {
-			rej, written := g.refused(t, err, nil, w)
-			return ctx, rej, written
-		}
-		t.g, t.hold = g, hold
-		return ctx, nil, false
 	}
-	lease, err := g.lock.Admit(ctx, id)
+	var err error
+	if g.holds {
+		t.hold, err = g.lock.Hold(ctx, id)
+	} else {
+		t.lease, err = g.lock.Admit(ctx, id)
+	}
 	if err != nil {
-		rej, written := g.refused(t, err, nil, w)
+		rej, written := g.refused(t, err, nil, w, write)
 		return ctx, rej, written
 	}
-	t.g, t.lease = g, lease
+	t.g = g
 	switch {
-	case lease == nil: // failed open
+	case t.lease == nil: // held with Lock.Hold, or failed open
 	case g.mode == throttle.Exclusive:
-		ctx, t.stop = lease.KeepAlive(ctx)
+		ctx, t.stop = t.lease.KeepAlive(ctx)
 	case g.fence || g.reentrant:
-		ctx = throttle.WithLease(ctx, lease)
+		ctx = throttle.WithLease(ctx, t.lease)
 	}
 	return ctx, nil, false
 }
 
 // beginQuota is begin for a Quota.
-func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, w http.ResponseWriter) (*Rejection, bool) {
+func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if cost < 0 || cost > g.rate.Burst {
 		g.observe(ctx, throttle.Event{Kind: throttle.KeyError})
 		status := http.StatusBadRequest
@@ -187,7 +183,7 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 	}
 	d, err := g.quota.Admit(ctx, id, g.rate, cost)
 	if err != nil {
-		return g.refused(t, err, d, w)
+		return g.refused(t, err, d, w, write)
 	}
 	t.g = g
 	if d != nil {
@@ -201,8 +197,8 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 
 // refused is begin's answer to a request that err turned away, d being its
 // Quota decision if any (copied: the caller's may stay on its stack).
-func (g *Guard) refused(t *ticket, err error, d *throttle.Decision, w http.ResponseWriter) (*Rejection, bool) {
-	if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.dryRun {
+func (g *Guard) refused(t *ticket, err error, d *throttle.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
+	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
 		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
 			Policy: g.name, Detail: g.contendedDetail, Err: err, g: g}
 		if d != nil {
@@ -261,9 +257,8 @@ func contendedIn(err error) *throttle.ContendedError {
 }
 
 // badInput answers a request whose identity or cost could not be worked
-// out: 400, or the 4xx status err carries through an HTTPStatus method
-// (413 for a body too long to hash). Under DryRun it returns nil: the
-// request goes ahead unguarded.
+// out: 400, or the 4xx err carries through an HTTPStatus method; nil under
+// DryRun, where the request goes ahead unguarded.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	g.observe(context.Background(), throttle.Event{Kind: throttle.KeyError})
 	if g.dryRun {
@@ -277,11 +272,84 @@ func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	return g.newRejection(status, reason, err)
 }
 
-// observe tells the Observer, if any, what only the guard sees: key errors
-// and releases.
+// observe tells the Observer what only the guard sees.
 func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 	if g.observer != nil {
 		e.Policy, e.Mode = g.name, g.mode
 		g.observer.Observe(ctx, e)
 	}
+}
+
+// Exchange is one request as an adapter hands it to Serve: what differs
+// between frameworks.
+type Exchange interface {
+	// Request returns the request being decided.
+	Request() *http.Request
+	// Writer returns the response writer that rejections and replays are
+	// written to, and whose header gets the RateLimit fields.
+	Writer() http.ResponseWriter
+	// Next runs the rest of the chain with r, which carries the context
+	// the hold needs, and returns the status the client got (200 when
+	// nothing was written). The first request of a Replay key gets a
+	// non-nil c: feed it the response as it is sent (WriteHeader when the
+	// status goes out, every body write, Abandon on a flush or hijack),
+	// or once the chain returned if the framework buffers responses.
+	Next(r *http.Request, c *Capture) (status int)
+}
+
+// Serve decides one request and, when it goes ahead, runs it through
+// x.Next; id and keyErr are what the adapter's key function made of it.
+// Its hold ends when Next returns or panics (the panic keeps unwinding). A
+// request turned away never reaches Next: Serve answers it with
+// Rejection.Write when write is true, and otherwise sets its Retry-After
+// and RateLimit fields and returns it for the adapter's own handler. A
+// Replay duplicate is always answered here. ran reports whether Next ran,
+// for frameworks that must abort the rest of their chain.
+func (g *Guard) Serve(x Exchange, id string, keyErr error, write bool) (ran bool, rej *Rejection) {
+	r := x.Request()
+	w := x.Writer()
+	var t ticket
+	cost, fp := 1, ""
+	var err error
+	switch {
+	case keyErr != nil:
+		rej = g.badInput(keyErr, ReasonBadKey)
+	case g.cost != nil:
+		if cost, err = g.cost(r); err != nil {
+			rej = g.badInput(err, ReasonBadCost)
+		}
+	case g.replay != nil:
+		if fp, err = keyfuncs.IdempotencyFingerprint(r); err != nil {
+			rej = g.badInput(err, ReasonBadKey)
+		}
+	}
+	parent := r.Context()
+	ctx := parent
+	if err == nil && keyErr == nil {
+		var written bool
+		if ctx, rej, written = g.begin(parent, &t, id, cost, fp, w, write); written {
+			return false, nil
+		}
+	}
+	switch {
+	case rej != nil && rej.replay != nil:
+		rej.replay.write(w)
+		return false, nil
+	case rej != nil && write:
+		rej.Write(w)
+		return false, nil
+	case rej != nil:
+		rej.setHeaders(w.Header())
+		return false, rej
+	}
+	if ctx != parent {
+		r = r.WithContext(ctx)
+	}
+	t.setHeaders(w.Header())
+	t.run(ctx, func() int {
+		status := x.Next(r, t.capture)
+		t.capture.WriteHeader(w.Header(), status) // nothing was sent: the header goes out now
+		return status
+	})
+	return true, nil
 }

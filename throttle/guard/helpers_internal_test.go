@@ -9,7 +9,7 @@ import (
 // rejection, if any, is returned rather than written.
 func (g *Guard) beginN(ctx context.Context, id string, cost int) (context.Context, ticket, *Rejection) {
 	var t ticket
-	ctx, rej, _ := g.begin(ctx, &t, id, cost, "", nil)
+	ctx, rej, _ := g.begin(ctx, &t, id, cost, "", nil, false)
 	return ctx, t, rej
 }
 
@@ -22,6 +22,6 @@ func (g *Guard) begin1(ctx context.Context, id string) (context.Context, ticket,
 // key is written on w.
 func (g *Guard) beginW(ctx context.Context, id string, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
 	var t ticket
-	ctx, rej, written := g.begin(ctx, &t, id, 1, "", w)
+	ctx, rej, written := g.begin(ctx, &t, id, 1, "", w, w != nil)
 	return ctx, t, rej, written
 }

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strconv"
@@ -134,6 +135,11 @@ const (
 	reasonDoc     = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#"
 )
 
+// problemTypes link the reasons a client must act on to their documentation,
+// as the idempotency-key draft asks.
+var problemTypes = map[Reason]string{ReasonBadKey: reasonDoc + "ReasonBadKey", ReasonInFlight: reasonDoc + "ReasonInFlight",
+	ReasonKeyReused: reasonDoc + "ReasonKeyReused", ReasonNotKept: reasonDoc + "ReasonNotKept"}
+
 // body returns the problem+json body, the Guard's shared one when rej is
 // its unchanged answer to a duplicate.
 func (rej *Rejection) body() []byte {
@@ -145,43 +151,25 @@ func (rej *Rejection) body() []byte {
 }
 
 func (rej *Rejection) buildBody() []byte {
-	typ := "about:blank"
+	typ, documented := problemTypes[rej.Reason]
 	switch {
-	case rej.Reason == ReasonBadKey:
-		typ = reasonDoc + "ReasonBadKey"
-	case rej.Reason == ReasonInFlight:
-		typ = reasonDoc + "ReasonInFlight"
-	case rej.Reason == ReasonKeyReused:
-		typ = reasonDoc + "ReasonKeyReused"
-	case rej.Reason == ReasonNotKept:
-		typ = reasonDoc + "ReasonNotKept"
-	case rej.Status == http.StatusTooManyRequests:
+	case !documented && rej.Status == http.StatusTooManyRequests:
 		typ = quotaExceeded
+	case !documented:
+		typ = "about:blank"
 	}
-	title := http.StatusText(rej.Status)
-	if title == "" {
-		title = "Error"
-	}
-	detail := rej.Detail
-	if detail == "" {
-		detail = rej.detail()
-	}
+	title := cmp.Or(http.StatusText(rej.Status), "Error")
 	b := append(make([]byte, 0, 256), `{"type":`...)
 	b = strconv.AppendQuote(b, typ)
 	b = strconv.AppendQuote(append(b, `,"title":`...), title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(rej.Status), 10)
-	b = strconv.AppendQuote(append(b, `,"detail":`...), detail)
+	b = strconv.AppendQuote(append(b, `,"detail":`...), cmp.Or(rej.Detail, rej.detail()))
 	g := rej.g
 	if typ == quotaExceeded && g != nil { // draft -11 names the policies exceeded
 		b = append(strconv.AppendQuote(append(b, `,"violated-policies":[`...), g.name), ']')
 	}
-	if rej.Reason == ReasonInFlight || rej.Reason == ReasonKeyReused || rej.Reason == ReasonNotKept {
-		window := time.Duration(0)
-		if g != nil {
-			window = g.window
-		}
-		// How long a retry with the same key gets the first response.
-		b = strconv.AppendInt(append(b, `,"retention-seconds":`...), seconds(window), 10)
+	if documented && rej.Reason != ReasonBadKey && g != nil { // how long a retry gets the first response
+		b = strconv.AppendInt(append(b, `,"retention-seconds":`...), seconds(g.window), 10)
 	}
 	return append(b, "}\n"...)
 }
@@ -189,10 +177,8 @@ func (rej *Rejection) buildBody() []byte {
 // detail explains the rejection.
 func (rej *Rejection) detail() string {
 	switch {
-	case rej.Reason == ReasonContended && rej.g != nil:
-		return contendedDetail(rej.g)
 	case rej.Reason == ReasonContended:
-		return contendedDetail(&Guard{})
+		return contendedDetail(cmp.Or(rej.g, &Guard{}))
 	case rej.Reason == ReasonBadKey:
 		return badKeyDetail(rej)
 	case rej.Reason == ReasonBadCost && rej.Status == http.StatusRequestEntityTooLarge:

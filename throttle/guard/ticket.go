@@ -11,21 +11,16 @@ import (
 // mode says. The ticket of a request let through unguarded (the store
 // failed open, a dry run) holds nothing.
 type ticket struct {
-	g     *Guard
-	lease *throttle.Lease
-	hold  throttle.Hold // when g.holds
-	stop  context.CancelFunc
-	// quota is the decision that admitted a Quota request, if hasQuota
-	// (a value: a pointer would cost an allocation).
-	quota    throttle.Decision
-	hasQuota bool
-	// id and refund are what to give back under CountOnlyFailures.
-	id     string
-	refund int
-	// dryRun is the rejection a dry run let through, for its fields.
-	dryRun *Rejection
-	// capture and fingerprint are those of a Replay key's first request.
-	capture     *Capture
+	g           *Guard
+	lease       *throttle.Lease
+	hold        throttle.Hold // when g.holds
+	stop        context.CancelFunc
+	quota       throttle.Decision // if hasQuota (a pointer would be an allocation)
+	hasQuota    bool
+	id          string // and refund: what CountOnlyFailures gives back
+	refund      int
+	dryRun      *Rejection // that a dry run let through, for its fields
+	capture     *Capture   // and fingerprint: a Replay key's first request's
 	fingerprint string
 }
 
