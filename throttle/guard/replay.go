@@ -250,23 +250,32 @@ func decodeRecord(b []byte) (record, error) {
 	if d.err != nil || ms > 1<<62 || (b[1] == kindUnrecorded && len(d.b) != 0) {
 		return record{}, errBadRecord
 	}
-	if b[1] == kindUnrecorded {
-		return rec, nil
+	if b[1] == kindResponse {
+		rec.resp = d.response()
 	}
+	if d.err != nil {
+		return record{}, d.err
+	}
+	return rec, nil
+}
+
+func (d *decoder) response() *response {
 	status, lines := d.uvarint(), d.uvarint()
 	if d.err != nil || status < 100 || status > 999 || lines > maxRecordHeaders {
-		return record{}, errBadRecord
+		d.err = errBadRecord
+		return nil
 	}
-	rec.resp = &response{status: int(status), header: make(http.Header, lines)}
+	resp := &response{status: int(status), header: make(http.Header, lines)}
 	for range lines {
 		k, v := d.str(), d.str()
 		if d.err != nil || k == "" {
-			return record{}, errBadRecord
+			d.err = errBadRecord
+			return nil
 		}
-		rec.resp.header[k] = append(rec.resp.header[k], v)
+		resp.header[k] = append(resp.header[k], v)
 	}
-	rec.resp.body = d.b
-	return rec, nil
+	resp.body = d.b
+	return resp
 }
 
 // decoder reads a record's fields, keeping the first error.
