@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -77,33 +76,19 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	} else {
 		id, err = m.ctxKey(c)
 	}
-	x := exchanges.Get().(*exchange)
-	x.c, x.next = c, next
-	_, rej := m.g.Serve(x, id, err, m.reject == nil)
-	err = x.err
-	*x = exchange{}
-	exchanges.Put(x)
+	var herr error // the handler's
+	_, rej := m.g.Serve(c.Response(), c.Request(), id, err, func(r *http.Request, capture *guard.Capture) int {
+		herr = run(c, next, r, capture)
+		return status(c, herr)
+	}, m.reject == nil)
 	if rej != nil {
 		return m.reject(c, rej)
 	}
-	return err
+	return herr
 }
 
-// exchanges recycles exchanges, freed once the handler returned.
-var exchanges = sync.Pool{New: func() any { return new(exchange) }}
-
-// exchange is one request as the guard sees it, and its handler's error.
-type exchange struct {
-	c    echo.Context
-	next echo.HandlerFunc
-	err  error
-}
-
-func (x *exchange) Request() *http.Request      { return x.c.Request() }
-func (x *exchange) Writer() http.ResponseWriter { return x.c.Response() }
-
-func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
-	c := x.c
+// run runs next with r, its response fed to capture.
+func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {
 	if r != c.Request() {
 		c.SetRequest(r)
 	}
@@ -113,8 +98,7 @@ func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
 		res.Writer = &captureWriter{ResponseWriter: w, capture: capture}
 		defer func() { res.Writer = w }()
 	}
-	x.err = x.next(c)
-	return status(c, x.err)
+	return next(c)
 }
 
 // status is the status the client gets for a handler that returned err.

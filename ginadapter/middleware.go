@@ -42,7 +42,9 @@ func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gi
 		} else {
 			id, err = m.ctxKey(c)
 		}
-		ran, rej := g.Serve(exchange{c}, id, err, m.reject == nil)
+		ran, rej := g.Serve(c.Writer, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
+			return next(c, r, capture)
+		}, m.reject == nil)
 		if rej != nil {
 			m.reject(c, rej)
 		}
@@ -69,15 +71,9 @@ type middleware struct {
 	reject func(*gin.Context, *guard.Rejection)
 }
 
-// exchange is a *gin.Context as the request's guard.Exchange (one pointer,
-// which an interface holds without an allocation).
-type exchange struct{ c *gin.Context }
-
-func (x exchange) Request() *http.Request      { return x.c.Request }
-func (x exchange) Writer() http.ResponseWriter { return x.c.Writer }
-
-func (x exchange) Next(r *http.Request, capture *guard.Capture) int {
-	c := x.c
+// next runs the rest of the chain with r and returns the status the client
+// gets.
+func next(c *gin.Context, r *http.Request, capture *guard.Capture) int {
 	c.Request = r
 	if capture != nil {
 		w := c.Writer

@@ -50,9 +50,15 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	x := newRecorder(w, r, h.next)
-	_, rej := h.g.Serve((*exchange)(x), id, err, h.reject == nil)
-	x.free()
+	_, rej := h.g.Serve(w, r, id, err, func(r *http.Request, c *guard.Capture) int {
+		rec := recorders.Get().(*recorder)
+		*rec = recorder{ResponseWriter: w, capture: c}
+		h.next.ServeHTTP(rec, r)
+		status := rec.result()
+		*rec = recorder{} // keeps nothing alive
+		recorders.Put(rec)
+		return status
+	}, h.reject == nil)
 	if rej != nil {
 		h.reject(w, r, rej)
 	}

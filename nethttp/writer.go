@@ -18,39 +18,11 @@ type recorder struct {
 	http.ResponseWriter
 	status  int
 	capture *guard.Capture
-	r       *http.Request
-	next    http.Handler
 }
 
 // recorders recycles recorders, each freed once its handler returned,
 // after which net/http forbids the handler to use its ResponseWriter.
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
-
-// newRecorder returns a recorder of w for r on its way to next.
-func newRecorder(w http.ResponseWriter, r *http.Request, next http.Handler) *recorder {
-	rec := recorders.Get().(*recorder)
-	*rec = recorder{ResponseWriter: w, r: r, next: next}
-	return rec
-}
-
-// exchange is a recorder as the request's guard.Exchange: a type of its
-// own, so that the handler's ResponseWriter has no such methods.
-type exchange recorder
-
-func (x *exchange) Request() *http.Request      { return x.r }
-func (x *exchange) Writer() http.ResponseWriter { return x.ResponseWriter }
-
-func (x *exchange) Next(r *http.Request, c *guard.Capture) int {
-	w := (*recorder)(x)
-	w.capture = c
-	w.next.ServeHTTP(w, r)
-	return w.result()
-}
-
-func (w *recorder) free() {
-	*w = recorder{}
-	recorders.Put(w)
-}
 
 // result returns the status the client got: 200 when nothing was sent.
 func (w *recorder) result() int {

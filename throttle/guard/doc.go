@@ -5,9 +5,8 @@
 //
 // A Guard (Lock, Quota or Replay) is made with the middleware. For each
 // request the adapter builds the identity with its key function and calls
-// Guard.Serve with an Exchange: the request, the response writer and a Next
-// running the rest of the chain. Serve does the rest alike for every
-// framework:
+// Guard.Serve with the response writer, the request and a function running
+// the rest of the chain. Serve does the rest alike for every framework:
 //
 //   - an identity that could not be built gets 400 (413 for a body too
 //     long to hash), never a key shared with others;
@@ -17,8 +16,8 @@
 //     Replay duplicate gets the first answer; a failing store is handled as
 //     the limiter's WhenStoreFails says;
 //   - a request that goes ahead gets the RateLimit fields and runs through
-//     Next with its lease in the context where the mode needs one; its hold
-//     ends as the mode says when Next returns or panics.
+//     the chain with its lease in the context where the mode needs one; its
+//     hold ends as the mode says when the chain returns or panics.
 //
 // The package example is a complete adapter for a small made-up framework.
 // The problem body never holds the key, a token, the client address or an

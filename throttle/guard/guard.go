@@ -280,34 +280,25 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 	}
 }
 
-// Exchange is one request as an adapter hands it to Serve: what differs
-// between frameworks.
-type Exchange interface {
-	// Request returns the request being decided.
-	Request() *http.Request
-	// Writer returns the response writer that rejections and replays are
-	// written to, and whose header gets the RateLimit fields.
-	Writer() http.ResponseWriter
-	// Next runs the rest of the chain with r, which carries the context
-	// the hold needs, and returns the status the client got (200 when
-	// nothing was written). The first request of a Replay key gets a
-	// non-nil c: feed it the response as it is sent (WriteHeader when the
-	// status goes out, every body write, Abandon on a flush or hijack),
-	// or once the chain returned if the framework buffers responses.
-	Next(r *http.Request, c *Capture) (status int)
-}
-
-// Serve decides one request and, when it goes ahead, runs it through
-// x.Next; id and keyErr are what the adapter's key function made of it.
-// Its hold ends when Next returns or panics (the panic keeps unwinding). A
-// request turned away never reaches Next: Serve answers it with
-// Rejection.Write when write is true, and otherwise sets its Retry-After
-// and RateLimit fields and returns it for the adapter's own handler. A
-// Replay duplicate is always answered here. ran reports whether Next ran,
+// Serve decides the request r, whose identity the adapter's key function
+// built as id or failed to build with keyErr, and answers on w or runs it
+// through next.
+//
+// next runs the rest of the chain with r (which carries the context the
+// hold needs) and returns the status the client got, 200 when nothing was
+// written. For a Replay key's first request c is not nil: next feeds it the
+// response as it is sent (WriteHeader when the status goes out, every body
+// write, Abandon on a flush or hijack), or once the chain returned if the
+// framework buffers responses. The hold ends when next returns or panics
+// (the panic keeps unwinding).
+//
+// A request turned away never reaches next: Serve answers it with
+// Rejection.Write when write is true, and otherwise sets its Retry-After and
+// RateLimit fields on w and returns it for the adapter's own handler. A
+// Replay duplicate is always answered here. ran reports whether next ran,
 // for frameworks that must abort the rest of their chain.
-func (g *Guard) Serve(x Exchange, id string, keyErr error, write bool) (ran bool, rej *Rejection) {
-	r := x.Request()
-	w := x.Writer()
+func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
+	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
 	var t ticket
 	cost, fp := 1, ""
 	var err error
@@ -347,7 +338,7 @@ func (g *Guard) Serve(x Exchange, id string, keyErr error, write bool) (ran bool
 	}
 	t.setHeaders(w.Header())
 	t.run(ctx, func() int {
-		status := x.Next(r, t.capture)
+		status := next(r, t.capture)
 		t.capture.WriteHeader(w.Header(), status) // nothing was sent: the header goes out now
 		return status
 	})

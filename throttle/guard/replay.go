@@ -96,7 +96,7 @@ func recordLater(ctx context.Context, lease *throttle.Lease, rec []byte) {
 }
 
 // Capture copies the response of a Replay key's first request for its
-// duplicates (see Exchange.Next); its methods do nothing on a nil Capture.
+// duplicates (see Guard.Serve); its methods do nothing on a nil Capture.
 // One abandoned or that never saw a status is not recorded: the duplicates
 // are turned away as in Dedupe.
 type Capture struct {
