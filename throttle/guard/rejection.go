@@ -82,7 +82,7 @@ func (rej *Rejection) Write(w http.ResponseWriter) {
 	h["Cache-Control"] = noStore
 	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(rej.Status)
-	_, _ = w.Write(rej.body()) // may be shared: an io.Writer must not change it
+	_, _ = w.Write(rej.body()) //nolint:gosec // problem+json with nosniff; shared, so an io.Writer must not change it
 }
 
 // Header values shared by every problem response, with canonical keys.
