@@ -157,6 +157,7 @@ func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp st
 		t.lease, err = g.lock.Admit(ctx, id)
 	}
 	if err != nil {
+		*t = ticket{} // whatever came with the error is not held
 		rej, written := g.refused(t, err, nil, w, write)
 		return ctx, rej, written
 	}
