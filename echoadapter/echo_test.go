@@ -16,7 +16,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// A RejectHandler returning HTTPError lets the application's own
+// A reject handler returning an *echo.HTTPError lets the application's own
 // HTTPErrorHandler render the rejection, with the standard headers set.
 func TestHTTPErrorRenderedByApp(t *testing.T) {
 	g, _ := submitGuard(t)
@@ -31,7 +31,7 @@ func TestHTTPErrorRenderedByApp(t *testing.T) {
 	}
 	e.POST("/submit", func(c echo.Context) error { return c.NoContent(http.StatusCreated) },
 		echoadapter.Middleware(g, adaptertest.UserKey(), echoadapter.WithRejectHandler(
-			func(c echo.Context, rej *guard.Rejection) error { return echoadapter.HTTPError(c, rej) })))
+			func(c echo.Context, rej *guard.Rejection) error { return echo.NewHTTPError(rej.Status, rej.Detail) })))
 
 	adaptertest.Status(t, adaptertest.Serve(e, adaptertest.Submit("user-1")), http.StatusCreated)
 	rec := adaptertest.Serve(e, adaptertest.Submit("user-1"))
@@ -122,7 +122,7 @@ func TestContextKeys(t *testing.T) {
 	t.Run("Value and Path", func(t *testing.T) {
 		g, _ := submitGuard(t)
 		e := echo.New()
-		mw := echoadapter.ContextMiddleware(g, keyfuncs.Join(echoadapter.Value("user"), echoadapter.Path()))
+		mw := echoadapter.Middleware(g, keyfuncs.Join(echoadapter.Value("user"), echoadapter.Path()))
 		e.POST("/a/:id", ok, setUser, mw)
 		e.POST("/b/:id", ok, setUser, mw)
 		do := func(path, user string) int {
@@ -151,7 +151,7 @@ func TestContextKeys(t *testing.T) {
 		e.IPExtractor = echo.ExtractIPDirect()
 		key, err := echoadapter.RealIP(e)
 		require.NoError(t, err)
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(g, key))
+		e.POST("/submit", ok, echoadapter.Middleware(g, key))
 		for i, code := range []int{201, 429} {
 			r := adaptertest.Submit("")
 			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
@@ -175,7 +175,7 @@ func TestContextKeys(t *testing.T) {
 		e.POST("/a", ok, echoadapter.Middleware(g, adaptertest.ExampleKey()))
 		realIP, err := echoadapter.RealIP(e)
 		require.NoError(t, err)
-		e.POST("/b", ok, echoadapter.ContextMiddleware(g, keyfuncs.FirstOf(
+		e.POST("/b", ok, echoadapter.Middleware(g, keyfuncs.FirstOf(
 			echoadapter.Request(adaptertest.UserKey()), realIP)))
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"

@@ -42,14 +42,14 @@ func Example() {
 
 // Rejections rendered by the application's HTTPErrorHandler (here echo's
 // default, which writes {"message": ...}), with Retry-After still set.
-func ExampleHTTPError() {
+func ExampleWithRejectHandler() {
 	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	e := echo.New()
 	e.POST("/submit", func(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
 	}, echoadapter.Middleware(guard.Lock(lock), keyfuncs.Header("X-User-ID"),
 		echoadapter.WithRejectHandler(func(c echo.Context, rej *guard.Rejection) error {
-			return echoadapter.HTTPError(c, rej)
+			return echo.NewHTTPError(rej.Status, rej.Detail)
 		})))
 
 	for range 2 {
@@ -82,7 +82,7 @@ func ExampleRealIP() {
 	}
 	e.POST("/submit", func(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
-	}, echoadapter.ContextMiddleware(guard.Lock(lock), key))
+	}, echoadapter.Middleware(guard.Lock(lock), key))
 
 	for _, forged := range []string{"198.51.100.1", "198.51.100.2"} {
 		req := httptest.NewRequest(http.MethodPost, "/submit", nil)

@@ -31,7 +31,7 @@ var adapter = adaptertest.Adapter{
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, echoadapter.Middleware(g, key, echoadapter.WithRejectHandler(
 			func(c echo.Context, rej *guard.Rejection) error {
-				c.Response().Header().Set(adaptertest.CustomHeader, rej.Reason.String())
+				c.Response().Header().Set(adaptertest.CustomHeader, string(rej.Reason))
 				return c.NoContent(adaptertest.CustomStatus)
 			})))
 	},

@@ -1,8 +1,9 @@
 package echoadapter
 
 import (
+	"bufio"
+	"net"
 	"net/http"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -10,59 +11,60 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns echo middleware that decides each request with g,
-// keyed by the identity key builds from c.Request(). Because keyfuncs work
-// on the *http.Request, the stored key is the one the nethttp and gin
-// adapters build for the same request.
-//
-// The handler runs with c.Request() carrying the lease
-// (throttle.LeaseFrom(c.Request().Context())) when the policy is Exclusive,
-// Fence or Reentrant. When it returns, the hold ends with the status the
-// client gets, a returned error counting as echo will render it: see
-// "Status of the handler" in the package documentation. Middleware panics
-// when g or key is nil: a wiring mistake to catch at start-up.
-func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) echo.MiddlewareFunc {
-	if key == nil {
-		panic("echoadapter: Middleware needs a non-nil key function")
+// Middleware returns echo middleware that decides each request with g
+// under the identity key builds: a keyfuncs.Func (the same key as in the
+// other adapters) or a function of the echo.Context for echo's own sources
+// (RealIP, Value, Path). The handler runs with c.Request() carrying the
+// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
+// key is nil.
+func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(echo.Context) (string, error)](
+	g *guard.Guard, key K, opts ...Option) echo.MiddlewareFunc {
+	m := &middleware{g: g}
+	switch k := any(key).(type) {
+	case keyfuncs.Func:
+		m.reqKey = k
+	case func(*http.Request) (string, error):
+		m.reqKey = k
+	case func(echo.Context) (string, error):
+		m.ctxKey = k
 	}
-	return newMiddleware(g, nil, key, opts)
-}
-
-// ContextMiddleware is Middleware with a key built from the echo.Context,
-// for echo's own identity sources (RealIP(e), Value, Path). See the package
-// documentation for what echo trusts when it computes RealIP.
-func ContextMiddleware(g *guard.Guard, key KeyFunc, opts ...Option) echo.MiddlewareFunc {
-	if key == nil {
-		panic("echoadapter: ContextMiddleware needs a non-nil key function")
+	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
+		panic("echoadapter: Middleware needs a non-nil Guard and key function")
 	}
-	return newMiddleware(g, key, nil, opts)
-}
-
-// newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Option) echo.MiddlewareFunc {
-	if g == nil {
-		panic("echoadapter: middleware needs a non-nil Guard")
-	}
-	var cfg config
 	for _, o := range opts {
-		o(&cfg)
+		o(m)
 	}
-	m := &middleware{g: g, key: key, reqKey: reqKey, skip: cfg.skip, reject: cfg.reject}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { return m.serve(c, next) }
 	}
 }
 
-// middleware is one ContextMiddleware: its guard and options.
-type middleware struct {
-	g      *guard.Guard
-	key    KeyFunc       // nil when reqKey is set
-	reqKey keyfuncs.Func // called without a Request adapter around it
-	skip   func(c echo.Context) bool
-	reject RejectHandler // nil: the guard writes its default answers
+// Option configures Middleware.
+type Option func(*middleware)
+
+// WithRejectHandler answers rejected requests with h instead of the
+// default problem+json. h writes the response and returns nil, or returns
+// an error for the application's HTTPErrorHandler, such as
+// echo.NewHTTPError(rej.Status, rej.Detail); the Retry-After and RateLimit
+// fields are set already. A replayed response never reaches h.
+func WithRejectHandler(h func(c echo.Context, rej *guard.Rejection) error) Option {
+	return func(m *middleware) { m.reject = h }
 }
 
-// serve guards one request on its way to next.
+// WithSkipper lets requests for which skip returns true through unguarded,
+// as echo's middleware.Skipper does.
+func WithSkipper(skip func(c echo.Context) bool) Option {
+	return func(m *middleware) { m.skip = skip }
+}
+
+type middleware struct {
+	g      *guard.Guard
+	reqKey keyfuncs.Func
+	ctxKey func(echo.Context) (string, error)
+	skip   func(echo.Context) bool
+	reject func(echo.Context, *guard.Rejection) error
+}
+
 func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.skip != nil && m.skip(c) {
 		return next(c)
@@ -72,43 +74,21 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.reqKey != nil {
 		id, err = m.reqKey(c.Request())
 	} else {
-		id, err = m.key(c)
+		id, err = m.ctxKey(c)
 	}
-	x := exchanges.Get().(*exchange)
-	x.c, x.next = c, next
-	_, rej := m.g.Serve(x, id, err, m.reject == nil)
-	err = x.err
-	*x = exchange{}
-	exchanges.Put(x)
+	var herr error // the handler's
+	_, rej := m.g.Serve(c.Response(), c.Request(), id, err, func(r *http.Request, capture *guard.Capture) int {
+		herr = run(c, next, r, capture)
+		return status(c, herr)
+	}, m.reject == nil)
 	if rej != nil {
 		return m.reject(c, rej)
 	}
-	return err
+	return herr
 }
 
-// exchanges recycles exchanges, one per request, which a pooled one spares
-// an allocation. An exchange goes back once its handler has returned, as
-// echo's contexts do.
-var exchanges = sync.Pool{New: func() any { return new(exchange) }}
-
-// exchange is one request, as the guard sees it, and the error its handler
-// returned.
-type exchange struct {
-	c    echo.Context
-	next echo.HandlerFunc
-	err  error
-}
-
-// Request returns the request, for the guard.
-func (x *exchange) Request() *http.Request { return x.c.Request() }
-
-// Writer returns c.Response(), which the guard answers rejections on.
-func (x *exchange) Writer() http.ResponseWriter { return x.c.Response() }
-
-// Next runs the handler with r, its response fed to capture, and returns
-// the status the client gets.
-func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
-	c := x.c
+// run runs next with r, its response fed to capture.
+func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {
 	if r != c.Request() {
 		c.SetRequest(r)
 	}
@@ -118,12 +98,10 @@ func (x *exchange) Next(r *http.Request, capture *guard.Capture) int {
 		res.Writer = &captureWriter{ResponseWriter: w, capture: capture}
 		defer func() { res.Writer = w }()
 	}
-	x.err = x.next(c)
-	return status(c, x.err)
+	return next(c)
 }
 
-// status is the status the client gets for a handler that returned err:
-// see "Status of the handler" in the package documentation.
+// status is the status the client gets for a handler that returned err.
 func status(c echo.Context, err error) int {
 	res := c.Response()
 	if res.Committed || err == nil {
@@ -132,9 +110,7 @@ func status(c echo.Context, err error) int {
 		}
 		return res.Status
 	}
-	// As echo's DefaultHTTPErrorHandler: an *echo.HTTPError itself (not
-	// wrapped), or the one it carries as its Internal error.
-	he, ok := err.(*echo.HTTPError)
+	he, ok := err.(*echo.HTTPError) // as echo's DefaultHTTPErrorHandler
 	if !ok {
 		return http.StatusInternalServerError
 	}
@@ -146,3 +122,37 @@ func status(c echo.Context, err error) int {
 	}
 	return he.Code
 }
+
+// captureWriter is the echo.Response's Writer while a Replay key's first
+// request runs; echo sends the header in WriteHeader.
+type captureWriter struct {
+	http.ResponseWriter
+	capture *guard.Capture
+}
+
+func (w *captureWriter) WriteHeader(code int) {
+	w.capture.WriteHeader(w.Header(), code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	w.capture.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureWriter) Flush() { _ = w.FlushError() }
+
+func (w *captureWriter) FlushError() error {
+	w.capture.Abandon()
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.capture.Abandon()
+	}
+	return conn, rw, err
+}
+
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

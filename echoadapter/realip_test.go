@@ -24,7 +24,7 @@ func newEcho(ext echo.IPExtractor) *echo.Echo {
 
 // keyOf runs key on a context of e for a request from peer carrying
 // headers, as echo would build it for a route of e.
-func keyOf(e *echo.Echo, key echoadapter.KeyFunc, peer string, headers map[string]string) (string, error) {
+func keyOf(e *echo.Echo, key func(echo.Context) (string, error), peer string, headers map[string]string) (string, error) {
 	r := httptest.NewRequest(http.MethodPost, "/submit", nil)
 	r.RemoteAddr = peer
 	for k, v := range headers {
@@ -133,7 +133,7 @@ func TestRealIPMiddleware(t *testing.T) {
 		e := newEcho(ext)
 		key, err := echoadapter.RealIP(e)
 		require.NoError(t, err)
-		e.POST("/submit", ok, echoadapter.ContextMiddleware(g, key))
+		e.POST("/submit", ok, echoadapter.Middleware(g, key))
 		for i, code := range want {
 			r := adaptertest.Submit("")
 			r.RemoteAddr = peer

@@ -24,7 +24,7 @@ func newEngine(t *testing.T, proxies []string) *gin.Engine {
 
 // keyOf runs key on a context of e for a request from peer carrying
 // headers, as gin would build it for a route of e.
-func keyOf(t *testing.T, e *gin.Engine, key ginadapter.KeyFunc, peer string, headers map[string]string) (string, error) {
+func keyOf(t *testing.T, e *gin.Engine, key func(*gin.Context) (string, error), peer string, headers map[string]string) (string, error) {
 	t.Helper()
 	c := gin.CreateTestContextOnly(httptest.NewRecorder(), e)
 	c.Request = httptest.NewRequest(http.MethodPost, "/submit", nil)
@@ -205,7 +205,7 @@ func TestClientIPMiddleware(t *testing.T) {
 		e := newEngine(t, proxies)
 		key, err := ginadapter.ClientIP(e)
 		require.NoError(t, err)
-		e.POST("/submit", ginadapter.ContextMiddleware(g, key), ok)
+		e.POST("/submit", ginadapter.Middleware(g, key), ok)
 		for i, code := range want {
 			r := adaptertest.Submit("")
 			r.RemoteAddr = peer

@@ -40,16 +40,16 @@ func Example() {
 	// 429 application/problem+json
 }
 
-// ContextMiddleware keys on what gin knows: here the user an authentication
+// A key can be built from what gin knows: here the user an authentication
 // middleware stored with c.Set, per route pattern.
-func ExampleContextMiddleware() {
+func ExampleMiddleware_context() {
 	gin.SetMode(gin.ReleaseMode)
 	lock, _ := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "orders"})
 	auth := func(c *gin.Context) { c.Set("user", 42) }
 	key := keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath())
 
 	r := gin.New()
-	r.POST("/orders/:id", auth, ginadapter.ContextMiddleware(guard.Lock(lock), key), func(c *gin.Context) {
+	r.POST("/orders/:id", auth, ginadapter.Middleware(guard.Lock(lock), key), func(c *gin.Context) {
 		c.Status(http.StatusCreated)
 	})
 
@@ -81,7 +81,7 @@ func ExampleClientIP() {
 	if err != nil {
 		panic(err)
 	}
-	r.POST("/submit", ginadapter.ContextMiddleware(guard.Lock(lock), key), func(c *gin.Context) {
+	r.POST("/submit", ginadapter.Middleware(guard.Lock(lock), key), func(c *gin.Context) {
 		c.Status(http.StatusCreated)
 	})
 

@@ -46,7 +46,6 @@ func TestRejectHandlerWithoutAbort(t *testing.T) {
 	calls := 0
 	e.POST("/submit", ginadapter.Middleware(g, adaptertest.UserKey(), ginadapter.WithRejectHandler(
 		func(c *gin.Context, rej *guard.Rejection) {
-			guard.SetHeaders(c.Writer.Header(), rej)
 			c.JSON(rej.Status, gin.H{"error": "slow down"})
 		})), func(c *gin.Context) {
 		calls++
@@ -72,7 +71,7 @@ func TestContextKeys(t *testing.T) {
 	t.Run("Value and FullPath", func(t *testing.T) {
 		g, _ := submitGuard(t)
 		e := gin.New()
-		mw := ginadapter.ContextMiddleware(g, keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath()))
+		mw := ginadapter.Middleware(g, keyfuncs.Join(ginadapter.Value("user"), ginadapter.FullPath()))
 		e.POST("/a/:id", setUser, mw, ok)
 		e.POST("/b/:id", setUser, mw, ok)
 		want := []struct {
@@ -98,7 +97,7 @@ func TestContextKeys(t *testing.T) {
 		require.NoError(t, e.SetTrustedProxies(nil))
 		key, err := ginadapter.ClientIP(e)
 		require.NoError(t, err)
-		e.POST("/submit", ginadapter.ContextMiddleware(g, key), ok)
+		e.POST("/submit", ginadapter.Middleware(g, key), ok)
 		for i, code := range []int{201, 429} {
 			r := adaptertest.Submit("")
 			r.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)) // spoofed
@@ -121,7 +120,7 @@ func TestContextKeys(t *testing.T) {
 		clientIP, err := ginadapter.ClientIP(e)
 		require.NoError(t, err)
 		e.POST("/a", ginadapter.Middleware(g, adaptertest.ExampleKey()), ok)
-		e.POST("/b", ginadapter.ContextMiddleware(g, keyfuncs.FirstOf(
+		e.POST("/b", ginadapter.Middleware(g, keyfuncs.FirstOf(
 			ginadapter.Request(adaptertest.UserKey()), clientIP)), ok)
 		r := adaptertest.Submit("")
 		r.URL.Path = "/a"
@@ -140,7 +139,7 @@ func TestContextKeys(t *testing.T) {
 		}{{userID(7), 201}, {"", 400}, {3.5, 400}, {(*stringer)(nil), 400}, {&stringer{"s"}, 201}} {
 			e := gin.New()
 			e.POST("/submit", func(c *gin.Context) { c.Set("user", tc.v) },
-				ginadapter.ContextMiddleware(g, ginadapter.Value("user")), ok)
+				ginadapter.Middleware(g, ginadapter.Value("user")), ok)
 			require.Equal(t, tc.code, adaptertest.Serve(e, adaptertest.Submit("")).Code, "value %#v", tc.v)
 		}
 	})

@@ -34,7 +34,7 @@ var adapter = adaptertest.Adapter{
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, ginadapter.Middleware(g, key, ginadapter.WithRejectHandler(
 			func(c *gin.Context, rej *guard.Rejection) {
-				c.Header(adaptertest.CustomHeader, rej.Reason.String())
+				c.Header(adaptertest.CustomHeader, string(rej.Reason))
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))
 	},

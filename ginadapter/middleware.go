@@ -1,6 +1,8 @@
 package ginadapter
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -9,56 +11,42 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns gin middleware that decides each request with g, keyed
-// by the identity key builds from c.Request. Because keyfuncs work on the
-// *http.Request, the stored key is the one the nethttp and echo adapters
-// build for the same request.
-//
-// The rest of the chain runs with c.Request carrying the lease
-// (throttle.LeaseFrom(c.Request.Context())) when the policy is Exclusive,
-// Fence or Reentrant. When it returns, the hold ends with the status the
-// client gets, an error left in c.Errors with no response written counting
-// as a failure: see "Status of the handler" in the package documentation.
-// Middleware panics when g or key is nil: a wiring mistake to catch at
-// start-up.
-func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) gin.HandlerFunc {
-	if key == nil {
-		panic("ginadapter: Middleware needs a non-nil key function")
+// Middleware returns gin middleware that decides each request with g under
+// the identity key builds: a keyfuncs.Func (the same key as in the other
+// adapters) or a function of the *gin.Context for gin's own sources
+// (ClientIP, Value, FullPath). The chain runs with c.Request carrying the
+// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
+// key is nil.
+func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gin.Context) (string, error)](
+	g *guard.Guard, key K, opts ...Option) gin.HandlerFunc {
+	var m middleware
+	switch k := any(key).(type) {
+	case keyfuncs.Func:
+		m.reqKey = k
+	case func(*http.Request) (string, error):
+		m.reqKey = k
+	case func(*gin.Context) (string, error):
+		m.ctxKey = k
 	}
-	return newMiddleware(g, nil, key, opts)
-}
-
-// ContextMiddleware is Middleware with a key built from the *gin.Context,
-// for gin's own identity sources (ClientIP(e), Value, FullPath). See the
-// package documentation for what gin trusts when it computes ClientIP.
-func ContextMiddleware(g *guard.Guard, key KeyFunc, opts ...Option) gin.HandlerFunc {
-	if key == nil {
-		panic("ginadapter: ContextMiddleware needs a non-nil key function")
+	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
+		panic("ginadapter: Middleware needs a non-nil Guard and key function")
 	}
-	return newMiddleware(g, key, nil, opts)
-}
-
-// newMiddleware is Middleware (key nil) and ContextMiddleware (reqKey nil).
-func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Option) gin.HandlerFunc {
-	if g == nil {
-		panic("ginadapter: middleware needs a non-nil Guard")
-	}
-	var cfg config
 	for _, o := range opts {
-		o(&cfg)
+		o(&m)
 	}
-	reject := cfg.reject
 	return func(c *gin.Context) {
 		var id string
 		var err error
-		if reqKey != nil {
-			id, err = reqKey(c.Request)
+		if m.reqKey != nil {
+			id, err = m.reqKey(c.Request)
 		} else {
-			id, err = key(c)
+			id, err = m.ctxKey(c)
 		}
-		ran, rej := g.Serve(exchange{c}, id, err, reject == nil)
+		ran, rej := g.Serve(c.Writer, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
+			return next(c, r, capture)
+		}, m.reject == nil)
 		if rej != nil {
-			reject(c, rej)
+			m.reject(c, rej)
 		}
 		if !ran {
 			c.Abort()
@@ -66,20 +54,26 @@ func newMiddleware(g *guard.Guard, key KeyFunc, reqKey keyfuncs.Func, opts []Opt
 	}
 }
 
-// exchange is a *gin.Context seen as the request's guard.Exchange (a
-// struct of one pointer, which an interface holds without an allocation).
-type exchange struct{ c *gin.Context }
+// Option configures Middleware.
+type Option func(*middleware)
 
-// Request returns the request, for the guard.
-func (x exchange) Request() *http.Request { return x.c.Request }
+// WithRejectHandler answers rejected requests with h, in the gin idiom
+// (c.AbortWithStatusJSON), instead of the default problem+json; the
+// Retry-After and RateLimit fields are set already, and the chain is
+// aborted after h. A replayed response never reaches h.
+func WithRejectHandler(h func(c *gin.Context, rej *guard.Rejection)) Option {
+	return func(m *middleware) { m.reject = h }
+}
 
-// Writer returns c.Writer, which the guard answers rejections on.
-func (x exchange) Writer() http.ResponseWriter { return x.c.Writer }
+type middleware struct {
+	reqKey keyfuncs.Func
+	ctxKey func(*gin.Context) (string, error)
+	reject func(*gin.Context, *guard.Rejection)
+}
 
-// Next runs the rest of the chain with r, its response fed to capture, and
-// returns the status the client gets.
-func (x exchange) Next(r *http.Request, capture *guard.Capture) int {
-	c := x.c
+// next runs the rest of the chain with r and returns the status the client
+// gets.
+func next(c *gin.Context, r *http.Request, capture *guard.Capture) int {
 	c.Request = r
 	if capture != nil {
 		w := c.Writer
@@ -87,20 +81,52 @@ func (x exchange) Next(r *http.Request, capture *guard.Capture) int {
 		defer func() { c.Writer = w }()
 	}
 	c.Next()
-	return status(c)
-}
-
-// status is the status the client gets, or will get, for the chain that has
-// just returned: see "Status of the handler" in the package documentation.
-// A response whose header has been written keeps its status. One not yet
-// written, while c.Errors holds an error, is a failure: the status set, if
-// it is an error status (c.Status(409) before c.Error), otherwise 500, for
-// that is what an error-rendering middleware upstream will answer (and
-// gin.Error carries no status of its own).
-func status(c *gin.Context) int {
+	// A response not yet written while c.Errors holds an error is a
+	// failure: an error middleware upstream answers it, 500 unless an
+	// error status was set.
 	s := c.Writer.Status()
 	if len(c.Errors) == 0 || c.Writer.Written() || s >= http.StatusBadRequest {
 		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// captureWriter is c.Writer while a Replay key's first request runs. gin
+// sends the header lazily, so it is captured at the first body write, or
+// when the chain returns without one.
+type captureWriter struct {
+	gin.ResponseWriter
+	capture *guard.Capture
+}
+
+func (w *captureWriter) sent() { w.capture.WriteHeader(w.Header(), w.Status()) }
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	w.sent()
+	w.capture.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureWriter) WriteString(s string) (int, error) {
+	w.sent()
+	w.capture.Write([]byte(s))
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *captureWriter) WriteHeaderNow() {
+	w.sent()
+	w.ResponseWriter.WriteHeaderNow()
+}
+
+func (w *captureWriter) Flush() {
+	w.capture.Abandon()
+	w.ResponseWriter.Flush()
+}
+
+func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if err == nil {
+		w.capture.Abandon()
+	}
+	return conn, rw, err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/nethttp"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"

@@ -7,49 +7,58 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// Middleware returns middleware that decides each request with g, keyed by
-// the identity key builds from it. It is the one-line way to guard a handler; see the package
-// documentation for the responses.
-//
-// The handler runs with the request's context, or with one carrying the
-// lease (throttle.LeaseFrom) when the policy is Exclusive, Fence or
-// Reentrant; an Exclusive lease is refreshed while the handler runs and the
-// context is cancelled with throttle.ErrLost if it is lost. A panic in the
-// handler ends the hold as a failure (the key is released in Dedupe and
-// Exclusive modes) and keeps unwinding unchanged, so that http.Server or
-// your recovery middleware still sees it.
-//
-// Middleware panics when g or key is nil: that is a wiring mistake to catch
-// at start-up, not something a request can cause.
+// Middleware returns middleware that decides each request with g under the
+// identity key builds. The handler runs with the lease in its context
+// (throttle.LeaseFrom) when the mode needs one; an Exclusive context is
+// cancelled with throttle.ErrLost if the lease is lost. A panic ends the
+// hold as a failure and keeps unwinding. It panics when g or key is nil.
 func Middleware(g *guard.Guard, key keyfuncs.Func, opts ...Option) func(http.Handler) http.Handler {
 	if g == nil || key == nil {
 		panic("nethttp: Middleware needs a non-nil Guard and key function")
 	}
-	var cfg config
+	h := handler{g: g, key: key}
 	for _, o := range opts {
-		o(&cfg)
+		o(&h)
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware wraps a nil handler")
 		}
-		return &handler{g: g, key: key, next: next, reject: cfg.reject}
+		h := h
+		h.next = next
+		return &h
 	}
 }
 
-// handler is the guarded handler Middleware returns.
+// Option configures Middleware.
+type Option func(*handler)
+
+// WithRejectHandler answers rejected requests with h instead of the
+// default problem+json, for services with their own error format. h must
+// write the whole response; the Retry-After and RateLimit fields are set
+// already. A replayed response never reaches h.
+func WithRejectHandler(h func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection)) Option {
+	return func(m *handler) { m.reject = h }
+}
+
 type handler struct {
 	g      *guard.Guard
 	key    keyfuncs.Func
 	next   http.Handler
-	reject RejectHandler // nil: the guard writes its default answers
+	reject func(http.ResponseWriter, *http.Request, *guard.Rejection) // nil: the default
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	x := newRecorder(w, r, h.next)
-	_, rej := h.g.Serve((*exchange)(x), id, err, h.reject == nil)
-	x.free()
+	_, rej := h.g.Serve(w, r, id, err, func(r *http.Request, c *guard.Capture) int {
+		rec := recorders.Get().(*recorder)
+		*rec = recorder{ResponseWriter: w, capture: c}
+		h.next.ServeHTTP(rec, r)
+		status := rec.result()
+		*rec = recorder{} // keeps nothing alive
+		recorders.Put(rec)
+		return status
+	}, h.reject == nil)
 	if rej != nil {
 		h.reject(w, r, rej)
 	}

@@ -122,7 +122,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// the key is the same as in the net/http and gin examples.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.Cookie(demo.UserCookie), keyfuncs.RemoteIP())
 	// Which job: the :id route parameter, which keyfuncs cannot see, so the
-	// key is built from the echo.Context (echoadapter.ContextMiddleware),
+	// key is built from the echo.Context (echoadapter.Middleware),
 	// decoded as net/http's r.PathValue gives it (see jobID) and checked
 	// (not empty, at most 64 bytes) by demo.JobKey.
 	jobKey := demo.JobKey(jobID)
@@ -143,7 +143,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	})
 	e.GET("/checkout", echo.WrapHandler(http.HandlerFunc(demo.Checkout))) // an order form to double-click
 	e.POST("/password-reset", echo.WrapHandler(http.HandlerFunc(demo.Reset)), echoadapter.Middleware(guard.Lock(reset), key))
-	e.POST("/jobs/:id/run", runJob(s), echoadapter.ContextMiddleware(guard.Lock(jobs), jobKey))
+	e.POST("/jobs/:id/run", runJob(s), echoadapter.Middleware(guard.Lock(jobs), jobKey))
 	e.GET("/healthz", healthz)                     // no throttle middleware: never throttled
 	e.GET("/metrics", echo.WrapHandler(s.Metrics)) // likewise
 	return e, nil

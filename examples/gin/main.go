@@ -121,7 +121,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	// the key is the same as in the net/http and echo examples.
 	key := keyfuncs.FirstOf(keyfuncs.Header("X-User-ID"), keyfuncs.Cookie(demo.UserCookie), keyfuncs.RemoteIP())
 	// Which job: the :id route parameter, which keyfuncs cannot see, so the
-	// key is built from the *gin.Context (ginadapter.ContextMiddleware) and
+	// key is built from the *gin.Context (ginadapter.Middleware) and
 	// checked (not empty, at most 64 bytes) by demo.JobKey. It is the
 	// decoded id, as net/http's r.PathValue gives it (see UseRawPath).
 	jobKey := demo.JobKey(func(c *gin.Context) (string, error) { return c.Param("id"), nil })
@@ -146,7 +146,7 @@ func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
 	r.GET("/orders/:id", func(c *gin.Context) { book.Show(c.Writer, c.Request, c.Param("id")) })
 	r.GET("/checkout", gin.WrapF(demo.Checkout)) // an order form to double-click
 	r.POST("/password-reset", ginadapter.Middleware(guard.Lock(reset), key), gin.WrapF(demo.Reset))
-	r.POST("/jobs/:id/run", ginadapter.ContextMiddleware(guard.Lock(jobs), jobKey), runJob(s))
+	r.POST("/jobs/:id/run", ginadapter.Middleware(guard.Lock(jobs), jobKey), runJob(s))
 	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
 	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise
 	return r, nil

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 )
 
 func TestMain(m *testing.M) {

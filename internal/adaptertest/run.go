@@ -416,5 +416,12 @@ func testCustomReject(t *testing.T, a Adapter) {
 		rec := Serve(h, Submit(c.user))
 		Status(t, rec, CustomStatus)
 		require.Equal(t, c.reason, rec.Header().Get(CustomHeader), CustomHeader)
+		// The handler's answer carries the standard fields, set before it ran.
+		CheckPolicy(t, rec.Header(), WindowPolicy("submit", 1, 5))
+		if c.reason == "contended" {
+			CheckRateLimit(t, rec.Header(), "submit", `"submit";q=1;w=5`, 5)
+		} else {
+			NoLimit(t, rec.Header())
+		}
 	}
 }

@@ -24,9 +24,11 @@ import (
 	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
-// MaxOutage bounds how long any request may take while Redis is down: the
-// store timeout is storeTimeout, so this is generous on a loaded machine.
-const MaxOutage = 2 * time.Second
+// MaxOutage bounds how long any request may take while Redis is down. A
+// starved process waits ten store timeouts before it counts the store as
+// down (see throttle.Options.Timeout), so the bound leaves room for a
+// loaded machine; it is there to catch a wait without end.
+const MaxOutage = 5 * time.Second
 
 // Redis is a real redis-server with a client and a store on it.
 type Redis struct {

@@ -28,7 +28,7 @@ var miniAdapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		reject := func(c *miniCtx, rej *guard.Rejection) {
-			c.Header.Set(adaptertest.CustomHeader, rej.Reason.String())
+			c.Header.Set(adaptertest.CustomHeader, string(rej.Reason))
 			c.Status = adaptertest.CustomStatus
 		}
 		return miniServer(throttleMini(g, key, reject), miniHTTP(h))
@@ -95,31 +95,21 @@ func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 	return l
 }
 
-// exchange serves a request on a recorder through a handler, as nethttp
-// does, for tests of Guard.Serve.
-type exchange struct {
-	w http.ResponseWriter
-	r *http.Request
-	h http.HandlerFunc
-}
-
-// newExchange is an exchange of a POST /orders for h.
-func newExchange(h http.HandlerFunc) *exchange {
-	return &exchange{w: httptest.NewRecorder(), r: httptest.NewRequest(http.MethodPost, "/orders", nil), h: h}
-}
-
-func (x *exchange) Request() *http.Request      { return x.r }
-func (x *exchange) Writer() http.ResponseWriter { return x.w }
-
-// Next runs the handler on a recorder, feeds its response to c and copies
-// it to the exchange's writer.
-func (x *exchange) Next(r *http.Request, c *guard.Capture) int {
-	rec := httptest.NewRecorder()
-	x.h(rec, r)
-	c.WriteHeader(rec.Header(), rec.Code)
-	c.Write(rec.Body.Bytes())
-	maps.Copy(x.w.Header(), rec.Header())
-	x.w.WriteHeader(rec.Code)
-	_, _ = x.w.Write(rec.Body.Bytes())
-	return rec.Code
+// serveOrder serves a POST /orders with g and key through h, the response
+// recorded whole and fed to the capture, and returns whether h ran, the
+// rejection left to answer and what was written.
+func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Rejection, *httptest.ResponseRecorder) {
+	w := httptest.NewRecorder()
+	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), key, nil,
+		func(r *http.Request, c *guard.Capture) int {
+			rec := httptest.NewRecorder()
+			h(rec, r)
+			c.WriteHeader(rec.Header(), rec.Code)
+			c.Write(rec.Body.Bytes())
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return rec.Code
+		}, false)
+	return ran, rej, w
 }

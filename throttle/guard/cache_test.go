@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
@@ -17,7 +19,7 @@ import (
 // written is what Write answers rej with.
 func written(rej *Rejection) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	Write(rec, rej)
+	rej.Write(rec)
 	return rec
 }
 
@@ -26,20 +28,27 @@ func written(rej *Rejection) *httptest.ResponseRecorder {
 func uncached(rej *Rejection) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h := rec.Header()
-	if s := retryAfter(rej); s > 0 {
+	if s := rej.retryAfter(); s > 0 {
 		h["Retry-After"] = []string{strconv.FormatInt(s, 10)}
 	}
-	if p := rej.policy(); p.name != "" {
-		h["Ratelimit-Policy"] = []string{policyField(p)}
-		if rej.Reason == ReasonContended {
-			h["Ratelimit"] = []string{rejectedLimitField(rej)}
+	if g := rej.g; g != nil {
+		h["Ratelimit-Policy"] = []string{policyField(g)}
+		switch {
+		case rej.Reason == ReasonContended && rej.Decision != nil:
+			t := int64(-1)
+			if wait := storekit.NextRefill(g.rate, *rej.Decision); wait > 0 {
+				t = seconds(wait)
+			}
+			h["Ratelimit"] = []string{limitField(g.name, rej.Decision.Remaining, t)}
+		case rej.Reason == ReasonContended:
+			h["Ratelimit"] = []string{limitField(g.name, 0, rej.retryAfter())}
 		}
 	}
 	h["Content-Type"] = []string{"application/problem+json"}
 	h["Cache-Control"] = []string{"no-store"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	rec.WriteHeader(rej.Status)
-	_, _ = rec.Write(buildBody(rej))
+	_, _ = rec.Write(rej.buildBody())
 	return rec
 }
 
@@ -109,8 +118,8 @@ func TestBodyNotShared(t *testing.T) {
 	l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	require.NoError(t, err)
 	g := Lock(l)
-	rej := g.contended(throttle.ErrContended, &throttle.ContendedError{RetryAfter: time.Second})
-	b := buildBody(rej)
+	rej := g.rejection(&throttle.ContendedError{RetryAfter: time.Second})
+	b := rej.buildBody()
 	want := string(b)
 	clear(b)
 	require.Equal(t, want, written(rej).Body.String(), "answer after the caller changed Body's bytes")
@@ -122,9 +131,9 @@ func TestBodyNotShared(t *testing.T) {
 func TestQuotaFields(t *testing.T) {
 	for _, burst := range []int{1, 10, quotaEdge - 1, quotaEdge, quotaEdge + 1, 2*quotaEdge - 1, 2 * quotaEdge, 200, 10_000} {
 		for _, window := range []time.Duration{time.Second, 6 * time.Second, time.Minute, time.Hour} {
-			p := policy{name: "q", mode: throttle.ModeQuota, window: window,
+			g := &Guard{name: "q", mode: throttle.ModeQuota, window: window,
 				rate: throttle.Rate{Limit: burst, Burst: burst, Window: window}}
-			q := newQuotaFields(&p)
+			g.initFields()
 			for r := range burst + 1 {
 				if r > 3*quotaEdge && burst-r > 3*quotaEdge {
 					continue
@@ -132,7 +141,7 @@ func TestQuotaFields(t *testing.T) {
 				for ts := int64(-1); ts <= quotaSeconds+2; ts++ {
 					want := limitField("q", r, ts)
 					for range 2 { // made, then cached
-						require.Equal(t, []string{want}, q.get(r, ts), "burst %d window %v r=%d t=%d", burst, window, r, ts)
+						require.Equal(t, []string{want}, g.quotaLimit(r, ts), "burst %d window %v r=%d t=%d", burst, window, r, ts)
 					}
 				}
 			}

@@ -58,7 +58,19 @@ func (c *miniCtx) String(status int, s string) {
 func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	return func(c *miniCtx) {
 		id, err := key(c.Request)
-		ran, rej := g.Serve(miniExchange{c}, id, err, reject == nil)
+		ran, rej := g.Serve(miniWriter{c}, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
+			// mini collects the whole response before sending it, so the
+			// capture of a Replay's first request gets it once the chain
+			// returned.
+			c.Request = r
+			c.Next()
+			if c.Status == 0 {
+				c.Status = http.StatusOK
+			}
+			capture.WriteHeader(c.Header, c.Status)
+			capture.Write(c.Body.Bytes())
+			return c.Status
+		}, reject == nil)
 		if rej != nil {
 			reject(c, rej)
 		}
@@ -66,27 +78,6 @@ func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guar
 			c.Abort()
 		}
 	}
-}
-
-// miniExchange is a miniCtx as the guard sees it.
-type miniExchange struct{ c *miniCtx }
-
-func (x miniExchange) Request() *http.Request      { return x.c.Request }
-func (x miniExchange) Writer() http.ResponseWriter { return miniWriter(x) }
-
-// Next runs the rest of the chain with r. mini collects the whole response
-// before sending it, so the capture of a Replay's first request gets it
-// once the chain returned.
-func (x miniExchange) Next(r *http.Request, capture *guard.Capture) int {
-	c := x.c
-	c.Request = r
-	c.Next()
-	if c.Status == 0 {
-		c.Status = http.StatusOK
-	}
-	capture.WriteHeader(c.Header, c.Status)
-	capture.Write(c.Body.Bytes())
-	return c.Status
 }
 
 // miniWriter is an http.ResponseWriter that writes to a miniCtx.

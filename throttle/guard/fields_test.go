@@ -76,13 +76,13 @@ func TestRefillKeepsTheEffectiveWindow(t *testing.T) {
 }
 
 func TestPolicyField(t *testing.T) {
-	lock := func(name string, mode throttle.Mode, ttl time.Duration) policy {
-		return policy{name: name, mode: mode, window: ttl}
+	lock := func(name string, mode throttle.Mode, ttl time.Duration) Guard {
+		return Guard{name: name, mode: mode, window: ttl}
 	}
-	quota := func(name string, r throttle.Rate) policy {
-		return policy{name: name, mode: throttle.ModeQuota, window: r.Window, rate: r}
+	quota := func(name string, r throttle.Rate) Guard {
+		return Guard{name: name, mode: throttle.ModeQuota, window: r.Window, rate: r}
 	}
-	for want, p := range map[string]policy{
+	for want, p := range map[string]Guard{
 		`"submit";q=1;w=5`:                     lock("submit", throttle.Dedupe, 5*time.Second),
 		`"report";q=1;w=1`:                     lock("report", throttle.Cooldown, 10*time.Millisecond),
 		`"job";q=1;qu="concurrent-requests"`:   lock("job", throttle.Exclusive, 5*time.Second),
@@ -91,7 +91,7 @@ func TestPolicyField(t *testing.T) {
 		`"api";q=100;w=3600;throttle-burst=20`: quota("api", throttle.Rate{Limit: 100, Burst: 20, Window: time.Hour}),
 		`"a b.c";q=5;w=2;throttle-burst=50`:    quota("a b.c", throttle.Rate{Limit: 5, Burst: 50, Window: 1500 * time.Millisecond}),
 	} {
-		assert.Equal(t, want, policyField(&p), "policyField(%+v)", p)
+		assert.Equal(t, want, policyField(&p), "policyField of %s", p.name)
 	}
 }
 
@@ -108,21 +108,21 @@ func TestGuardPolicy(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range []struct {
 		g      *Guard
-		want   policy
+		want   Guard
 		status int
 		field  string
 	}{
-		{Lock(lock), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409,
+		{Lock(lock), Guard{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409,
 			`"job";q=1;qu="concurrent-requests"`},
-		{Lock(lock, WithStatus(423)), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 423,
+		{Lock(lock, WithStatus(423)), Guard{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 423,
 			`"job";q=1;qu="concurrent-requests"`},
-		{Lock(lock, WithStatus(200)), policy{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409, // not a 4xx or 5xx: ignored
+		{Lock(lock, WithStatus(200)), Guard{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409, // not a 4xx or 5xx: ignored
 			`"job";q=1;qu="concurrent-requests"`},
-		{Quota(quota, throttle.Rate{Limit: 6, Window: time.Minute}), policy{name: "search", mode: throttle.ModeQuota, window: time.Minute,
+		{Quota(quota, throttle.Rate{Limit: 6, Window: time.Minute}), Guard{name: "search", mode: throttle.ModeQuota, window: time.Minute,
 			rate: throttle.Rate{Limit: 6, Burst: 6, Window: time.Minute}}, 429, `"search";q=6;w=60`},
-		{Replay(replay), policy{name: "orders", mode: throttle.ModeReplay, window: time.Hour}, 429, `"orders";q=1;w=3600`},
+		{Replay(replay), Guard{name: "orders", mode: throttle.ModeReplay, window: time.Hour}, 429, `"orders";q=1;w=3600`},
 	} {
-		p := c.g.p
+		p := c.g
 		assert.Equal(t, c.want.name, p.name, "name")
 		assert.Equal(t, c.want.mode, p.mode, "%s: mode", p.name)
 		assert.Equal(t, c.want.window, p.window, "%s: window", p.name)

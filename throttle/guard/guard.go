@@ -10,120 +10,89 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// Guard is one limiter's request handling, minus the framework: Lock,
-// Quota or Replay makes one per middleware, when the middleware is built.
-// It works out once what every admitted response repeats (the
-// RateLimit-Policy field, and the RateLimit field of a lock's holder), so
-// that a request pays only for what is its own. It is safe for concurrent
-// use.
+// Guard is one limiter's request handling, made by Lock, Quota or Replay
+// when a middleware is built. It is safe for concurrent use.
 type Guard struct {
-	p policy
-	// lock, quota and replay is the limiter the guard decides with: one
-	// of them is set.
-	lock   *throttle.Lock
+	name   string
+	mode   throttle.Mode
+	window time.Duration // a lock's or Replay's TTL, a Quota's window
+	rate   throttle.Rate // a Quota's, Burst filled in
+	status int           // of a request turned away for its key or quota
+	failed func(status int) bool
+	cost   func(*http.Request) (int, error)
+
+	countOnlyFailures, fence, reentrant, dryRun bool
+	// holds says that requests hold their keys with Lock.Hold: Dedupe and
+	// Cooldown without Fence, Reentrant or an Observer timing holds.
+	holds    bool
+	observer throttle.Observer
+
+	lock   *throttle.Lock // one of the three is set
 	quota  *throttle.Quota
 	replay *throttle.Replay
 
-	// policyField is the RateLimit-Policy value, the same on every
-	// response.
-	policyField []string
-	// heldField is the RateLimit value of a request that holds its key
-	// (Dedupe, Cooldown, Exclusive, Replay): nothing more is available to
-	// it while it does.
-	heldField []string
-	// rc is what a Replay policy records (WithRecording).
-	rc recording
-
-	// contendedBody is the problem body of a request turned away for its
-	// key or quota (ReasonContended), and rejectedFields the RateLimit
-	// values of such rejections by their t: see cache.go.
-	contendedBody  []byte
-	rejectedFields *fieldCache
-	// quotaFields caches the RateLimit values of a Quota policy's
-	// decisions (nil for other modes): see cache.go.
-	quotaFields *quotaFields
-	// holds says that a lock's requests hold their keys with Lock.Hold:
-	// they only ever give them back early (Dedupe and Cooldown, without
-	// Fence, Reentrant or an Observer that times holds).
-	holds bool
-	// cost and fingerprint are the policy's per-request functions, nil
-	// when it uses none.
-	cost        func(*http.Request) (int, error)
-	fingerprint func(*http.Request) (string, error)
-}
-
-// policy is what the guard needs to know of its limiter and options.
-type policy struct {
-	name string
-	mode throttle.Mode
-	// window is a lock's or a Replay's TTL, a Quota's rate window.
-	window time.Duration
-	rate   throttle.Rate // a Quota's, Burst filled in
-	// status is the status of a request turned away for its key or quota.
-	status int
-	// failed tells a failed request from its status (WithFailed).
-	failed func(status int) bool
-	// countOnlyFailures refunds a Quota's successful requests.
-	countOnlyFailures bool
-	fence, reentrant  bool
-	dryRun            bool
-	observer          throttle.Observer
+	// What the answers repeat, built once (see fields.go).
+	policyField, heldField []string
+	contendedDetail        string
+	contendedBody          []byte
+	rejectedFields         fieldCache // by t
+	quotaFields            fieldCache // by r and t
 }
 
 // Option configures a Guard.
 type Option func(*Guard)
 
 // WithStatus sets the status of a request turned away because its key is
-// held or its quota spent: by default 429 Too Many Requests, or 409
-// Conflict for an Exclusive lock. It must be a 4xx or 5xx status. (A Replay
-// duplicate whose original is still in flight when its wait ends gets 409
-// whatever this says.)
+// held or its quota spent, a 4xx or 5xx: by default 429, or 409 for an
+// Exclusive lock.
 func WithStatus(status int) Option {
 	return func(g *Guard) {
 		if status >= 400 && status <= 599 {
-			g.p.status = status
+			g.status = status
 		}
 	}
 }
 
-// WithFailed tells from the handler's status whether the request failed:
-// Dedupe and Replay then release its key (Replay records nothing), and
-// CountOnlyFailures keeps its charge. Default: status >= 400.
+// WithFailed tells a failed request from the handler's status, for Dedupe
+// and Replay (which release a failed request's key) and CountOnlyFailures.
+// Default: status >= 400.
 func WithFailed(failed func(status int) bool) Option {
 	return func(g *Guard) {
 		if failed != nil {
-			g.p.failed = failed
+			g.failed = failed
 		}
 	}
 }
 
-// CountOnlyFailures makes a Quota charge only failed requests (see
-// WithFailed): a login form allowing 5 wrong passwords per 15 minutes, for
-// which successes cost nothing. Each request is charged before the handler
-// runs and refunded when it succeeds, so requests running at the same time
-// can never together exceed the quota: of 50 concurrent wrong passwords
-// against a Burst of 5, exactly 5 reach the handler. The price is that
-// successes in flight hold quota until they return. Other guards ignore it.
+// CountOnlyFailures makes a Quota charge only failed requests (a login form
+// allowing 5 wrong passwords per 15 minutes). A request is charged before
+// the handler runs and refunded when it succeeds, so that concurrent
+// requests never exceed the quota together.
 func CountOnlyFailures() Option {
-	return func(g *Guard) { g.p.countOnlyFailures = true }
+	return func(g *Guard) { g.countOnlyFailures = true }
 }
 
-// Lock returns the Guard of l: each request holds its key as l's Mode says
-// (Dedupe, Cooldown or Exclusive; see package throttle). It panics when l
-// is nil: a wiring mistake to catch at start-up.
+// WithCost makes a Quota charge each request what f says instead of 1 (the
+// bytes of an upload): a cost above Burst gets 413, a negative one 400, an
+// error of f 400 or the 4xx status it carries.
+func WithCost(f func(r *http.Request) (int, error)) Option {
+	return func(g *Guard) { g.cost = f }
+}
+
+// Lock returns the Guard of l: each request holds its key as l's Mode says.
+// It panics when l is nil.
 func Lock(l *throttle.Lock, opts ...Option) *Guard {
 	if l == nil {
 		panic("guard: Lock needs a non-nil *throttle.Lock")
 	}
 	c := l.Config()
-	g := &Guard{lock: l, p: policy{name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant}}
+	g := &Guard{lock: l, name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant}
 	g.holds = c.Mode != throttle.Exclusive && !c.Fence && !c.Reentrant && c.Observer == nil
 	return g.init(c.Options, opts)
 }
 
-// Quota returns the Guard of q under rate r: each request is charged 1
-// (WithCost for another cost) and turned away while r is spent. It panics
-// when q is nil or r is not usable: a wiring mistake to catch at start-up.
+// Quota returns the Guard of q under rate r, Burst defaulting to Limit. It
+// panics when q is nil or r is not usable.
 func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
 	if q == nil {
 		panic("guard: Quota needs a non-nil *throttle.Quota")
@@ -135,200 +104,347 @@ func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
 		panic("guard: " + err.Error())
 	}
 	c := q.Config()
-	g := &Guard{quota: q, p: policy{name: c.Name, mode: throttle.ModeQuota, window: r.Window, rate: r}}
-	g = g.init(c.Options, opts)
-	g.quotaFields = newQuotaFields(&g.p)
-	return g
+	g := &Guard{quota: q, name: c.Name, mode: throttle.ModeQuota, window: r.Window, rate: r}
+	return g.init(c.Options, opts)
 }
 
-// Replay returns the Guard of r: the first request of a key runs and its
-// response is recorded; its duplicates get that response again (see
-// package throttle). The body's fingerprint (WithFingerprint) tells a
-// reused key from a retry. It panics when r is nil.
+// Replay returns the Guard of r: a key's first successful response is
+// recorded and its duplicates get it again; a duplicate with another body
+// (keyfuncs.IdempotencyFingerprint) gets 422. It panics when r is nil.
 func Replay(r *throttle.Replay, opts ...Option) *Guard {
 	if r == nil {
 		panic("guard: Replay needs a non-nil *throttle.Replay")
 	}
 	c := r.Config()
-	g := &Guard{replay: r, p: policy{name: c.Name, mode: throttle.ModeReplay, window: c.TTL, fence: c.Fence}}
+	g := &Guard{replay: r, name: c.Name, mode: throttle.ModeReplay, window: c.TTL, fence: c.Fence}
 	return g.init(c.Options, opts)
 }
 
-// init applies the limiter's options and opts, and works out what every
-// response repeats.
 func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
-	g.p.dryRun, g.p.observer = o.DryRun, o.Observer
-	g.p.status = http.StatusTooManyRequests
-	if g.p.mode == throttle.Exclusive {
-		g.p.status = http.StatusConflict
+	g.dryRun, g.observer = o.DryRun, o.Observer
+	g.status = http.StatusTooManyRequests
+	if g.mode == throttle.Exclusive {
+		g.status = http.StatusConflict
 	}
-	g.p.failed = func(status int) bool { return status >= 400 }
-	g.rc = newRecording(Recording{})
+	g.failed = func(status int) bool { return status >= 400 }
 	for _, o := range opts {
 		o(g)
 	}
-	g.inputs()
-	g.policyField = []string{policyField(&g.p)}
-	t := int64(-1) // no "t" for Exclusive: the hold lasts as long as the work
-	if g.p.mode != throttle.Exclusive {
-		t = seconds(g.p.window)
+	if g.quota == nil {
+		g.cost, g.countOnlyFailures = nil, false
 	}
-	g.heldField = []string{limitField(g.p.name, 0, t)}
-	g.contendedBody = buildBody(&Rejection{Status: g.p.status, Reason: ReasonContended, g: g})
-	name := g.p.name
-	g.rejectedFields = newFieldCache(cachedLimitSeconds+1, func(t int64) string { return limitField(name, 0, t) })
+	g.initFields()
 	return g
 }
 
-// quotaField returns the RateLimit value of the Quota decision d.
-func (g *Guard) quotaField(d *throttle.Decision) []string {
-	return g.quotaFields.get(d.Remaining, refillSeconds(&g.p, d))
-}
-
-// begin decides a request whose identity is id, whose cost (under a
-// Quota) is cost and whose body (under a Replay) has fingerprint. When the
-// request goes ahead, it returns the context the handler must run with
-// (ctx itself unless the policy puts the lease in it: Exclusive, Fence or
-// Reentrant; an Exclusive context is cancelled, with cause
-// throttle.ErrLost, if the lease is lost) and the ticket that ends its hold.
-// Otherwise it returns the rejection to answer with, except that a request
-// turned away because its key is held or its quota spent, the commonest
-// rejection by far, is answered on w when w is not nil, without allocating
-// the Rejection, and begin reports written. A request let through because
-// the store failed open gets a ticket that holds nothing.
-func (g *Guard) begin(ctx context.Context, id string, cost int, fingerprint string, w http.ResponseWriter) (_ context.Context, _ ticket, _ *Rejection, written bool) {
+// begin decides a request. One that goes ahead gets t filled and the
+// context to run with. Otherwise begin returns the rejection, or, when
+// write is set and the key or quota refused, answers on w without
+// allocating one and reports written.
+func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
 	switch {
-	case g.quota != nil:
-		return g.beginQuota(ctx, id, cost, w)
 	case g.replay != nil:
-		ctx, t, rej := g.beginReplay(ctx, id, fingerprint)
-		return ctx, t, rej, false
+		ctx, rej := g.beginReplay(ctx, t, id, fp)
+		return ctx, rej, false
+	case g.quota != nil:
+		rej, written := g.beginQuota(ctx, t, id, cost, w, write)
+		return ctx, rej, written
 	}
+	var err error
 	if g.holds {
-		return g.beginHold(ctx, id, w)
+		t.hold, err = g.lock.Hold(ctx, id)
+	} else {
+		t.lease, err = g.lock.Admit(ctx, id)
 	}
-	lease, err := g.lock.Admit(ctx, id)
 	if err != nil {
-		ctx, t, rej, written := g.lockRejected(ctx, err, w)
-		return ctx, t, rej, written
+		*t = ticket{} // whatever came with the error is not held
+		rej, written := g.refused(t, err, nil, w, write)
+		return ctx, rej, written
 	}
-	t := ticket{g: g, lease: lease}
-	if lease == nil {
-		return ctx, t, nil, false
-	}
+	t.g = g
 	switch {
-	case g.p.mode == throttle.Exclusive:
-		ctx, t.stop = lease.KeepAlive(ctx)
-	case g.p.fence || g.p.reentrant:
-		ctx = throttle.WithLease(ctx, lease)
+	case t.lease == nil: // held with Lock.Hold, or failed open
+	case g.mode == throttle.Exclusive:
+		ctx, t.stop = t.lease.KeepAlive(ctx)
+	case g.fence || g.reentrant:
+		ctx = throttle.WithLease(ctx, t.lease)
 	}
-	return ctx, t, nil, false
+	return ctx, nil, false
 }
 
-// beginHold is begin for a lock whose requests only ever give their key
-// back early (see Lock.Hold).
-func (g *Guard) beginHold(ctx context.Context, id string, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
-	hold, err := g.lock.Hold(ctx, id)
-	if err != nil {
-		return g.lockRejected(ctx, err, w)
-	}
-	return ctx, ticket{g: g, hold: hold}, nil, false
-}
-
-// lockRejected is begin's answer to a lock request that err turned away.
-func (g *Guard) lockRejected(ctx context.Context, err error, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
-	if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
-		g.writeContended(w, err, ce, nil)
-		return ctx, ticket{}, nil, true
-	}
-	ctx, t, rej := g.reject(ctx, g.rejection(err))
-	return ctx, t, rej, false
-}
-
-// beginQuota is begin for a Quota policy.
-func (g *Guard) beginQuota(ctx context.Context, id string, cost int, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
-	if cost < 0 || cost > g.p.rate.Burst {
+// beginQuota is begin for a Quota.
+func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, w http.ResponseWriter, write bool) (*Rejection, bool) {
+	if cost < 0 || cost > g.rate.Burst {
 		g.observe(ctx, throttle.Event{Kind: "key_error"})
 		status := http.StatusBadRequest
 		if cost > 0 {
-			status = http.StatusRequestEntityTooLarge
+			status = http.StatusRequestEntityTooLarge // it could never be allowed
 		}
-		return ctx, ticket{}, g.newRejection(status, ReasonBadCost, throttle.ErrInvalid), false
+		return g.newRejection(status, ReasonBadCost, throttle.ErrInvalid), false
 	}
-	d, err := g.quota.Admit(ctx, id, g.p.rate, cost)
+	d, err := g.quota.Admit(ctx, id, g.rate, cost)
 	if err != nil {
-		if ce, ok := err.(*throttle.ContendedError); ok && w != nil && !g.p.dryRun {
-			g.writeContended(w, err, ce, d)
-			return ctx, ticket{}, nil, true
-		}
-		rej := g.rejection(err)
-		if d != nil {
-			// A copy: d itself stays on the stack (Quota.Admit is inlined).
-			dc := *d
-			rej.Decision = &dc
-		}
-		ctx, t, rej := g.reject(ctx, rej)
-		return ctx, t, rej, false
+		return g.refused(t, err, d, w, write)
 	}
-	t := ticket{g: g}
+	t.g = g
 	if d != nil {
 		t.quota, t.hasQuota = *d, true
-		if g.p.countOnlyFailures {
+		if g.countOnlyFailures {
 			t.id, t.refund = id, cost
 		}
 	}
-	return ctx, t, nil, false
+	return nil, false
+}
+
+// refused is begin's answer to a request that err turned away, d being its
+// Quota decision if any (copied: the caller's may stay on its stack).
+func (g *Guard) refused(t *ticket, err error, d *throttle.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
+	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
+		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
+			Policy: g.name, Detail: g.contendedDetail, Err: err, g: g}
+		if d != nil {
+			dc := *d
+			rej.Decision = &dc
+		}
+		rej.Write(w)
+		return nil, true
+	}
+	rej := g.rejection(err)
+	if d != nil {
+		dc := *d
+		rej.Decision = &dc
+	}
+	return g.reject(t, rej), false
+}
+
+// reject returns rej, except under DryRun, where the request goes ahead
+// holding nothing (with the RateLimit fields of a ReasonContended
+// rejection). A request whose client left is answered as ever.
+func (g *Guard) reject(t *ticket, rej *Rejection) *Rejection {
+	if !g.dryRun || rej.Reason == ReasonCanceled {
+		return rej
+	}
+	t.g = g
+	if rej.Reason == ReasonContended {
+		t.dryRun = rej
+	}
+	return nil
+}
+
+// rejection turns an error of Lock.Admit, Quota.Admit or Replay.Claim into
+// the client's answer.
+func (g *Guard) rejection(err error) *Rejection {
+	ce, ok := err.(*throttle.ContendedError) // errors.As would move ce to the heap
+	if !ok {
+		ce = contendedIn(err)
+	}
+	switch {
+	case ce != nil:
+		rej := g.newRejection(g.status, ReasonContended, err)
+		rej.RetryAfter = ce.RetryAfter
+		return rej
+	case !errors.Is(err, throttle.ErrStore) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err) // the caller's context ended
+	}
+	rej := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
+	rej.RetryAfter = time.Second
+	return rej
+}
+
+func contendedIn(err error) *throttle.ContendedError {
+	var ce *throttle.ContendedError
+	errors.As(err, &ce)
+	return ce
 }
 
 // badInput answers a request whose identity or cost could not be worked
-// out (the adapter's key function or the cost or fingerprint function
-// failed) for reason: 400, or the 4xx status the error carries through an
-// HTTPStatus method (a *keyfuncs.Error says 413 for a body too long to
-// hash); any other status is ignored, since the request, not the server, is
-// at fault. Such a request is never put under a key shared with others,
-// and the store is not asked. Under DryRun it returns nil: the
-// request goes ahead, unguarded, and is only counted.
+// out: 400, or the 4xx err carries through an HTTPStatus method; nil under
+// DryRun, where the request goes ahead unguarded.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	g.observe(context.Background(), throttle.Event{Kind: "key_error"})
-	if g.p.dryRun {
+	if g.dryRun {
 		return nil
 	}
-	return g.newRejection(clientStatus(err), reason, err)
-}
-
-// reject returns rej as begin's answer, except under DryRun, where
-// the request goes ahead with a ticket that holds nothing but, when it was
-// turned away for its key or quota (which the limiter observed as
-// DryRunRejected), the rejection's RateLimit fields. A request whose client
-// left is answered as ever: nobody is waiting for it.
-func (g *Guard) reject(ctx context.Context, rej *Rejection) (context.Context, ticket, *Rejection) {
-	if g.p.dryRun && rej.Reason != ReasonCanceled {
-		t := ticket{g: g}
-		if rej.Reason == ReasonContended {
-			t.dryRun = rej
-		}
-		return ctx, t, nil
-	}
-	return ctx, ticket{}, rej
-}
-
-// clientStatus returns the status of a request that is at fault: 400, or
-// the 4xx status err carries through an HTTPStatus method.
-func clientStatus(err error) int {
+	status := http.StatusBadRequest
 	var hs interface{ HTTPStatus() int }
-	if errors.As(err, &hs) {
-		if s := hs.HTTPStatus(); s >= 400 && s < 500 {
-			return s
-		}
+	if errors.As(err, &hs) && hs.HTTPStatus() >= 400 && hs.HTTPStatus() < 500 {
+		status = hs.HTTPStatus()
 	}
-	return http.StatusBadRequest
+	return g.newRejection(status, reason, err)
 }
 
-// observe tells the policy's Observer, if any, of e: the events only the
-// guard sees (key errors, releases with their reason).
+// observe tells the Observer what only the guard sees.
 func (g *Guard) observe(ctx context.Context, e throttle.Event) {
-	if g.p.observer != nil {
-		e.Policy, e.Mode = g.p.name, g.p.mode
-		g.p.observer.Observe(ctx, e)
+	if g.observer != nil {
+		e.Policy, e.Mode = g.name, g.mode
+		g.observer.Observe(ctx, e)
 	}
+}
+
+// Serve decides the request r, whose identity the adapter's key function
+// built as id or failed to build with keyErr, and answers on w or runs it
+// through next.
+//
+// next runs the rest of the chain with r (which carries the context the
+// hold needs) and returns the status the client got, 200 when nothing was
+// written. For a Replay key's first request c is not nil: next feeds it the
+// response as it is sent (WriteHeader when the status goes out, every body
+// write, Abandon on a flush or hijack), or once the chain returned if the
+// framework buffers responses. The hold ends when next returns or panics
+// (the panic keeps unwinding).
+//
+// A request turned away never reaches next: Serve answers it with
+// Rejection.Write when write is true, and otherwise sets its Retry-After and
+// RateLimit fields on w and returns it for the adapter's own handler. A
+// Replay duplicate is always answered here. ran reports whether next ran,
+// for frameworks that must abort the rest of their chain.
+func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
+	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
+	var t ticket
+	cost, fp := 1, ""
+	var err error
+	switch {
+	case keyErr != nil:
+		rej = g.badInput(keyErr, ReasonBadKey)
+	case g.cost != nil:
+		if cost, err = g.cost(r); err != nil {
+			rej = g.badInput(err, ReasonBadCost)
+		}
+	case g.replay != nil:
+		if fp, err = idempotencyFingerprint(r); err != nil {
+			rej = g.badInput(err, ReasonBadKey)
+		}
+	}
+	parent := r.Context()
+	ctx := parent
+	if err == nil && keyErr == nil {
+		var written bool
+		if ctx, rej, written = g.begin(parent, &t, id, cost, fp, w, write); written {
+			return false, nil
+		}
+	}
+	switch {
+	case rej != nil && rej.replay != nil:
+		rej.replay.write(w)
+		return false, nil
+	case rej != nil && write:
+		rej.Write(w)
+		return false, nil
+	case rej != nil:
+		rej.setHeaders(w.Header())
+		return false, rej
+	}
+	if ctx != parent {
+		r = r.WithContext(ctx)
+	}
+	t.setHeaders(w.Header())
+	t.run(ctx, func() int {
+		status := next(r, t.capture)
+		t.capture.WriteHeader(w.Header(), status) // nothing was sent: the header goes out now
+		return status
+	})
+	return true, nil
+}
+
+// ticket is an admitted request's hold on its key, which run ends as the
+// mode says. The ticket of a request let through unguarded (the store
+// failed open, a dry run) holds nothing.
+type ticket struct {
+	g           *Guard
+	lease       *throttle.Lease
+	hold        throttle.Hold // when g.holds
+	stop        context.CancelFunc
+	quota       throttle.Decision // if hasQuota (a pointer would be an allocation)
+	hasQuota    bool
+	id          string // and refund: what CountOnlyFailures gives back
+	refund      int
+	dryRun      *Rejection // that a dry run let through, for its fields
+	capture     *Capture   // and fingerprint: a Replay key's first request's
+	fingerprint string
+}
+
+// setHeaders sets the RateLimit fields of an admitted request: r=0 for a
+// holder of its key (t=Window but for Exclusive), what remains of a quota,
+// or only RateLimit-Policy for a request the store let through.
+func (t *ticket) setHeaders(h http.Header) {
+	if t.g == nil {
+		return
+	}
+	h["Ratelimit-Policy"] = t.g.policyField
+	switch {
+	case t.dryRun != nil:
+		h["Ratelimit"] = t.g.rejectedField(t.dryRun)
+	case t.hasQuota:
+		h["Ratelimit"] = t.g.quotaField(&t.quota)
+	case t.lease != nil || t.hold.Held():
+		h["Ratelimit"] = t.g.heldField
+	}
+}
+
+// run runs next and then ends the hold with the status it reports, or as a
+// failure when it panics or calls runtime.Goexit. Nothing is recovered.
+func (t *ticket) run(ctx context.Context, next func() (status int)) {
+	returned := false
+	defer func() {
+		if !returned {
+			t.finish(ctx, 0, true)
+		}
+	}()
+	status := next()
+	returned = true
+	t.finish(ctx, status, false)
+}
+
+// finish ends the hold: Cooldown keeps the key; Dedupe releases it when
+// the handler failed; Replay does too, and records a success; Exclusive
+// releases; CountOnlyFailures refunds a success. The release runs even if
+// ctx was cancelled.
+func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
+	g := t.g
+	if g == nil {
+		return
+	}
+	failed := panicked || g.failed(status)
+	switch {
+	case t.refund > 0:
+		if !failed { // a failed refund leaves the charge: the safe side
+			_, _ = g.quota.Allow(context.WithoutCancel(ctx), t.id, g.rate, -t.refund)
+		}
+		return
+	case t.hold.Held():
+		if failed && g.mode == throttle.Dedupe {
+			_ = t.hold.Release(ctx) // no Observer to tell (see Guard.holds)
+		}
+		return
+	case t.lease == nil:
+		return
+	case t.stop != nil:
+		t.stop()
+	}
+	switch {
+	case g.mode == throttle.Cooldown:
+		return
+	case !failed && g.mode == throttle.ModeReplay:
+		t.record(ctx)
+		return
+	case !failed && g.mode != throttle.Exclusive:
+		return
+	}
+	t.release(ctx, failed, panicked)
+}
+
+// release frees the lease's key. A lost lease or a failed release is the
+// store log's business: the key expires by itself.
+func (t *ticket) release(ctx context.Context, failed, panicked bool) {
+	if err := t.lease.Release(ctx); err != nil || t.g.observer == nil {
+		return
+	}
+	reason := "done"
+	switch {
+	case panicked:
+		reason = "panic"
+	case failed:
+		reason = "failed"
+	}
+	t.g.observe(ctx, throttle.Event{Kind: "released", Hold: t.lease.Held(), Reason: reason})
 }

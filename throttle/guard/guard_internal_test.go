@@ -105,14 +105,14 @@ func TestBeginContended(t *testing.T) {
 			assert.Equal(t, ReasonContended, rej.Reason, "reason")
 			assert.Equal(t, c.c.Name, rej.Policy, "policy")
 			assert.Same(t, g, rej.g, "the rejection's guard")
-			assert.Equal(t, c.c.Mode, rej.policy().mode, "mode")
-			assert.Equal(t, c.window, rej.policy().window, "window")
+			assert.Equal(t, c.c.Mode, rej.g.mode, "mode")
+			assert.Equal(t, c.window, rej.g.window, "window")
 			assert.Positive(t, rej.RetryAfter, "RetryAfter")
 			assert.LessOrEqual(t, rej.RetryAfter, c.window, "RetryAfter")
 			require.ErrorIs(t, rej.Err, throttle.ErrContended)
 			require.Equal(t, parent, got, "a turned-away request got a new context")
 			rec := httptest.NewRecorder()
-			Write(rec, rej)
+			rej.Write(rec)
 			require.Equal(t, c.status, rec.Code, "answer")
 			n, err := strconv.Atoi(rec.Header().Get("Retry-After"))
 			require.NoError(t, err, "Retry-After %q", rec.Header().Get("Retry-After"))
@@ -167,7 +167,7 @@ func TestBeginStoreFailsClosed(t *testing.T) {
 			require.ErrorIs(t, rej.Err, throttle.ErrStore)
 			require.ErrorIs(t, rej.Err, errBroken, "Err wraps the store's error")
 			rec := httptest.NewRecorder()
-			Write(rec, rej)
+			rej.Write(rec)
 			h := rec.Header()
 			require.Equal(t, 503, rec.Code, "answer")
 			require.Equal(t, "1", h.Get("Retry-After"), "Retry-After")
@@ -241,11 +241,11 @@ func TestBadKey(t *testing.T) {
 			assert.Equal(t, ReasonBadKey, rej.Reason, "reason")
 			assert.Zero(t, rej.RetryAfter, "RetryAfter")
 			assert.Equal(t, "submit", rej.Policy, "policy")
-			assert.Equal(t, throttle.Cooldown, rej.policy().mode, "mode")
-			assert.Equal(t, 2*time.Second, rej.policy().window, "window")
+			assert.Equal(t, throttle.Cooldown, rej.g.mode, "mode")
+			assert.Equal(t, 2*time.Second, rej.g.window, "window")
 			require.ErrorIs(t, rej.Err, c.err)
 			rec := httptest.NewRecorder()
-			Write(rec, rej)
+			rej.Write(rec)
 			require.Equal(t, c.status, rec.Code, "answer")
 			require.Empty(t, rec.Header().Get("Retry-After"), "Retry-After")
 		})
@@ -383,19 +383,18 @@ func TestFinish(t *testing.T) {
 	require.True(t, held(t, g, "u2"), "a second finish released another request's key")
 }
 
-func TestReasonString(t *testing.T) {
+// TestReasonLabels pins the labels logs and metrics use.
+func TestReasonLabels(t *testing.T) {
 	for r, want := range map[Reason]string{
 		ReasonContended:        "contended",
 		ReasonBadKey:           "bad-key",
 		ReasonStoreUnavailable: "store-unavailable",
 		ReasonCanceled:         "canceled",
 		ReasonBadCost:          "bad-cost",
-		ReasonReplayed:         "replayed",
 		ReasonInFlight:         "in-flight",
 		ReasonKeyReused:        "key-reused",
 		ReasonNotKept:          "not-kept",
-		0:                      "unknown",
 	} {
-		assert.Equal(t, want, r.String(), "Reason(%d).String()", r)
+		assert.Equal(t, want, string(r))
 	}
 }

@@ -48,12 +48,11 @@ func runOriginal(t *testing.T, g *guard.Guard) {
 // writes a 201 with body.
 func runKey(t *testing.T, g *guard.Guard, key, body string) {
 	t.Helper()
-	x := newExchange(func(w http.ResponseWriter, _ *http.Request) {
+	ran, rej, _ := serveOrder(g, key, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(body))
 	})
-	ran, rej := g.Serve(x, key, nil, false)
 	require.Nil(t, rej)
 	require.True(t, ran)
 }
@@ -61,9 +60,8 @@ func runKey(t *testing.T, g *guard.Guard, key, body string) {
 // duplicate serves a duplicate of key on g, whose handler must not run, and
 // returns the rejection left to answer and what Serve wrote.
 func duplicate(t *testing.T, g *guard.Guard, key string) (*guard.Rejection, *httptest.ResponseRecorder) {
-	x := newExchange(func(http.ResponseWriter, *http.Request) { t.Error("a duplicate ran") })
-	_, rej := g.Serve(x, key, nil, false)
-	return rej, x.w.(*httptest.ResponseRecorder)
+	_, rej, w := serveOrder(g, key, func(http.ResponseWriter, *http.Request) { t.Error("a duplicate ran") })
+	return rej, w
 }
 
 // replayed reports whether rec is a replayed 201.
@@ -108,7 +106,7 @@ func TestRecordNotKept(t *testing.T) {
 		assert.Greater(t, rej.RetryAfter, 50*time.Second, "until the window ends")
 		assert.Equal(t, uint64(1), l.Stats().NotKept)
 		w := httptest.NewRecorder()
-		guard.Write(w, rej)
+		rej.Write(w)
 		assert.Contains(t, w.Body.String(), "#ReasonNotKept")
 	case <-time.After(30 * time.Second):
 		require.Fail(t, "the duplicate waited for a record that never comes")

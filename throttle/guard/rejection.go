@@ -1,188 +1,358 @@
 package guard
 
 import (
-	"context"
+	"cmp"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// Reason says why a request was turned away, for logs, metrics and custom
-// rejection handlers: the status alone does not tell a duplicate from a
-// custom status (WithStatus), or a store outage from a client that left.
-type Reason uint8
+// Reason says why a request was turned away: a stable label for logs,
+// metrics and rejection handlers, which the status alone does not give.
+type Reason string
 
+// The reasons. The problem bodies of those with documentation to read link
+// here.
 const (
-	// ReasonContended means another request holds the key: the policy's
-	// status (429, or 409 for Exclusive; WithStatus).
-	ReasonContended Reason = iota + 1
-	// ReasonBadKey means the key could not be built from the request: 400,
-	// or the 4xx the key function's error carries (413 for a body too long
-	// to hash). The problem's type links here, and its detail names what
-	// was missing or bad when the key function said so with a
-	// *keyfuncs.Error (`header "X-User-ID": missing`,
-	// `header "Idempotency-Key": empty`): send that value, or fix it, and
+	// ReasonContended: the key is held or the quota spent; the guard's
+	// status (429, 409 for Exclusive).
+	ReasonContended Reason = "contended"
+	// ReasonBadKey: the key could not be built from the request; 400, or
+	// the 4xx the key function's error carries (413 for a body too long to
+	// hash). The detail names what was missing or bad when the error is a
+	// *keyfuncs.Error (`header "X-User-ID": missing`): send or fix it and
 	// try again.
-	ReasonBadKey
-	// ReasonStoreUnavailable means the store failed and the policy fails
-	// closed: 503.
-	ReasonStoreUnavailable
-	// ReasonCanceled means the request's context ended before a decision:
-	// the client is gone, so the answer (503) is for logs, not for it.
-	ReasonCanceled
-	// ReasonBadCost means a Quota request's cost is out of range or could
-	// not be worked out: 413 when it is above the policy's Burst (however
-	// long the client waited, it would never be allowed), 400 when it is
-	// negative, the cost function's 4xx status (or 400) when it failed.
-	ReasonBadCost
-	// ReasonReplayed means the request is a duplicate of a Replay key's
-	// first request, which succeeded: it is answered with that recorded
-	// response (Rejection.Replay), whose status it has.
-	ReasonReplayed
-	// ReasonInFlight means the request is a duplicate of a Replay key's
-	// first request, which was still running when the policy's Wait ended:
-	// 409 Conflict, Retry-After 1 s.
-	ReasonInFlight
-	// ReasonKeyReused means the request has a Replay key already used by a
-	// request with another body (an Idempotency-Key reused for a
-	// different payload): 422 Unprocessable Content.
-	ReasonKeyReused
-	// ReasonNotKept means the request is a duplicate of a Replay key's
-	// first request, which was processed and succeeded, but whose
+	ReasonBadKey Reason = "bad-key"
+	// ReasonStoreUnavailable: the store failed and the limiter fails
+	// closed; 503.
+	ReasonStoreUnavailable Reason = "store-unavailable"
+	// ReasonCanceled: the request's context ended before a decision; 503,
+	// for logs, as the client is gone.
+	ReasonCanceled Reason = "canceled"
+	// ReasonBadCost: a Quota request's cost is out of range or could not
+	// be worked out; 413 above Burst, else 400 or the cost function's 4xx.
+	ReasonBadCost Reason = "bad-cost"
+	// ReasonInFlight: a Replay key's first request was still running when
+	// the duplicate's wait ended; 409, Retry-After 1 s: retry to get its
+	// response.
+	ReasonInFlight Reason = "in-flight"
+	// ReasonKeyReused: the Replay key (an Idempotency-Key) was used for a
+	// request with another body; 422: use a new key for a new request.
+	ReasonKeyReused Reason = "key-reused"
+	// ReasonNotKept: a Replay key's first request succeeded but its
 	// response could not be kept (larger than the store keeps, or the
-	// store failed while it was written): 409 Conflict at once, with no
-	// wait, and a Retry-After of the key's remaining window. The request
-	// is not processed a second time before the key expires.
-	ReasonNotKept
+	// store failed); 409 with a Retry-After of the key's remaining window,
+	// until which the request is not processed again.
+	ReasonNotKept Reason = "not-kept"
 )
 
-// String returns the reason's name, such as "bad-key": a stable label for
-// logs and metrics.
-func (r Reason) String() string {
-	switch r {
-	case ReasonContended:
-		return "contended"
-	case ReasonBadKey:
-		return "bad-key"
-	case ReasonStoreUnavailable:
-		return "store-unavailable"
-	case ReasonCanceled:
-		return "canceled"
-	case ReasonBadCost:
-		return "bad-cost"
-	case ReasonReplayed:
-		return "replayed"
-	case ReasonInFlight:
-		return "in-flight"
-	case ReasonKeyReused:
-		return "key-reused"
-	case ReasonNotKept:
-		return "not-kept"
-	}
-	return "unknown"
-}
-
-// Rejection is everything needed to answer a request that does not go
-// ahead, decided once here so that every adapter answers alike. Write renders
-// it as RFC 9457 problem+json with Retry-After and RateLimit headers; an
-// adapter hands it to the application's own rejection handler instead when
-// one is set, so that services with their own error format keep the same
-// statuses and headers.
+// Rejection is the answer to a request that does not go ahead, which
+// Write renders or an adapter's rejection handler answers its own way.
 type Rejection struct {
-	// Status is the HTTP status to answer with; see Reason for which.
 	Status int
-	// Reason says why the request was turned away.
 	Reason Reason
-	// RetryAfter is how long the client should wait before trying again:
-	// the holder's remaining time, or how long until a Quota allows the
-	// request, for ReasonContended; one second for ReasonStoreUnavailable;
-	// 0 when there is nothing to wait for; -1 when the key is held without
-	// an expiry (by something other than throttle).
+	// RetryAfter is how long to wait: the holder's remaining time, or
+	// until a Quota allows the request; -1 for a key held without expiry.
 	RetryAfter time.Duration
-	// Policy names the limiter that turned the request away, for logs
-	// and custom answers.
+	// Policy is the limiter's name.
 	Policy string
-	// Decision is the Quota decision that refused the request, for the
-	// RateLimit field's remaining quota; nil for other modes and reasons.
+	// Decision is the Quota decision that refused the request, if any.
 	Decision *throttle.Decision
-	// Err is the underlying error, for logs only: it may name keys and
-	// internals, so it is never sent to the client.
+	// Detail explains the rejection to the client, naming no key, token,
+	// address or internal error.
+	Detail string
+	// Err is the underlying error, for logs only: it may name keys.
 	Err error
-	// Replay is the recorded response to answer with, for ReasonReplayed;
-	// nil otherwise. Write sends it as it is, and adapters send it even
-	// when the application has its own rejection handler: it is the
-	// answer the client asked for, not an error.
-	Replay *Response
 
-	// g is the Guard that made the rejection, whose cached answers
-	// Write may use (see Rejection.cached); nil for one made elsewhere.
-	g *Guard
+	g      *Guard    // that made it; nil for one made elsewhere
+	replay *response // for a Replay duplicate
 }
 
-// zeroPolicy is what a Rejection made elsewhere than in a Guard reads.
-var zeroPolicy policy
-
-// policy returns the policy of the Guard that made rej, or the zero policy
-// for a Rejection made elsewhere.
-func (rej *Rejection) policy() *policy {
-	if rej.g == nil {
-		return &zeroPolicy
-	}
-	return &rej.g.p
+// Write answers the request as the adapters do by default: Retry-After and
+// the RateLimit fields, and an RFC 9457 problem+json body.
+func (rej *Rejection) Write(w http.ResponseWriter) {
+	h := w.Header()
+	rej.setHeaders(h)
+	h["Content-Type"] = problemJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(rej.Status)
+	_, _ = w.Write(rej.body()) //nolint:gosec // problem+json with nosniff; shared, so an io.Writer must not change it
 }
 
-// newRejection returns a rejection under g's policy.
+// Header values shared by every problem response, with canonical keys.
+var (
+	problemJSON = []string{"application/problem+json"}
+	noStore     = []string{"no-store"}
+	noSniff     = []string{"nosniff"}
+)
+
 func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
-	return &Rejection{Status: status, Reason: reason, Policy: g.p.name, Err: err, g: g}
+	rej := &Rejection{Status: status, Reason: reason, Policy: g.name, Err: err, g: g}
+	rej.Detail = rej.detail()
+	return rej
 }
 
-// rejection turns an error of Lock.Admit, Quota.Admit or Replay.Claim into the answer for
-// the client.
-func (g *Guard) rejection(err error) *Rejection {
-	// A duplicate's error is the limiter's *ContendedError itself: a type
-	// assertion finds it without errors.As's reflection (and without
-	// moving a variable to the heap for it to write to).
-	if ce, ok := err.(*throttle.ContendedError); ok {
-		return g.contended(err, ce)
+// setHeaders sets Retry-After and, for a Guard's rejection, the RateLimit
+// fields: RateLimit only when the key or quota refused the request.
+func (rej *Rejection) setHeaders(h http.Header) {
+	if secs := rej.retryAfter(); secs > 0 {
+		h["Retry-After"] = retryAfterFields.get(secs)
 	}
-	var ce *throttle.ContendedError
+	if g := rej.g; g != nil {
+		h["Ratelimit-Policy"] = g.policyField
+		if rej.Reason == ReasonContended {
+			h["Ratelimit"] = g.rejectedField(rej)
+		}
+	}
+}
+
+// retryAfter returns Retry-After in seconds, 0 for none; a key held without
+// expiry counts as one window.
+func (rej *Rejection) retryAfter() int64 {
 	switch {
-	case errors.As(err, &ce):
-		return g.contended(err, ce)
-	case !errors.Is(err, throttle.ErrStore) &&
-		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		// The caller's context ended: nobody is listening any more. (A
-		// store call that ran past Options.Timeout is ErrStore, below.)
-		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err)
+	case rej.RetryAfter > 0:
+		return seconds(rej.RetryAfter)
+	case rej.RetryAfter < 0 && rej.g != nil:
+		return seconds(rej.g.window)
+	case rej.RetryAfter < 0 || rej.Reason == ReasonContended:
+		return 1
 	}
-	// ErrStore under a fail-closed policy, or anything Admit may return
-	// one day that is not the client's doing: unavailable, no internals.
-	r := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
-	r.RetryAfter = time.Second
-	return r
+	return 0
 }
 
-// writeContended answers, with Write on w, a request turned away because
-// ce (err itself) says its key is held or its quota spent, d being the
-// quota's decision if any, as contended's rejection would be answered. The
-// Rejection stays on the stack: Write keeps nothing of it. d is copied, so
-// that the caller's decision, which may be on its stack, stays there.
-func (g *Guard) writeContended(w http.ResponseWriter, err error, ce *throttle.ContendedError, d *throttle.Decision) {
-	rej := Rejection{Status: g.p.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
-		Policy: g.p.name, Err: err, g: g}
-	if d != nil {
-		dc := *d
-		rej.Decision = &dc
-	}
-	Write(w, &rej)
+// seconds returns d in whole seconds, rounded up, at least 1.
+func seconds(d time.Duration) int64 {
+	return max(int64((d+time.Second-1)/time.Second), 1)
 }
 
-// contended returns the rejection of a request turned away because ce
-// (err, or wrapped in it) says its key is held or its quota spent.
-func (g *Guard) contended(err error, ce *throttle.ContendedError) *Rejection {
-	r := g.newRejection(g.p.status, ReasonContended, err)
-	r.RetryAfter = ce.RetryAfter
-	return r
+const (
+	quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	reasonDoc     = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#"
+)
+
+// problemTypes link the reasons a client must act on to their documentation,
+// as the idempotency-key draft asks.
+var problemTypes = map[Reason]string{ReasonBadKey: reasonDoc + "ReasonBadKey", ReasonInFlight: reasonDoc + "ReasonInFlight",
+	ReasonKeyReused: reasonDoc + "ReasonKeyReused", ReasonNotKept: reasonDoc + "ReasonNotKept"}
+
+// body returns the problem+json body, the Guard's shared one when rej is
+// its unchanged answer to a duplicate.
+func (rej *Rejection) body() []byte {
+	if g := rej.g; g != nil && g.contendedBody != nil && rej.Reason == ReasonContended &&
+		rej.Status == g.status && rej.Detail == g.contendedDetail {
+		return g.contendedBody
+	}
+	return rej.buildBody()
+}
+
+func (rej *Rejection) buildBody() []byte {
+	typ, documented := problemTypes[rej.Reason]
+	switch {
+	case !documented && rej.Status == http.StatusTooManyRequests:
+		typ = quotaExceeded
+	case !documented:
+		typ = "about:blank"
+	}
+	title := cmp.Or(http.StatusText(rej.Status), "Error")
+	b := append(make([]byte, 0, 256), `{"type":`...)
+	b = strconv.AppendQuote(b, typ)
+	b = strconv.AppendQuote(append(b, `,"title":`...), title)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(rej.Status), 10)
+	b = strconv.AppendQuote(append(b, `,"detail":`...), cmp.Or(rej.Detail, rej.detail()))
+	g := rej.g
+	if typ == quotaExceeded && g != nil { // draft -11 names the policies exceeded
+		b = append(strconv.AppendQuote(append(b, `,"violated-policies":[`...), g.name), ']')
+	}
+	if documented && rej.Reason != ReasonBadKey && g != nil { // how long a retry gets the first response
+		b = strconv.AppendInt(append(b, `,"retention-seconds":`...), seconds(g.window), 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// detail explains the rejection.
+func (rej *Rejection) detail() string {
+	switch {
+	case rej.Reason == ReasonContended:
+		return contendedDetail(cmp.Or(rej.g, &Guard{}))
+	case rej.Reason == ReasonBadKey:
+		return badKeyDetail(rej)
+	case rej.Reason == ReasonBadCost && rej.Status == http.StatusRequestEntityTooLarge:
+		return "The request is too large: it costs more than the rate limit allows at once."
+	case rej.Reason == ReasonBadCost:
+		return "The request's cost could not be worked out."
+	}
+	if d, ok := details[rej.Reason]; ok {
+		return d
+	}
+	return "The request was not processed."
+}
+
+var details = map[Reason]string{
+	ReasonStoreUnavailable: "Rate limiting is temporarily unavailable. Retry shortly.",
+	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
+	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
+	ReasonNotKept: "A request with the same idempotency key was processed and succeeded, but its response was not kept. " +
+		"It is not processed again until the key expires.",
+}
+
+// badKeyDetail names what was missing or bad. A keyfuncs.Error's Source and
+// Reason are fixed texts, never the request's values: safe to show.
+func badKeyDetail(rej *Rejection) string {
+	var ke *keyfuncs.Error
+	switch {
+	case errors.As(rej.Err, &ke) && ke.Status == http.StatusRequestEntityTooLarge:
+		return "The request body is too large to identify the request: " + ke.Source + ": " + ke.Reason + "."
+	case errors.As(rej.Err, &ke):
+		return "The request cannot be identified: " + ke.Source + ": " + ke.Reason + "."
+	case rej.Status == http.StatusRequestEntityTooLarge:
+		return "The request body is too large to identify the request."
+	}
+	return "The request lacks what is needed to identify it."
+}
+
+func contendedDetail(g *Guard) string {
+	if g.countOnlyFailures {
+		return "Too many failed attempts. Retry after the time Retry-After gives."
+	}
+	return cmp.Or(contendedDetails[g.mode], "The same request was received moments ago. Retry after the window ends.")
+}
+
+var contendedDetails = map[throttle.Mode]string{
+	throttle.Exclusive: "The same request is already in progress. Retry after it finishes.",
+	throttle.ModeQuota: "Too many requests. Retry after the time Retry-After gives.",
+	throttle.ModeReplay: "The same request was received moments ago and its response cannot be repeated. " +
+		"Retry after the window ends.",
+}
+
+// The fields of draft-ietf-httpapi-ratelimit-headers-11 are lists of one
+// item: the policy's name (printable ASCII without '"' or '\', which throttle
+// checks, so strconv.Quote gives the sf-string) with parameters.
+// RateLimit-Policy: q=1;w=TTL for Dedupe, Cooldown and Replay;
+// q=1;qu="concurrent-requests" for Exclusive; q=Limit;w=Window for a Quota,
+// with throttle-burst when Burst is not Limit. No pk: it would let a client
+// tell another's partition. RateLimit: r, what is available, for t, the -11
+// effective window: r=0;t=TTL for a key's holder (no t under Exclusive),
+// r=0;t=Retry-After when turned away, r=Remaining until one more refills
+// under a Quota (no t when full). They are set before the handler runs, so a
+// request that then frees its key or is refunded understates what is left.
+
+func policyField(g *Guard) string {
+	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)
+	switch g.mode {
+	case throttle.Exclusive:
+		return string(append(b, `;q=1;qu="concurrent-requests"`...))
+	case throttle.ModeQuota:
+		b = strconv.AppendInt(append(b, ";q="...), int64(g.rate.Limit), 10)
+	default:
+		b = append(b, ";q=1"...)
+	}
+	b = strconv.AppendInt(append(b, ";w="...), seconds(g.window), 10)
+	if g.mode == throttle.ModeQuota && g.rate.Burst != g.rate.Limit {
+		b = strconv.AppendInt(append(b, ";throttle-burst="...), int64(g.rate.Burst), 10)
+	}
+	return string(b)
+}
+
+// limitField returns a RateLimit value: r, and t unless it is negative.
+func limitField(name string, r int, t int64) string {
+	b := strconv.AppendQuote(make([]byte, 0, 48), name)
+	b = strconv.AppendInt(append(b, ";r="...), int64(r), 10)
+	if t >= 0 {
+		b = strconv.AppendInt(append(b, ";t="...), t, 10)
+	}
+	return string(b)
+}
+
+// fieldCache holds the header values of 0 to len(vals)-1, each made by
+// format on first use; others are made per call. Responses share the
+// values: net/http only reads them, Header.Set replaces them and
+// Header.Add's append copies them. It is safe for concurrent use.
+type fieldCache struct {
+	vals   []atomic.Pointer[[]string]
+	format func(n int64) string
+}
+
+func (c *fieldCache) get(n int64) []string {
+	if n < 0 || n >= int64(len(c.vals)) {
+		return []string{c.format(n)}
+	}
+	if v := c.vals[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{c.format(n)}
+	c.vals[n].Store(&v)
+	return v
+}
+
+// retryAfterFields are the Retry-After values up to ten minutes.
+var retryAfterFields = fieldCache{vals: make([]atomic.Pointer[[]string], 600),
+	format: func(n int64) string { return strconv.FormatInt(n, 10) }}
+
+// The Quota values cached: r within quotaEdge of 0 or of Burst (a user's
+// first requests, a spent quota) and t from none (-1) to quotaSeconds-2.
+const (
+	quotaEdge    = 64
+	quotaSeconds = 16
+)
+
+// initFields builds what the answers repeat.
+func (g *Guard) initFields() {
+	g.policyField = []string{policyField(g)}
+	t := int64(-1) // an Exclusive hold lasts as long as the work
+	if g.mode != throttle.Exclusive {
+		t = seconds(g.window)
+	}
+	g.heldField = []string{limitField(g.name, 0, t)}
+	g.contendedDetail = contendedDetail(g)
+	g.contendedBody = (&Rejection{Status: g.status, Reason: ReasonContended, Detail: g.contendedDetail, g: g}).buildBody()
+	g.rejectedFields = fieldCache{vals: make([]atomic.Pointer[[]string], 301),
+		format: func(t int64) string { return limitField(g.name, 0, t) }}
+	if g.mode != throttle.ModeQuota {
+		return
+	}
+	g.quotaFields = fieldCache{vals: make([]atomic.Pointer[[]string], min(g.rate.Burst+1, 2*quotaEdge)*quotaSeconds),
+		format: func(n int64) string {
+			r, t := int(n/quotaSeconds), n%quotaSeconds-1
+			if r >= quotaEdge {
+				r = g.rate.Burst - (r - quotaEdge)
+			}
+			return limitField(g.name, r, t)
+		}}
+}
+
+// rejectedField returns the RateLimit value of a request turned away for
+// its key or quota.
+func (g *Guard) rejectedField(rej *Rejection) []string {
+	if rej.Decision != nil {
+		return g.quotaField(rej.Decision)
+	}
+	return g.rejectedFields.get(rej.retryAfter())
+}
+
+// quotaField returns the RateLimit value of a Quota decision.
+func (g *Guard) quotaField(d *throttle.Decision) []string {
+	t := int64(-1)
+	if wait := storekit.NextRefill(g.rate, *d); wait > 0 {
+		t = seconds(wait)
+	}
+	return g.quotaLimit(d.Remaining, t)
+}
+
+func (g *Guard) quotaLimit(r int, t int64) []string {
+	i := r
+	if r >= quotaEdge {
+		i = quotaEdge + g.rate.Burst - r
+	}
+	n := int64(i)*quotaSeconds + t + 1
+	if r < 0 || r > g.rate.Burst || t < -1 || t+1 >= quotaSeconds || n >= int64(len(g.quotaFields.vals)) {
+		return []string{limitField(g.name, r, t)}
+	}
+	return g.quotaFields.get(n)
 }

@@ -2,96 +2,70 @@ package guard
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
 )
 
-// WithRecording sets what a Replay policy records of its first responses;
-// other modes ignore it. See Recording for the defaults.
-func WithRecording(r Recording) Option {
-	return func(g *Guard) { g.rc = newRecording(r) }
-}
-
-// inFlightRetry is the Retry-After of a duplicate whose original is still
-// running when its wait ends: the original's end is unknown, and usually
-// near.
-const inFlightRetry = time.Second
-
-// beginReplay decides a request of a Replay policy whose identity is id and
-// whose body has the given fingerprint ("" to not compare bodies), with
-// Replay.Claim:
-//
-//   - The first request of the key goes ahead, its response captured, and
-//     its ticket records it when it succeeds (or releases the key when it
-//     fails).
-//   - A duplicate of a recorded success gets a rejection whose Replay is
-//     that response: the same status, recorded headers and body, plus
-//     Idempotent-Replayed: true. Reason ReasonReplayed.
-//   - A duplicate whose fingerprint differs from the recorded one reused the
-//     key for another request: 422 Unprocessable Content, ReasonKeyReused
-//     (draft-ietf-httpapi-idempotency-key-header-07 section 2.7).
-//   - A duplicate of a success whose response could not be kept gets 409
-//     Conflict at once, ReasonNotKept, until the window ends: the request
-//     was processed, and is not processed again.
-//   - A duplicate whose original is still in flight when the Replay's Wait ends
-//     gets 409 Conflict with Retry-After: 1, ReasonInFlight.
-//
-// The store-error policy (Replay fails closed by default), DryRun
-// and a cancelled ctx are handled as for the other modes.
-func (g *Guard) beginReplay(ctx context.Context, id, fingerprint string) (context.Context, ticket, *Rejection) {
+// beginReplay is begin for a Replay, whose request body has fingerprint fp.
+// The key's first request goes ahead with its response captured; a
+// duplicate gets the recorded response (Idempotent-Replayed: true), 422 if
+// its body differs, 409 if the response was not kept or the first request
+// was still running when the duplicate's wait ended.
+func (g *Guard) beginReplay(ctx context.Context, t *ticket, id, fp string) (context.Context, *Rejection) {
 	lease, rec, err := g.replay.Claim(ctx, id)
 	switch {
 	case err != nil:
 		rej := g.rejection(err)
-		if rej.Reason == ReasonContended && !g.p.dryRun {
-			rej.Status, rej.Reason, rej.RetryAfter = http.StatusConflict, ReasonInFlight, inFlightRetry
+		if rej.Reason == ReasonContended && !g.dryRun {
+			rej.Status, rej.Reason, rej.RetryAfter = http.StatusConflict, ReasonInFlight, time.Second
+			rej.Detail = rej.detail()
 		}
-		return g.reject(ctx, rej)
+		return ctx, g.reject(t, rej)
 	case rec != nil:
-		return ctx, ticket{}, g.replayed(rec, fingerprint)
-	case lease == nil: // the store failed open: unguarded
-		return ctx, ticket{g: g}, nil
+		return ctx, g.replayed(rec, fp)
 	}
-	t := ticket{g: g, lease: lease, capture: &Capture{rc: &g.rc}, fingerprint: fingerprint}
-	if g.p.fence {
+	t.g = g
+	if lease == nil { // failed open
+		return ctx, nil
+	}
+	t.lease, t.capture, t.fingerprint = lease, &Capture{}, fp
+	if g.fence {
 		ctx = throttle.WithLease(ctx, lease)
 	}
-	return ctx, t, nil
+	return ctx, nil
 }
 
-// replay returns the answer to a duplicate that found rec.
-func (g *Guard) replayed(b []byte, fingerprint string) *Rejection {
+// replayed returns the answer to a duplicate that found the record b.
+func (g *Guard) replayed(b []byte, fp string) *Rejection {
 	rec, err := decodeRecord(b)
 	switch {
-	case err != nil:
-		// Not this version's, or damaged: turn the duplicate away for
-		// a moment rather than answer with what may not be the original.
-		rej := g.newRejection(g.p.status, ReasonContended, err)
+	case err != nil: // another version's, or damaged: never answer with it
+		rej := g.newRejection(g.status, ReasonContended, err)
 		rej.RetryAfter = time.Second
 		return rej
-	case fingerprint != "" && rec.fingerprint != "" && fingerprint != rec.fingerprint:
+	case fp != "" && rec.fingerprint != "" && fp != rec.fingerprint:
 		return g.newRejection(http.StatusUnprocessableEntity, ReasonKeyReused, nil)
 	case rec.resp == nil:
 		rej := g.newRejection(http.StatusConflict, ReasonNotKept, nil)
 		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
 		return rej
 	}
-	return &Rejection{Status: rec.resp.Status, Reason: ReasonReplayed, Policy: g.p.name, Replay: rec.resp, g: g}
+	return &Rejection{Status: rec.resp.status, Policy: g.name, replay: rec.resp, g: g}
 }
 
-// record stores the response of a Replay request that succeeded, as its
-// Capture saw it. A response the store refuses (larger than it keeps) is
-// recorded as not kept instead, so that its duplicates are told at once
-// (ReasonNotKept) rather than kept waiting for a record that never comes.
-// A store that fails is asked again, with backoff, for up to recordRetry
-// (the client has its answer, and its duplicates wait for this record),
-// then once a second in the background while the key is held. Until the
-// store takes the record, the key stays held with none, so that
-// duplicates get 409 (in flight), never a second run of the handler.
-// Lease.Record logs and counts every failure.
+// recordRetry bounds how long a record is retried while the store fails.
+const recordRetry = 2 * time.Second
+
+// record stores a successful first response as its Capture saw it, or, if
+// the store refuses it as too large, the mark of a response not kept. A
+// failing store is asked again with backoff for up to recordRetry, then
+// once a second in the background while the key is held, which it stays
+// meanwhile: its duplicates get 409, never a second run.
 func (t *ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
 	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
@@ -103,11 +77,8 @@ func (t *ticket) record(ctx context.Context) {
 			rec, notKept = encodeRecord(nil, t.fingerprint, expires), true
 			continue
 		case !errors.Is(err, throttle.ErrStore):
-			return // recorded, or the key is gone (ErrNotHeld)
+			return // recorded, or the key is gone
 		case pause > recordRetry/2:
-			// Still failing: go on in the background, once a second,
-			// while the key is held, so that the duplicates that come
-			// once the store is back get the record, not a wait.
 			go recordLater(context.WithoutCancel(ctx), t.lease, rec)
 			return
 		}
@@ -115,9 +86,6 @@ func (t *ticket) record(ctx context.Context) {
 	}
 }
 
-// recordLater writes rec once a second until the store takes it or the
-// lease's key expires; ctx carries the request's values, not its
-// cancellation.
 func recordLater(ctx context.Context, lease *throttle.Lease, rec []byte) {
 	for lease.ValidFor() > time.Second {
 		time.Sleep(time.Second)
@@ -127,6 +95,212 @@ func recordLater(ctx context.Context, lease *throttle.Lease, rec []byte) {
 	}
 }
 
-// recordRetry bounds how long a response's record is retried while the
-// store fails.
-const recordRetry = 2 * time.Second
+// Capture copies the response of a Replay key's first request for its
+// duplicates (see Guard.Serve); its methods do nothing on a nil Capture.
+// One abandoned or that never saw a status is not recorded: the duplicates
+// are turned away as in Dedupe.
+type Capture struct {
+	status    int
+	header    http.Header
+	body      []byte
+	abandoned bool
+}
+
+// recordedHeaders are the fields recorded and replayed: what describes the
+// content and where it points. Never Set-Cookie: a duplicate's sender must
+// not get the first sender's cookies.
+var recordedHeaders = map[string]bool{"Content-Type": true, "Location": true, "Cache-Control": true,
+	"Content-Language": true, "Ratelimit": true, "Ratelimit-Policy": true}
+
+// maxRecordedBody is the largest body recorded; the store may keep less.
+const maxRecordedBody = 64 << 10
+
+// WriteHeader notes the final status and the recorded fields of h as they
+// are sent. Later calls and 1xx statuses are ignored, but 101 abandons.
+func (c *Capture) WriteHeader(h http.Header, status int) {
+	if c == nil || c.status != 0 || status < 200 {
+		if c != nil && status == http.StatusSwitchingProtocols {
+			c.abandoned = true
+		}
+		return
+	}
+	c.status = status
+	for k, vs := range h {
+		if recordedHeaders[k] {
+			if c.header == nil {
+				c.header = make(http.Header, len(recordedHeaders))
+			}
+			c.header[k] = append([]string(nil), vs...)
+		}
+	}
+}
+
+// Write copies a piece of the body; a body over 64 KiB abandons.
+func (c *Capture) Write(p []byte) {
+	if c == nil || c.abandoned {
+		return
+	}
+	if len(c.body)+len(p) > maxRecordedBody {
+		c.Abandon()
+		return
+	}
+	c.body = append(c.body, p...)
+}
+
+// Abandon gives the capture up: the response was flushed or hijacked.
+func (c *Capture) Abandon() {
+	if c != nil {
+		c.abandoned, c.body = true, nil
+	}
+}
+
+func (c *Capture) response() *response {
+	if c == nil || c.abandoned || c.status == 0 {
+		return nil
+	}
+	return &response{status: c.status, header: c.header, body: c.body}
+}
+
+// response is a recorded response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+var replayedField = []string{"true"}
+
+// write sends the response, marked Idempotent-Replayed.
+func (r *response) write(w http.ResponseWriter) {
+	h := w.Header()
+	for k, vs := range r.header {
+		h[k] = vs
+	}
+	h["Idempotent-Replayed"] = replayedField
+	if len(r.body) > 0 {
+		h["Content-Length"] = []string{strconv.Itoa(len(r.body))}
+	}
+	w.WriteHeader(r.status)
+	_, _ = w.Write(r.body)
+}
+
+// A record is what a Replay key's first request leaves for its duplicates:
+// version and kind (kindUnrecorded: a response not kept), bytes; expires
+// (the key's end, Unix ms, for Retry-After), uvarint; the fingerprint; then
+// for kindResponse the status, uvarint, the count of header lines, uvarint,
+// each line's name and value, and the body. Strings are a uvarint length
+// and bytes. A record that does not parse is never answered with.
+const (
+	recordVersion  = 1
+	kindResponse   = 1
+	kindUnrecorded = 2
+	// maxRecordHeaders bounds what a damaged record makes decode allocate.
+	maxRecordHeaders = 256
+)
+
+type record struct {
+	expires     time.Time
+	fingerprint string
+	resp        *response
+}
+
+var errBadRecord = errors.New("guard: malformed replay record")
+
+// encodeRecord returns the record of resp, or of a response not kept when
+// resp is nil.
+func encodeRecord(resp *response, fp string, expires time.Time) []byte {
+	kind, n, lines := byte(kindUnrecorded), 16+len(fp), 0
+	if resp != nil {
+		kind, n = kindResponse, n+len(resp.body)+8
+		for k, vs := range resp.header {
+			for _, v := range vs {
+				n, lines = n+len(k)+len(v)+4, lines+1
+			}
+		}
+	}
+	b := append(make([]byte, 0, n), recordVersion, kind)
+	b = binary.AppendUvarint(b, uint64(max(expires.UnixMilli(), 0)))
+	b = appendBytes(b, fp)
+	if resp == nil {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(resp.status))
+	b = binary.AppendUvarint(b, uint64(lines))
+	for k, vs := range resp.header {
+		for _, v := range vs {
+			b = appendBytes(appendBytes(b, k), v)
+		}
+	}
+	return append(b, resp.body...)
+}
+
+func appendBytes(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// decodeRecord parses a record. It never panics and allocates at most in
+// proportion to len(b).
+func decodeRecord(b []byte) (record, error) {
+	if len(b) < 2 || b[0] != recordVersion || (b[1] != kindResponse && b[1] != kindUnrecorded) {
+		return record{}, errBadRecord
+	}
+	d := decoder{b: b[2:]}
+	ms := d.uvarint()
+	rec := record{fingerprint: d.str(), expires: time.UnixMilli(int64(ms))}
+	if d.err != nil || ms > 1<<62 || (b[1] == kindUnrecorded && len(d.b) != 0) {
+		return record{}, errBadRecord
+	}
+	if b[1] == kindResponse {
+		rec.resp = d.response()
+	}
+	if d.err != nil {
+		return record{}, d.err
+	}
+	return rec, nil
+}
+
+func (d *decoder) response() *response {
+	status, lines := d.uvarint(), d.uvarint()
+	if d.err != nil || status < 100 || status > 999 || lines > maxRecordHeaders {
+		d.err = errBadRecord
+		return nil
+	}
+	resp := &response{status: int(status), header: make(http.Header, lines)}
+	for range lines {
+		k, v := d.str(), d.str()
+		if d.err != nil || k == "" {
+			d.err = errBadRecord
+			return nil
+		}
+		resp.header[k] = append(resp.header[k], v)
+	}
+	resp.body = d.b
+	return resp
+}
+
+// decoder reads a record's fields, keeping the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadRecord
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.err = errBadRecord
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}

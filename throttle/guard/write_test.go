@@ -66,7 +66,7 @@ func TestWrite(t *testing.T) {
 			Policy: "submit", g: submit, Err: secret},
 			"1", `"submit";q=1;w=5`, "", "about:blank"},
 		{"bad key", Rejection{Status: 400, Reason: ReasonBadKey, Policy: "submit", g: submit, Err: secret},
-			"", `"submit";q=1;w=5`, "", badKeyType},
+			"", `"submit";q=1;w=5`, "", reasonDoc + "ReasonBadKey"},
 		{"cost above burst", Rejection{Status: 413, Reason: ReasonBadCost, Policy: "search", g: search},
 			"", `"search";q=10;w=60`, "", "about:blank"},
 		// Made elsewhere than in a Guard: no policy is known, whatever
@@ -78,7 +78,7 @@ func TestWrite(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			Write(w, &c.rej)
+			c.rej.Write(w)
 			h := w.Result().Header
 			assert.Equal(t, c.rej.Status, w.Code, "status")
 			assert.Equal(t, c.retry, h.Get("Retry-After"), "Retry-After")

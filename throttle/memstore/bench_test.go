@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 

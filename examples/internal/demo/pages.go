@@ -12,18 +12,17 @@ import (
 // RejectPage answers a POST /submit that the throttle middleware turned
 // away, in the three examples (each passes it to its adapter's
 // WithRejectHandler). A browser (WantsHTML) gets a readable page with the
-// rejection's status and standard fields (guard.SetHeaders): for a
+// rejection's status and the standard fields the middleware set: for a
 // duplicate, 429 "already submitted, try again in N s", N being the
 // Retry-After the page is sent with; for anything else (a key that could
 // not be built, Redis down under -fail closed) the status and what to do.
-// Every other client gets guard.Write's problem+json, the adapters'
+// Every other client gets rej.Write's problem+json, the adapters'
 // default answer, unchanged.
 func RejectPage(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 	if !WantsHTML(r) {
-		guard.Write(w, rej)
+		rej.Write(w)
 		return
 	}
-	guard.SetHeaders(w.Header(), rej)
 	// The page gives the wait Retry-After gives: the seconds left of the
 	// first submission's window (rej.RetryAfter), rounded up.
 	d := pageData{RetryAfter: w.Header().Get("Retry-After")}
@@ -31,7 +30,7 @@ func RejectPage(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 	if rej.Reason == guard.ReasonContended {
 		name = "duplicate"
 	} else {
-		d.Detail = guard.Detail(rej)
+		d.Detail = rej.Detail
 	}
 	writePage(w, rej.Status, name, d)
 }

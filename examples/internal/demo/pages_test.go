@@ -96,8 +96,21 @@ func rejections(t *testing.T) map[string]*guard.Rejection {
 	return rejs
 }
 
+// fieldsWriter returns a recorder holding what the middleware sets before
+// it calls a rejection handler: rej's Retry-After and RateLimit fields.
+func fieldsWriter(rej *guard.Rejection) *httptest.ResponseRecorder {
+	full, w := httptest.NewRecorder(), httptest.NewRecorder()
+	rej.Write(full)
+	for _, k := range []string{"Retry-After", "Ratelimit-Policy", "Ratelimit"} {
+		if v, ok := full.Header()[k]; ok {
+			w.Header()[k] = v
+		}
+	}
+	return w
+}
+
 // TestRejectPageOtherClients: a client whose Accept does not name
-// text/html gets exactly guard.Write's answer, the adapters' default.
+// text/html gets exactly rej.Write's answer, the adapters' default.
 func TestRejectPageOtherClients(t *testing.T) {
 	for name, rej := range rejections(t) {
 		for _, accept := range []string{"", "*/*", "application/json", "application/problem+json"} {
@@ -105,9 +118,9 @@ func TestRejectPageOtherClients(t *testing.T) {
 			if accept != "" {
 				r.Header.Set("Accept", accept)
 			}
-			got, want := httptest.NewRecorder(), httptest.NewRecorder()
+			got, want := fieldsWriter(rej), httptest.NewRecorder()
 			demo.RejectPage(got, r, rej)
-			guard.Write(want, rej)
+			rej.Write(want)
 			assert.Equal(t, want.Code, got.Code, "%s, Accept %q: status", name, accept)
 			assert.Equal(t, want.Body.String(), got.Body.String(), "%s, Accept %q: body", name, accept)
 			assert.Equal(t, want.Header(), got.Header(), "%s, Accept %q: header", name, accept)
@@ -122,11 +135,10 @@ func TestRejectPageBrowser(t *testing.T) {
 	for name, rej := range rejections(t) {
 		r := httptest.NewRequest(http.MethodPost, "/submit", nil)
 		r.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
-		w := httptest.NewRecorder()
+		w := fieldsWriter(rej)
+		fields := w.Header().Clone()
 		demo.RejectPage(w, r, rej)
 
-		fields := http.Header{}
-		guard.SetHeaders(fields, rej)
 		assert.Equal(t, rej.Status, w.Code, "%s: status", name)
 		assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"), "%s: Content-Type", name)
 		assert.NotEmpty(t, fields.Get("RateLimit-Policy"), "%s: the rejection has no RateLimit-Policy", name)
@@ -148,7 +160,7 @@ func TestRejectPageBrowser(t *testing.T) {
 			assert.NotEmpty(t, fields.Get("RateLimit"), "%s: a duplicate's page has no RateLimit field", name)
 			continue
 		}
-		assert.Contains(t, body, html.EscapeString(guard.Detail(rej)), "%s: the page does not give the detail", name)
+		assert.Contains(t, body, html.EscapeString(rej.Detail), "%s: the page does not give the detail", name)
 		if ra := w.Header().Get("Retry-After"); ra != "" {
 			assert.Contains(t, body, "Try again in "+ra+" s", "%s: the page does not give the wait of Retry-After", name)
 		}
