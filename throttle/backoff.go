@@ -10,10 +10,10 @@ import (
 // give it jitter: waiters that retry in lock step keep colliding.
 type Backoff func(attempt int) time.Duration
 
-// ExponentialJitter returns "full jitter" backoff, the default: a uniformly
+// exponentialJitter returns "full jitter" backoff, the default: a uniformly
 // random pause up to min(max, base*2^(attempt-1)). Of the usual shapes it
 // spreads waiters best and loads the store least when many contend.
-func ExponentialJitter(base, max time.Duration) Backoff {
+func exponentialJitter(base, max time.Duration) Backoff {
 	return func(attempt int) time.Duration {
 		ceil := base
 		for i := 1; i < attempt && ceil < max; i++ {

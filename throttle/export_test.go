@@ -15,3 +15,6 @@ func (ls *Lease) TTL() time.Duration       { return ls.ttl }
 // ReplayConfig does not offer: the tests make it sleep an hour to prove
 // that a waiter is woken by the store's notification, not by polling.
 func (r *Replay) SetBackoff(b Backoff) { r.l.p.Backoff = b }
+
+// ExponentialJitter is the default backoff, for the tests.
+var ExponentialJitter = exponentialJitter

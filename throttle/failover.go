@@ -61,7 +61,7 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 	if !g.Acquired && gf != nil {
 		l.releaseLocal(fb, req)
 	}
-	var mirror Store
+	var mirror store.Store
 	if gf != nil {
 		mirror = fb
 	}
@@ -70,7 +70,7 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 
 // releaseLocal gives back the fallback's hold of a request that did not get
 // the key after all.
-func (l *limiter) releaseLocal(fb Store, req store.Request) {
+func (l *limiter) releaseLocal(fb store.Store, req store.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
 	defer cancel()
 	if _, err := fb.Release(ctx, req.Key, req.Token); err != nil {

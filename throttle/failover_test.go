@@ -150,7 +150,7 @@ func TestFailOverOneHolderPerProcess(t *testing.T) {
 
 // lostReply applies every acquisition to its store and then reports an
 // error, as a Redis does whose reply was lost or came after the timeout.
-type lostReply struct{ throttle.Store }
+type lostReply struct{ store.Store }
 
 func (s lostReply) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if _, err := s.Store.Acquire(ctx, req); err != nil {
@@ -178,7 +178,7 @@ func TestAmbiguousAcquireIsReleased(t *testing.T) {
 }
 
 // waitFree waits until a newcomer can take key in st.
-func waitFree(t *testing.T, st throttle.Store, key string) {
+func waitFree(t *testing.T, st store.Store, key string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
@@ -195,7 +195,7 @@ func waitFree(t *testing.T, st throttle.Store, key string) {
 // slowReply answers after a delay, as a store does that took longer than
 // the lease's validity.
 type slowReply struct {
-	throttle.Store
+	store.Store
 	delay time.Duration
 }
 
@@ -221,7 +221,7 @@ func TestNoWorkOnSpentValidity(t *testing.T) {
 // watchBlocks is a Notifier whose Watch never confirms, like a Redis whose
 // Pub/Sub connection hangs; it records the deadline it was given.
 type watchBlocks struct {
-	throttle.Store
+	store.Store
 	mu       sync.Mutex
 	deadline time.Time
 }

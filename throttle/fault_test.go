@@ -15,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // fault is one way for Redis to fail, produced for real: on the network
@@ -89,7 +90,7 @@ func TestStoreFaults(t *testing.T) {
 }
 
 func faultCase(t *testing.T, f fault, srv *redistest.Server, proxy *faultproxy.Proxy, direct *redis.Client,
-	st throttle.Store, fail throttle.FailMode, mode throttle.Mode) {
+	st store.Store, fail throttle.FailMode, mode throttle.Mode) {
 	ctx := context.Background()
 	c := throttle.LockConfig{Name: "fault-" + t.Name(), Mode: mode, TTL: 30 * time.Second,
 		Options: throttle.Options{WhenStoreFails: fail, Timeout: 100 * time.Millisecond}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // benchBackends gives the benchmarks a memory store and a Redis store on a
@@ -62,7 +63,7 @@ func BenchmarkDoUncontended(b *testing.B) {
 // return is recorded. One key, one holder, one waiter (concurrency 2).
 //
 // "notify" uses the store's Notifier (the release wakes the waiter);
-// "poll" hides it (struct{ throttle.Store }) so the waiter only retries
+// "poll" hides it (struct{ store.Store }) so the waiter only retries
 // with the default backoff, ExponentialJitter(10ms, 1s). The median and 99th
 // percentile are reported as p50-ns and p99-ns; ns/op includes the 20 ms hold
 // and is not the figure of interest.
@@ -83,11 +84,11 @@ func BenchmarkHandOver(b *testing.B) {
 	}
 }
 
-func benchHandOver(b *testing.B, store throttle.Store, tries uint64) {
+func benchHandOver(b *testing.B, st store.Store, tries uint64) {
 	c := throttle.LockConfig{Name: "handover", Mode: throttle.Exclusive, TTL: 30 * time.Second}
-	holder := newLock(b, store, c)
+	holder := newLock(b, st, c)
 	c.Wait = 10 * time.Second
-	waiter := newLock(b, store, c)
+	waiter := newLock(b, st, c)
 	ctx := context.Background()
 	type result struct {
 		at    time.Time

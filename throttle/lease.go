@@ -42,7 +42,7 @@ func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent 
 }
 
 // holder returns the store that holds the key: the store or the Fallback.
-func (ls *Lease) holder() Store {
+func (ls *Lease) holder() store.Store {
 	if ls.onFallback {
 		return ls.l.p.Fallback
 	}
@@ -50,7 +50,7 @@ func (ls *Lease) holder() Store {
 }
 
 // mirror returns the Fallback when it mirrors the hold, or nil.
-func (ls *Lease) mirror() Store {
+func (ls *Lease) mirror() store.Store {
 	if ls.mirrored {
 		return ls.l.p.Fallback
 	}

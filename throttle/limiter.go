@@ -25,7 +25,7 @@ func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 // limiter is the machinery under Lock, Quota and Replay: one policy's keys
 // in one store. It is safe for concurrent use.
 type limiter struct {
-	store    Store
+	store    store.Store
 	notifier store.Notifier
 	quota    store.Quota
 	recorder store.Recorder
@@ -49,7 +49,7 @@ type limiter struct {
 
 // newLimiter returns a limiter on st under p, whose zero fields take their
 // defaults, or ErrInvalid.
-func newLimiter(st Store, p policy) (*limiter, error) {
+func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if st == nil {
 		return nil, invalid("nil store")
 	}
@@ -83,8 +83,8 @@ const minRemoteTTL = 3 * time.Millisecond
 // servable checks that st (and the Fallback, under FailOver) can serve p.
 // A store that cannot would fail every call, and failing open would turn
 // that into no limit at all: refuse the policy now instead.
-func servable(st Store, p policy) error {
-	stores := map[string]Store{"the store": st}
+func servable(st store.Store, p policy) error {
+	stores := map[string]store.Store{"the store": st}
 	if p.WhenStoreFails == FailOver {
 		stores["the Fallback"] = p.Fallback
 	}
@@ -276,7 +276,7 @@ func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store
 // taken the key with req's token all the same, so the key is released in
 // the background once the store answers. It returns ctx's error when that
 // ended first, and a store error otherwise.
-func (l *limiter) failed(ctx context.Context, st Store, req store.Request, sent int64, err error) error {
+func (l *limiter) failed(ctx context.Context, st store.Store, req store.Request, sent int64, err error) error {
 	l.releaseLater(ctx, st, req, sent, err)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -288,7 +288,7 @@ func (l *limiter) failed(ctx context.Context, st Store, req store.Request, sent 
 // countFailure counts and logs a store error of op, and records it in the
 // store's health. A shed call is no store error: the store answers (see
 // callStore).
-func (l *limiter) countFailure(st Store, op string, err error) {
+func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
 			"op", op, "waiting", l.live.waiting.Load())
@@ -308,7 +308,7 @@ func (l *limiter) countFailure(st Store, op string, err error) {
 // run beside the next holder): it is released in the background and
 // reported as a store failure. An in-memory grant is decided on this
 // clock during the call, so it cannot arrive late.
-func (l *limiter) granted(ctx context.Context, fallback bool, mirror Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
+func (l *limiter) granted(ctx context.Context, fallback bool, mirror store.Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
 		return nil, g.Remaining, nil
@@ -335,7 +335,7 @@ var errLate = errors.New("the grant arrived after its validity ran out")
 
 // call makes one acquisition in st, the store or the Fallback, bounded as
 // callStore says; the store's own calls are timed for the Observer.
-func (l *limiter) call(ctx context.Context, st Store, req store.Request, sent int64) (store.Grant, error) {
+func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, sent int64) (store.Grant, error) {
 	var g store.Grant
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		g, err = st.Acquire(ctx, req)

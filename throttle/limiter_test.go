@@ -35,7 +35,7 @@ func (brokenStore) Extend(context.Context, string, string, time.Duration) (store
 // switchStore is a working store that can be switched off, to test what a
 // Lock does while its store fails and after it recovers.
 type switchStore struct {
-	throttle.Store
+	store.Store
 	down  atomic.Bool
 	calls atomic.Int64
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"weak"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Load is not an outage. Under a burst a process's calls queue for the
@@ -77,7 +79,7 @@ var livenesses struct {
 
 // livenessOf returns the liveness of st; a store that is not a pointer has
 // no identity to share it by, and gets its own.
-func livenessOf(st Store) *liveness {
+func livenessOf(st store.Store) *liveness {
 	v := reflect.ValueOf(st)
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
@@ -144,7 +146,7 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 // error. Its load limit is loadWaits Timeouts from first, or patience when
 // longer. A call to a store in this process cannot hang: it is not watched
 // (a nil *storeCall, whose end returns its argument).
-func (l *limiter) watch(ctx context.Context, st Store, first int64, patience time.Duration) (context.Context, *storeCall) {
+func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	if l.local(st) {
 		return ctx, nil
 	}
@@ -165,7 +167,7 @@ func (l *limiter) watch(ctx context.Context, st Store, first int64, patience tim
 
 // local reports whether st, the store or the Fallback, is in this
 // process's memory.
-func (l *limiter) local(st Store) bool {
+func (l *limiter) local(st store.Store) bool {
 	if st == l.store {
 		return l.storeLocal
 	}
@@ -174,7 +176,7 @@ func (l *limiter) local(st Store) bool {
 
 // detach is watch for a call that must run even when the caller gave up
 // (Release, a mirror's Record): ctx's values without its cancellation.
-func (l *limiter) detach(ctx context.Context, st Store) (context.Context, *storeCall) {
+func (l *limiter) detach(ctx context.Context, st store.Store) (context.Context, *storeCall) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -289,7 +291,7 @@ func (c *storeCall) silent() (bool, int64) {
 // write. patience, when longer than the load limit, is how long the call
 // may wait for a store that answers (a Replay's record waits as long as
 // its key is held, since its duplicates wait for it).
-func (l *limiter) callStore(ctx context.Context, st Store, patience time.Duration, f func(context.Context) error) error {
+func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.Duration, f func(context.Context) error) error {
 	if l.local(st) {
 		return f(ctx)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // LockConfig configures a Lock. Only Name is required: LockConfig{Name:
@@ -29,8 +31,9 @@ type LockConfig struct {
 	// Backoff and woken early by a release, before it gives up with
 	// ErrContended. Zero means try once.
 	Wait time.Duration
-	// Backoff paces the retries of a waiting acquisition. Default
-	// ExponentialJitter(10*time.Millisecond, time.Second).
+	// Backoff paces the retries of a waiting acquisition. Default: a
+	// random pause up to 10 ms, doubling with each retry up to 1 s ("full
+	// jitter", which spreads waiters best).
 	Backoff Backoff
 	// Fence asks every acquisition for a fencing token (Lease.Fence). It
 	// costs no extra round trip.
@@ -49,7 +52,7 @@ type Lock struct{ l *limiter }
 // NewLock returns a Lock on st configured by c, whose zero fields take their
 // defaults. It fails with ErrInvalid when c is not usable, or when st cannot
 // keep what c asks for (a Redlock store refuses Fence and Reentrant).
-func NewLock(st Store, c LockConfig) (*Lock, error) {
+func NewLock(st store.Store, c LockConfig) (*Lock, error) {
 	if c.Mode > Exclusive {
 		return nil, invalid("lock %q: mode %v is not a lock's (Dedupe, Cooldown or Exclusive)", c.Name, c.Mode)
 	}

@@ -59,7 +59,7 @@ func runHelper(mode string) int {
 // the memory store.
 type backend struct {
 	name  string
-	store throttle.Store
+	store store.Store
 	srv   *redistest.Server
 	rdb   *redis.Client
 }
@@ -115,7 +115,7 @@ func (b backend) held(t *testing.T, key string) bool {
 }
 
 // newLock returns a Lock or fails the test.
-func newLock(t testing.TB, st throttle.Store, c throttle.LockConfig) *throttle.Lock {
+func newLock(t testing.TB, st store.Store, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
 	l, err := throttle.NewLock(st, c)
 	require.NoError(t, err, "throttle.NewLock(%+v)", c)
@@ -123,7 +123,7 @@ func newLock(t testing.TB, st throttle.Store, c throttle.LockConfig) *throttle.L
 }
 
 // newQuota returns a Quota or fails the test.
-func newQuota(t testing.TB, st throttle.Store, c throttle.QuotaConfig) *throttle.Quota {
+func newQuota(t testing.TB, st store.Store, c throttle.QuotaConfig) *throttle.Quota {
 	t.Helper()
 	q, err := throttle.NewQuota(st, c)
 	require.NoError(t, err, "throttle.NewQuota(%+v)", c)
@@ -131,7 +131,7 @@ func newQuota(t testing.TB, st throttle.Store, c throttle.QuotaConfig) *throttle
 }
 
 // newReplay returns a Replay or fails the test.
-func newReplay(t testing.TB, st throttle.Store, c throttle.ReplayConfig) *throttle.Replay {
+func newReplay(t testing.TB, st store.Store, c throttle.ReplayConfig) *throttle.Replay {
 	t.Helper()
 	r, err := throttle.NewReplay(st, c)
 	require.NoError(t, err, "throttle.NewReplay(%+v)", c)

@@ -25,7 +25,7 @@ type orphans struct {
 }
 
 type orphan struct {
-	st         Store
+	st         store.Store
 	key, token string
 	until      time.Time // the key expires by itself by then
 	goneSince  time.Time // when a release first found no key
@@ -40,7 +40,7 @@ const orphanSettle = time.Second
 // failed with cause, unless the store says it changed nothing
 // (store.ErrNotApplied) or the request may be a re-entry, whose release
 // could drop an outer hold still running (it then expires by itself).
-func (l *limiter) releaseLater(ctx context.Context, st Store, req store.Request, sent int64, cause error) {
+func (l *limiter) releaseLater(ctx context.Context, st store.Store, req store.Request, sent int64, cause error) {
 	if errors.Is(cause, store.ErrNotApplied) || (req.Reentrant && ownerFrom(ctx) == req.Token) {
 		return
 	}

@@ -107,7 +107,7 @@ type Options struct {
 	// FailMode).
 	WhenStoreFails FailMode
 	// Fallback is the store FailOver uses while the store fails.
-	Fallback Store
+	Fallback store.Store
 	// Logger receives store errors and lost leases. Default: the
 	// slog.Default() of the moment.
 	Logger *slog.Logger
@@ -139,7 +139,7 @@ func (p policy) withDefaults() (policy, error) {
 		p.Wait = defaultReplayWait
 	}
 	if p.Backoff == nil {
-		p.Backoff = ExponentialJitter(10*time.Millisecond, time.Second)
+		p.Backoff = exponentialJitter(10*time.Millisecond, time.Second)
 	}
 	if p.WhenStoreFails == failDefault {
 		p.WhenStoreFails = FailOpen

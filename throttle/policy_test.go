@@ -158,7 +158,7 @@ func TestBackoffs(t *testing.T) {
 // window included, is a value of each call.
 func TestRemoteWindow(t *testing.T) {
 	remote, local := brokenStore{}, memstore.New()
-	over := func(fallback throttle.Store) throttle.Options {
+	over := func(fallback store.Store) throttle.Options {
 		return throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: fallback}
 	}
 	cases := []struct {
@@ -204,7 +204,7 @@ func TestRemoteWindow(t *testing.T) {
 
 // lock returns a function that makes a Lock on st configured by c and
 // returns NewLock's error.
-func lock(st throttle.Store, c throttle.LockConfig) func() error {
+func lock(st store.Store, c throttle.LockConfig) func() error {
 	return func() error {
 		_, err := throttle.NewLock(st, c)
 		return err
@@ -213,7 +213,7 @@ func lock(st throttle.Store, c throttle.LockConfig) func() error {
 
 // refusing is a store that cannot keep fencing tokens, as a Redlock store
 // cannot: it says so through Refuses.
-type refusing struct{ throttle.Store }
+type refusing struct{ store.Store }
 
 func (refusing) Refuses(req store.Request) error {
 	if req.Fence {

@@ -9,11 +9,6 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Decision is a Quota's answer to one request: whether it is allowed, how
-// many more would be, and when the quota refills. Package store documents
-// every field.
-type Decision = store.Decision
-
 // QuotaConfig configures a Quota. Only Name is required. The rate is not
 // here: it is a value of each call, so that requests may have rates of
 // their own (a plan's, a tier's).
@@ -38,7 +33,7 @@ type Quota struct{ l *limiter }
 // NewQuota returns a Quota on st configured by c. It fails with ErrInvalid
 // when c is not usable or st (or, under FailOver, the Fallback) keeps no
 // quotas (store.Quota).
-func NewQuota(st Store, c QuotaConfig) (*Quota, error) {
+func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeQuota, Wait: c.Wait, Options: c.Options})
 	if err != nil {
 		return nil, err
@@ -58,7 +53,7 @@ func NewQuota(st Store, c QuotaConfig) (*Quota, error) {
 // beyond ±Burst (which could never be allowed: the caller's mistake, not a
 // rejection), with ErrStore when the store failed (under FailOver the
 // Fallback decides instead), or with ctx.Err().
-func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (Decision, error) {
+func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.Decision, error) {
 	d, _, err := q.l.allowN(ctx, id, r, cost)
 	return d, err
 }
@@ -71,13 +66,13 @@ func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (Decisio
 // or ctx's error come with no Decision; no Decision and no error mean that
 // the store failed open: the request goes ahead unmetered, logged and
 // counted.
-func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*Decision, error) {
-	var d Decision // small enough for Admit to be inlined: on the caller's stack
+func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*store.Decision, error) {
+	var d store.Decision // small enough for Admit to be inlined: on the caller's stack
 	return q.l.admitN(ctx, id, r, cost, &d)
 }
 
 // admitN is Quota.Admit, the decision put in out.
-func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *Decision) (*Decision, error) {
+func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *store.Decision) (*store.Decision, error) {
 	d, fallback, err := l.allowN(ctx, id, r, cost)
 	if err != nil {
 		if isStoreError(err) {
@@ -105,12 +100,12 @@ func (q *Quota) Config() QuotaConfig {
 func (q *Quota) Stats() Stats { return q.l.Stats() }
 
 // allowN is Allow, and says whether the Fallback decided.
-func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Decision, bool, error) {
+func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (store.Decision, bool, error) {
 	if r.Burst == 0 {
 		r.Burst = r.Limit
 	}
 	if err := storekit.Check(r, cost); err != nil {
-		return Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
+		return store.Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
 	key := l.key(id)
 	var deadline time.Time
@@ -131,7 +126,7 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Deci
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return Decision{}, false, ctx.Err()
+			return store.Decision{}, false, ctx.Err()
 		case <-timer.C:
 		}
 	}
@@ -139,9 +134,9 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (Deci
 
 // allowOnce makes one decision: in the store, or under FailOver in the
 // Fallback while the store is skipped or when it fails.
-func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (Decision, bool, error) {
+func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return Decision{}, false, err
+		return store.Decision{}, false, err
 	}
 	failOver := l.p.WhenStoreFails == FailOver
 	if !failOver || !l.health.skip() {
@@ -154,28 +149,28 @@ func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 			return d, false, nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Decision{}, false, ctxErr
+			return store.Decision{}, false, ctxErr
 		}
 		l.countFailure(l.store, "quota", err)
 		if !failOver || isShed(err) {
-			return Decision{}, false, &storeError{op: "quota", err: err}
+			return store.Decision{}, false, &storeError{op: "quota", err: err}
 		}
 	}
 	d, err := l.allowIn(ctx, l.p.Fallback, key, r, cost)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Decision{}, true, ctxErr
+			return store.Decision{}, true, ctxErr
 		}
 		l.logStoreError("quota-fallback", err)
-		return Decision{}, true, &storeError{op: "quota", err: err}
+		return store.Decision{}, true, &storeError{op: "quota", err: err}
 	}
 	l.count(d, cost, true)
 	return d, true, nil
 }
 
 // allowIn is one AllowN call to st, bounded as callStore says.
-func (l *limiter) allowIn(ctx context.Context, st Store, key string, r store.Rate, cost int) (Decision, error) {
-	var d Decision
+func (l *limiter) allowIn(ctx context.Context, st store.Store, key string, r store.Rate, cost int) (store.Decision, error) {
+	var d store.Decision
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
 		d, err = st.(store.Quota).AllowN(ctx, key, r, cost) // servable checked it
 		return err
@@ -185,7 +180,7 @@ func (l *limiter) allowIn(ctx context.Context, st Store, key string, r store.Rat
 
 // count adds a decision to the Stats: a charge allowed to Acquired (and
 // Fallback), one refused to Rejected; peeks and refunds to neither.
-func (l *limiter) count(d Decision, cost int, fallback bool) {
+func (l *limiter) count(d store.Decision, cost int, fallback bool) {
 	switch {
 	case cost <= 0:
 	case d.Allowed:

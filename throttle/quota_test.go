@@ -96,7 +96,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 
 // spendQuota asks for the shared key 16×8 times at once and returns how
 // many requests were allowed.
-func spendQuota(st throttle.Store, burst int) (int, error) {
+func spendQuota(st store.Store, burst int) (int, error) {
 	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "shared-quota"})
 	if err != nil {
 		return 0, err
@@ -256,7 +256,7 @@ func TestQuotaStores(t *testing.T) {
 }
 
 // lockOnly is a store that keeps locks but no quotas.
-type lockOnly struct{ throttle.Store }
+type lockOnly struct{ store.Store }
 
 // TestQuotaWait: with QuotaConfig.Wait, a refused request sleeps for the
 // refill when it comes within the wait, and is refused at once otherwise.
@@ -293,7 +293,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // failingQuota is a store whose quota calls fail, for the fail modes.
 type failingQuota struct {
-	throttle.Store
+	store.Store
 	calls atomic.Int32
 }
 

@@ -40,7 +40,7 @@ type Replay struct{ l *limiter }
 // NewReplay returns a Replay on st configured by c. It fails with
 // ErrInvalid when c is not usable or st (or, under FailOver, the Fallback)
 // keeps no records.
-func NewReplay(st Store, c ReplayConfig) (*Replay, error) {
+func NewReplay(st store.Store, c ReplayConfig) (*Replay, error) {
 	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeReplay, TTL: c.TTL, Wait: c.Wait, Fence: c.Fence, Options: c.Options})
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 
 // readRecord is one Recorded call to st. A store failure is counted and
 // returned as ErrStore.
-func (l *limiter) readRecord(ctx context.Context, st Store, key string) ([]byte, error) {
+func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
 	start := l.since()
 	var rec []byte

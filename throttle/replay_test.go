@@ -15,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // replayConfig is the config of the Replay tests: answers kept a minute,
@@ -27,7 +28,7 @@ func replayConfig(name string, wait time.Duration) throttle.ReplayConfig {
 // only: its backoff sleeps an hour (set through a test hook: ReplayConfig
 // has no Backoff), so a waiter that is not told of a record or a release
 // runs into its Wait instead.
-func notifiedReplay(t testing.TB, st throttle.Store, c throttle.ReplayConfig) *throttle.Replay {
+func notifiedReplay(t testing.TB, st store.Store, c throttle.ReplayConfig) *throttle.Replay {
 	t.Helper()
 	r := newReplay(t, st, c)
 	r.SetBackoff(func(int) time.Duration { return time.Hour })
@@ -196,7 +197,7 @@ func TestClaimWaitBounds(t *testing.T) {
 }
 
 // noRecords hides a store's Recorder.
-type noRecords struct{ throttle.Store }
+type noRecords struct{ store.Store }
 
 // TestReplayStores checks that NewReplay refuses stores that keep no
 // records, the Fallback's under FailOver included (its defaults are in
@@ -205,7 +206,7 @@ func TestReplayStores(t *testing.T) {
 	mem := memstore.New()
 	assert.Equal(t, "replay", throttle.ModeReplay.String())
 	for name, c := range map[string]struct {
-		st throttle.Store
+		st store.Store
 		c  throttle.ReplayConfig
 	}{
 		"no recorder": {noRecords{mem}, throttle.ReplayConfig{Name: "r"}},

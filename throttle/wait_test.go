@@ -13,7 +13,7 @@ import (
 )
 
 // pollOnly hides a store's Notifier, so that a Lock over it can only poll.
-type pollOnly struct{ throttle.Store }
+type pollOnly struct{ store.Store }
 
 // holdFor takes id under l and releases it after d, in the background; it
 // returns a channel that is closed right before the release is sent.

@@ -73,11 +73,12 @@ import (
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func main() { demo.Main("gin", routes) }
 
-func routes(store throttle.Store, s demo.Settings) (http.Handler, error) {
+func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	// Dedupe is the zero Mode: an accepted submission holds its key for the
 	// window; a failed one (status >= 400) frees it so that the user can retry.
 	submitLock, err := throttle.NewLock(store, throttle.LockConfig{

@@ -19,6 +19,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 // services builds the example service in the three frameworks, each with
 // its own limiter and guard (as separate processes would have), which
 // newGuard makes on the store newStore returns, with the examples' key.
-func services(t *testing.T, newGuard func(throttle.Store) (*guard.Guard, error), newStore func() throttle.Store) map[string]http.Handler {
+func services(t *testing.T, newGuard func(store.Store) (*guard.Guard, error), newStore func() store.Store) map[string]http.Handler {
 	lim := func() *guard.Guard {
 		g, err := newGuard(newStore())
 		require.NoError(t, err)
@@ -72,7 +73,7 @@ func checkShared(t *testing.T, svc map[string]http.Handler) {
 }
 
 // submit makes the examples' guard: a Dedupe lock.
-func submit(st throttle.Store) (*guard.Guard, error) {
+func submit(st store.Store) (*guard.Guard, error) {
 	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit"})
 	if err != nil {
 		return nil, err
@@ -81,13 +82,13 @@ func submit(st throttle.Store) (*guard.Guard, error) {
 }
 
 func TestSharedKeysMemory(t *testing.T) {
-	store := memstore.New()
-	checkShared(t, services(t, submit, func() throttle.Store { return store }))
+	st := memstore.New()
+	checkShared(t, services(t, submit, func() store.Store { return st }))
 }
 
 func TestSharedKeysRedis(t *testing.T) {
 	r := adaptertest.StartRedis(t)
-	checkShared(t, services(t, submit, func() throttle.Store { return adaptertest.NewStore(t, r.Server.Addr) }))
+	checkShared(t, services(t, submit, func() store.Store { return adaptertest.NewStore(t, r.Server.Addr) }))
 }
 
 // searchRate is the rate of a Quota shared by the three services: 2
@@ -95,7 +96,7 @@ func TestSharedKeysRedis(t *testing.T) {
 var searchRate = throttle.Rate{Limit: 2, Burst: 4, Window: time.Minute}
 
 // search makes the guard of the Quota "search" at searchRate.
-func search(st throttle.Store) (*guard.Guard, error) {
+func search(st store.Store) (*guard.Guard, error) {
 	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search"})
 	if err != nil {
 		return nil, err
@@ -138,11 +139,11 @@ func checkSharedQuota(t *testing.T, svc map[string]http.Handler) {
 }
 
 func TestSharedQuotaMemory(t *testing.T) {
-	store := memstore.New()
-	checkSharedQuota(t, services(t, search, func() throttle.Store { return store }))
+	st := memstore.New()
+	checkSharedQuota(t, services(t, search, func() store.Store { return st }))
 }
 
 func TestSharedQuotaRedis(t *testing.T) {
 	r := adaptertest.StartRedis(t)
-	checkSharedQuota(t, services(t, search, func() throttle.Store { return adaptertest.NewStore(t, r.Server.Addr) }))
+	checkSharedQuota(t, services(t, search, func() store.Store { return adaptertest.NewStore(t, r.Server.Addr) }))
 }

@@ -80,7 +80,7 @@ func StoredKey(name, id string) string {
 // tokenLog is a store that remembers the first token it was asked to
 // acquire with, so that a test can check that no answer shows it.
 type tokenLog struct {
-	throttle.Store
+	store.Store
 	mu  sync.Mutex
 	tok string
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestBeginWrites checks that begin answers a request turned away for its
@@ -22,9 +23,9 @@ import (
 // writes nothing under a dry run or with a nil writer.
 func TestBeginWrites(t *testing.T) {
 	ctx := context.Background()
-	type newGuard func(st throttle.Store) (*Guard, error)
+	type newGuard func(st store.Store) (*Guard, error)
 	lock := func(c throttle.LockConfig) newGuard {
-		return func(st throttle.Store) (*Guard, error) {
+		return func(st store.Store) (*Guard, error) {
 			l, err := throttle.NewLock(st, c)
 			if err != nil {
 				return nil, err
@@ -40,7 +41,7 @@ func TestBeginWrites(t *testing.T) {
 	}{
 		{"submit/dedupe", false, false, lock(throttle.LockConfig{Name: "submit", TTL: 5 * time.Second})},
 		{"jobs/exclusive", false, false, lock(throttle.LockConfig{Name: "jobs", Mode: throttle.Exclusive})},
-		{"search/quota", true, false, func(st throttle.Store) (*Guard, error) {
+		{"search/quota", true, false, func(st store.Store) (*Guard, error) {
 			q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search"})
 			if err != nil {
 				return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Guard is one limiter's request handling, made by Lock, Quota or Replay
@@ -198,7 +199,7 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 
 // refused is begin's answer to a request that err turned away, d being its
 // Quota decision if any (copied: the caller's may stay on its stack).
-func (g *Guard) refused(t *ticket, err error, d *throttle.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
+func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
 		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
 			Policy: g.name, Detail: g.contendedDetail, Err: err, g: g}
@@ -354,7 +355,7 @@ type ticket struct {
 	lease       *throttle.Lease
 	hold        throttle.Hold // when g.holds
 	stop        context.CancelFunc
-	quota       throttle.Decision // if hasQuota (a pointer would be an allocation)
+	quota       store.Decision // if hasQuota (a pointer would be an allocation)
 	hasQuota    bool
 	id          string // and refund: what CountOnlyFailures gives back
 	refund      int

@@ -11,6 +11,7 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Reason says why a request was turned away: a stable label for logs,
@@ -63,7 +64,7 @@ type Rejection struct {
 	// Policy is the limiter's name.
 	Policy string
 	// Decision is the Quota decision that refused the request, if any.
-	Decision *throttle.Decision
+	Decision *store.Decision
 	// Detail explains the rejection to the client, naming no key, token,
 	// address or internal error.
 	Detail string
@@ -337,7 +338,7 @@ func (g *Guard) rejectedField(rej *Rejection) []string {
 }
 
 // quotaField returns the RateLimit value of a Quota decision.
-func (g *Guard) quotaField(d *throttle.Decision) []string {
+func (g *Guard) quotaField(d *store.Decision) []string {
 	t := int64(-1)
 	if wait := storekit.NextRefill(g.rate, *d); wait > 0 {
 		t = seconds(wait)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 func TestSeconds(t *testing.T) {
@@ -55,12 +56,12 @@ func TestWrite(t *testing.T) {
 		{"quota", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 5200 * time.Millisecond,
 			Policy:   "search",
 			g:        search,
-			Decision: &throttle.Decision{RetryAfter: 5200 * time.Millisecond, ResetAfter: 59200 * time.Millisecond}},
+			Decision: &store.Decision{RetryAfter: 5200 * time.Millisecond, ResetAfter: 59200 * time.Millisecond}},
 			"6", `"search";q=10;w=60`, `"search";r=0;t=6`, quotaExceeded},
 		{"quota, cost above what remains", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 10 * time.Second,
 			Policy:   "search",
 			g:        search,
-			Decision: &throttle.Decision{Remaining: 2, RetryAfter: 10 * time.Second, ResetAfter: 45 * time.Second}},
+			Decision: &store.Decision{Remaining: 2, RetryAfter: 10 * time.Second, ResetAfter: 45 * time.Second}},
 			"10", `"search";q=10;w=60`, `"search";r=2;t=3`, quotaExceeded},
 		{"store down", Rejection{Status: 503, Reason: ReasonStoreUnavailable, RetryAfter: time.Second,
 			Policy: "submit", g: submit, Err: secret},

@@ -9,19 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) throttle.Store { return memstore.New() })
+	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 }
 
 func TestConformanceShared(t *testing.T) {
 	s := memstore.New()
-	storetest.Run(t, func(t *testing.T) throttle.Store { return s })
+	storetest.Run(t, func(t *testing.T) store.Store { return s })
 }
 
 func TestLen(t *testing.T) {

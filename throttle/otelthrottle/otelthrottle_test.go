@@ -68,7 +68,7 @@ func newEnv(t *testing.T, opts ...otelthrottle.Option) *env {
 
 // lock returns the guard of a lock over st configured by c, observed by
 // e's Observer.
-func (e *env) lock(t *testing.T, st throttle.Store, c throttle.LockConfig) *guard.Guard {
+func (e *env) lock(t *testing.T, st store.Store, c throttle.LockConfig) *guard.Guard {
 	t.Helper()
 	c.Observer = e.obs
 	l, err := throttle.NewLock(st, c)
@@ -78,7 +78,7 @@ func (e *env) lock(t *testing.T, st throttle.Store, c throttle.LockConfig) *guar
 
 // quota returns the guard of a quota over st configured by c under rate r,
 // observed by e's Observer.
-func (e *env) quota(t *testing.T, st throttle.Store, c throttle.QuotaConfig, r throttle.Rate) *guard.Guard {
+func (e *env) quota(t *testing.T, st store.Store, c throttle.QuotaConfig, r throttle.Rate) *guard.Guard {
 	t.Helper()
 	c.Observer = e.obs
 	q, err := throttle.NewQuota(st, c)
@@ -487,7 +487,7 @@ func TestDryRun(t *testing.T) {
 // downStore is a memstore whose acquisitions fail, as a store does whose
 // server cannot be reached. The error says that nothing was taken, so the
 // lock starts no background release.
-type downStore struct{ throttle.Store }
+type downStore struct{ store.Store }
 
 var errDown = fmt.Errorf("%w: connection refused", store.ErrNotApplied)
 
@@ -547,7 +547,7 @@ func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 // leaseHandler serves an Exclusive lock with a short lease whose handler
 // returns once tap saw its first lease event, or, when the event must
 // cancel the request's context, once that is done.
-func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool) http.Handler {
+func leaseHandler(t *testing.T, e *env, st store.Store, tp *tap, waitCtx bool) http.Handler {
 	t.Helper()
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var wait <-chan struct{} = tp.first

@@ -20,6 +20,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestMain checks that no test leaves a goroutine behind: lease refreshers,
@@ -49,7 +50,7 @@ func observed(obs throttle.Observer, o throttle.Options) throttle.Options {
 
 // newLock returns a lock on st configured by c, observed by obs, or fails
 // the test.
-func newLock(t testing.TB, st throttle.Store, obs throttle.Observer, c throttle.LockConfig) *throttle.Lock {
+func newLock(t testing.TB, st store.Store, obs throttle.Observer, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
 	c.Options = observed(obs, c.Options)
 	l, err := throttle.NewLock(st, c)
@@ -59,7 +60,7 @@ func newLock(t testing.TB, st throttle.Store, obs throttle.Observer, c throttle.
 
 // newQuota returns a quota on st configured by c, observed by obs, or
 // fails the test.
-func newQuota(t testing.TB, st throttle.Store, obs throttle.Observer, c throttle.QuotaConfig) *throttle.Quota {
+func newQuota(t testing.TB, st store.Store, obs throttle.Observer, c throttle.QuotaConfig) *throttle.Quota {
 	t.Helper()
 	c.Options = observed(obs, c.Options)
 	q, err := throttle.NewQuota(st, c)

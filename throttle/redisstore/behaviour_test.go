@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 
 	"github.com/stretchr/testify/require"
@@ -206,7 +205,7 @@ func TestOutage(t *testing.T) {
 // may still be backing off after an outage), checks that a release wakes
 // it, and stops it.
 func waitWatch(t *testing.T, s interface {
-	throttle.Store
+	store.Store
 	store.Notifier
 }, k string) {
 	t.Helper()

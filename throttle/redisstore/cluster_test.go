@@ -101,7 +101,7 @@ func (env *clusterEnv) idOn(t testing.TB, m *redistest.Server, prefix, policy st
 func (env *clusterEnv) testConformance(t *testing.T) {
 	for _, path := range plainPaths {
 		t.Run(path, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) throttle.Store {
+			storetest.Run(t, func(t *testing.T) store.Store {
 				return env.store(t, redisstore.WithPath(path))
 			})
 		})

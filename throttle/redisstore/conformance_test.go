@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/go-throttle/throttle/internal/redistest"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
@@ -16,7 +16,7 @@ func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, path := range plainPaths {
 		t.Run(path, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) throttle.Store {
+			storetest.Run(t, func(t *testing.T) store.Store {
 				s := redisstore.New(srv.Client(t), redisstore.WithPath(path))
 				t.Cleanup(func() { _ = s.Close() })
 				return s

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -36,7 +35,7 @@ func key(t testing.TB) string {
 
 var withFenceTTL = redisstore.WithFenceTTL
 
-func mustAcquire(t testing.TB, s throttle.Store, req store.Request) store.Grant {
+func mustAcquire(t testing.TB, s store.Store, req store.Request) store.Grant {
 	t.Helper()
 	g, err := s.Acquire(context.Background(), req)
 	require.NoError(t, err, "acquire %q", req.Key)

@@ -41,7 +41,7 @@ func sentinelStore(t testing.TB, d *redistest.Sentinel, opts ...redisstore.Optio
 // not, and returns the answer and how long that took. It fails the test
 // after failoverLimit. A failover client answers with errors until it has
 // found the new master.
-func acquireEventually(t testing.TB, s throttle.Store, req store.Request) (store.Grant, time.Duration) {
+func acquireEventually(t testing.TB, s store.Store, req store.Request) (store.Grant, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	for {

@@ -35,7 +35,7 @@ func TestSentinelConformance(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) throttle.Store {
+			storetest.Run(t, func(t *testing.T) store.Store {
 				s, _ := sentinelStore(t, d, append(tc.opts, redisstore.WithPath(tc.path))...)
 				return s
 			})

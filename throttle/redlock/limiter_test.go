@@ -10,9 +10,10 @@ import (
 
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func newLock(t testing.TB, s throttle.Store, c throttle.LockConfig) *throttle.Lock {
+func newLock(t testing.TB, s store.Store, c throttle.LockConfig) *throttle.Lock {
 	t.Helper()
 	l, err := throttle.NewLock(s, c)
 	require.NoError(t, err)

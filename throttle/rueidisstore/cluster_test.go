@@ -15,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
@@ -35,7 +36,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	t.Run("conformance", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) throttle.Store { return newStore(t) })
+		storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
 	})
 
 	t.Run("migration-under-load", func(t *testing.T) {

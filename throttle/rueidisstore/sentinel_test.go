@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
@@ -41,7 +40,7 @@ func sentinelStore(t *testing.T, d *redistest.Sentinel) *rueidisstore.Store {
 func TestSentinel(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	t.Run("conformance", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) throttle.Store { return sentinelStore(t, d) })
+		storetest.Run(t, func(t *testing.T) store.Store { return sentinelStore(t, d) })
 	})
 
 	t.Run("forced-failover", func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
@@ -177,7 +176,7 @@ const bugEnv = "STORETEST_NAIVE_BUG"
 // TestSuiteCatchesBugs with one.
 func TestNaiveStore(t *testing.T) {
 	bug := os.Getenv(bugEnv)
-	storetest.Run(t, func(t *testing.T) throttle.Store { return newNaive(bug) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newNaive(bug) })
 }
 
 // TestSuiteCatchesBugs runs the suite against the naive store with each bug

@@ -3,8 +3,8 @@ package storetest_test
 import (
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
@@ -13,7 +13,7 @@ import (
 // every check uses fresh keys it may also return one shared store.
 func ExampleRun() {
 	conformance := func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) throttle.Store {
+		storetest.Run(t, func(t *testing.T) store.Store {
 			return memstore.New()
 		})
 	}

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
 )
 
 func TestRunMemstore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) throttle.Store { return memstore.New() })
+	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 }
 
 // refusing is a memstore that refuses fenced and reentrant requests, as a
@@ -36,5 +35,5 @@ func (r refusing) Acquire(ctx context.Context, req store.Request) (store.Grant, 
 // TestRunRefusingStore: the suite skips what a store refuses and checks
 // the refusal.
 func TestRunRefusingStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) throttle.Store { return refusing{memstore.New()} })
+	storetest.Run(t, func(t *testing.T) store.Store { return refusing{memstore.New()} })
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Settings are what the flags say about the examples' policies.
@@ -47,13 +48,13 @@ type Settings struct {
 	// fails (-fail): the policy's default, open, closed, or over to a
 	// memory store in this process.
 	WhenStoreFails throttle.FailMode
-	Fallback       throttle.Store
+	Fallback       store.Store
 	// Quotas is the store of Quota and Replay policies (GET /search,
 	// POST /orders): the store itself, except over Redlock, which keeps
 	// neither quotas nor records (see package redlock): then a Redis store
 	// on the first master, so that the processes still share one quota
 	// per user and replay each other's orders. Nil means the store.
-	Quotas throttle.Store
+	Quotas store.Store
 	// Work is how long a job of POST /jobs/{id}/run works (-work).
 	Work time.Duration
 	// Observer is the one promthrottle Observer that every limiter of the
@@ -72,7 +73,7 @@ func (s Settings) Options() throttle.Options {
 
 // Routes builds an example's HTTP handler on store, with the settings the
 // flags chose.
-type Routes func(store throttle.Store, s Settings) (http.Handler, error)
+type Routes func(st store.Store, s Settings) (http.Handler, error)
 
 // failModes are the values of -fail.
 var failModes = map[string]throttle.FailMode{
@@ -133,16 +134,16 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	store, quotas, closeStore, err := openStore(ctx, b)
+	st, quotas, closeStore, err := openStore(ctx, b)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
 	s.Quotas = quotas
-	obs, metrics := newMetrics(store, s.Fallback)
+	obs, metrics := newMetrics(st, s.Fallback)
 	s.Observer, s.Metrics = obs, metrics
 
-	h, err := routes(store, s)
+	h, err := routes(st, s)
 	if err != nil {
 		return err
 	}
@@ -285,7 +286,7 @@ func splitAddrs(flagName, list string) ([]string, error) {
 // process pointed at the same Redis sees the same locks; otherwise an
 // in-memory store, which only this process sees. It also returns the store
 // of quotas (Settings.Quotas): the same store, but for Redlock.
-func openStore(ctx context.Context, b backend) (locks, quotas throttle.Store, closeAll func(), err error) {
+func openStore(ctx context.Context, b backend) (locks, quotas store.Store, closeAll func(), err error) {
 	var client redis.UniversalClient
 	switch b.kind {
 	case "memory":
@@ -335,7 +336,7 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 // in one round trip, and whose few lost charges a rate limit tolerates. So
 // the quotas go to a Redis store on the first master; while it fails, a
 // quota does what -fail says (by default, lets requests through).
-func openRedlock(ctx context.Context, addrs []string) (locks, quotas throttle.Store, closeAll func(), err error) {
+func openRedlock(ctx context.Context, addrs []string) (locks, quotas store.Store, closeAll func(), err error) {
 	clients := make([]redis.UniversalClient, len(addrs))
 	closeClients := func() {
 		for _, c := range clients {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // JobLease is the lease of a running job (POST /jobs/{id}/run): the
@@ -41,7 +42,7 @@ func JobsLock(s Settings) throttle.LockConfig {
 
 // NewJobsLock returns the lock of POST /jobs/{id}/run: JobsLock on store,
 // the store of locks the flags chose.
-func NewJobsLock(store throttle.Store, s Settings) (*throttle.Lock, error) {
+func NewJobsLock(store store.Store, s Settings) (*throttle.Lock, error) {
 	return throttle.NewLock(store, JobsLock(s))
 }
 

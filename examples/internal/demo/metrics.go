@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // newMetrics returns the Observer every policy of an example reports to
@@ -18,7 +18,7 @@ import (
 // which serves it, in the Prometheus text format, from a registry of its
 // own. The in-memory stores among stores (the store without -redis, the
 // fallback of -fail over) are counted in throttle_memstore_keys.
-func newMetrics(stores ...throttle.Store) (*promthrottle.Observer, http.Handler) {
+func newMetrics(stores ...store.Store) (*promthrottle.Observer, http.Handler) {
 	var mem []*memstore.Store
 	for _, st := range stores {
 		if m, ok := st.(*memstore.Store); ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // OrderWindow is how long POST /orders replays an order's answer to the
@@ -42,7 +43,7 @@ func OrdersReplay(s Settings) throttle.ReplayConfig {
 // NewOrdersReplay returns the Replay of POST /orders: OrdersReplay on the
 // store that keeps records (see Settings.Quotas: over Redlock, the first
 // master).
-func NewOrdersReplay(store throttle.Store, s Settings) (*throttle.Replay, error) {
+func NewOrdersReplay(store store.Store, s Settings) (*throttle.Replay, error) {
 	if s.Quotas != nil {
 		store = s.Quotas
 	}

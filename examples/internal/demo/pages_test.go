@@ -41,7 +41,7 @@ func (downStore) Acquire(context.Context, store.Request) (store.Grant, error) {
 // rejected sends r through a POST /submit middleware of a "submit" lock on
 // st keyed by key, as the examples build it, and returns the rejection its
 // reject handler got (nil when the request went ahead).
-func rejected(t *testing.T, st throttle.Store, fail throttle.FailMode, key keyfuncs.Func, rs ...*http.Request) *guard.Rejection {
+func rejected(t *testing.T, st store.Store, fail throttle.FailMode, key keyfuncs.Func, rs ...*http.Request) *guard.Rejection {
 	t.Helper()
 	lock, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit", TTL: submitTTL,
 		Options: throttle.Options{WhenStoreFails: fail}})

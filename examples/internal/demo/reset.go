@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // ResetWindow is how long POST /password-reset keeps a user from asking
@@ -28,7 +29,7 @@ func ResetLock(s Settings) throttle.LockConfig {
 
 // NewResetLock returns the lock of POST /password-reset: ResetLock on
 // store.
-func NewResetLock(store throttle.Store, s Settings) (*throttle.Lock, error) {
+func NewResetLock(store store.Store, s Settings) (*throttle.Lock, error) {
 	return throttle.NewLock(store, ResetLock(s))
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // The quota of GET /search: SearchLimit requests per SearchWindow per user,
@@ -32,7 +33,7 @@ func SearchQuota(s Settings) throttle.QuotaConfig {
 // NewSearchQuota returns the Quota of GET /search: SearchQuota on
 // s.Quotas, the store the flags chose for quotas (store itself, but for
 // Redlock, which keeps no quotas), or on store when s.Quotas is nil.
-func NewSearchQuota(store throttle.Store, s Settings) (*throttle.Quota, error) {
+func NewSearchQuota(store store.Store, s Settings) (*throttle.Quota, error) {
 	if s.Quotas != nil {
 		store = s.Quotas
 	}

@@ -97,7 +97,7 @@ func counter() func() int {
 // named is a store of the table and the name its rows carry.
 type named struct {
 	name string
-	st   throttle.Store
+	st   store.Store
 }
 
 // rows returns the table's rows; the first is the baseline of the ratios.
@@ -185,7 +185,7 @@ func (c *clients) rows() ([]row, error) {
 
 // storeAcquire is a row's operation on a store's own Acquire, without a
 // Lock: what the store costs by itself.
-func storeAcquire(s throttle.Store) func(ids, keys []string) func() error {
+func storeAcquire(s store.Store) func(ids, keys []string) func() error {
 	return func(_, keys []string) func() error {
 		next := counter()
 		token := storekit.NewToken()
