@@ -33,11 +33,10 @@
 //
 // # Stores
 //
-// memstore serves one process: tests, a single instance, or the fallback
-// while Redis is down (FailOver). redisstore serves every process that shares
-// a Redis, Sentinel group or Cluster, and redlock a quorum of independent
-// masters. Package store defines the Store interface for stores of your own;
-// storetest checks them.
+// memstore serves one process (tests, a single instance, the fallback while
+// Redis is down); redisstore every process that shares a Redis, Sentinel
+// group or Cluster; redlock a quorum of independent masters. Package store
+// defines the interface for stores of your own, and storetest checks them.
 //
 // # Safety
 //
