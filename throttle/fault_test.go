@@ -79,7 +79,7 @@ func TestStoreFaults(t *testing.T) {
 			direct := srv.Client(t)
 			for _, fail := range []throttle.FailMode{throttle.FailOpen, throttle.FailClosed, throttle.FailOver} {
 				for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Exclusive} {
-					name := fmt.Sprintf("%s/%s", fail, mode)
+					name := fmt.Sprintf("%s/%s", [...]string{"", "open", "closed", "over"}[fail], mode)
 					t.Run(name, func(t *testing.T) {
 						faultCase(t, f, srv, proxy, direct, st, fail, mode)
 					})

@@ -11,7 +11,8 @@ import (
 // its request fails. Lock.Hold makes one without a Lease where the lock
 // needs none, which spares an admission the Lease's allocation and clock
 // reading on an in-memory store. The zero Hold holds nothing: it is what a
-// request let through because the store failed open gets.
+// request let through because the store failed open gets, and the only
+// Hold that equals Hold{}.
 type Hold struct {
 	// lease is the lease, for a lock whose holds need one (see Lock.Hold).
 	lease *Lease
@@ -19,9 +20,6 @@ type Hold struct {
 	l          *limiter
 	key, token string
 }
-
-// Held reports whether h holds a key.
-func (h Hold) Held() bool { return h.lease != nil || h.l != nil }
 
 // Release frees the key if h still holds it, as Lease.Release does.
 func (h Hold) Release(ctx context.Context) error {

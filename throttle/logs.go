@@ -60,5 +60,5 @@ func (l *limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
 // operation; Stats counts every one.
 func (l *limiter) logStoreError(op string, err error) {
 	l.logLimited(slog.LevelWarn, "store error "+op, "throttle: store error", "op", op,
-		"when_store_fails", l.p.WhenStoreFails.String(), "err", err)
+		"when_store_fails", failModeNames[l.p.WhenStoreFails], "err", err)
 }

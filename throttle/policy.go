@@ -67,14 +67,7 @@ const (
 	FailOver
 )
 
-// String returns the fail mode's name: "default", "open", "closed" or "over".
-func (f FailMode) String() string {
-	if int(f) < len(failModeNames) {
-		return failModeNames[f]
-	}
-	return "unknown"
-}
-
+// failModeNames name the fail modes in log lines.
 var failModeNames = [...]string{"default", "open", "closed", "over"}
 
 // The defaults of a config's zero fields. A 5 s window covers a double

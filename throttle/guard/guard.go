@@ -377,7 +377,7 @@ func (t *ticket) setHeaders(h http.Header) {
 		h["Ratelimit"] = t.g.rejectedField(t.dryRun)
 	case t.hasQuota:
 		h["Ratelimit"] = t.g.quotaField(&t.quota)
-	case t.lease != nil || t.hold.Held():
+	case t.lease != nil || (t.hold != throttle.Hold{}):
 		h["Ratelimit"] = t.g.heldField
 	}
 }
@@ -412,7 +412,7 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 			_, _ = g.quota.Allow(context.WithoutCancel(ctx), t.id, g.rate, -t.refund)
 		}
 		return
-	case t.hold.Held():
+	case (t.hold != throttle.Hold{}):
 		if failed && g.mode == throttle.Dedupe {
 			_ = t.hold.Release(ctx) // no Observer to tell (see Guard.holds)
 		}

@@ -352,7 +352,7 @@ func TestBeginContext(t *testing.T) {
 			ctx, tk, rej := Lock(newLock(t, c.c)).begin1(parent, "u1")
 			require.Nil(t, rej, "turned away")
 			defer tk.finish(ctx, http.StatusOK, false)
-			require.True(t, tk.lease != nil || tk.hold.Held(), "an admitted lock request holds its key")
+			require.True(t, tk.lease != nil || (tk.hold != throttle.Hold{}), "an admitted lock request holds its key")
 			require.Equal(t, c.lease, tk.lease != nil, "a lease (Fence and Reentrant need one)")
 			require.Equal(t, c.lease, throttle.LeaseFrom(ctx) != nil, "lease in the context")
 			// Adapters skip WithContext when nothing was added.

@@ -148,7 +148,7 @@ func fill(b *testing.B, s *Store, n, first int, fence, release bool) int {
 		key := storekit.Key("throttle", "submit", strconv.Itoa(1_000_000_000+first+i))
 		tok := storekit.NewToken()
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: time.Hour, Fence: fence})
-		if errors.Is(err, ErrFull) {
+		if errors.Is(err, errFull) {
 			continue
 		}
 		if err != nil || !g.Acquired {

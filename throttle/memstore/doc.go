@@ -13,8 +13,8 @@
 // apart, the quotas and fence counters, WithMaxRecordBytes the records, and
 // one policy (the name in a key's hash tag) holds at most half of each
 // shard's part, so that a flood on one route leaves the others room. Nothing
-// live is evicted: what does not fit fails with ErrFull, which the limiter
-// hands to WhenStoreFails. A full shard drops its oldest fence counters,
+// live is evicted: what does not fit fails with an error matching
+// store.ErrNotApplied, which the limiter hands to WhenStoreFails. A full shard drops its oldest fence counters,
 // and new ones start above them, so fences still only increase.
 //
 // There are no goroutines and nothing to close: an expired entry is removed

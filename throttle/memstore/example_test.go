@@ -49,7 +49,7 @@ func ExampleWithClock() {
 	// acquired after a minute: true
 }
 
-// A bounded store refuses new keys with ErrFull instead of growing; the
+// A bounded store refuses new keys with an error matching store.ErrNotApplied instead of growing; the
 // Limiter treats that as a store failure and the policy's WhenStoreFails
 // decides.
 func ExampleWithMaxKeys() {
@@ -58,7 +58,7 @@ func ExampleWithMaxKeys() {
 	_, err := ms.Acquire(ctx, store.Request{Key: "a", Token: "t", TTL: time.Minute})
 	fmt.Println("first key:", err)
 	_, err = ms.Acquire(ctx, store.Request{Key: "b", Token: "t", TTL: time.Minute})
-	fmt.Println("second key full:", errors.Is(err, memstore.ErrFull))
+	fmt.Println("second key full:", errors.Is(err, store.ErrNotApplied))
 	// Output:
 	// first key: <nil>
 	// second key full: true

@@ -19,13 +19,13 @@ import (
 
 // floodPolicy acquires up to n distinct keys of policy for an hour, as a
 // flood of new users on one route would, and returns how many were refused
-// with ErrFull; any other error fails the test.
+// with errFull; any other error fails the test.
 func floodPolicy(t *testing.T, s *Store, policy string, n int) (refused int) {
 	t.Helper()
 	for i := range n {
 		key := storekit.Key("throttle", policy, "user-"+strconv.Itoa(i))
 		g, err := s.Acquire(bg, store.Request{Key: key, Token: "flood", TTL: time.Hour})
-		if errors.Is(err, ErrFull) {
+		if errors.Is(err, errFull) {
 			refused++
 			continue
 		}
@@ -39,7 +39,7 @@ func floodPolicy(t *testing.T, s *Store, policy string, n int) (refused int) {
 // up to its limit; a new key of another policy is still granted, and its
 // second acquisition is still refused as held: the other policy's answers do
 // not change. Before, the flood filled every shard and the other policy got
-// ErrFull.
+// errFull.
 func TestFloodOfOnePolicy(t *testing.T) {
 	s := New(WithMaxKeys(1000))
 	refused := floodPolicy(t, s, "flood", 5000)
@@ -125,7 +125,7 @@ func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
 // TestFenceCountersNeverFillTheStore (issue 27, part 2): fenced locks taken
 // and released one after the other leave their counters behind for the
 // fence TTL; the counters of 200 keys in a store of 64 no longer make it
-// refuse new fenced locks (before, the 44th key failed with ErrFull), and
+// refuse new fenced locks (before, the 44th key failed with errFull), and
 // each key's fences still only increase across re-acquisitions.
 func TestFenceCountersNeverFillTheStore(t *testing.T) {
 	s := New(WithMaxKeys(64))
@@ -190,7 +190,7 @@ func TestQuotaFloodOfOnePolicy(t *testing.T) {
 	refused := 0
 	for i := range 5000 {
 		d, err := s.AllowN(bg, storekit.Key("throttle", "flood", strconv.Itoa(i)), r, 1)
-		if errors.Is(err, ErrFull) {
+		if errors.Is(err, errFull) {
 			refused++
 			continue
 		}
@@ -223,7 +223,7 @@ func TestRecordPolicyShare(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than a policy's share")
 	outcome(t, store.OK)(s.Record(bg, a0, "t", b(500)))
 	_, err = s.Record(bg, a1, "t", b(smallRecord+1))
-	require.ErrorIs(t, err, ErrFull, "policy a past its share")
+	require.ErrorIs(t, err, errFull, "policy a past its share")
 	outcome(t, store.OK)(s.Record(bg, b0, "t", b(500)))
 	outcome(t, store.OK)(s.Release(bg, a0, "t"))
 	outcome(t, store.OK)(s.Record(bg, a1, "t", b(500)))
@@ -234,7 +234,7 @@ func TestRecordPolicyShare(t *testing.T) {
 // releases, extensions, quotas, records and clock steps over keys of a few
 // policies (and keys of no policy), and checks after every step that the
 // per-policy counts are what the shards hold, that no policy holds more
-// than its share, and that a new lock is refused with ErrFull only when its
+// than its share, and that a new lock is refused with errFull only when its
 // shard or its policy's share is full of live locks.
 func TestPolicyCountsModel(t *testing.T) {
 	policies := []string{"a", "b", "c"}
@@ -255,7 +255,7 @@ func TestPolicyCountsModel(t *testing.T) {
 			switch op := rng.IntN(10); {
 			case op < 4:
 				_, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: ttl, Fence: rng.IntN(2) == 0})
-				if errors.Is(err, ErrFull) {
+				if errors.Is(err, errFull) {
 					s.checkFull(t, key, step)
 				} else {
 					require.NoError(t, err, "step %d", step)
@@ -268,12 +268,12 @@ func TestPolicyCountsModel(t *testing.T) {
 				require.NoError(t, err)
 			case op < 7:
 				_, err := s.AllowN(bg, key, r, rng.IntN(4)-1)
-				if !errors.Is(err, ErrFull) {
+				if !errors.Is(err, errFull) {
 					require.NoError(t, err, "step %d", step)
 				}
 			case op < 8:
 				_, err := s.Record(bg, key, tok, make([]byte, rng.IntN(60)))
-				if !errors.Is(err, ErrFull) {
+				if !errors.Is(err, errFull) {
 					require.NoError(t, err, "step %d", step)
 				}
 			default:
@@ -284,7 +284,7 @@ func TestPolicyCountsModel(t *testing.T) {
 	}
 }
 
-// checkFull fails unless key's shard, when Acquire refused key with ErrFull,
+// checkFull fails unless key's shard, when Acquire refused key with errFull,
 // had no room for it: as many live locks as its bound, or as many live
 // locks of key's policy as its share.
 func (s *Store) checkFull(t *testing.T, key string, step int) {
@@ -304,7 +304,7 @@ func (s *Store) checkFull(t *testing.T, key string, step int) {
 		}
 	}
 	require.True(t, live >= sh.locks.limit || livePol >= sh.locks.polLimit,
-		"step %d: ErrFull for %q with %d live locks (bound %d), %d of its policy (share %d)",
+		"step %d: errFull for %q with %d live locks (bound %d), %d of its policy (share %d)",
 		step, key, live, sh.locks.limit, livePol, sh.locks.polLimit)
 }
 

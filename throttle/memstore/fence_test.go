@@ -110,7 +110,7 @@ func TestFenceTTLOption(t *testing.T) {
 
 // TestFencedKeysOverTimeDoNotFillTheStore: distinct fenced keys, each used
 // once and never released, keep coming far longer than the bound would last
-// if counters were kept forever, and the store never answers ErrFull.
+// if counters were kept forever, and the store never answers errFull.
 func TestFencedKeysOverTimeDoNotFillTheStore(t *testing.T) {
 	clk := newFakeClock()
 	const bound = 64

@@ -24,7 +24,7 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
 	_, err := s.Acquire(bg, store.Request{Key: "new", Token: "t", TTL: time.Second})
-	require.ErrorIs(t, err, ErrFull, "Acquire of a fifth key")
+	require.ErrorIs(t, err, errFull, "Acquire of a fifth key")
 	// Held keys still answer as usual.
 	require.Equal(t, store.Grant{Remaining: time.Second}, acquire(t, s, "k0", "other", time.Second),
 		"a contender on a full store")
@@ -39,7 +39,7 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 	}
 	// k1 was extended to a minute and still counts.
 	_, err = s.Acquire(bg, store.Request{Key: "one-too-many", Token: "t", TTL: time.Second})
-	require.ErrorIs(t, err, ErrFull, "fifth live key")
+	require.ErrorIs(t, err, errFull, "fifth live key")
 	locks, _, _ := s.counts()
 	require.Equal(t, 4, locks, "locks stored, the bound")
 }
@@ -52,7 +52,7 @@ func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Acquire(bg, "b")
 	require.ErrorIs(t, err, throttle.ErrStore, "Acquire on a full store")
-	require.ErrorIs(t, err, ErrFull, "Acquire on a full store")
+	require.ErrorIs(t, err, errFull, "Acquire on a full store")
 	lease, err := l.Admit(bg, "c")
 	require.ErrorIs(t, err, throttle.ErrStore, "Admit on a full store under FailClosed")
 	require.Nil(t, lease)
@@ -64,7 +64,7 @@ func TestMaxKeysAcrossShards(t *testing.T) {
 	full := 0
 	for i := range 2 * max {
 		_, err := s.Acquire(bg, store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
-		if errors.Is(err, ErrFull) {
+		if errors.Is(err, errFull) {
 			full++
 		} else {
 			require.NoError(t, err)
@@ -157,7 +157,7 @@ func TestFullStoreFailsOpenByDefault(t *testing.T) {
 			require.Equal(t, uint64(100), s.FailedOpen, "%+v", s)
 			require.Equal(t, uint64(100), s.StoreErrors, "%+v", s)
 			require.Contains(t, logs.String(), "store error")
-			require.Contains(t, logs.String(), ErrFull.Error())
+			require.Contains(t, logs.String(), errFull.Error())
 			stillHeld(t, l)
 		})
 	}
@@ -168,7 +168,7 @@ func TestFullStoreFailsOpenByDefault(t *testing.T) {
 func TestFullStoreFailsClosedForExclusive(t *testing.T) {
 	l, _, _ := fullLimiter(t, throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive})
 	flood(t, l, func(lease *throttle.Lease, err error) bool {
-		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, ErrFull)
+		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, errFull)
 	})
 	s := l.Stats()
 	require.Zero(t, s.FailedOpen, "%+v", s)
@@ -202,7 +202,7 @@ func TestFullStoreKeepsHeldKeys(t *testing.T) {
 	for i := range 1000 {
 		clk.Advance(time.Millisecond) // 1s in all, well within the TTL
 		_, err := s.Acquire(bg, store.Request{Key: "flood" + strconv.Itoa(i), Token: "t", TTL: time.Minute, Fence: i%2 == 0})
-		require.ErrorIs(t, err, ErrFull, "flood key %d", i)
+		require.ErrorIs(t, err, errFull, "flood key %d", i)
 		require.ErrorIs(t, err, store.ErrNotApplied, "flood key %d", i)
 	}
 	for i := range 16 {

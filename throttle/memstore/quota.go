@@ -21,7 +21,7 @@ func (q quota) size() int64           { return 1 }
 
 // AllowN decides a request of cost against the quota r of key, as the Redis
 // stores do (see store.Quota). Only an allowed charge of a full quota needs
-// a new entry, which fails with ErrFull when it does not fit.
+// a new entry, which fails with errFull when it does not fit.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, err
@@ -59,7 +59,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	default:
 		pol := sh.pols.id(key)
 		if !sh.quotas.room(pol, 1, now) {
-			return store.Decision{}, ErrFull
+			return store.Decision{}, errFull
 		}
 		sh.quotas.put(key, quota{tat: newTAT, pol: pol}, true)
 	}

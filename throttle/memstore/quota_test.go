@@ -188,7 +188,7 @@ func TestQuotaEntryExpires(t *testing.T) {
 }
 
 // TestQuotaFull checks WithMaxKeys for quotas: a new quota entry in a full
-// shard fails with ErrFull until entries expire, while peeks, refusals and
+// shard fails with errFull until entries expire, while peeks, refusals and
 // charges of live keys go on, and locks are counted apart.
 func TestQuotaFull(t *testing.T) {
 	clk := newFakeClock()
@@ -206,7 +206,7 @@ func TestQuotaFull(t *testing.T) {
 		allow(fmt.Sprint("k", i), 1)
 	}
 	_, err := s.AllowN(ctx, "new", r, 1)
-	require.ErrorIs(t, err, ErrFull, "new key in a full store")
+	require.ErrorIs(t, err, errFull, "new key in a full store")
 	require.Equal(t, 2, allow("new", 0).Remaining, "peek in a full store")
 	require.True(t, allow("k0", 1).Allowed, "live key in a full store")
 	require.False(t, allow("k0", 1).Allowed, "refusal in a full store")

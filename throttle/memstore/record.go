@@ -47,7 +47,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 		return store.OK
 	})
 	if full {
-		return 0, fmt.Errorf("%w: memstore: no room left for a record of %d bytes: %w", store.ErrInvalid, len(rec), ErrFull)
+		return 0, fmt.Errorf("%w: memstore: no room left for a record of %d bytes: %w", store.ErrInvalid, len(rec), errFull)
 	}
 	return out, err
 }

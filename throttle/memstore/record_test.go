@@ -147,13 +147,13 @@ func TestRecordBytesBound(t *testing.T) {
 	}
 	_, err := s.Record(bg, "k0", "t", bytesOf(1001))
 	require.ErrorIs(t, err, store.ErrInvalid, "1001 bytes into a bound of 1000")
-	require.NotErrorIs(t, err, ErrFull)
+	require.NotErrorIs(t, err, errFull)
 	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(600)))
 	_, err = s.Record(bg, "k1", "t", bytesOf(600))
-	require.ErrorIs(t, err, ErrFull, "600 bytes next to 600 in a bound of 1000")
+	require.ErrorIs(t, err, errFull, "600 bytes next to 600 in a bound of 1000")
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, found := recorded(t, s, "k1")
-	require.False(t, found, "a Record that failed with ErrFull wrote a record")
+	require.False(t, found, "a Record that failed with errFull wrote a record")
 	// A full shard keeps the earlier record of a key that failed to record
 	// more.
 	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(1000)))
@@ -172,7 +172,7 @@ func TestRecordBytesBound(t *testing.T) {
 	outcome(t, store.OK)(s.Release(bg, "k0", "t"))
 	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(300)))
 	_, err = s.Record(bg, "k3", "t", bytesOf(101))
-	require.ErrorIs(t, err, ErrFull, "Record into a full shard")
+	require.ErrorIs(t, err, errFull, "Record into a full shard")
 	// Expired records are swept when the shard is full: k1 and k2 expire
 	// with their locks; k3 and k4 are acquired anew.
 	clk.Advance(time.Second)
@@ -218,7 +218,7 @@ func TestRecordConcurrent(t *testing.T) {
 					return
 				}
 				_, err = s.Record(bg, key, tok, bytes.Repeat([]byte{byte(g)}, i%97))
-				if err != nil && !assert.ErrorIs(t, err, ErrFull) {
+				if err != nil && !assert.ErrorIs(t, err, errFull) {
 					return
 				}
 				rec, found, err := s.Recorded(bg, key)

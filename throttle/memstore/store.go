@@ -105,7 +105,7 @@ func ceilMillis(d time.Duration) time.Duration {
 
 // Acquire takes req.Key for req.Token if it is free, or re-enters it for its
 // reentrant owner (see store.Store). A new lock that does not fit fails
-// with ErrFull.
+// with errFull.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -123,7 +123,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 	pol := sh.pols.id(req.Key)
 	if !sh.locks.room(pol, now) {
-		return store.Grant{}, ErrFull
+		return store.Grant{}, errFull
 	}
 	l := lock{token: req.Token, expires: now + ttl, pol: pol}
 	if req.Reentrant {
@@ -133,7 +133,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		l.fence = sh.nextFence(req.Key, now, wall, s.fenceTTL)
 	}
 	if !sh.locks.add(req.Key, tag, l, ttl) {
-		return store.Grant{}, ErrFull
+		return store.Grant{}, errFull
 	}
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }

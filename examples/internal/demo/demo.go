@@ -80,6 +80,16 @@ var failModes = map[string]throttle.FailMode{
 	"": 0, "open": throttle.FailOpen, "closed": throttle.FailClosed, "over": throttle.FailOver,
 }
 
+// failName is the -fail value of m.
+func failName(m throttle.FailMode) string {
+	for name, v := range failModes {
+		if v == m && name != "" {
+			return name
+		}
+	}
+	return "default"
+}
+
 // Main parses the flags every example takes (-addr, -redis, -redis-cluster,
 // -redis-sentinel, -replica-ack, -window, -work, -fail), opens the store,
 // serves the handler routes builds, and exits 0 after a clean shutdown on
@@ -152,7 +162,7 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 		return err
 	}
 	slog.Info("listening", "addr", ln.Addr().String(), "window", s.Window, "work", s.Work,
-		"when_store_fails", s.WhenStoreFails.String())
+		"when_store_fails", failName(s.WhenStoreFails))
 	srv := &http.Server{
 		Handler: canonicalPaths(h),
 		// A client gets a few seconds to send its request, header and
