@@ -22,8 +22,8 @@ func BenchmarkObserve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	admitted := throttle.Event{Kind: throttle.Admitted, Policy: "submit"}
-	call := throttle.Event{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
+	admitted := throttle.Event{Kind: "admitted", Policy: "submit"}
+	call := throttle.Event{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
 	run := func(b *testing.B, ctx context.Context, e throttle.Event) {
 		b.ReportAllocs()
 		for b.Loop() {

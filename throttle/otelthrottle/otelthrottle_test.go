@@ -534,9 +534,9 @@ func newTap(next throttle.Observer) *tap { return &tap{next: next, first: make(c
 func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 	t.next.Observe(ctx, e)
 	switch e.Kind {
-	case throttle.Extended:
+	case "extended":
 		t.extended.Add(1)
-	case throttle.Lost:
+	case "lost":
 		t.lost.Add(1)
 	default:
 		return
@@ -664,8 +664,8 @@ func TestConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				p := policies[(g+i)%len(policies)]
-				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.Admitted, Policy: p, Mode: throttle.ModeQuota})
-				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.StoreCall, Policy: p,
+				e.obs.Observe(context.Background(), throttle.Event{Kind: "admitted", Policy: p, Mode: throttle.ModeQuota})
+				e.obs.Observe(context.Background(), throttle.Event{Kind: "store_call", Policy: p,
 					Mode: throttle.ModeQuota, Op: "quota", Err: i%2 == 0, Latency: time.Millisecond})
 			}
 		})
@@ -689,16 +689,18 @@ func TestConcurrent(t *testing.T) {
 }
 
 // TestUnknownValues feeds the Observer values the core does not send (an
-// unknown store operation, release reason and mode): they are recorded
-// under their own names rather than dropped or mixed with known ones.
+// unknown store operation, release reason and mode, an empty reason):
+// they are recorded under their own names, or "unknown", rather than
+// dropped or mixed with known ones; unknown kinds are ignored.
 func TestUnknownValues(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.StoreCall, Policy: "p", Op: "scan", Err: true, Latency: time.Millisecond})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Mode: throttle.Mode(9), Reason: throttle.ReleaseReason(7)})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Reason: throttle.ReleaseDone})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.FallbackOn, Policy: "p"})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.EventKind(200), Policy: "p"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "store_call", Policy: "p", Op: "scan", Err: true, Latency: time.Millisecond})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Mode: throttle.Mode(9), Reason: ""})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Reason: "expired"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Reason: "done"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "fallback_on", Policy: "p"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "no_such_kind", Policy: "p"})
 	rm := e.collect(t)
 	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("p", "scan", true): 1,
@@ -706,6 +708,7 @@ func TestUnknownValues(t *testing.T) {
 	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("p", "unknown", "unknown"): 1,
 		hold("p", "dedupe", "done"):     1,
+		hold("p", "dedupe", "expired"):  1,
 	})
 	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{})
 }
@@ -720,9 +723,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	events := []throttle.Event{
-		{Kind: throttle.Admitted, Policy: "submit"},
-		{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: time.Millisecond},
-		{Kind: throttle.Released, Policy: "submit", Hold: time.Second, Reason: throttle.ReleaseFailed},
+		{Kind: "admitted", Policy: "submit"},
+		{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: time.Millisecond},
+		{Kind: "released", Policy: "submit", Hold: time.Second, Reason: "failed"},
 	}
 	for _, ev := range events {
 		e.obs.Observe(ctx, ev) // builds the sets and the SDK's series

@@ -131,7 +131,7 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 
-	names := exported(t, promthrottle.New(promthrottle.WithMemstore(memstore.New())))
+	names := exported(t, promthrottle.New(memstore.New()))
 	if len(names) != 6 {
 		t.Fatalf("the Observer exports %d metrics: %v", len(names), names)
 	}
