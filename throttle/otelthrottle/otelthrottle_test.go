@@ -757,3 +757,24 @@ type refusingMeter struct{ noop.Meter }
 func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
 	return noop.Float64Histogram{}, errRefused
 }
+
+// TestDescriptions pins each instrument's unit and description.
+func TestDescriptions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, k := range []string{"admitted", "store_call", "released", "lost"} {
+		e.obs.Observe(ctx, throttle.Event{Kind: k, Policy: "p"})
+	}
+	got := map[string]string{}
+	for _, sm := range e.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			got[m.Name] = m.Unit + " " + m.Description
+		}
+	}
+	require.Equal(t, map[string]string{
+		"throttle.requests":       "{request} Requests decided by a throttle policy, by outcome.",
+		"throttle.store.duration": "s Duration of the throttle's store calls.",
+		"throttle.hold.duration":  "s How long a key was held before it was released.",
+		"throttle.lease.events":   "{event} Lease extensions and losses.",
+	}, got)
+}

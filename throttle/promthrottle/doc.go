@@ -26,7 +26,8 @@
 // replay for a Replay. outcome is the Kind of the request's throttle.Event:
 // admitted, rejected, dry_run_rejected, failed_open, failed_closed, shed,
 // fallback, key_error or replayed; a request whose client left before the
-// store answered has none. op is acquire, release or extend (locks), quota
+// store answered has none. Under Options.DryRun, failed_closed and
+// key_error, like dry_run_rejected, count requests that went ahead. op is acquire, release or extend (locks), quota
 // (a Quota's decision or refund: one GCRA script, whose latency is its
 // own), record or recorded (Replay). reason is done, failed or panic: keys
 // are released when an Exclusive request or a Lock.Do job ends, and when a

@@ -32,15 +32,15 @@ type Observer struct {
 	mu    sync.Mutex
 }
 
-// modes are a policy's series by throttle.Mode; the last serves every
-// mode the core does not define (labelled "unknown"), as two limiters may
-// share a name under different modes.
+// modes are a policy's series by throttle.Mode (two limiters may share a
+// name under different modes); the last serves every mode the core does
+// not define, labelled "unknown".
 type modes [throttle.ModeReplay + 2]series
 
 // series holds one policy and mode's metric children by label value,
 // each resolved from its vector at its first event and kept: the series
-// appears in the scrape then, and Observe neither hashes label values
-// nor allocates afterwards.
+// appears in the scrape then, and afterwards Observe neither asks the
+// vector (which hashes every label value under a lock) nor allocates.
 type series struct {
 	policy, mode                  string
 	outcomes, leaseEvents, errors children[prometheus.Counter]
@@ -83,7 +83,7 @@ func New(stores ...*memstore.Store) *Observer {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "throttle_requests_total",
 			Help: "Requests decided by a throttle policy, by outcome: admitted, rejected, dry_run_rejected, " +
-				"failed_open, failed_closed, fallback or key_error.",
+				"failed_open, failed_closed, fallback, key_error or replayed.",
 		}, []string{"policy", "mode", "outcome"}),
 		storeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "throttle_store_duration_seconds",

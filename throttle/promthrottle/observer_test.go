@@ -204,3 +204,26 @@ func TestRegisterTwice(t *testing.T) {
 	var are prometheus.AlreadyRegisteredError
 	require.ErrorAs(t, reg.Register(promthrottle.New()), &are, "second Observer")
 }
+
+// TestHelp pins each family's help text: the scrape is the package's
+// output, and it must not change behind its users' backs.
+func TestHelp(t *testing.T) {
+	obs := promthrottle.New(memstore.New())
+	observeAll(obs, "h")
+	help := map[string]string{}
+	for name, mf := range gather(t, newRegistry(t, obs)) {
+		help[name] = mf.GetHelp()
+	}
+	assert.Equal(t, map[string]string{
+		"throttle_requests_total": "Requests decided by a throttle policy, by outcome: admitted, rejected, " +
+			"dry_run_rejected, failed_open, failed_closed, fallback, key_error or replayed.",
+		"throttle_store_duration_seconds": "Duration of a throttle policy's store calls (acquire, release, extend, quota), " +
+			"failed ones included.",
+		"throttle_store_errors_total":    "Store calls of a throttle policy that failed or timed out, by op.",
+		"throttle_hold_duration_seconds": "How long a released key was held, by why it was released: done, failed or panic.",
+		"throttle_lease_events_total": "Lease and store-health events of a throttle policy: extended, lost, " +
+			"fallback_on, fallback_off.",
+		"throttle_memstore_keys": "Keys (locks, fencing counters and quotas) held now in the in-memory stores " +
+			"given to the observer.",
+	}, help)
+}
