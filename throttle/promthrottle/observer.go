@@ -50,23 +50,26 @@ type series struct {
 // children maps label values to metric children, copied on write.
 type children[T any] struct{ m atomic.Pointer[map[string]T] }
 
-// get returns the child of label, made by resolve under mu the first time.
-func (c *children[T]) get(mu *sync.Mutex, label string, resolve func() T) T {
+// get returns the child of label, if it was kept.
+func (c *children[T]) get(label string) (T, bool) {
 	if m := c.m.Load(); m != nil {
-		if v, ok := (*m)[label]; ok {
-			return v
-		}
+		v, ok := (*m)[label]
+		return v, ok
 	}
+	var none T
+	return none, false
+}
+
+// keep keeps v as the child of label, and returns it. Two goroutines
+// racing to keep the same label get the same child from its vector, so
+// either may win.
+func (c *children[T]) keep(mu *sync.Mutex, label string, v T) T {
 	mu.Lock()
 	defer mu.Unlock()
 	next := map[string]T{}
 	if m := c.m.Load(); m != nil {
-		if v, ok := (*m)[label]; ok {
-			return v
-		}
 		next = maps.Clone(*m)
 	}
-	v := resolve()
 	next[label] = v
 	c.m.Store(&next)
 	return v
@@ -126,27 +129,37 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	switch e.Kind {
 	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "fallback",
 		"key_error", "replayed":
-		s.outcomes.get(&o.mu, e.Kind, func() prometheus.Counter {
-			return o.requests.WithLabelValues(s.policy, s.mode, e.Kind)
-		}).Inc()
+		c, ok := s.outcomes.get(e.Kind)
+		if !ok {
+			c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
+		}
+		c.Inc()
 	case "extended", "lost", "fallback_on", "fallback_off":
-		s.leaseEvents.get(&o.mu, e.Kind, func() prometheus.Counter {
-			return o.leaseEvents.WithLabelValues(s.policy, e.Kind)
-		}).Inc()
+		c, ok := s.leaseEvents.get(e.Kind)
+		if !ok {
+			c = s.leaseEvents.keep(&o.mu, e.Kind, o.leaseEvents.WithLabelValues(s.policy, e.Kind))
+		}
+		c.Inc()
 	case "store_call":
-		s.storeTime.get(&o.mu, e.Op, func() prometheus.Observer {
-			return o.storeTime.WithLabelValues(s.policy, e.Op)
-		}).Observe(e.Latency.Seconds())
+		h, ok := s.storeTime.get(e.Op)
+		if !ok {
+			h = s.storeTime.keep(&o.mu, e.Op, o.storeTime.WithLabelValues(s.policy, e.Op))
+		}
+		h.Observe(e.Latency.Seconds())
 		if e.Err {
-			s.errors.get(&o.mu, e.Op, func() prometheus.Counter {
-				return o.storeErrors.WithLabelValues(s.policy, e.Op)
-			}).Inc()
+			c, ok := s.errors.get(e.Op)
+			if !ok {
+				c = s.errors.keep(&o.mu, e.Op, o.storeErrors.WithLabelValues(s.policy, e.Op))
+			}
+			c.Inc()
 		}
 	case "released":
 		reason := cmp.Or(e.Reason, "unknown")
-		s.holdTime.get(&o.mu, reason, func() prometheus.Observer {
-			return o.holdTime.WithLabelValues(s.policy, s.mode, reason)
-		}).Observe(e.Hold.Seconds())
+		h, ok := s.holdTime.get(reason)
+		if !ok {
+			h = s.holdTime.keep(&o.mu, reason, o.holdTime.WithLabelValues(s.policy, s.mode, reason))
+		}
+		h.Observe(e.Hold.Seconds())
 	}
 }
 
