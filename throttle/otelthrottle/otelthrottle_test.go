@@ -544,9 +544,11 @@ func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 	t.once.Do(func() { close(t.first) })
 }
 
-// leaseHandler serves an Exclusive lock with a short lease whose handler
-// returns once tap saw its first lease event, or, when the event must
-// cancel the request's context, once that is done.
+// leaseHandler serves an Exclusive lock with a lease of a second (refreshed
+// every third of it, with room to spare on a loaded machine, so that the
+// lease is extended or found lost before it expires) whose handler returns
+// once tap saw its first lease event, or, when the event must cancel the
+// request's context, once that is done.
 func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool) http.Handler {
 	t.Helper()
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -562,7 +564,7 @@ func leaseHandler(t *testing.T, e *env, st throttle.Store, tp *tap, waitCtx bool
 			w.WriteHeader(http.StatusGatewayTimeout)
 		}
 	})
-	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond,
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: time.Second,
 		Options: throttle.Options{Observer: tp, Logger: quiet}})
 	require.NoError(t, err)
 	return e.handler(guard.Lock(l), next)
