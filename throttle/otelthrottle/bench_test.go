@@ -18,12 +18,12 @@ import (
 func BenchmarkObserve(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
+	obs, err := otelthrottle.New(mp)
 	if err != nil {
 		b.Fatal(err)
 	}
-	admitted := throttle.Event{Kind: throttle.Admitted, Policy: "submit"}
-	call := throttle.Event{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
+	admitted := throttle.Event{Kind: "admitted", Policy: "submit"}
+	call := throttle.Event{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
 	run := func(b *testing.B, ctx context.Context, e throttle.Event) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -28,7 +28,7 @@ func Example() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 
-	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
+	obs, err := otelthrottle.New(mp)
 	if err != nil {
 		panic(err)
 	}

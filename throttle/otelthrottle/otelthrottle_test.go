@@ -51,7 +51,7 @@ type env struct {
 	obs    *otelthrottle.Observer
 }
 
-func newEnv(t *testing.T, opts ...otelthrottle.Option) *env {
+func newEnv(t *testing.T) *env {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -61,7 +61,7 @@ func newEnv(t *testing.T, opts ...otelthrottle.Option) *env {
 		_ = mp.Shutdown(context.Background())
 		_ = tp.Shutdown(context.Background())
 	})
-	obs, err := otelthrottle.New(append([]otelthrottle.Option{otelthrottle.WithMeterProvider(mp)}, opts...)...)
+	obs, err := otelthrottle.New(mp)
 	require.NoError(t, err)
 	return &env{reader: reader, spans: spans, tracer: tp.Tracer("test"), obs: obs}
 }
@@ -534,9 +534,9 @@ func newTap(next throttle.Observer) *tap { return &tap{next: next, first: make(c
 func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 	t.next.Observe(ctx, e)
 	switch e.Kind {
-	case throttle.Extended:
+	case "extended":
 		t.extended.Add(1)
-	case throttle.Lost:
+	case "lost":
 		t.lost.Add(1)
 	default:
 		return
@@ -544,9 +544,11 @@ func (t *tap) Observe(ctx context.Context, e throttle.Event) {
 	t.once.Do(func() { close(t.first) })
 }
 
-// leaseHandler serves an Exclusive lock with a short lease whose handler
-// returns once tap saw its first lease event, or, when the event must
-// cancel the request's context, once that is done.
+// leaseHandler serves an Exclusive lock with a lease of a second (refreshed
+// every third of it, with room to spare on a loaded machine, so that the
+// lease is extended or found lost before it expires) whose handler returns
+// once tap saw its first lease event, or, when the event must cancel the
+// request's context, once that is done.
 func leaseHandler(t *testing.T, e *env, st store.Store, tp *tap, waitCtx bool) http.Handler {
 	t.Helper()
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -562,7 +564,7 @@ func leaseHandler(t *testing.T, e *env, st store.Store, tp *tap, waitCtx bool) h
 			w.WriteHeader(http.StatusGatewayTimeout)
 		}
 	})
-	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond,
+	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: time.Second,
 		Options: throttle.Options{Observer: tp, Logger: quiet}})
 	require.NoError(t, err)
 	return e.handler(guard.Lock(l), next)
@@ -618,19 +620,6 @@ func TestLeaseLost(t *testing.T) {
 	e.noUser(t, "jack")
 }
 
-func TestSpanEventsOff(t *testing.T) {
-	e := newEnv(t, otelthrottle.WithSpanEvents(false))
-	h := e.handler(e.lock(t, memstore.New(), throttle.LockConfig{Name: "submit"}), ok)
-	wantStatus(t, "first", serve(h, "kim-6", "s1"), http.StatusCreated)
-	wantStatus(t, "duplicate", serve(h, "kim-6", "s2"), http.StatusTooManyRequests)
-	e.wantEvents(t, "s1")
-	e.wantEvents(t, "s2")
-	equal(t, "requests", counts(t, e.collect(t), "throttle.requests"), map[string]int64{
-		outcome("submit", "dedupe", "admitted"): 1,
-		outcome("submit", "dedupe", "rejected"): 1,
-	})
-}
-
 // TestNoSpan serves requests whose context carries no span, and one whose
 // span is not sampled: metrics are recorded, and nothing fails.
 func TestNoSpan(t *testing.T) {
@@ -664,8 +653,8 @@ func TestConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				p := policies[(g+i)%len(policies)]
-				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.Admitted, Policy: p, Mode: throttle.ModeQuota})
-				e.obs.Observe(context.Background(), throttle.Event{Kind: throttle.StoreCall, Policy: p,
+				e.obs.Observe(context.Background(), throttle.Event{Kind: "admitted", Policy: p, Mode: throttle.ModeQuota})
+				e.obs.Observe(context.Background(), throttle.Event{Kind: "store_call", Policy: p,
 					Mode: throttle.ModeQuota, Op: "quota", Err: i%2 == 0, Latency: time.Millisecond})
 			}
 		})
@@ -689,16 +678,18 @@ func TestConcurrent(t *testing.T) {
 }
 
 // TestUnknownValues feeds the Observer values the core does not send (an
-// unknown store operation, release reason and mode): they are recorded
-// under their own names rather than dropped or mixed with known ones.
+// unknown store operation, release reason and mode, an empty reason):
+// they are recorded under their own names, or "unknown", rather than
+// dropped or mixed with known ones; unknown kinds are ignored.
 func TestUnknownValues(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.StoreCall, Policy: "p", Op: "scan", Err: true, Latency: time.Millisecond})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Mode: throttle.Mode(9), Reason: throttle.ReleaseReason(7)})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Reason: throttle.ReleaseDone})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.FallbackOn, Policy: "p"})
-	e.obs.Observe(ctx, throttle.Event{Kind: throttle.EventKind(200), Policy: "p"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "store_call", Policy: "p", Op: "scan", Err: true, Latency: time.Millisecond})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Mode: throttle.Mode(9), Reason: ""})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Reason: "expired"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Reason: "done"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "fallback_on", Policy: "p"})
+	e.obs.Observe(ctx, throttle.Event{Kind: "no_such_kind", Policy: "p"})
 	rm := e.collect(t)
 	equal(t, "store calls", histCounts(histogram(t, rm, "throttle.store.duration", 0.00005, 1)), map[string]uint64{
 		storeOp("p", "scan", true): 1,
@@ -706,6 +697,7 @@ func TestUnknownValues(t *testing.T) {
 	equal(t, "holds", histCounts(histogram(t, rm, "throttle.hold.duration", 0.001, 3600)), map[string]uint64{
 		hold("p", "unknown", "unknown"): 1,
 		hold("p", "dedupe", "done"):     1,
+		hold("p", "dedupe", "expired"):  1,
 	})
 	equal(t, "requests", counts(t, rm, "throttle.requests"), map[string]int64{})
 }
@@ -720,9 +712,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	events := []throttle.Event{
-		{Kind: throttle.Admitted, Policy: "submit"},
-		{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: time.Millisecond},
-		{Kind: throttle.Released, Policy: "submit", Hold: time.Second, Reason: throttle.ReleaseFailed},
+		{Kind: "admitted", Policy: "submit"},
+		{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: time.Millisecond},
+		{Kind: "released", Policy: "submit", Hold: time.Second, Reason: "failed"},
 	}
 	for _, ev := range events {
 		e.obs.Observe(ctx, ev) // builds the sets and the SDK's series
@@ -730,14 +722,12 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 }
 
-// TestNew checks the options: the global provider by default and for a
-// nil provider, and an error from a provider that refuses an instrument.
+// TestNew checks the provider: the global one for nil, and an error from a
+// provider that refuses an instrument.
 func TestNew(t *testing.T) {
-	_, err := otelthrottle.New()
+	_, err := otelthrottle.New(nil)
 	require.NoError(t, err, "with the global provider")
-	_, err = otelthrottle.New(otelthrottle.WithMeterProvider(nil))
-	require.NoError(t, err, "with a nil provider")
-	obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(refusingProvider{}))
+	obs, err := otelthrottle.New(refusingProvider{})
 	require.ErrorIs(t, err, errRefused, "New with a refusing provider")
 	require.Nil(t, obs, "New with a refusing provider")
 }
@@ -753,4 +743,25 @@ type refusingMeter struct{ noop.Meter }
 
 func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
 	return noop.Float64Histogram{}, errRefused
+}
+
+// TestDescriptions pins each instrument's unit and description.
+func TestDescriptions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, k := range []string{"admitted", "store_call", "released", "lost"} {
+		e.obs.Observe(ctx, throttle.Event{Kind: k, Policy: "p"})
+	}
+	got := map[string]string{}
+	for _, sm := range e.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			got[m.Name] = m.Unit + " " + m.Description
+		}
+	}
+	require.Equal(t, map[string]string{
+		"throttle.requests":       "{request} Requests decided by a throttle policy, by outcome.",
+		"throttle.store.duration": "s Duration of the throttle's store calls.",
+		"throttle.hold.duration":  "s How long a key was held before it was released.",
+		"throttle.lease.events":   "{event} Lease extensions and losses.",
+	}, got)
 }

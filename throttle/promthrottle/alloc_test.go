@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
@@ -18,8 +20,6 @@ func TestObserveAllocs(t *testing.T) {
 	ctx := context.Background()
 	for _, e := range allEvents("allocs") {
 		obs.Observe(ctx, e) // makes the series
-		if n := testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }); n != 0 {
-			t.Errorf("Observe(%v op %q): %v allocs, want 0", e.Kind, e.Op, n)
-		}
+		assert.Zero(t, testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }), "Observe(%s op %q): allocations", e.Kind, e.Op)
 	}
 }

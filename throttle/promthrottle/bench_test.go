@@ -37,7 +37,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("otelthrottle", func(b *testing.B) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = mp.Shutdown(context.Background()) }()
-		obs, err := otelthrottle.New(otelthrottle.WithMeterProvider(mp))
+		obs, err := otelthrottle.New(mp)
 		require.NoError(b, err)
 		benchMiddleware(b, obs)
 	})
@@ -61,7 +61,7 @@ func benchMiddleware(b *testing.B, obs throttle.Observer) {
 // its counter's cache line, the worst case).
 func BenchmarkObserve(b *testing.B) {
 	ctx := context.Background()
-	e := throttle.Event{Kind: throttle.Admitted, Policy: "submit"}
+	e := throttle.Event{Kind: "admitted", Policy: "submit"}
 	b.Run("serial", func(b *testing.B) {
 		obs := promthrottle.New()
 		obs.Observe(ctx, e)
@@ -82,7 +82,7 @@ func BenchmarkObserve(b *testing.B) {
 	})
 	b.Run("store-call", func(b *testing.B) {
 		obs := promthrottle.New()
-		call := throttle.Event{Kind: throttle.StoreCall, Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
+		call := throttle.Event{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: 80 * time.Microsecond}
 		obs.Observe(ctx, call)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
@@ -28,13 +30,9 @@ func exported(t *testing.T, obs *promthrottle.Observer) map[string]dto.MetricTyp
 	out := map[string]dto.MetricType{}
 	for d := range ch {
 		m := fqName.FindStringSubmatch(d.String())
-		if m == nil {
-			t.Fatalf("no name in descriptor %s", d)
-		}
+		require.NotNil(t, m, "no name in descriptor %s", d)
 		mf := fs[m[1]]
-		if mf == nil {
-			t.Fatalf("%s is described but was not collected", m[1])
-		}
+		require.NotNil(t, mf, "%s is described but was not collected", m[1])
 		out[m[1]] = mf.GetType()
 	}
 	return out
@@ -79,30 +77,23 @@ type datasource struct {
 // is used, and that every query goes to the datasource variable.
 func TestDashboard(t *testing.T) {
 	var d dashboard
-	if err := json.Unmarshal(promthrottle.Dashboard, &d); err != nil {
-		t.Fatalf("dashboard.json: %v", err)
-	}
-	if d.Title == "" || d.UID == "" || d.SchemaVersion < 36 {
-		t.Fatalf("dashboard title %q, uid %q, schema %d: not a Grafana 10 dashboard", d.Title, d.UID, d.SchemaVersion)
-	}
+	require.NoError(t, json.Unmarshal(promthrottle.Dashboard, &d), "dashboard.json")
+	require.False(t, d.Title == "" || d.UID == "" || d.SchemaVersion < 36,
+		"dashboard title %q, uid %q, schema %d: not a Grafana 10 dashboard", d.Title, d.UID, d.SchemaVersion)
 	var exprs []string
 	vars := map[string]bool{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = true
 		switch v.Type {
 		case "datasource":
-			if v.Query != "prometheus" {
-				t.Errorf("datasource variable %q lists %v data sources", v.Name, v.Query)
-			}
+			assert.Equal(t, "prometheus", v.Query, "datasource variable %q: data sources", v.Name)
 		case "query":
 			checkDatasource(t, "variable "+v.Name, v.Datasource)
 			q, _ := json.Marshal(v.Query)
 			exprs = append(exprs, string(q))
 		}
 	}
-	if !vars["datasource"] {
-		t.Fatal("no datasource variable")
-	}
+	require.True(t, vars["datasource"], "no datasource variable")
 	var walk func([]panel)
 	walk = func(ps []panel) {
 		for _, p := range ps {
@@ -111,14 +102,10 @@ func TestDashboard(t *testing.T) {
 				continue
 			}
 			checkDatasource(t, "panel "+p.Title, p.Datasource)
-			if len(p.Targets) == 0 {
-				t.Errorf("panel %q has no query", p.Title)
-			}
+			assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title)
 			for _, tg := range p.Targets {
 				checkDatasource(t, "panel "+p.Title+" "+tg.RefID, tg.Datasource)
-				if strings.TrimSpace(tg.Expr) == "" {
-					t.Errorf("panel %q query %s is empty", p.Title, tg.RefID)
-				}
+				assert.NotEmpty(t, strings.TrimSpace(tg.Expr), "panel %q query %s is empty", p.Title, tg.RefID)
 				exprs = append(exprs, tg.Expr)
 			}
 		}
@@ -126,38 +113,28 @@ func TestDashboard(t *testing.T) {
 	walk(d.Panels)
 	for _, want := range []string{"Rejection ratio", "Store latency p50 / p99", "Hold time p50 / p99",
 		"Store errors and fail-opens", "Lease losses and FailOver switches"} {
-		if !slices.ContainsFunc(d.Panels, func(p panel) bool { return p.Title == want }) {
-			t.Errorf("no panel %q", want)
-		}
+		assert.True(t, slices.ContainsFunc(d.Panels, func(p panel) bool { return p.Title == want }), "no panel %q", want)
 	}
 
-	names := exported(t, promthrottle.New(promthrottle.WithMemstore(memstore.New())))
-	if len(names) != 6 {
-		t.Fatalf("the Observer exports %d metrics: %v", len(names), names)
-	}
+	names := exported(t, promthrottle.New(memstore.New()))
+	require.Len(t, names, 6, "the Observer's metrics")
 	used := map[string]bool{}
 	metric := regexp.MustCompile(`\bthrottle_[a-z0-9_]*`)
 	for _, e := range exprs {
 		found := metric.FindAllString(e, -1)
-		if len(found) == 0 && !strings.Contains(e, "label_values") {
-			t.Errorf("query %q uses no throttle metric", e)
-		}
+		assert.False(t, len(found) == 0 && !strings.Contains(e, "label_values"), "query %q uses no throttle metric", e)
 		for _, m := range found {
 			base, ok := exportedName(m, names)
-			if !ok {
-				t.Errorf("query %q uses %s, which the Observer does not export", e, m)
+			if !assert.True(t, ok, "query %q uses %s, which the Observer does not export", e, m) {
 				continue
 			}
 			used[base] = true
 		}
-		if strings.Count(e, "(") != strings.Count(e, ")") || strings.Count(e, "{") != strings.Count(e, "}") {
-			t.Errorf("query %q has unbalanced brackets", e)
-		}
+		assert.Equal(t, strings.Count(e, "("), strings.Count(e, ")"), "query %q: unbalanced brackets", e)
+		assert.Equal(t, strings.Count(e, "{"), strings.Count(e, "}"), "query %q: unbalanced braces", e)
 	}
 	for name := range names {
-		if !used[name] {
-			t.Errorf("the dashboard shows nothing of %s", name)
-		}
+		assert.True(t, used[name], "the dashboard shows nothing of %s", name)
 	}
 }
 
@@ -178,7 +155,5 @@ func exportedName(m string, names map[string]dto.MetricType) (string, bool) {
 
 func checkDatasource(t *testing.T, what string, ds *datasource) {
 	t.Helper()
-	if ds == nil || ds.Type != "prometheus" || ds.UID != "${datasource}" {
-		t.Errorf("%s: datasource %+v, want the Prometheus ${datasource} variable", what, ds)
-	}
+	assert.Equal(t, &datasource{Type: "prometheus", UID: "${datasource}"}, ds, "%s: datasource", what)
 }

@@ -58,11 +58,11 @@ func Example() {
 	// throttle_requests_total{mode="dedupe",outcome="rejected",policy="submit"} 1
 }
 
-// WithMemstore reports how many keys the process's memory stores hold, at
-// every scrape.
-func ExampleWithMemstore() {
+// An Observer given the process's memory stores reports how many keys they
+// hold, at every scrape.
+func ExampleNew() {
 	mem := memstore.New()
-	obs := promthrottle.New(promthrottle.WithMemstore(mem))
+	obs := promthrottle.New(mem)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
 

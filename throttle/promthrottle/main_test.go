@@ -157,10 +157,12 @@ func observeAll(obs throttle.Observer, policy string) {
 // store call of every op), under policy.
 func allEvents(policy string) []throttle.Event {
 	var out []throttle.Event
-	for k := throttle.Admitted; k <= throttle.FallbackOff; k++ {
+	for _, k := range []string{"admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed",
+		"fallback", "key_error", "store_call", "released", "extended", "lost", "fallback_on", "fallback_off",
+		"replayed", "shed"} {
 		e := throttle.Event{Kind: k, Policy: policy, Mode: throttle.Exclusive}
 		switch k {
-		case throttle.StoreCall:
+		case "store_call":
 			for _, op := range []string{"acquire", "release", "extend", "quota"} {
 				e.Op, e.Latency = op, 300*time.Microsecond
 				out = append(out, e)
@@ -169,9 +171,9 @@ func allEvents(policy string) []throttle.Event {
 				e.Err = false
 			}
 			continue
-		case throttle.Released:
-			e.Hold, e.Reason = 2*time.Second, throttle.ReleaseDone
-		case throttle.Rejected, throttle.DryRunRejected:
+		case "released":
+			e.Hold, e.Reason = 2*time.Second, "done"
+		case "rejected", "dry_run_rejected":
 			e.RetryAfter = time.Second
 		}
 		out = append(out, e)

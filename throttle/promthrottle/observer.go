@@ -1,7 +1,10 @@
 package promthrottle
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -11,159 +14,161 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// The metric names Observer exports; the package documentation describes
-// each.
-const (
-	requestsName      = "throttle_requests_total"
-	storeDurationName = "throttle_store_duration_seconds"
-	storeErrorsName   = "throttle_store_errors_total"
-	holdDurationName  = "throttle_hold_duration_seconds"
-	leaseEventsName   = "throttle_lease_events_total"
-	memstoreKeysName  = "throttle_memstore_keys"
-)
-
-// Observer counts a limiter's decisions, store calls, holds and lease events
-// as Prometheus metrics. It is a throttle.Observer, to set as
-// Options.Observer, and a prometheus.Collector, to register once:
-//
-//	obs := promthrottle.New()
-//	prometheus.MustRegister(obs)
-//	l, err := throttle.NewLock(st, throttle.LockConfig{Name: "submit",
-//		Options: throttle.Options{Observer: obs}})
-//
-// One Observer serves any number of policies, each told apart by its policy
-// label; register it in one registry only (a second Observer in the same
-// registry is refused as a duplicate). It is safe for concurrent use.
+// Observer counts the decisions, store calls, holds and lease events of
+// every limiter whose Options name it. It is a throttle.Observer and a
+// prometheus.Collector: register it in one registry only (a second
+// Observer there is refused as a duplicate), and let it serve every
+// policy, which its policy label tells apart. It is safe for concurrent
+// use.
 type Observer struct {
-	requests    *prometheus.CounterVec
-	storeTime   *prometheus.HistogramVec
-	storeErrors *prometheus.CounterVec
-	holdTime    *prometheus.HistogramVec
-	leaseEvents *prometheus.CounterVec
-	keys        *prometheus.Desc
-	stores      []*memstore.Store
+	requests, storeErrors, leaseEvents *prometheus.CounterVec
+	storeTime, holdTime                *prometheus.HistogramVec
+	keys                               *prometheus.Desc
+	stores                             []*memstore.Store
 
-	// index maps each policy name seen to its series by mode (two
-	// limiters may, unwisely, share a name under different modes). It is
-	// copied on write, under mu, so that Observe finds a policy with one
-	// atomic load and one map read, without a lock. (A string key takes
-	// the runtime's fast path; a struct of name and mode was twice as
-	// slow.)
+	// index holds each policy's series by mode, copied on write under mu
+	// so that Observe reads it without a lock.
 	index atomic.Pointer[map[string]*modes]
 	mu    sync.Mutex
 }
 
-// modes holds a policy's series by throttle.Mode, the last slot serving
-// every mode the core does not define (labelled "unknown").
-type modes [throttle.ModeReplay + 2]atomic.Pointer[series]
+// modes are a policy's series by throttle.Mode (two limiters may share a
+// name under different modes); the last serves every mode the core does
+// not define, labelled "unknown".
+type modes [throttle.ModeReplay + 2]series
 
-// The label values of the fixed enums, by slot.
-var (
-	outcomeNames = [...]string{"admitted", "rejected", "dry_run_rejected", "failed_open",
-		"failed_closed", "fallback", "key_error", "replayed", "shed"}
-	opNames     = [...]string{"acquire", "release", "extend", "quota"}
-	reasonNames = [...]string{"done", "failed", "panic", "unknown"}
-	leaseNames  = [...]string{"extended", "lost", "fallback_on", "fallback_off"}
-)
-
-// series holds one (policy, mode)'s metric children, each resolved from its
-// vector the first time it is needed and kept, so that an Observe in the
-// steady state neither hashes label values nor allocates. A child that was
-// never needed does not exist: its series appears in the scrape the first
-// time its event happens.
+// series holds one policy and mode's metric children by label value,
+// each resolved from its vector at its first event and kept: the series
+// appears in the scrape then, and afterwards Observe neither asks the
+// vector (which hashes every label value under a lock) nor allocates.
 type series struct {
-	o            *Observer
-	policy, mode string
-
-	outcomes    [len(outcomeNames)]atomic.Pointer[prometheus.Counter]
-	storeTime   [len(opNames)]atomic.Pointer[prometheus.Observer]
-	storeErrors [len(opNames)]atomic.Pointer[prometheus.Counter]
-	holdTime    [len(reasonNames)]atomic.Pointer[prometheus.Observer]
-	leaseEvents [len(leaseNames)]atomic.Pointer[prometheus.Counter]
+	policy, mode                  string
+	outcomes, leaseEvents, errors children[prometheus.Counter]
+	storeTime, holdTime           children[prometheus.Observer]
 }
 
-// New returns an Observer with no series yet: each appears when its first
-// event is observed.
-func New(opts ...Option) *Observer {
-	c := config{storeBuckets: defaultStoreBuckets, holdBuckets: defaultHoldBuckets}
-	for _, opt := range opts {
-		opt(&c)
+// children maps label values to metric children, copied on write.
+type children[T any] struct{ m atomic.Pointer[map[string]T] }
+
+// get returns the child of label, if it was kept.
+func (c *children[T]) get(label string) (T, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[label]
+		return v, ok
 	}
-	mustBeBuckets("WithStoreBuckets", c.storeBuckets)
-	mustBeBuckets("WithHoldBuckets", c.holdBuckets)
+	var none T
+	return none, false
+}
+
+// keep keeps v as the child of label, and returns it. Two goroutines
+// racing to keep the same label get the same child from its vector, so
+// either may win.
+func (c *children[T]) keep(mu *sync.Mutex, label string, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	next := map[string]T{}
+	if m := c.m.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	next[label] = v
+	c.m.Store(&next)
+	return v
+}
+
+// New returns an Observer with no series yet. The memory stores given are
+// counted together in throttle_memstore_keys at each scrape: pass every
+// memstore of the process (the store of single-instance policies, the
+// Fallback of FailOver ones) to compare the gauge with the sum of their
+// memstore.WithMaxKeys bounds. Without stores there is no gauge; nil and
+// repeated stores are skipped.
+func New(stores ...*memstore.Store) *Observer {
 	o := &Observer{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: requestsName,
+			Name: "throttle_requests_total",
 			Help: "Requests decided by a throttle policy, by outcome: admitted, rejected, dry_run_rejected, " +
 				"failed_open, failed_closed, fallback, key_error or replayed.",
 		}, []string{"policy", "mode", "outcome"}),
 		storeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    storeDurationName,
-			Help:    "Duration of a throttle policy's store calls (acquire, release, extend, quota), failed ones included.",
-			Buckets: c.storeBuckets,
+			Name: "throttle_store_duration_seconds",
+			Help: "Duration of a throttle policy's store calls (acquire, release, extend, quota), failed ones included.",
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+				0.1, 0.25, 0.5, 1},
 		}, []string{"policy", "op"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: storeErrorsName,
+			Name: "throttle_store_errors_total",
 			Help: "Store calls of a throttle policy that failed or timed out, by op.",
 		}, []string{"policy", "op"}),
 		holdTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    holdDurationName,
-			Help:    "How long a released key was held, by why it was released: done, failed or panic.",
-			Buckets: c.holdBuckets,
+			Name: "throttle_hold_duration_seconds",
+			Help: "How long a released key was held, by why it was released: done, failed or panic.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+				30, 60, 120, 300},
 		}, []string{"policy", "mode", "reason"}),
 		leaseEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: leaseEventsName,
+			Name: "throttle_lease_events_total",
 			Help: "Lease and store-health events of a throttle policy: extended, lost, fallback_on, fallback_off.",
 		}, []string{"policy", "event"}),
-		keys: prometheus.NewDesc(memstoreKeysName,
+		keys: prometheus.NewDesc("throttle_memstore_keys",
 			"Keys (locks, fencing counters and quotas) held now in the in-memory stores given to the observer.",
 			nil, nil),
-		stores: c.stores,
+	}
+	for _, st := range stores {
+		if st != nil && !slices.Contains(o.stores, st) {
+			o.stores = append(o.stores, st)
+		}
 	}
 	o.index.Store(&map[string]*modes{})
 	return o
 }
 
-// Observe counts e. It implements throttle.Observer: a limiter calls it on
-// the request's goroutine, so in the steady state (every series it touches
-// already exists) it takes no lock and allocates nothing. ctx is unused.
+// Observe counts e, and ignores the kinds it has no metric for. It
+// implements throttle.Observer; once the series e touches exist, it takes
+// no lock and allocates nothing.
 func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	s := o.series(e.Policy, e.Mode)
-	if int(e.Kind) < len(outcomeSlot) && outcomeSlot[e.Kind] > 0 {
-		s.outcome(outcomeSlot[e.Kind] - 1).Inc()
-		return
-	}
-	if int(e.Kind) < len(leaseSlot) && leaseSlot[e.Kind] > 0 {
-		s.leaseEvent(leaseSlot[e.Kind] - 1).Inc()
-		return
-	}
 	switch e.Kind {
-	case throttle.StoreCall:
-		s.storeCall(e.Op, e.Err, e.Latency.Seconds())
-	case throttle.Released:
-		s.hold(e.Reason).Observe(e.Hold.Seconds())
+	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "fallback",
+		"key_error", "replayed":
+		c, ok := s.outcomes.get(e.Kind)
+		if !ok {
+			c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
+		}
+		c.Inc()
+	case "extended", "lost", "fallback_on", "fallback_off":
+		c, ok := s.leaseEvents.get(e.Kind)
+		if !ok {
+			c = s.leaseEvents.keep(&o.mu, e.Kind, o.leaseEvents.WithLabelValues(s.policy, e.Kind))
+		}
+		c.Inc()
+	case "store_call":
+		h, ok := s.storeTime.get(e.Op)
+		if !ok {
+			h = s.storeTime.keep(&o.mu, e.Op, o.storeTime.WithLabelValues(s.policy, e.Op))
+		}
+		h.Observe(e.Latency.Seconds())
+		if e.Err {
+			c, ok := s.errors.get(e.Op)
+			if !ok {
+				c = s.errors.keep(&o.mu, e.Op, o.storeErrors.WithLabelValues(s.policy, e.Op))
+			}
+			c.Inc()
+		}
+	case "released":
+		reason := cmp.Or(e.Reason, "unknown")
+		h, ok := s.holdTime.get(reason)
+		if !ok {
+			h = s.holdTime.keep(&o.mu, reason, o.holdTime.WithLabelValues(s.policy, s.mode, reason))
+		}
+		h.Observe(e.Hold.Seconds())
 	}
-	// Kinds added to the core later are ignored until they get a metric.
 }
 
-// outcomeSlot and leaseSlot give the slot, plus one, of an event kind's
-// outcome (in outcomeNames) or lease event (in leaseNames); 0 for the
-// kinds of the other metrics.
-var (
-	outcomeSlot = [...]int{throttle.Admitted: 1, throttle.Rejected: 2, throttle.DryRunRejected: 3,
-		throttle.FailedOpen: 4, throttle.FailedClosed: 5, throttle.Fallback: 6, throttle.KeyError: 7,
-		throttle.Replayed: 8, throttle.Shed: 9}
-	leaseSlot = [...]int{throttle.Extended: 1, throttle.Lost: 2, throttle.FallbackOn: 3, throttle.FallbackOff: 4}
-)
-
-// series returns the series of a policy and mode, making them the first
-// time.
+// series returns the series of a policy and mode, making the policy's the
+// first time.
 func (o *Observer) series(policy string, mode throttle.Mode) *series {
 	i := min(int(mode), len(modes{})-1)
 	if m := (*o.index.Load())[policy]; m != nil {
-		if s := m[i].Load(); s != nil {
-			return s
-		}
+		return &m[i]
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -171,105 +176,18 @@ func (o *Observer) series(policy string, mode throttle.Mode) *series {
 	m := old[policy]
 	if m == nil {
 		m = &modes{}
-		next := make(map[string]*modes, len(old)+1)
-		for k, v := range old {
-			next[k] = v
+		for j := range m {
+			m[j].policy, m[j].mode = policy, throttle.Mode(j).String()
 		}
+		next := maps.Clone(old)
 		next[policy] = m
 		o.index.Store(&next)
 	}
-	if s := m[i].Load(); s != nil {
-		return s
-	}
-	s := &series{o: o, policy: policy, mode: mode.String()}
-	m[i].Store(s)
-	return s
+	return &m[i]
 }
 
-// keep publishes a resolved child in its slot and returns it. Two Observes
-// racing to resolve the same slot get the same child from the vector, so
-// either may win.
-func keep[T any](slot *atomic.Pointer[T], child T) T {
-	slot.Store(&child)
-	return child
-}
-
-func (s *series) outcome(i int) prometheus.Counter {
-	if c := s.outcomes[i].Load(); c != nil {
-		return *c
-	}
-	return keep(&s.outcomes[i], s.o.requests.WithLabelValues(s.policy, s.mode, outcomeNames[i]))
-}
-
-func (s *series) leaseEvent(i int) prometheus.Counter {
-	if c := s.leaseEvents[i].Load(); c != nil {
-		return *c
-	}
-	return keep(&s.leaseEvents[i], s.o.leaseEvents.WithLabelValues(s.policy, leaseNames[i]))
-}
-
-func (s *series) hold(r throttle.ReleaseReason) prometheus.Observer {
-	i := 3
-	switch r {
-	case throttle.ReleaseDone:
-		i = 0
-	case throttle.ReleaseFailed:
-		i = 1
-	case throttle.ReleasePanic:
-		i = 2
-	}
-	if h := s.holdTime[i].Load(); h != nil {
-		return *h
-	}
-	return keep(&s.holdTime[i], s.o.holdTime.WithLabelValues(s.policy, s.mode, reasonNames[i]))
-}
-
-// storeCall records one store call's latency and, when it failed, the
-// error.
-func (s *series) storeCall(op string, failed bool, seconds float64) {
-	i := -1
-	switch op {
-	case "acquire":
-		i = 0
-	case "release":
-		i = 1
-	case "extend":
-		i = 2
-	case "quota":
-		i = 3
-	}
-	if i < 0 {
-		// An op the core added later: still a fixed name from its code,
-		// never request data, so it is bounded; it just is not cached.
-		s.o.storeTime.WithLabelValues(s.policy, op).Observe(seconds)
-		if failed {
-			s.o.storeErrors.WithLabelValues(s.policy, op).Inc()
-		}
-		return
-	}
-	s.storeTimer(i).Observe(seconds)
-	if failed {
-		s.storeError(i).Inc()
-	}
-}
-
-func (s *series) storeTimer(i int) prometheus.Observer {
-	if h := s.storeTime[i].Load(); h != nil {
-		return *h
-	}
-	return keep(&s.storeTime[i], s.o.storeTime.WithLabelValues(s.policy, opNames[i]))
-}
-
-func (s *series) storeError(i int) prometheus.Counter {
-	if c := s.storeErrors[i].Load(); c != nil {
-		return *c
-	}
-	return keep(&s.storeErrors[i], s.o.storeErrors.WithLabelValues(s.policy, opNames[i]))
-}
-
-// Describe sends the descriptors of every metric the Observer exports,
-// throttle_memstore_keys included even without WithMemstore. It implements
-// prometheus.Collector.
+// Describe sends the descriptors of every metric, throttle_memstore_keys
+// included even without stores. It implements prometheus.Collector.
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.requests.Describe(ch)
 	o.storeTime.Describe(ch)
@@ -279,9 +197,10 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.keys
 }
 
-// Collect sends the current value of every series and, when the Observer
-// was given memory stores, their key count, read now with
-// memstore.Store.Len. It implements prometheus.Collector.
+// Collect sends every series and, when New was given stores, their key
+// count, read now with memstore.Store.Len (which locks each shard in turn,
+// so it is read per scrape, never per request). It implements
+// prometheus.Collector.
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.requests.Collect(ch)
 	o.storeTime.Collect(ch)
@@ -297,8 +216,3 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(o.keys, prometheus.GaugeValue, float64(n))
 }
-
-var (
-	_ throttle.Observer    = (*Observer)(nil)
-	_ prometheus.Collector = (*Observer)(nil)
-)

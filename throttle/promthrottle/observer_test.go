@@ -3,7 +3,6 @@ package promthrottle_test
 import (
 	"context"
 	"errors"
-	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,7 +25,7 @@ func TestLeaseEvents(t *testing.T) {
 	obs := promthrottle.New()
 	reg := newRegistry(t, obs)
 	l := newLock(t, memstore.New(), obs, throttle.LockConfig{Name: "jobs", Mode: throttle.Exclusive,
-		TTL: 30 * time.Millisecond})
+		TTL: time.Second}) // refreshed every third, with room to spare on a loaded machine
 	extended := func() float64 {
 		return gather(t, reg).value(t, "throttle_lease_events_total", event("jobs", "extended"))
 	}
@@ -73,7 +72,7 @@ func TestLeaseEvents(t *testing.T) {
 func TestMemstoreGauge(t *testing.T) {
 	ctx := context.Background()
 	a, b := memstore.New(), memstore.New()
-	obs := promthrottle.New(promthrottle.WithMemstore(a), promthrottle.WithMemstore(b, a, nil))
+	obs := promthrottle.New(a, b, a, nil)
 	reg := newRegistry(t, obs)
 	keys := func() map[string]float64 { return gather(t, reg).values(t, "throttle_memstore_keys") }
 	require.Equal(t, map[string]float64{"": 0}, keys(), "empty stores")
@@ -98,7 +97,7 @@ func TestMemstoreGauge(t *testing.T) {
 
 	none := promthrottle.New()
 	observeAll(none, "x")
-	require.Empty(t, gather(t, newRegistry(t, none)).values(t, "throttle_memstore_keys"), "gauge without WithMemstore")
+	require.Empty(t, gather(t, newRegistry(t, none)).values(t, "throttle_memstore_keys"), "gauge without stores")
 }
 
 // TestConcurrent observes from many goroutines, on policies seen for the
@@ -164,21 +163,25 @@ func TestOddEvents(t *testing.T) {
 	obs := promthrottle.New()
 	reg := newRegistry(t, obs)
 	ctx := context.Background()
-	obs.Observe(ctx, throttle.Event{Kind: throttle.StoreCall, Policy: "p", Op: "watch", Err: true, Latency: time.Millisecond})
-	obs.Observe(ctx, throttle.Event{Kind: throttle.Released, Policy: "p", Hold: time.Second})
-	obs.Observe(ctx, throttle.Event{Kind: throttle.EventKind(200), Policy: "p"})
+	obs.Observe(ctx, throttle.Event{Kind: "store_call", Policy: "p", Op: "watch", Err: true, Latency: time.Millisecond})
+	obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Hold: time.Second})
+	obs.Observe(ctx, throttle.Event{Kind: "released", Policy: "p", Hold: time.Second, Reason: "expired"})
+	obs.Observe(ctx, throttle.Event{Kind: "no_such_kind", Policy: "p"})
 	fs := gather(t, reg)
 	checkSeries(t, fs, "throttle_store_duration_seconds", map[string]float64{op("p", "watch"): 1})
 	checkSeries(t, fs, "throttle_store_errors_total", map[string]float64{op("p", "watch"): 1})
-	checkSeries(t, fs, "throttle_hold_duration_seconds", map[string]float64{hold("p", "dedupe", "unknown"): 1})
+	checkSeries(t, fs, "throttle_hold_duration_seconds", map[string]float64{
+		hold("p", "dedupe", "unknown"): 1,
+		hold("p", "dedupe", "expired"): 1,
+	})
 	checkSeries(t, fs, "throttle_requests_total", nil)
 	checkSeries(t, fs, "throttle_lease_events_total", nil)
 }
 
-// TestBuckets checks WithStoreBuckets and WithHoldBuckets, and that New
-// refuses bounds the client would only refuse at the first request.
+// TestBuckets checks the histograms' bucket bounds: store calls from 50µs
+// to 1s, holds from 1ms to 5 minutes.
 func TestBuckets(t *testing.T) {
-	obs := promthrottle.New(promthrottle.WithStoreBuckets(0.01, 0.1), promthrottle.WithHoldBuckets(60, 3600, 86400))
+	obs := promthrottle.New()
 	observeAll(obs, "b")
 	fs := gather(t, newRegistry(t, obs))
 	bounds := func(name, labels string) []float64 {
@@ -188,11 +191,10 @@ func TestBuckets(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []float64{0.01, 0.1}, bounds("throttle_store_duration_seconds", op("b", "acquire")), "store buckets")
-	assert.Equal(t, []float64{60, 3600, 86400}, bounds("throttle_hold_duration_seconds", hold("b", "exclusive", "done")), "hold buckets")
-	for _, bad := range [][]float64{nil, {0, 1}, {1, 1}, {2, 1}, {1, math.Inf(1)}, {math.NaN()}} {
-		assert.Panics(t, func() { promthrottle.New(promthrottle.WithStoreBuckets(bad...)) }, "WithStoreBuckets(%v) accepted", bad)
-	}
+	assert.Equal(t, []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		bounds("throttle_store_duration_seconds", op("b", "acquire")), "store buckets")
+	assert.Equal(t, []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		bounds("throttle_hold_duration_seconds", hold("b", "exclusive", "done")), "hold buckets")
 }
 
 // TestRegisterTwice checks that a second Observer in the same registry is
@@ -201,4 +203,27 @@ func TestRegisterTwice(t *testing.T) {
 	reg := newRegistry(t, promthrottle.New())
 	var are prometheus.AlreadyRegisteredError
 	require.ErrorAs(t, reg.Register(promthrottle.New()), &are, "second Observer")
+}
+
+// TestHelp pins each family's help text: the scrape is the package's
+// output, and it must not change behind its users' backs.
+func TestHelp(t *testing.T) {
+	obs := promthrottle.New(memstore.New())
+	observeAll(obs, "h")
+	help := map[string]string{}
+	for name, mf := range gather(t, newRegistry(t, obs)) {
+		help[name] = mf.GetHelp()
+	}
+	assert.Equal(t, map[string]string{
+		"throttle_requests_total": "Requests decided by a throttle policy, by outcome: admitted, rejected, " +
+			"dry_run_rejected, failed_open, failed_closed, fallback, key_error or replayed.",
+		"throttle_store_duration_seconds": "Duration of a throttle policy's store calls (acquire, release, extend, quota), " +
+			"failed ones included.",
+		"throttle_store_errors_total":    "Store calls of a throttle policy that failed or timed out, by op.",
+		"throttle_hold_duration_seconds": "How long a released key was held, by why it was released: done, failed or panic.",
+		"throttle_lease_events_total": "Lease and store-health events of a throttle policy: extended, lost, " +
+			"fallback_on, fallback_off.",
+		"throttle_memstore_keys": "Keys (locks, fencing counters and quotas) held now in the in-memory stores " +
+			"given to the observer.",
+	}, help)
 }

@@ -46,7 +46,7 @@ var app = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // TestLint lints the metrics after one event of every kind, so that every
 // family and every label is present.
 func TestLint(t *testing.T) {
-	obs := promthrottle.New(promthrottle.WithMemstore(memstore.New()))
+	obs := promthrottle.New(memstore.New())
 	observeAll(obs, "lint")
 	problems, err := testutil.CollectAndLint(obs)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestLint(t *testing.T) {
 // checks every series the traffic made, and only those.
 func TestTraffic(t *testing.T) {
 	mem := memstore.New()
-	obs := promthrottle.New(promthrottle.WithMemstore(mem))
+	obs := promthrottle.New(mem)
 	reg := newRegistry(t, obs)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -25,7 +25,7 @@ func newMetrics(stores ...store.Store) (*promthrottle.Observer, http.Handler) {
 			mem = append(mem, m)
 		}
 	}
-	obs := promthrottle.New(promthrottle.WithMemstore(mem...))
+	obs := promthrottle.New(mem...)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
 	return obs, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
