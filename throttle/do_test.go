@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestDoRunsWorkUnderLease checks the plain path: the work runs once with a
@@ -124,7 +125,7 @@ func TestDoErrorsAreDistinguishable(t *testing.T) {
 
 	t.Run("invalid", func(t *testing.T) {
 		_, err := throttle.NewLock(b.store, throttle.LockConfig{Name: "bad", Mode: throttle.Exclusive, TTL: time.Microsecond})
-		isOnly(t, err, throttle.ErrInvalid)
+		isOnly(t, err, store.ErrInvalid)
 	})
 
 	// Last: the store goes away.

@@ -9,7 +9,9 @@ import (
 )
 
 // The errors to branch on with errors.Is. Every error of a limiter or a
-// Lease matches at most one of them; context errors stay themselves.
+// Lease matches at most one of them, or store.ErrInvalid (a config or an
+// argument that is not usable; the text says why); context errors stay
+// themselves.
 var (
 	// ErrContended: somebody else holds the key. The error is a
 	// *ContendedError, which says for how long.
@@ -22,9 +24,6 @@ var (
 	// ErrNotHeld: Release or Extend found the key no longer held by the
 	// lease.
 	ErrNotHeld = errors.New("throttle: lease not held")
-	// ErrInvalid: a config or argument is not usable; the text says why.
-	// Stores return it too (it is store.ErrInvalid).
-	ErrInvalid = store.ErrInvalid
 )
 
 // ContendedError is the ErrContended of an acquisition that found the key
@@ -56,5 +55,5 @@ func (e *storeError) Unwrap() error        { return e.err }
 func (e *storeError) Is(target error) bool { return target == ErrStore }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{store.ErrInvalid}, args...)...)
 }

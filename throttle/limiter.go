@@ -48,7 +48,7 @@ type limiter struct {
 }
 
 // newLimiter returns a limiter on st under p, whose zero fields take their
-// defaults, or ErrInvalid.
+// defaults, or store.ErrInvalid.
 func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if st == nil {
 		return nil, invalid("nil store")
@@ -102,7 +102,7 @@ func servable(st store.Store, p policy) error {
 			req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 				Fence: p.Fence, Reentrant: p.Reentrant}
 			if err := r.Refuses(req); err != nil {
-				return fmt.Errorf("policy %q: %w", p.Name, err) // err matches ErrInvalid
+				return fmt.Errorf("policy %q: %w", p.Name, err) // err matches store.ErrInvalid
 			}
 		}
 		_, quotas := s.(store.Quota)

@@ -50,7 +50,7 @@ type LockConfig struct {
 type Lock struct{ l *limiter }
 
 // NewLock returns a Lock on st configured by c, whose zero fields take their
-// defaults. It fails with ErrInvalid when c is not usable, or when st cannot
+// defaults. It fails with store.ErrInvalid when c is not usable, or when st cannot
 // keep what c asks for (a Redlock store refuses Fence and Reentrant).
 func NewLock(st store.Store, c LockConfig) (*Lock, error) {
 	if c.Mode > Exclusive {

@@ -158,7 +158,7 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 func isOnly(t *testing.T, err, want error) {
 	t.Helper()
 	all := []error{throttle.ErrContended, throttle.ErrStore, throttle.ErrLost, throttle.ErrNotHeld,
-		throttle.ErrInvalid, context.Canceled, context.DeadlineExceeded}
+		store.ErrInvalid, context.Canceled, context.DeadlineExceeded}
 	require.ErrorIs(t, err, want, "error %v (%T)", err, err)
 	for _, other := range all {
 		if other != want {

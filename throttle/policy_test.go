@@ -93,12 +93,12 @@ func TestLockInvalid(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			l, err := throttle.NewLock(brokenStore{}, c)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			assert.Nil(t, l)
 		})
 	}
 	_, err := throttle.NewLock(nil, throttle.LockConfig{Name: "a"})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 }
 
 func TestQuotaInvalid(t *testing.T) {
@@ -113,12 +113,12 @@ func TestQuotaInvalid(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			q, err := throttle.NewQuota(memstore.New(), c)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			assert.Nil(t, q)
 		})
 	}
 	_, err := throttle.NewQuota(nil, throttle.QuotaConfig{Name: "a"})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 }
 
 func TestReplayInvalid(t *testing.T) {
@@ -133,12 +133,12 @@ func TestReplayInvalid(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, err := throttle.NewReplay(memstore.New(), c)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			assert.Nil(t, r)
 		})
 	}
 	_, err := throttle.NewReplay(nil, throttle.ReplayConfig{Name: "a"})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 }
 
 func TestBackoffs(t *testing.T) {
@@ -190,7 +190,7 @@ func TestRemoteWindow(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			require.ErrorContains(t, err, "shorter than 3ms", "the error does not say why")
 		})
 	}
@@ -227,10 +227,10 @@ func (refusing) Refuses(req store.Request) error {
 func TestStoreRefuses(t *testing.T) {
 	st := refusing{memstore.New()}
 	_, err := throttle.NewLock(st, throttle.LockConfig{Name: "f", Mode: throttle.Exclusive, Fence: true})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 	require.ErrorContains(t, err, "no fencing tokens")
 	_, err = throttle.NewReplay(st, throttle.ReplayConfig{Name: "f", Fence: true})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 	require.ErrorContains(t, err, "no fencing tokens")
 	newLock(t, st, throttle.LockConfig{Name: "f", Mode: throttle.Exclusive})
 }

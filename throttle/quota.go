@@ -30,7 +30,7 @@ type QuotaConfig struct {
 // for concurrent use; make one per policy at start-up and share it.
 type Quota struct{ l *limiter }
 
-// NewQuota returns a Quota on st configured by c. It fails with ErrInvalid
+// NewQuota returns a Quota on st configured by c. It fails with store.ErrInvalid
 // when c is not usable or st (or, under FailOver, the Fallback) keeps no
 // quotas (store.Quota).
 func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
@@ -49,7 +49,7 @@ func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 //
 // Cost 0 peeks without charging; a negative cost gives back -cost requests
 // charged earlier (never past a full quota), for a request that turned out
-// not to count. Allow fails with ErrInvalid for an unusable rate or a cost
+// not to count. Allow fails with store.ErrInvalid for an unusable rate or a cost
 // beyond ±Burst (which could never be allowed: the caller's mistake, not a
 // rejection), with ErrStore when the store failed (under FailOver the
 // Fallback decides instead), or with ctx.Err().
@@ -62,7 +62,7 @@ func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.D
 // answered now: package guard builds the middleware on it. A request of
 // cost 0 is allowed only while one of cost 1 would be. An allowed request
 // gets its Decision; a refused one gets its Decision (for the RateLimit
-// headers) and a *ContendedError; ErrStore when failing closed, ErrInvalid
+// headers) and a *ContendedError; ErrStore when failing closed, store.ErrInvalid
 // or ctx's error come with no Decision; no Decision and no error mean that
 // the store failed open: the request goes ahead unmetered, logged and
 // counted.

@@ -195,7 +195,7 @@ func TestQuotaCost(t *testing.T) {
 			}
 			for _, cost := range []int{11, -11, 1 << 40} {
 				d, err := q.Allow(ctx, "u1", hourly(10), cost)
-				isOnly(t, err, throttle.ErrInvalid)
+				isOnly(t, err, store.ErrInvalid)
 				require.Zero(t, d, "cost %d: a decision with the error", cost)
 			}
 			s := q.Stats()
@@ -225,11 +225,11 @@ func TestQuotaRates(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, err := q.Allow(ctx, "u1", rate, 1)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			require.Zero(t, d)
 			require.ErrorContains(t, err, `"q"`, "the error names the quota")
 			dp, err := q.Admit(ctx, "u1", rate, 1)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			require.Nil(t, dp)
 		})
 	}
@@ -246,12 +246,12 @@ func TestQuotaRates(t *testing.T) {
 // keeps no quotas, saying what it lacks.
 func TestQuotaStores(t *testing.T) {
 	_, err := throttle.NewQuota(lockOnly{memstore.New()}, throttle.QuotaConfig{Name: "q"})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 	require.ErrorContains(t, err, "store.Quota", "the error does not say what the store lacks")
 
 	_, err = throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "q",
 		Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: lockOnly{memstore.New()}}})
-	isOnly(t, err, throttle.ErrInvalid)
+	isOnly(t, err, store.ErrInvalid)
 	require.ErrorContains(t, err, "Fallback")
 }
 

@@ -38,7 +38,7 @@ type ReplayConfig struct {
 type Replay struct{ l *limiter }
 
 // NewReplay returns a Replay on st configured by c. It fails with
-// ErrInvalid when c is not usable or st (or, under FailOver, the Fallback)
+// store.ErrInvalid when c is not usable or st (or, under FailOver, the Fallback)
 // keeps no records.
 func NewReplay(st store.Store, c ReplayConfig) (*Replay, error) {
 	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeReplay, TTL: c.TTL, Wait: c.Wait, Fence: c.Fence, Options: c.Options})
@@ -155,7 +155,7 @@ func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([
 // long as the key (its TTL, or until Release deletes both), and is written
 // atomically with the check that the lease still holds the key, so a late
 // holder never records over its successor's. It fails with ErrNotHeld when
-// the key was lost, ErrInvalid when the store refuses rec (too large) or
+// the key was lost, store.ErrInvalid when the store refuses rec (too large) or
 // keeps no records, or ErrStore. It runs even when ctx is cancelled (the
 // client may have left; its retry still wants the answer). Under FailOver
 // the Fallback's mirror gets a copy, for duplicates that reach this
@@ -176,7 +176,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	})
 	ls.l.storeCall(ctx, "record", start, err)
 	switch {
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, store.ErrInvalid):
 		ls.l.stats.notKept.Add(1)
 		ls.l.logLimited(slog.LevelWarn, "record refused", "throttle: the store refused a Replay response: its duplicates are told it was not kept",
 			"bytes", len(rec), "err", err)

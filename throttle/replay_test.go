@@ -215,7 +215,7 @@ func TestReplayStores(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := throttle.NewReplay(c.st, c.c)
-			isOnly(t, err, throttle.ErrInvalid)
+			isOnly(t, err, store.ErrInvalid)
 			require.ErrorContains(t, err, "store.Recorder")
 		})
 	}

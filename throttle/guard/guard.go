@@ -111,7 +111,7 @@ func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
 
 // Replay returns the Guard of r: a key's first successful response is
 // recorded and its duplicates get it again; a duplicate with another body
-// (keyfuncs.IdempotencyFingerprint) gets 422. It panics when r is nil.
+// (an Idempotency-Key reused for another body) gets 422. It panics when r is nil.
 func Replay(r *throttle.Replay, opts ...Option) *Guard {
 	if r == nil {
 		panic("guard: Replay needs a non-nil *throttle.Replay")
@@ -181,7 +181,7 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 		if cost > 0 {
 			status = http.StatusRequestEntityTooLarge // it could never be allowed
 		}
-		return g.newRejection(status, ReasonBadCost, throttle.ErrInvalid), false
+		return g.newRejection(status, ReasonBadCost, store.ErrInvalid), false
 	}
 	d, err := g.quota.Admit(ctx, id, g.rate, cost)
 	if err != nil {

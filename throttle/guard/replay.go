@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // beginReplay is begin for a Replay, whose request body has fingerprint fp.
@@ -73,7 +74,7 @@ func (t *ticket) record(ctx context.Context) {
 	for pause := recordRetry / 32; ; pause *= 2 {
 		err := t.lease.Record(ctx, rec)
 		switch {
-		case errors.Is(err, throttle.ErrInvalid) && !notKept:
+		case errors.Is(err, store.ErrInvalid) && !notKept:
 			rec, notKept = encodeRecord(nil, t.fingerprint, expires), true
 			continue
 		case !errors.Is(err, throttle.ErrStore):

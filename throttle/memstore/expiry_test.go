@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -90,11 +89,11 @@ func TestInvalidArguments(t *testing.T) {
 		{Key: "k", Token: "", TTL: time.Second},
 	} {
 		_, err := s.Acquire(bg, req)
-		assert.ErrorIs(t, err, throttle.ErrInvalid, "Acquire(%+v)", req)
+		assert.ErrorIs(t, err, store.ErrInvalid, "Acquire(%+v)", req)
 	}
 	acquire(t, s, "k", "t", time.Second)
 	_, err := s.Extend(bg, "k", "t", 0)
-	require.ErrorIs(t, err, throttle.ErrInvalid, "Extend with ttl 0")
+	require.ErrorIs(t, err, store.ErrInvalid, "Extend with ttl 0")
 	locks, _, _ := s.counts()
 	assert.Equal(t, 1, locks, "invalid requests must store nothing")
 }
@@ -139,5 +138,5 @@ func TestTooManyHolds(t *testing.T) {
 	require.True(t, held)
 	sh.locks.at(i).l.holds = math.MaxInt32
 	_, err = s.Acquire(bg, req)
-	require.ErrorIs(t, err, throttle.ErrInvalid, "re-entry past the hold limit")
+	require.ErrorIs(t, err, store.ErrInvalid, "re-entry past the hold limit")
 }

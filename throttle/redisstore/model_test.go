@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
-	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -143,7 +142,7 @@ func TestFenceTTLOption(t *testing.T) {
 	}
 }
 
-// TestInvalid: bad arguments are errors matching throttle.ErrInvalid, sent
+// TestInvalid: bad arguments are errors matching store.ErrInvalid, sent
 // nowhere.
 func TestInvalid(t *testing.T) {
 	s, _, _ := newStore(t)
@@ -156,17 +155,17 @@ func TestInvalid(t *testing.T) {
 		{Key: "k", Token: "t", TTL: -time.Second},
 	}
 	for _, req := range bad {
-		if _, err := s.Acquire(ctx, req); !errors.Is(err, throttle.ErrInvalid) {
+		if _, err := s.Acquire(ctx, req); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Acquire(%+v) = %v, want ErrInvalid", req, err)
 		}
 	}
-	if _, err := s.Release(ctx, "", "t"); !errors.Is(err, throttle.ErrInvalid) {
+	if _, err := s.Release(ctx, "", "t"); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Release with empty key = %v", err)
 	}
-	if _, err := s.Extend(ctx, "k", "t", 0); !errors.Is(err, throttle.ErrInvalid) {
+	if _, err := s.Extend(ctx, "k", "t", 0); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Extend with zero ttl = %v", err)
 	}
-	if _, _, err := s.Watch(ctx, ""); !errors.Is(err, throttle.ErrInvalid) {
+	if _, _, err := s.Watch(ctx, ""); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Watch with empty key = %v", err)
 	}
 }

@@ -110,17 +110,17 @@ func TestLimiterRefusesFence(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, err := throttle.NewLock(s, c)
 			if err != nil {
-				require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.NewLock")
+				require.ErrorIs(t, err, store.ErrInvalid, "throttle.NewLock")
 				return // refused up front: better still
 			}
 			lease, err := l.Acquire(context.Background(), "u")
-			require.ErrorIs(t, err, throttle.ErrInvalid)
+			require.ErrorIs(t, err, store.ErrInvalid)
 			require.Nil(t, lease)
 		})
 	}
 	t.Run("quota", func(t *testing.T) {
 		q, err := throttle.NewQuota(s, throttle.QuotaConfig{Name: "rl-quota"})
-		require.ErrorIs(t, err, throttle.ErrInvalid, "throttle.NewQuota accepted a Redlock store")
+		require.ErrorIs(t, err, store.ErrInvalid, "throttle.NewQuota accepted a Redlock store")
 		require.Nil(t, q)
 	})
 }

@@ -83,7 +83,7 @@ const (
 
 // ErrInvalid matches the error of a request no store takes: an empty key or
 // token, a TTL that is not positive, a Rate that cannot be decided.
-// throttle.ErrInvalid is the same error.
+// store.ErrInvalid is the same error.
 var ErrInvalid = errors.New("throttle: invalid argument")
 
 // ErrNotApplied marks the error of a call that surely changed nothing (no
