@@ -57,9 +57,8 @@ func (ls *Lease) mirror() store.Store {
 	return nil
 }
 
-// Held returns how long ago the lease's acquisition was sent: how long the
-// key has been held, for logs and metrics.
-func (ls *Lease) Held() time.Duration { return time.Duration(monoNow() - ls.since) }
+// held returns how long ago the lease's acquisition was sent.
+func (ls *Lease) held() time.Duration { return time.Duration(monoNow() - ls.since) }
 
 // setValid records that the key, as of sent, lives for ttl.
 func (ls *Lease) setValid(sent int64, ttl time.Duration) {

@@ -138,7 +138,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 // observeRelease tells the Observer that lease was released for reason.
 func (l *limiter) observeRelease(ctx context.Context, lease *Lease, reason string) {
 	if l.p.Observer != nil {
-		l.observe(ctx, Event{Kind: "released", Hold: lease.Held(), Reason: reason})
+		l.observe(ctx, Event{Kind: "released", Hold: lease.held(), Reason: reason})
 	}
 }
 

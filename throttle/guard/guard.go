@@ -362,6 +362,7 @@ type ticket struct {
 	dryRun      *Rejection // that a dry run let through, for its fields
 	capture     *Capture   // and fingerprint: a Replay key's first request's
 	fingerprint string
+	since       time.Time // when the chain started, for an Observer
 }
 
 // setHeaders sets the RateLimit fields of an admitted request: r=0 for a
@@ -385,6 +386,9 @@ func (t *ticket) setHeaders(h http.Header) {
 // run runs next and then ends the hold with the status it reports, or as a
 // failure when it panics or calls runtime.Goexit. Nothing is recovered.
 func (t *ticket) run(ctx context.Context, next func() (status int)) {
+	if t.lease != nil && t.g.observer != nil {
+		t.since = time.Now() // for the hold time of the "released" event
+	}
 	returned := false
 	defer func() {
 		if !returned {
@@ -447,5 +451,5 @@ func (t *ticket) release(ctx context.Context, failed, panicked bool) {
 	case failed:
 		reason = "failed"
 	}
-	t.g.observe(ctx, throttle.Event{Kind: "released", Hold: t.lease.Held(), Reason: reason})
+	t.g.observe(ctx, throttle.Event{Kind: "released", Hold: time.Since(t.since), Reason: reason})
 }
