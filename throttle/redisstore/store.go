@@ -10,8 +10,8 @@ import (
 )
 
 // Store implements store.Store, store.Notifier, store.Quota and
-// store.Recorder, and Close, which stops its Pub/Sub connection. It is
-// rueidisstore.Store too. Make one per client and share it.
+// store.Recorder, and Close, which stops its Pub/Sub connection;
+// rueidisstore.New returns one too. Make one per client and share it.
 type Store = redisalgo.Store
 
 // New returns a Store on client, which it does not own. It panics when client

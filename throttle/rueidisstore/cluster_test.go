@@ -14,6 +14,7 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
@@ -29,7 +30,7 @@ func TestCluster(t *testing.T) {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	newStore := func(t *testing.T) *rueidisstore.Store {
+	newStore := func(t *testing.T) *redisstore.Store {
 		s := rueidisstore.New(client)
 		t.Cleanup(func() { _ = s.Close() })
 		return s

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 
@@ -26,7 +27,7 @@ func newClient(t testing.TB, srv *redistest.Server) rueidis.Client {
 
 // newStore starts a Redis server and returns a store on it (closed at the
 // test's end) and the server.
-func newStore(t testing.TB, opts ...rueidisstore.Option) (*rueidisstore.Store, *redistest.Server) {
+func newStore(t testing.TB, opts ...redisstore.Option) (*redisstore.Store, *redistest.Server) {
 	t.Helper()
 	srv := redistest.Start(t)
 	s := rueidisstore.New(newClient(t, srv), opts...)

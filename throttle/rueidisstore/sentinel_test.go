@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 	"github.com/go-throttle/throttle/throttle/storetest"
@@ -18,7 +19,7 @@ import (
 )
 
 // sentinelStore returns a store on a rueidis Sentinel client of d.
-func sentinelStore(t *testing.T, d *redistest.Sentinel) *rueidisstore.Store {
+func sentinelStore(t *testing.T, d *redistest.Sentinel) *redisstore.Store {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  d.Addrs,

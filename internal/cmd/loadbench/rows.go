@@ -37,7 +37,7 @@ type row struct {
 type rueidisVariant struct {
 	label  string // appended to the rows' names
 	client rueidis.Client
-	store  *rueidisstore.Store
+	store  *redisstore.Store
 }
 
 // clients holds what the rows run on.
