@@ -28,8 +28,7 @@
 //	        the Rate is a value of each call, so a request may have its own
 //	Replay  a Dedupe key whose first response is recorded             the first response again
 //
-// A request turned away is answered by package guard, the same way in every
-// framework. Lock.Do holds a key for background work.
+// Package guard answers a request turned away, the same in every framework.
 //
 // # Stores
 //
@@ -52,11 +51,6 @@
 //
 //	UPDATE stock SET qty = $1, fence = $2 WHERE sku = $3 AND fence < $2
 //
-// # Long work
-//
-// Lock.Do refreshes the lease every TTL/3 (a watchdog) and cancels the
-// work's context with cause ErrLost the moment the lease is lost.
-// LockConfig.Wait lets an acquisition wait for a held key with jittered
-// backoff, woken early by a release; LockConfig.Reentrant lets an owner take
-// a key it already holds.
+// Lock.Do refreshes a lease every TTL/3 (a watchdog) and cancels the work's
+// context with cause ErrLost the moment the lease is lost.
 package throttle

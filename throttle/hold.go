@@ -41,7 +41,7 @@ func (h Hold) Release(ctx context.Context) error {
 func (k *Lock) Hold(ctx context.Context, id string) (Hold, error) {
 	l := k.l
 	if !l.leaseless {
-		lease, err := l.Admit(ctx, id)
+		lease, err := k.Admit(ctx, id)
 		if lease == nil {
 			return Hold{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +42,7 @@ type limiter struct {
 	leaseless bool
 
 	health             health
-	logs               logGates
+	logs               sync.Map // kind of log line to *logGate
 	orphans            orphans
 	stats              counters
 	live, fallbackLive *liveness // what this process knows of the stores' answers
@@ -201,7 +202,11 @@ func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		// With a watch, look again at once: the holder may have let go
 		// between the first try and the watch.
 		if attempt > 0 || wake != nil {
-			lease, rec, rem, err := l.attempt(ctx, req, look)
+			lease, rem, err := l.try(ctx, req, monoNow())
+			var rec []byte
+			if lease == nil && err == nil && look != nil {
+				rec, err = look(ctx)
+			}
 			if lease != nil || rec != nil || err != nil {
 				return lease, rec, err
 			}
@@ -219,17 +224,6 @@ func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		case <-timer.C:
 		}
 	}
-}
-
-// attempt is one try of a waiting acquisition and, when the key is held
-// and look is set, one look for its record.
-func (l *limiter) attempt(ctx context.Context, req store.Request, look lookFunc) (*Lease, []byte, time.Duration, error) {
-	lease, rem, err := l.try(ctx, req, monoNow())
-	if lease != nil || err != nil || look == nil {
-		return lease, nil, rem, err
-	}
-	rec, err := look(ctx)
-	return nil, rec, rem, err
 }
 
 // try makes one acquisition sent at sent (a monoNow stamp, or 0 when
@@ -345,13 +339,6 @@ func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, s
 		l.storeCall(ctx, "acquire", sent, callFailed(ctx, err))
 	}
 	return g, err
-}
-
-// Admit is Acquire with Options.WhenStoreFails applied, for a request that
-// must be answered now: see Lock.Admit.
-func (l *limiter) Admit(ctx context.Context, id string) (*Lease, error) {
-	lease, err := l.acquire(ctx, id, l.p.TTL)
-	return lease, l.admitted(ctx, lease != nil && lease.onFallback, 0, err)
 }
 
 // admitted applies the policy to the outcome err of an admission of cost

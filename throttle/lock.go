@@ -79,7 +79,8 @@ func (k *Lock) Acquire(ctx context.Context, id string) (*Lease, error) {
 // ErrContended still says what would have happened; the caller lets the
 // request through. The Observer is told the outcome.
 func (k *Lock) Admit(ctx context.Context, id string) (*Lease, error) {
-	return k.l.Admit(ctx, id)
+	lease, err := k.l.acquire(ctx, id, k.l.p.TTL)
+	return lease, k.l.admitted(ctx, lease != nil && lease.onFallback, 0, err)
 }
 
 // Do runs fn while holding the key for id, for work such as background
@@ -104,7 +105,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 		if !finished {
 			stop()
 			if lease.Release(ctx) == nil {
-				l.observeRelease(ctx, lease, "panic")
+				l.observe(ctx, Event{Kind: "released", Hold: lease.held(), Reason: "panic"})
 			}
 		}
 	}()
@@ -121,7 +122,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 		if err != nil {
 			reason = "failed"
 		}
-		l.observeRelease(ctx, lease, reason)
+		l.observe(ctx, Event{Kind: "released", Hold: lease.held(), Reason: reason})
 	}
 	if lost == nil && errors.Is(rerr, ErrNotHeld) {
 		lost = fmt.Errorf("%w: the key had expired or changed hands when the work returned", ErrLost)
@@ -133,13 +134,6 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 		return rerr
 	}
 	return err
-}
-
-// observeRelease tells the Observer that lease was released for reason.
-func (l *limiter) observeRelease(ctx context.Context, lease *Lease, reason string) {
-	if l.p.Observer != nil {
-		l.observe(ctx, Event{Kind: "released", Hold: lease.held(), Reason: reason})
-	}
 }
 
 // Config returns the lock's config with its defaults filled in.

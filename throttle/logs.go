@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,23 +27,14 @@ func (g *logGate) pass() (bool, int64) {
 	return true, g.suppressed.Swap(0)
 }
 
-// logGates are a limiter's gates, one per kind of line ("store error
-// acquire", "shed"…), made on first use.
-type logGates struct{ m sync.Map }
-
-// gate returns the gate of kind.
-func (g *logGates) gate(kind string) *logGate {
-	if v, ok := g.m.Load(kind); ok {
-		return v.(*logGate)
-	}
-	v, _ := g.m.LoadOrStore(kind, new(logGate))
-	return v.(*logGate)
-}
-
 // logLimited writes a line of kind at level, at most once a second per
 // kind, with the count of the lines of that kind held back since the last.
 func (l *limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
-	ok, held := l.logs.gate(kind).pass()
+	g, ok := l.logs.Load(kind) // one gate per kind, such as "shed"
+	if !ok {
+		g, _ = l.logs.LoadOrStore(kind, new(logGate))
+	}
+	ok, held := g.(*logGate).pass()
 	if !ok {
 		return
 	}

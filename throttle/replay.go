@@ -58,23 +58,17 @@ func (r *Replay) Config() ReplayConfig {
 func (r *Replay) Stats() Stats { return r.l.Stats() }
 
 // Claim decides a request. The first request of a key gets a lease: it
-// runs, then records its answer with Lease.Record when it succeeded, or
-// releases the lease when it failed, so that a retry runs afresh. A
-// duplicate gets the record of the request that holds the key, to answer
-// with instead of running again (nil lease, non-nil record; an empty record
-// is a record). A duplicate that finds the key held but no record yet (the
-// first request is still in flight) waits for one, up to Wait and ctx,
-// woken by the store's notification when the holder records or releases,
-// or at its next backoff poll otherwise; if the holder releases (it
-// failed), exactly one of the waiters gets the key and the others wait for
-// its record. When the wait runs out, Claim fails with a *ContendedError.
+// runs, then records its answer with Lease.Record if it succeeded, or
+// releases the lease if it failed, so that a retry runs afresh. A
+// duplicate gets the holder's record (an empty record is a record) to
+// answer with instead of running again; one that finds no record yet waits
+// for it, up to Wait and ctx, woken when the holder records or releases
+// (then one waiter gets the key). When the wait runs out, Claim fails with
+// a *ContendedError.
 //
-// Claim applies WhenStoreFails: ErrStore when failing closed (the default),
-// nil lease, nil record and no error when failing open (the request runs
-// unguarded), the Fallback's decision under FailOver, and turns a shed
-// request away whatever the mode (see Options.Timeout). Under DryRun a
-// duplicate is neither replayed nor kept waiting: it gets ErrContended at
-// once, which the caller ignores. The Observer is told the outcome.
+// Claim applies WhenStoreFails (failing open: no lease, no record, no
+// error) and turns a shed request away whatever it says. Under DryRun a
+// duplicate gets ErrContended at once, which the caller ignores.
 func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
 	l := r.l
 	lease, record, err = l.claim(ctx, l.request(ctx, id, l.p.TTL)) // a Replay is never Reentrant
