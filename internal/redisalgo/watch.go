@@ -20,11 +20,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 }
 
 // watcher multiplexes every Watch over one PubSub connection, one
-// subscription per watched channel while it has waiters. Watch and stop
-// change the maps under mu; flush sends what changed, one at a time, so that
-// a channel's commands reach Redis in the order decided. A receiver settles
-// waits, wakes waiters and replaces a lost connection. Background calls end
-// within the watch timeout and when Close cancels ctx.
+// subscription per watched channel with waiters. flush sends what changed
+// under mu one flush at a time, so that Redis gets each channel's commands in
+// order; receive settles waits, wakes waiters and replaces a lost connection.
 type watcher struct {
 	s        *Store
 	flushing sync.Mutex
@@ -104,8 +102,7 @@ func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func()
 	return wake, stop, nil
 }
 
-// leave removes a waiter; the last one of a channel has it unsubscribed, in
-// the background.
+// leave removes a waiter; the last one of a channel unsubscribes it.
 func (w *watcher) leave(ch string, e *watchEntry, wake chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -163,11 +160,7 @@ func (w *watcher) settle(chs []string, err error) {
 
 // The receiver pings after healthInterval of silence, and replaces a lost
 // connection after a pause doubling up to maxBackoff.
-const (
-	healthInterval = 30 * time.Second
-	minBackoff     = 50 * time.Millisecond
-	maxBackoff     = 2 * time.Second
-)
+const healthInterval, minBackoff, maxBackoff = 30 * time.Second, 50 * time.Millisecond, 2 * time.Second
 
 // receive reads the connection until Close.
 func (w *watcher) receive(ctx context.Context) {

@@ -17,16 +17,12 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func testAcquireFree(t *testing.T, s store.Store) {
-	g := acquire(t, s, lock(newKey("acquire-free"), storekit.NewToken()), true)
-	require.True(t, g.Holds == 1 && g.Remaining == 0 && g.Fence == 0, "grant %+v, want Holds 1, Remaining 0, Fence 0", g)
-}
-
-func testAcquireHeld(t *testing.T, s store.Store) {
-	key := newKey("acquire-held")
+func testAcquire(t *testing.T, s store.Store) {
+	key := newKey("acquire")
 	const ttl = 10 * time.Second
-	acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}, true)
-	g := acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Fence: fences(s)}, false)
+	g := acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}, true)
+	require.True(t, g.Holds == 1 && g.Remaining == 0 && g.Fence == 0, "grant %+v, want Holds 1, Remaining 0, Fence 0", g)
+	g = acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Fence: fences(s)}, false)
 	require.True(t, g.Remaining > 0 && g.Remaining <= ttl && g.Holds == 0 && g.Fence == 0, "refused: %+v, want Remaining in (0, %v]", g, ttl)
 }
 
@@ -53,15 +49,8 @@ func testExtend(t *testing.T, s store.Store) {
 	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(bg, key, tok, longTTL))
 }
 
-func testExpiry(t *testing.T, s store.Store) {
-	key, tok := newKey("expiry"), storekit.NewToken()
-	acquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond}, true)
-	other := waitFree(t, s, key)
-	mustOutcome(t, "Release of the expired holder", store.HeldByOther)(s.Release(bg, key, tok))
-	mustOutcome(t, "Release of the new holder", store.OK)(s.Release(bg, key, other))
-}
-
-// testTokenSafety: a lapsed holder must not free or extend its successor's lock.
+// testTokenSafety: a lock expires, and its lapsed holder must not free or
+// extend its successor's lock.
 func testTokenSafety(t *testing.T, s store.Store) {
 	key, a := newKey("token-safety"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond}, true)

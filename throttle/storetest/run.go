@@ -41,11 +41,9 @@ var cases = []struct {
 	run   func(t *testing.T, s store.Store)
 	needs store.Request
 }{
-	{"acquire-free", testAcquireFree, none},
-	{"acquire-held", testAcquireHeld, none},
+	{"acquire", testAcquire, none},
 	{"release", testRelease, none},
 	{"extend", testExtend, none},
-	{"expiry", testExpiry, none},
 	{"token-safety", testTokenSafety, none},
 	{"contention", testContention, none},
 	{"fence", testFence, fenced},
@@ -60,7 +58,6 @@ var cases = []struct {
 	{"record-others", testRecordOthers, none},
 	{"record-expiry", testRecordExpiry, none},
 	{"record-release", testRecordRelease, none},
-	{"record-notifies", testRecordNotifies, none},
 }
 
 // refuses returns what s's Refuses method (see Run) says of req, if any.
