@@ -230,8 +230,7 @@ func (w *watcher) wake(ch string) {
 }
 
 // close cancels the background calls, closes the connection in the
-// background (a client reconnecting to a hung server may hold it), and waits
-// for every goroutine at most twice the watch timeout.
+// background (a hung server may hold it), and waits at most twice the timeout.
 func (w *watcher) close() error {
 	w.mu.Lock()
 	if ps := w.ps; ps != nil {

@@ -233,34 +233,29 @@ func testContention(t *testing.T, s store.Store) {
 	mustOutcome(t, "Release by the winner", store.OK)(s.Release(bg, key, <-winners))
 }
 
+// testFence: the fences of holds one after another, then of contenders'
+// holds, are positive and strictly increasing. The winners note their fence
+// while they hold the key, so the noted order is the order of the holds.
 func testFence(t *testing.T, s store.Store) {
-	key := newKey("fence-sequential")
-	fences := []int64{0}
-	for range 20 {
-		tok := storekit.NewToken()
-		fences = append(fences, acquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true}, true).Fence)
-		mustOutcome(t, "Release", store.OK)(s.Release(bg, key, tok))
+	for _, run := range [][2]int{{1, 20}, {20, 10}} { // workers, rounds
+		key, fences := newKey("fence"), []int64{0}
+		var mu sync.Mutex
+		require.NoError(t, race(run[0], run[1], func() error {
+			tok := storekit.NewToken()
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			if err != nil || !g.Acquired {
+				return err
+			}
+			mu.Lock()
+			fences = append(fences, g.Fence)
+			mu.Unlock()
+			if out, err := s.Release(bg, key, tok); err != nil || out != store.OK {
+				return fmt.Errorf("release by a fenced winner: %v, %v", out, err)
+			}
+			return nil
+		}))
+		n := len(fences)
+		require.True(t, n > 1 && (run[0] > 1 || n == 21), "fences %v: a lone contender refused, or no contender won", fences)
+		require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == n, "fences %v: positive and strictly increasing", fences)
 	}
-	require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == 21, "fences %v: positive and strictly increasing", fences)
-	// Concurrent winners note their fence while they hold the key, so the
-	// noted order is the order of the holds.
-	key, fences = newKey("fence-concurrent"), []int64{0}
-	var mu sync.Mutex
-	require.NoError(t, race(20, 10, func() error {
-		tok := storekit.NewToken()
-		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
-		if err != nil || !g.Acquired {
-			return err
-		}
-		mu.Lock()
-		fences = append(fences, g.Fence)
-		mu.Unlock()
-		if out, err := s.Release(bg, key, tok); err != nil || out != store.OK {
-			return fmt.Errorf("release by a fenced winner: %v, %v", out, err)
-		}
-		return nil
-	}))
-	n := len(fences)
-	require.Greater(t, n, 1, "no contender ever acquired the key")
-	require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == n, "fences %v: positive and strictly increasing", fences)
 }
