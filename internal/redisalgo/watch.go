@@ -16,7 +16,40 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 	if key == "" {
 		return nil, nil, s.check(key, "-", 1)
 	}
-	return s.watch.watch(ctx, channel(key))
+	w, ch, wake := &s.watch, channel(key), make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.ps == nil && w.spawn(w.receive) {
+		w.ps = s.conn.PubSub()
+	}
+	e := w.entries[ch]
+	if e == nil {
+		e = &watchEntry{waiters: map[chan struct{}]bool{}, ready: make(chan struct{})}
+		w.entries[ch], w.dirty[ch] = e, true
+	}
+	e.waiters[wake] = true
+	closed := w.closed
+	w.mu.Unlock()
+	stop := sync.OnceFunc(func() { w.leave(ch, e, wake) })
+	timeout := time.After(w.timeout)
+	if !closed { // else w.ctx is done
+		w.flush(w.ctx)
+	}
+	var err error
+	select {
+	case <-e.ready:
+		err = e.err // written before ready was closed
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timeout:
+		err = fmt.Errorf("subscription not confirmed within %v", w.timeout)
+	case <-w.ctx.Done():
+		err = errors.New("store closed")
+	}
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("%s: watch: %w", s.name, err)
+	}
+	return wake, stop, nil
 }
 
 // watcher multiplexes every Watch over one PubSub connection, one
@@ -63,43 +96,6 @@ func (w *watcher) spawn(fn func(ctx context.Context)) bool {
 	}
 	w.running.Go(func() { fn(w.ctx) })
 	return true
-}
-
-func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func(), error) {
-	wake := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.ps == nil && w.spawn(w.receive) {
-		w.ps = w.s.conn.PubSub()
-	}
-	e := w.entries[ch]
-	if e == nil {
-		e = &watchEntry{waiters: map[chan struct{}]bool{}, ready: make(chan struct{})}
-		w.entries[ch], w.dirty[ch] = e, true
-	}
-	e.waiters[wake] = true
-	closed := w.closed
-	w.mu.Unlock()
-	stop := sync.OnceFunc(func() { w.leave(ch, e, wake) })
-	timeout := time.After(w.timeout)
-	if !closed { // else w.ctx is done
-		w.flush(w.ctx)
-	}
-	var err error
-	select {
-	case <-e.ready:
-		err = e.err // written before ready was closed
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timeout:
-		err = fmt.Errorf("subscription not confirmed within %v", w.timeout)
-	case <-w.ctx.Done():
-		err = errors.New("store closed")
-	}
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("%s: watch: %w", w.s.name, err)
-	}
-	return wake, stop, nil
 }
 
 // leave removes a waiter; the last one of a channel unsubscribes it.
