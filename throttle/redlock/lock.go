@@ -43,8 +43,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		case !split:
 			return g, err
 		}
-		refusal = g
-		if !s.pause(ctx, r, req) {
+		if refusal = g; !s.pause(ctx, r, req) {
 			return refusal, nil
 		}
 	}

@@ -23,12 +23,12 @@ type answer struct {
 // other held by another, gone without the key, failed with an error or late.
 type tally struct {
 	n, quorum, ours, other, gone, failed int
-	ttls                                 []time.Duration // the grants' TTLs
-	remaining                            []time.Duration // how long the other holders keep the key
-	oursAt                               []int           // the nodes that granted the key
-	firstOther                           int             // the lowest node held by another token, n if none
-	seen                                 []bool          // the nodes whose answer was counted
-	errs                                 []error         // each node's error, nil where it answered
+
+	firstOther      int             // the lowest node held by another token, n if none
+	ttls, remaining []time.Duration // the grants' TTLs; how long the other holders keep the key
+	oursAt          []int           // the nodes that granted the key
+	seen            []bool          // the nodes whose answer was counted
+	errs            []error         // each node's error, nil where it answered
 }
 
 func newTally(n int) tally {
@@ -54,8 +54,7 @@ func (t *tally) add(a answer) {
 	}
 }
 
-func (t *tally) answered() int { return t.ours + t.other + t.gone }
-
+func (t *tally) answered() int    { return t.ours + t.other + t.gone }
 func (t *tally) outstanding() int { return t.n - t.answered() - t.failed }
 
 type verdict uint8

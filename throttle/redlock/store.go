@@ -105,9 +105,8 @@ func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 // the stores New made. The Store keeps serving calls after it.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	s.closed = true
 	owned := s.owned
-	s.owned = false
+	s.closed, s.owned = true, false
 	s.mu.Unlock()
 	s.bg.Wait()
 	var err error
