@@ -56,7 +56,6 @@ var cases = []struct {
 	{"refusals", testRefusals, none},
 	{"record", testRecord, none},
 	{"record-others", testRecordOthers, none},
-	{"record-expiry", testRecordExpiry, none},
 	{"record-release", testRecordRelease, none},
 }
 
