@@ -7,8 +7,7 @@ import (
 	"maps"
 )
 
-// lua holds the scripts: each .lua file documents its keys, arguments and
-// reply.
+// lua holds the scripts, each file documenting its keys, args and reply.
 //
 //go:embed *.lua
 var lua embed.FS

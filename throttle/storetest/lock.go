@@ -26,7 +26,8 @@ func testAcquire(t *testing.T, s store.Store) {
 	require.True(t, g.Remaining > 0 && g.Remaining <= ttl && g.Holds == 0 && g.Fence == 0, "refused: %+v, want Remaining in (0, %v]", g, ttl)
 }
 
-func testRelease(t *testing.T, s store.Store) {
+// testReleaseExtend: only the holder's token releases or extends a lock.
+func testReleaseExtend(t *testing.T, s store.Store) {
 	key, tok := newKey("release"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, storekit.NewToken()))
@@ -34,10 +35,8 @@ func testRelease(t *testing.T, s store.Store) {
 	mustOutcome(t, "Release with the right token", store.OK)(s.Release(bg, key, tok))
 	mustOutcome(t, "second Release", store.Gone)(s.Release(bg, key, tok))
 	mustBeFree(t, s, key)
-}
 
-func testExtend(t *testing.T, s store.Store) {
-	key, tok := newKey("extend"), storekit.NewToken()
+	key, tok = newKey("extend"), storekit.NewToken()
 	const short = 2 * time.Second
 	acquire(t, s, store.Request{Key: key, Token: tok, TTL: short}, true)
 	mustOutcome(t, "Extend with the right token", store.OK)(s.Extend(bg, key, tok, longTTL))

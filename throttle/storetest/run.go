@@ -42,8 +42,7 @@ var cases = []struct {
 	needs store.Request
 }{
 	{"acquire", testAcquire, none},
-	{"release", testRelease, none},
-	{"extend", testExtend, none},
+	{"release-extend", testReleaseExtend, none},
 	{"token-safety", testTokenSafety, none},
 	{"contention", testContention, none},
 	{"fence", testFence, fenced},
