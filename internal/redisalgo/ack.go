@@ -14,9 +14,8 @@ import (
 // acknowledged (WithReplicaAck).
 var ErrNotReplicated = errors.New("redisstore: too few replicas acknowledged the lock")
 
-// Waiter is a Conn that can send WAIT replicas timeout after a script, in
-// one round trip on the connection that ran it (WAIT counts the replicas
-// that have everything its connection wrote), as WithReplicaAck needs.
+// Waiter is a Conn that sends WAIT after a script in one round trip on the
+// connection that ran it, as WithReplicaAck needs.
 type Waiter interface {
 	// EvalWait is Eval then WAIT: acked is WAIT's reply, waitErr its error.
 	EvalWait(ctx context.Context, s *Script, replicas int, timeout time.Duration,
@@ -24,10 +23,8 @@ type Waiter interface {
 }
 
 // acquireAcked runs the acquire script and WAIT. A grant this call did not
-// write (a retry of ours found our token: the reply carries the key's PTTL,
-// not the TTL asked) is rewritten by the extend script and WAIT, so that
-// replicas with that write have the earlier one. A grant too few replicas
-// acknowledged is released again.
+// write (a retry found our token: the reply is the PTTL, not the TTL asked)
+// is rewritten by the extend script and WAIT, so that the replicas have it.
 func (s *Store) acquireAcked(ctx context.Context, req store.Request, ms int64) (store.Grant, error) {
 	w := s.conn.(Waiter)
 	keys, args := s.acquireArgs(req, ms)

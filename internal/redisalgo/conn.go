@@ -21,8 +21,7 @@ type Conn interface {
 	// Policies returns the maxmemory-policy of every master it can ask
 	// ("address=policy" on a Cluster), with the first error.
 	Policies(ctx context.Context) ([]string, error)
-	// Unsent reports whether err surely kept the command from Redis (a
-	// closed client, no connection to be had).
+	// Unsent reports whether err surely kept the command from Redis.
 	Unsent(err error) bool
 }
 

@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// checkEviction asks once, in the background, for every master's
-// maxmemory-policy and warns unless all are noeviction: any other drops keys
-// with a TTL, as locks are, when memory runs short.
+// checkEviction warns once, in the background, unless every master's
+// maxmemory-policy is noeviction: any other may drop a lock.
 func (s *Store) checkEviction() {
 	w := &s.watch
 	w.mu.Lock()

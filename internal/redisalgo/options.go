@@ -10,12 +10,11 @@ import (
 type Option func(*config)
 
 type config struct {
-	fenceTTL, watchTimeout time.Duration
-	log                    *slog.Logger
-	replicas               int
-	ackTimeout             time.Duration
-	now                    func() time.Time // a test clock for quotas
-	path                   string           // see WithPath
+	fenceTTL, watchTimeout, ackTimeout time.Duration
+	log                                *slog.Logger
+	replicas                           int
+	now                                func() time.Time // a test clock for quotas
+	path                               string           // see WithPath
 }
 
 // configure applies opts over the defaults: fence counters live a day (at

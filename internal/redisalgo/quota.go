@@ -11,11 +11,9 @@ import (
 )
 
 // AllowN decides a request of cost against the GCRA quota r of key on the
-// server's clock, in one script: gcra_ms.lua, keeping the TAT as the key's
-// expiry, for an interval of whole milliseconds, gcra.lua otherwise. While
-// most charges find no key, such a charge first tries SET key "" NX PX, what
-// the script does to a new key, for less server time, and runs the script
-// only when the key exists (BenchmarkQuotaPaired shows it pays).
+// server's clock, in one script (gcra_ms.lua for whole milliseconds, keeping
+// the TAT as the key's expiry). While most charges find no key, gcra_ms's
+// charge first tries SET key "" NX PX, what the script does to a new key.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if key == "" {
 		return store.Decision{}, s.check(key, "-", 1)

@@ -39,11 +39,10 @@ func remaining(pttl int64) time.Duration {
 // script: 1 done, 2 held by another token, 3 gone, 4 (release only) still
 // held; ok is false for a reply the script never gives.
 func outcome(n int64, release bool) (out store.Outcome, ok bool) {
-	outs := []store.Outcome{1: store.OK, 2: store.HeldByOther, 3: store.Gone, 4: store.StillHeld}
 	if n < 1 || n > 4 || n == 4 && !release {
 		return 0, false
 	}
-	return outs[n], true
+	return [...]store.Outcome{1: store.OK, 2: store.HeldByOther, 3: store.Gone, 4: store.StillHeld}[n], true
 }
 
 // decision decodes a GCRA script's reply v (see gcra.lua): the reset R when
@@ -65,10 +64,8 @@ func decision(v, t, burst, cost int64) store.Decision {
 // the hash field of a reentrant lock's fence (tokens never contain ':').
 func (s *Store) check(key, token string, ttl time.Duration) error {
 	switch {
-	case key == "":
-		return fmt.Errorf("%w: %s: empty key", store.ErrInvalid, s.name)
-	case token == "":
-		return fmt.Errorf("%w: %s: empty token", store.ErrInvalid, s.name)
+	case key == "" || token == "":
+		return fmt.Errorf("%w: %s: empty key or token", store.ErrInvalid, s.name)
 	case token == ":fence":
 		return fmt.Errorf("%w: %s: token %q is reserved", store.ErrInvalid, s.name, token)
 	case ttl <= 0:

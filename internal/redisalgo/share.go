@@ -3,10 +3,8 @@ package redisalgo
 import "sync/atomic"
 
 // Share is a moving average, in units of 1/65536, of how many calls had some
-// outcome, each new call weighing 1/16. The store picks by it the cheaper of
-// two ways to one answer: for a plain acquisition by how often the key is
-// held, for a quota charge by how often the key exists. Two updates at once
-// may lose a sample, which an estimate can afford.
+// outcome, each new call weighing 1/16: the store picks by it the cheaper of
+// two ways to one answer. Two updates at once may lose a sample.
 type Share struct{ v atomic.Int32 }
 
 // shareFrequent is one call in eight: from about there, paying a pipeline or

@@ -72,7 +72,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 }
 
 // acquireArgs returns the acquire script's keys (the counter only when
-// fenced: the script works while a Cluster slot migrates) and arguments.
+// fenced, so that the rest works while a Cluster slot migrates) and args.
 func (s *Store) acquireArgs(req store.Request, ms int64) ([]string, []string) {
 	keys := []string{req.Key}
 	if req.Fence {
@@ -116,9 +116,8 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	return s.result("release", res, err)
 }
 
-// releaseMoving releases a lock whose Cluster slot migrates, its record maybe
-// on the other node (TRYAGAIN, ASK): without a record the lock alone is the
-// same step (only the holder records); with one, nothing is released.
+// releaseMoving releases a lock whose Cluster slot migrates (TRYAGAIN, ASK)
+// alone, unless its record, maybe on the other node, exists.
 func (s *Store) releaseMoving(ctx context.Context, key, token string, moving error) ([]int64, error) {
 	_, found, err := s.conn.Get(ctx, storekit.RecordKey(key))
 	switch {

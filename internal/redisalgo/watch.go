@@ -16,15 +16,46 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 	if key == "" {
 		return nil, nil, s.check(key, "-", 1)
 	}
-	return s.watch.watch(ctx, channel(key))
+	w, ch, wake := &s.watch, channel(key), make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.ps == nil && w.spawn(w.receive) {
+		w.ps = s.conn.PubSub()
+	}
+	e := w.entries[ch]
+	if e == nil {
+		e = &watchEntry{waiters: map[chan struct{}]bool{}, ready: make(chan struct{})}
+		w.entries[ch], w.dirty[ch] = e, true
+	}
+	e.waiters[wake] = true
+	closed := w.closed
+	w.mu.Unlock()
+	stop := sync.OnceFunc(func() { w.leave(ch, e, wake) })
+	timeout := time.After(w.timeout)
+	if !closed { // else w.ctx is done
+		w.flush(w.ctx)
+	}
+	var err error
+	select {
+	case <-e.ready:
+		err = e.err // written before ready was closed
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timeout:
+		err = fmt.Errorf("subscription not confirmed within %v", w.timeout)
+	case <-w.ctx.Done():
+		err = errors.New("store closed")
+	}
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("%s: watch: %w", s.name, err)
+	}
+	return wake, stop, nil
 }
 
 // watcher multiplexes every Watch over one PubSub connection, one
-// subscription per watched channel while it has waiters. Watch and stop
-// change the maps under mu; flush sends what changed, one at a time, so that
-// a channel's commands reach Redis in the order decided. A receiver settles
-// waits, wakes waiters and replaces a lost connection. Background calls end
-// within the watch timeout and when Close cancels ctx.
+// subscription per watched channel with waiters. flush sends what changed
+// under mu one flush at a time, so that Redis gets each channel's commands in
+// order; receive settles waits, wakes waiters and replaces a lost connection.
 type watcher struct {
 	s        *Store
 	flushing sync.Mutex
@@ -67,45 +98,7 @@ func (w *watcher) spawn(fn func(ctx context.Context)) bool {
 	return true
 }
 
-func (w *watcher) watch(ctx context.Context, ch string) (<-chan struct{}, func(), error) {
-	wake := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.ps == nil && w.spawn(w.receive) {
-		w.ps = w.s.conn.PubSub()
-	}
-	e := w.entries[ch]
-	if e == nil {
-		e = &watchEntry{waiters: map[chan struct{}]bool{}, ready: make(chan struct{})}
-		w.entries[ch], w.dirty[ch] = e, true
-	}
-	e.waiters[wake] = true
-	closed := w.closed
-	w.mu.Unlock()
-	stop := sync.OnceFunc(func() { w.leave(ch, e, wake) })
-	timeout := time.After(w.timeout)
-	if !closed { // else w.ctx is done
-		w.flush(w.ctx)
-	}
-	var err error
-	select {
-	case <-e.ready:
-		err = e.err // written before ready was closed
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timeout:
-		err = fmt.Errorf("subscription not confirmed within %v", w.timeout)
-	case <-w.ctx.Done():
-		err = errors.New("store closed")
-	}
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("%s: watch: %w", w.s.name, err)
-	}
-	return wake, stop, nil
-}
-
-// leave removes a waiter; the last one of a channel has it unsubscribed, in
-// the background.
+// leave removes a waiter; the last one of a channel unsubscribes it.
 func (w *watcher) leave(ch string, e *watchEntry, wake chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -163,11 +156,7 @@ func (w *watcher) settle(chs []string, err error) {
 
 // The receiver pings after healthInterval of silence, and replaces a lost
 // connection after a pause doubling up to maxBackoff.
-const (
-	healthInterval = 30 * time.Second
-	minBackoff     = 50 * time.Millisecond
-	maxBackoff     = 2 * time.Second
-)
+const healthInterval, minBackoff, maxBackoff = 30 * time.Second, 50 * time.Millisecond, 2 * time.Second
 
 // receive reads the connection until Close.
 func (w *watcher) receive(ctx context.Context) {
@@ -237,8 +226,7 @@ func (w *watcher) wake(ch string) {
 }
 
 // close cancels the background calls, closes the connection in the
-// background (a client reconnecting to a hung server may hold it), and waits
-// for every goroutine at most twice the watch timeout.
+// background (a hung server may hold it), and waits at most twice the timeout.
 func (w *watcher) close() error {
 	w.mu.Lock()
 	if ps := w.ps; ps != nil {

@@ -3,13 +3,11 @@
 // of a minority of them, where one Redis may let a second holder in. One
 // Redis is usually enough to throttle requests, and cheaper.
 //
-// Acquire sends SET NX PX to every node at once and holds the lock when a
-// quorum of N/2+1 granted it: validity = TTL − elapsed − drift (1% of the
-// TTL plus 2 ms, for clocks running at slightly different rates). Each node
-// gets a tenth of the TTL, at most 100 ms, so that a slow node fails before
-// it eats the validity. A missed quorum is released on every node, with a
-// context that the caller's cancellation does not end. Contenders that
-// split the nodes retry at random.
+// Acquire asks every node at once and holds the lock when a quorum of N/2+1
+// granted it, for TTL − elapsed − drift (1% of the TTL plus 2 ms, for clocks
+// at slightly different rates). Each node gets a tenth of the TTL, at most
+// 100 ms. A missed quorum is released on every node, even after the caller's
+// cancellation; contenders that split the nodes retry at random.
 //
 // The promise holds while a quorum is up, clocks run at about the same rate,
 // the holder acts only within the validity, and nodes fail independently

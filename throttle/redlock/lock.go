@@ -43,8 +43,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		case !split:
 			return g, err
 		}
-		refusal = g
-		if !s.pause(ctx, r, req) {
+		if refusal = g; !s.pause(ctx, r, req) {
 			return refusal, nil
 		}
 	}
@@ -88,8 +87,8 @@ func (s *Store) attempt(ctx context.Context, r *round, req store.Request, mayRet
 }
 
 // pause waits before a split vote's retry: half to one attempt's time if r
-// kept its grants, else one to three once r's releases (which must not free
-// the retry's lock) are over. If ctx ends first, it releases what r kept.
+// kept its grants, else one to three after r's releases (which must not free
+// the retry's lock). If ctx ends first, it releases what r kept.
 func (s *Store) pause(ctx context.Context, r *round, req store.Request) bool {
 	lo, span := r.took, 2*r.took
 	if r.keep {
@@ -111,8 +110,8 @@ func (s *Store) pause(ctx context.Context, r *round, req store.Request) bool {
 	return false
 }
 
-// cleanUp releases, once r is decided and unless it keeps its grants, a's
-// grant if the decision did not count it, or an error that may hide one.
+// cleanUp releases, once r is decided and drops its grants, a's uncounted
+// grant or an error that may hide one.
 func (s *Store) cleanUp(ctx context.Context, r *round, req store.Request, a answer) {
 	defer r.done.Done()
 	<-r.decided

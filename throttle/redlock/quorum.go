@@ -19,19 +19,16 @@ type answer struct {
 	err   error
 }
 
-// tally counts the answers to one call.
+// tally counts the answers to one call: ours granted or held by our token,
+// other held by another, gone without the key, failed with an error or late.
 type tally struct {
-	n, quorum  int
-	ours       int             // granted, or held by our token
-	other      int             // held by another token
-	gone       int             // the key no longer exists
-	failed     int             // an error, or no answer in time
-	ttls       []time.Duration // the grants' TTLs
-	remaining  []time.Duration // how long the other holders keep the key
-	oursAt     []int           // the nodes that granted the key
-	firstOther int             // the lowest node held by another token, n if none
-	seen       []bool          // the nodes whose answer was counted
-	errs       []error         // each node's error, nil where it answered
+	n, quorum, ours, other, gone, failed int
+
+	firstOther      int             // the lowest node held by another token, n if none
+	ttls, remaining []time.Duration // the grants' TTLs; how long the other holders keep the key
+	oursAt          []int           // the nodes that granted the key
+	seen            []bool          // the nodes whose answer was counted
+	errs            []error         // each node's error, nil where it answered
 }
 
 func newTally(n int) tally {
@@ -110,9 +107,8 @@ func validity(ttl time.Duration, quorum int, ttls []time.Duration, elapsed time.
 	return ttls[len(ttls)-quorum] - elapsed - storekit.Drift(ttl)
 }
 
-// retryAfter is when quorum-granted held nodes (ours are freed at once)
-// could be free; it sorts remaining as unsigned, so -1 (no expiry) comes
-// last. Silent nodes are not counted on: it may be late, never early.
+// retryAfter is when quorum-granted held nodes could be free, never early;
+// it sorts remaining as unsigned, so -1 (no expiry) comes last.
 func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 	k := quorum - granted
 	if k <= 0 || k > len(remaining) {
@@ -122,10 +118,9 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 	return remaining[k-1]
 }
 
-// fan runs call on every node in parallel, bounded by timeout and parent,
-// and then on the node's goroutine. It counts the answers into t until
-// settled, or until the node timeout (with a margin for the calls to report
-// theirs) or ctx ends the wait: then the silent nodes count as failed.
+// fan runs call, then then, on every node in parallel, bounded by timeout
+// and parent, and counts the answers into t until settled, or until the node
+// timeout (with a margin) or ctx ends the wait: the silent nodes then fail.
 func (s *Store) fan(ctx, parent context.Context, timeout time.Duration, t *tally, settled func() bool,
 	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))

@@ -19,16 +19,14 @@ import (
 // quorum of independent Redis masters. It is safe for concurrent use.
 type Store struct {
 	nodes         []store.Store
-	timeout       time.Duration  // WithNodeTimeout's value, 0 for the automatic rule
+	timeout       time.Duration  // WithNodeTimeout's, 0 for the automatic rule
 	mu            sync.RWMutex   // orders bg.Add before Close's Wait
 	bg            sync.WaitGroup // the node calls that outlive a decision
 	closed, owned bool           // owned: New made the nodes, for Close to close
 }
 
 // errNoQuorum is matched by the error of a call that no quorum decided in
-// time: too few nodes answered (the message says why each failed), or a
-// quorum answered after the validity ran out. The error also matches
-// store.ErrNotApplied when the call surely changed nothing.
+// time, and that error by store.ErrNotApplied when it surely changed nothing.
 var errNoQuorum = errors.New("redlock: no quorum")
 
 // Option configures a Store.
@@ -107,18 +105,17 @@ func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 // the stores New made. The Store keeps serving calls after it.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	s.closed = true
 	owned := s.owned
-	s.owned = false
+	s.closed, s.owned = true, false
 	s.mu.Unlock()
 	s.bg.Wait()
-	var errs []error
+	var err error
 	for _, n := range s.nodes {
 		if c, ok := n.(io.Closer); ok && owned {
-			errs = append(errs, c.Close())
+			err = errors.Join(err, c.Close())
 		}
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // spawn runs f on a goroutine that Close waits for, unless Close was called.

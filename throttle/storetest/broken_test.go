@@ -192,7 +192,7 @@ func TestSuiteCatchesBugs(t *testing.T) {
 	for bug, subtest := range map[string]string{
 		"unchecked-release": "token-safety",
 		"unchecked-extend":  "token-safety",
-		"no-expiry":         "expiry",
+		"no-expiry":         "token-safety",
 		"check-then-set":    "contention",
 		"static-fence":      "fence",
 		"no-reentry":        "reentrant",

@@ -17,20 +17,17 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func testAcquireFree(t *testing.T, s store.Store) {
-	g := acquire(t, s, lock(newKey("acquire-free"), storekit.NewToken()), true)
-	require.True(t, g.Holds == 1 && g.Remaining == 0 && g.Fence == 0, "grant %+v, want Holds 1, Remaining 0, Fence 0", g)
-}
-
-func testAcquireHeld(t *testing.T, s store.Store) {
-	key := newKey("acquire-held")
+func testAcquire(t *testing.T, s store.Store) {
+	key := newKey("acquire")
 	const ttl = 10 * time.Second
-	acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}, true)
-	g := acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Fence: fences(s)}, false)
+	g := acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl}, true)
+	require.True(t, g.Holds == 1 && g.Remaining == 0 && g.Fence == 0, "grant %+v, want Holds 1, Remaining 0, Fence 0", g)
+	g = acquire(t, s, store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Fence: fences(s)}, false)
 	require.True(t, g.Remaining > 0 && g.Remaining <= ttl && g.Holds == 0 && g.Fence == 0, "refused: %+v, want Remaining in (0, %v]", g, ttl)
 }
 
-func testRelease(t *testing.T, s store.Store) {
+// testReleaseExtend: only the holder's token releases or extends a lock.
+func testReleaseExtend(t *testing.T, s store.Store) {
 	key, tok := newKey("release"), storekit.NewToken()
 	acquire(t, s, lock(key, tok), true)
 	mustOutcome(t, "Release with a wrong token", store.HeldByOther)(s.Release(bg, key, storekit.NewToken()))
@@ -38,10 +35,8 @@ func testRelease(t *testing.T, s store.Store) {
 	mustOutcome(t, "Release with the right token", store.OK)(s.Release(bg, key, tok))
 	mustOutcome(t, "second Release", store.Gone)(s.Release(bg, key, tok))
 	mustBeFree(t, s, key)
-}
 
-func testExtend(t *testing.T, s store.Store) {
-	key, tok := newKey("extend"), storekit.NewToken()
+	key, tok = newKey("extend"), storekit.NewToken()
 	const short = 2 * time.Second
 	acquire(t, s, store.Request{Key: key, Token: tok, TTL: short}, true)
 	mustOutcome(t, "Extend with the right token", store.OK)(s.Extend(bg, key, tok, longTTL))
@@ -53,15 +48,8 @@ func testExtend(t *testing.T, s store.Store) {
 	mustOutcome(t, "Extend after Release", store.Gone)(s.Extend(bg, key, tok, longTTL))
 }
 
-func testExpiry(t *testing.T, s store.Store) {
-	key, tok := newKey("expiry"), storekit.NewToken()
-	acquire(t, s, store.Request{Key: key, Token: tok, TTL: 50 * time.Millisecond}, true)
-	other := waitFree(t, s, key)
-	mustOutcome(t, "Release of the expired holder", store.HeldByOther)(s.Release(bg, key, tok))
-	mustOutcome(t, "Release of the new holder", store.OK)(s.Release(bg, key, other))
-}
-
-// testTokenSafety: a lapsed holder must not free or extend its successor's lock.
+// testTokenSafety: a lock expires, and its lapsed holder must not free or
+// extend its successor's lock.
 func testTokenSafety(t *testing.T, s store.Store) {
 	key, a := newKey("token-safety"), storekit.NewToken()
 	acquire(t, s, store.Request{Key: key, Token: a, TTL: 50 * time.Millisecond}, true)
@@ -244,34 +232,29 @@ func testContention(t *testing.T, s store.Store) {
 	mustOutcome(t, "Release by the winner", store.OK)(s.Release(bg, key, <-winners))
 }
 
+// testFence: the fences of holds one after another, then of contenders'
+// holds, are positive and strictly increasing. The winners note their fence
+// while they hold the key, so the noted order is the order of the holds.
 func testFence(t *testing.T, s store.Store) {
-	key := newKey("fence-sequential")
-	fences := []int64{0}
-	for range 20 {
-		tok := storekit.NewToken()
-		fences = append(fences, acquire(t, s, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true}, true).Fence)
-		mustOutcome(t, "Release", store.OK)(s.Release(bg, key, tok))
+	for _, run := range [][2]int{{1, 20}, {20, 10}} { // workers, rounds
+		key, fences := newKey("fence"), []int64{0}
+		var mu sync.Mutex
+		require.NoError(t, race(run[0], run[1], func() error {
+			tok := storekit.NewToken()
+			g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
+			if err != nil || !g.Acquired {
+				return err
+			}
+			mu.Lock()
+			fences = append(fences, g.Fence)
+			mu.Unlock()
+			if out, err := s.Release(bg, key, tok); err != nil || out != store.OK {
+				return fmt.Errorf("release by a fenced winner: %v, %v", out, err)
+			}
+			return nil
+		}))
+		n := len(fences)
+		require.True(t, n > 1 && (run[0] > 1 || n == 21), "fences %v: a lone contender refused, or no contender won", fences)
+		require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == n, "fences %v: positive and strictly increasing", fences)
 	}
-	require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == 21, "fences %v: positive and strictly increasing", fences)
-	// Concurrent winners note their fence while they hold the key, so the
-	// noted order is the order of the holds.
-	key, fences = newKey("fence-concurrent"), []int64{0}
-	var mu sync.Mutex
-	require.NoError(t, race(20, 10, func() error {
-		tok := storekit.NewToken()
-		g, err := s.Acquire(bg, store.Request{Key: key, Token: tok, TTL: longTTL, Fence: true})
-		if err != nil || !g.Acquired {
-			return err
-		}
-		mu.Lock()
-		fences = append(fences, g.Fence)
-		mu.Unlock()
-		if out, err := s.Release(bg, key, tok); err != nil || out != store.OK {
-			return fmt.Errorf("release by a fenced winner: %v, %v", out, err)
-		}
-		return nil
-	}))
-	n := len(fences)
-	require.Greater(t, n, 1, "no contender ever acquired the key")
-	require.True(t, slices.IsSorted(fences) && len(slices.Compact(slices.Clone(fences))) == n, "fences %v: positive and strictly increasing", fences)
 }

@@ -41,11 +41,8 @@ var cases = []struct {
 	run   func(t *testing.T, s store.Store)
 	needs store.Request
 }{
-	{"acquire-free", testAcquireFree, none},
-	{"acquire-held", testAcquireHeld, none},
-	{"release", testRelease, none},
-	{"extend", testExtend, none},
-	{"expiry", testExpiry, none},
+	{"acquire", testAcquire, none},
+	{"release-extend", testReleaseExtend, none},
 	{"token-safety", testTokenSafety, none},
 	{"contention", testContention, none},
 	{"fence", testFence, fenced},
@@ -58,9 +55,7 @@ var cases = []struct {
 	{"refusals", testRefusals, none},
 	{"record", testRecord, none},
 	{"record-others", testRecordOthers, none},
-	{"record-expiry", testRecordExpiry, none},
 	{"record-release", testRecordRelease, none},
-	{"record-notifies", testRecordNotifies, none},
 }
 
 // refuses returns what s's Refuses method (see Run) says of req, if any.
