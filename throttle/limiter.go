@@ -182,20 +182,8 @@ type lookFunc func(ctx context.Context) ([]byte, error)
 // that finds the key held also looks for its record, and a record ends the
 // wait (Claim).
 func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look lookFunc) (*Lease, []byte, error) {
-	var wake <-chan struct{}
-	if l.notifier != nil {
-		d := deadline
-		if t := time.Now().Add(l.p.Timeout); t.Before(d) {
-			d = t
-		}
-		wctx, cancel := context.WithDeadline(ctx, d)
-		w, stop, err := l.notifier.Watch(wctx, req.Key)
-		cancel()
-		if err == nil {
-			defer stop()
-			wake = w
-		}
-	}
+	wake, stop := l.watchKey(ctx, req.Key, deadline)
+	defer stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for attempt := 0; ; attempt++ {
@@ -224,6 +212,24 @@ func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		case <-timer.C:
 		}
 	}
+}
+
+// watchKey returns the channel a Notifier store wakes on key's release or
+// record, or nil (the store cannot tell, or its watch failed: wait polls).
+func (l *limiter) watchKey(ctx context.Context, key string, deadline time.Time) (<-chan struct{}, func()) {
+	if l.notifier == nil {
+		return nil, func() {}
+	}
+	if t := time.Now().Add(l.p.Timeout); t.Before(deadline) {
+		deadline = t
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	w, stop, err := l.notifier.Watch(wctx, key)
+	if err != nil {
+		return nil, func() {}
+	}
+	return w, stop
 }
 
 // try makes one acquisition sent at sent (a monoNow stamp, or 0 when

@@ -147,13 +147,8 @@ func (p policy) withDefaults() (policy, error) {
 // RateLimit headers as it is: 1 to 64 bytes of printable ASCII without
 // '"' or '\'.
 func (p *policy) check() error {
-	bad := p.Name == "" || len(p.Name) > defaultMaxName
-	for i := 0; i < len(p.Name); i++ {
-		c := p.Name[i]
-		bad = bad || c < 0x20 || c >= 0x7f || c == '"' || c == '\\'
-	}
 	switch {
-	case bad:
+	case !headerToken(p.Name):
 		return invalid("policy name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", p.Name)
 	case p.TTL < time.Millisecond || (p.Mode == Exclusive && p.TTL < 3*time.Millisecond):
 		return invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
@@ -167,6 +162,16 @@ func (p *policy) check() error {
 		return invalid("FailOver needs a Fallback store")
 	}
 	return nil
+}
+
+// headerToken reports whether name can go into a RateLimit header as it is.
+func headerToken(name string) bool {
+	ok := name != "" && len(name) <= defaultMaxName
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok = ok && c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+	}
+	return ok
 }
 
 // logger returns the policy's Logger, or the default one.
