@@ -11,9 +11,10 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 )
 
-const idempotencySource = `header "Idempotency-Key"`
-
-const maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
+const (
+	idempotencySource       = `header "Idempotency-Key"`
+	maxIdempotencyKeyLength = 255 // Stripe's limit; the draft sets none
+)
 
 // Errors never quote the value, which may be long or a secret.
 var (
@@ -83,7 +84,6 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return checkLength(k)
 }
 
-// bareKey checks a key sent without quotes.
 func bareKey(v string) (string, error) {
 	for i := range len(v) {
 		switch c := v[i]; {

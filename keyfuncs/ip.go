@@ -9,8 +9,7 @@ import (
 	"strings"
 )
 
-// Proxy chains are a few hops: a longer header (all lines together, or in
-// addresses listed) is refused, not walked.
+// Proxy chains are a few hops: a longer header is refused, not walked.
 const maxForwardedBytes, maxForwardedHops = 64 << 10, 100
 
 // IPConfig tunes RemoteIP; the zero value keys on the peer's address.
@@ -30,8 +29,8 @@ type IPConfig struct {
 
 type ipKey struct {
 	trusted []netip.Prefix
-	header  string // the forwarding header read from trusted proxies
-	v6bits  int    // prefix length IPv6 addresses are grouped by; 128 = none
+	header  string // read from trusted proxies
+	v6bits  int    // IPv6 addresses are grouped by; 128 = none
 }
 
 var errBadRemote = badRequest("remote address", "not an IP address")
@@ -129,9 +128,8 @@ func (k *ipKey) client(lines []string) (host string, addr netip.Addr, err error)
 	return host, addr, nil
 }
 
-// appendNodes appends the addresses a line of the header lists: the items
-// of X-Forwarded-For, or the for= node of each Forwarded element (RFC 7239,
-// section 4), "" where an element has none.
+// appendNodes appends the items of an X-Forwarded-For line, or the for=
+// node of each Forwarded element (RFC 7239, 4), "" where it has none.
 func (k *ipKey) appendNodes(nodes []string, line string) ([]string, bool) {
 	for line != "" && len(nodes) <= maxForwardedHops {
 		var elem string
@@ -195,8 +193,8 @@ func cutQuoted(s string, sep byte) (before, after string) {
 // quotedPair is an escape in a quoted-string (RFC 9110, 5.6.4).
 var quotedPair = regexp.MustCompile(`(?s)\\(.)`)
 
-// forwardedValue returns the content of a token (with ':', '[' and ']',
-// which proxies leave unquoted in nodes) or of a quoted-string.
+// forwardedValue returns the content of a quoted-string or a token (with
+// ':', '[' and ']', which proxies leave unquoted).
 func forwardedValue(v string) (string, bool) {
 	if !strings.HasPrefix(v, `"`) {
 		return v, isToken(v, ":[]")
@@ -214,8 +212,7 @@ func forwardedValue(v string) (string, bool) {
 	return "", false
 }
 
-// isToken reports whether s is an HTTP token (RFC 9110, 5.6.2), or made of
-// token characters and extra.
+// isToken reports whether s is an HTTP token (RFC 9110, 5.6.2) with extra.
 func isToken(s, extra string) bool {
 	for i := range len(s) {
 		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
@@ -254,8 +251,8 @@ func isPort(s string) bool {
 	return true
 }
 
-// canonicalIPv4Host returns the host of s if it is IPv4 as netip writes it,
-// with a port parseHostPort accepts: the usual peer, without netip's parsing.
+// canonicalIPv4Host is the fast path of the usual peer: the host of s if it
+// is IPv4 as netip writes it, with a port parseHostPort accepts.
 func canonicalIPv4Host(s string) (string, bool) {
 	host, _, hasPort := strings.Cut(s, ":")
 	if hasPort && !isPort(s[len(host):]) {

@@ -52,7 +52,6 @@ func badRequest(source, reason string) *Error {
 
 func missing(source string) *Error { return badRequest(source, "missing") }
 
-// nonEmpty keys on what get returns, or refuses an empty value as missing.
 func nonEmpty(source string, get func(r *http.Request) string) Func {
 	errMissing := missing(source)
 	return func(r *http.Request) (string, error) {
@@ -92,8 +91,8 @@ func Cookie(name string) Func {
 	})
 }
 
-// Query keys on the values of the URL query parameter name, joined with
-// storekit.JoinID; a malformed %-escape is refused, lest two requests look alike.
+// Query keys on the values of the URL query parameter name; a malformed
+// %-escape is refused, lest two requests look alike.
 func Query(name string) Func {
 	source := "query " + strconv.Quote(name)
 	errMissing, errEscape := missing(source), badRequest(source, "malformed escape")
@@ -268,7 +267,7 @@ func hashString(b []byte) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// restoredBody is the body put back: what was read, then the rest.
+// restoredBody is what was read, then the rest.
 type restoredBody struct {
 	io.Reader
 	io.Closer

@@ -11,8 +11,7 @@ import (
 // its theoretical arrival time (TAT), when its quota is full again; a cost n
 // moves it n·T on from max(TAT, now), allowed while at most T·Burst ahead.
 
-// maxTolerance bounds T·Burst so that a TAT in microseconds plus the
-// tolerance stays an exact integer in a Lua number (below 2^53).
+// maxTolerance keeps a TAT in microseconds plus T·Burst below 2^53, exact in Lua.
 const maxTolerance = 100 * 365 * 24 * time.Hour
 
 // Interval returns r's emission interval T, Window/Limit rounded down to a
@@ -49,9 +48,8 @@ func Check(r store.Rate, cost int) error {
 	return nil
 }
 
-// NextRefill returns how long until d's quota under r allows one more
-// request than d.Remaining, or 0 when it is full: ResetAfter mod T, or T.
-// It is the RateLimit field's "t" of a quota.
+// NextRefill returns the RateLimit field's "t" of a quota: how long until
+// d's quota under r allows one more request, or 0 when it is full.
 func NextRefill(r store.Rate, d store.Decision) time.Duration {
 	t := Interval(r)
 	if d.ResetAfter <= 0 || t <= 0 {

@@ -10,11 +10,10 @@ import (
 // stored key stays short whatever a request sends, and stays injective.
 const MaxComponent = 64
 
-// Key returns the stored key of one identity under one policy,
-// <prefix>:{<policy>:<id>}, escaping policy and id so that two different
-// pairs never meet: ':', '{', '}', '%' and bytes outside 0x21-0x7e become
-// %XX. The braces are a Redis Cluster hash tag, so the lock's sibling keys
-// (FenceKey, RecordKey) share its slot. prefix must hold no brace.
+// Key returns <prefix>:{<policy>:<id>}, policy and id escaped (':', '{',
+// '}', '%' and bytes outside 0x21-0x7e become %XX) so that two pairs never
+// meet. The braces are a Redis Cluster hash tag: FenceKey and RecordKey
+// share the lock's slot. prefix must hold no brace.
 func Key(prefix, policy, id string) string {
 	var buf [keyBuf]byte // one allocation, for the string
 	b := buf[:0]
@@ -66,7 +65,6 @@ func JoinID(parts ...string) string {
 	return string(b)
 }
 
-// escaped[c] is true for the bytes that Key escapes.
 var escaped = func() (t [256]bool) {
 	for c := range t {
 		t[c] = c <= 0x20 || c >= 0x7f || c == ':' || c == '{' || c == '}' || c == '%'
@@ -95,8 +93,7 @@ func escapedLen(s string) int {
 }
 
 // appendComponent appends s escaped, or hashed when that is longer than
-// MaxComponent: one pass over a short s, whose escaped form is dropped if
-// it turns out too long.
+// MaxComponent.
 func appendComponent(b []byte, s string) []byte {
 	if len(s) <= MaxComponent {
 		start := len(b)

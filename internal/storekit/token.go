@@ -8,18 +8,14 @@ import (
 	"time"
 )
 
-// tokenPrefix is 15 random bytes drawn once per process, encoded (20
-// characters, no group shared with the counter's); tokenSeq counts the
-// tokens made since. Two processes share a prefix with probability 2^-120,
-// and a token costs no system call.
+// tokenPrefix is 15 random bytes drawn once per process (2^-120 odds that
+// two share it); tokenSeq counts the tokens made since: no system call each.
 var (
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
 )
 
 func init() {
-	// crypto/rand.Read panics on a broken system source, the right answer
-	// for lock tokens.
 	var b [15 + 8]byte
 	_, _ = rand.Read(b[:])
 	tokenPrefix = base64.RawURLEncoding.EncodeToString(b[:15])
@@ -34,9 +30,7 @@ func NewToken() string {
 	return string(AppendToken(buf[:0]))
 }
 
-// AppendToken appends a new token, as NewToken makes, to dst. The counter's
-// 8 bytes are written as base64.RawURLEncoding would, by hand: no escaping
-// buffer on the path of every acquisition.
+// AppendToken appends a new token, as NewToken makes, to dst.
 func AppendToken(dst []byte) []byte {
 	return AppendCounter(append(dst, tokenPrefix...), tokenSeq.Add(1))
 }

@@ -6,15 +6,12 @@ import (
 	"time"
 )
 
-// locks is a shard's locks, laid out for speed and memory because every
-// request touches them (BenchmarkAcquireSteady, BenchmarkAcquireRelease and
-// BenchmarkMemoryPerKey measure it against plain maps, as table). A lock is
-// appended, when its expiry is set, to the ring of its TTL class (TTLs within
-// a factor of two), so that a ring's head is about the next to expire and
-// expired locks are removed from the heads instead of searched for. An
-// open-addressing index of 8-byte slots (a key's 32-bit tag and the place of
-// its lock) finds a key's lock without scanning pointers for the garbage
-// collector. A lock released or moved leaves a cleared entry in its ring.
+// locks is a shard's locks, laid out for speed and memory as every request
+// touches them (BenchmarkAcquireSteady, BenchmarkMemoryPerKey compare plain
+// maps). A lock goes, when its expiry is set, to the ring of its TTL class
+// (TTLs within a factor of two), so expired locks are taken from the heads,
+// not searched for; an open-addressing index of pointer-free 8-byte slots
+// finds it. A lock released or moved leaves a cleared entry in its ring.
 type locks struct {
 	bounds
 	index  []uint64 // tag<<32 | ref; 0 when empty (a tag is never 0)
@@ -30,12 +27,9 @@ type entry struct {
 	tag uint32
 }
 
-// ring is the FIFO of one TTL class: the entry of seq is at seq % its
-// capacity, in blocks of equal size. A small ring is one block that doubles
-// by copying; from maxBlock entries on, a ring grows by adding blocks, so
-// that the entries already in it are never copied again: a ring of a
-// million keys grows by moving block pointers (BenchmarkAdapters'
-// admitted-growing rows).
+// ring is the FIFO of one TTL class: seq's entry is at seq % capacity, in
+// equal blocks. A small ring is one block that doubles by copying; a larger
+// one adds blocks, so that its entries are never copied again.
 type ring struct {
 	class      int
 	head, tail uint32
@@ -44,7 +38,7 @@ type ring struct {
 }
 
 // ref is where an entry is: its ring in the top 6 bits (fewer than 64 TTL
-// classes), its sequence number modulo 2^26 (a ring's most entries) below.
+// classes), its sequence number modulo 2^seqBits below.
 type ref uint32
 
 const (
@@ -67,21 +61,19 @@ func (g *ring) at(seq uint32) *entry {
 	return &b[seq&(1<<g.blockBits-1)]
 }
 
-// capacity is how many entries the ring holds.
 func (g *ring) capacity() int { return len(g.blocks) << g.blockBits }
 
 // push appends e and returns its sequence number, or false when the ring
 // holds as many entries as a ref can tell apart.
 func (g *ring) push(e entry) (uint32, bool) {
-	if int(g.tail-g.head) == g.capacity() {
-		if g.capacity() >= 1<<seqBits {
-			return 0, false
-		}
-		if g.blockBits < maxBlockBits || len(g.blocks) == 0 {
-			g.growBlock()
-		} else {
-			g.addBlocks()
-		}
+	switch c := g.capacity(); {
+	case int(g.tail-g.head) < c:
+	case c >= 1<<seqBits:
+		return 0, false
+	case g.blockBits < maxBlockBits || c == 0:
+		g.growBlock()
+	default:
+		g.addBlocks()
 	}
 	*g.at(g.tail) = e
 	g.tail++
@@ -101,10 +93,9 @@ func (g *ring) growBlock() {
 	g.blocks, g.blockBits = [][]entry{b}, size
 }
 
-// addBlocks doubles a full ring of whole blocks. Each block of entries keeps
-// its memory and moves to its slot in the larger ring; only when the ring
-// is full across a block boundary do the head's block and the tail's share
-// a slot, and the tail's part is copied to a block of its own.
+// addBlocks doubles a full ring of whole blocks, each moved to its slot in
+// the larger ring; when head and tail share a block, the tail's part is
+// copied to a block of its own.
 func (g *ring) addBlocks() {
 	n := uint32(len(g.blocks))
 	blocks := make([][]entry, 2*n)
@@ -134,8 +125,8 @@ func (t *locks) entry(r ref) *entry  { return t.rings[r.ring()].at(r.seq()) }
 func (t *locks) at(i int) *entry     { return t.entry(ref(t.index[i])) }
 func (t *locks) home(tag uint32) int { return int(tag >> t.shift) }
 
-// get returns key's lock and index slot when it has not expired at now,
-// removing it when it has. The slot is good until a lock is added or removed.
+// get returns key's lock and index slot (good until a lock is added or
+// removed) when it has not expired at now, removing it when it has.
 func (t *locks) get(key string, tag uint32, now time.Duration) (lock, int, bool) {
 	for i := t.home(tag); t.index[i] != 0; i = (i + 1) & (len(t.index) - 1) {
 		if s := t.index[i]; uint32(s>>32) == tag && t.entry(ref(s)).key == key {
@@ -159,7 +150,7 @@ func (t *locks) add(key string, tag uint32, l lock, ttl time.Duration) bool {
 	if 4*(t.used+1) > 3*int64(len(t.index)) {
 		t.grow()
 	}
-	t.place(slotOf(tag, r))
+	t.index[t.find(tag, 0)] = slotOf(tag, r)
 	t.count(l.pol, 1)
 	t.floor = min(t.floor, l.expires)
 	return true
@@ -178,13 +169,14 @@ func (t *locks) push(e entry, ttl time.Duration) (ref, bool) {
 	return refOf(k, seq), ok
 }
 
-// place puts slot s in the first free slot from its home.
-func (t *locks) place(s uint64) {
-	i := t.home(uint32(s >> 32))
-	for t.index[i] != 0 {
+// find returns the first index slot from tag's home that holds s: 0 for a
+// free one, or the live slot of tag's entry.
+func (t *locks) find(tag uint32, s uint64) int {
+	i := t.home(tag)
+	for t.index[i] != s {
 		i = (i + 1) & (len(t.index) - 1)
 	}
-	t.index[i] = s
+	return i
 }
 
 // grow doubles the index and places every slot again by its tag.
@@ -195,7 +187,7 @@ func (t *locks) grow() {
 	t.shift = uint(32 - bits.TrailingZeros(uint(size)))
 	for _, s := range old {
 		if s != 0 {
-			t.place(s)
+			t.index[t.find(uint32(s>>32), 0)] = s
 		}
 	}
 }
@@ -210,7 +202,7 @@ func (t *locks) update(i int, l lock, now time.Duration) {
 	}
 	key, tag, old := e.key, e.tag, ref(t.index[i])
 	t.reclaim(now) // removes expired locks only: key's stays, maybe in another slot
-	i = t.slotOfRef(tag, old)
+	i = t.find(tag, slotOf(tag, old))
 	r, ok := t.push(entry{key: key, tag: tag, l: l}, l.expires-now)
 	if !ok {
 		t.entry(old).l = l // push may have grown the ring: look again
@@ -222,8 +214,8 @@ func (t *locks) update(i int, l lock, now time.Duration) {
 	t.floor = min(t.floor, l.expires)
 }
 
-// remove drops the lock of slot i, calling onDrop when it expired. Its entry
-// is cleared, so that it keeps no strings alive.
+// remove drops the lock of slot i, calling onDrop when it expired; its entry
+// is cleared, to keep no strings alive.
 func (t *locks) remove(i int, expired bool) {
 	r := ref(t.index[i])
 	e := *t.entry(r)
@@ -235,8 +227,7 @@ func (t *locks) remove(i int, expired bool) {
 	}
 }
 
-// release removes the lock of slot i, freed by its holder, and gives back
-// the cleared entries at its ring's ends.
+// release removes the lock of slot i, freed by its holder, and trims its ring.
 func (t *locks) release(i int) {
 	r := ref(t.index[i])
 	t.remove(i, false)
@@ -253,17 +244,8 @@ func (g *ring) trim() {
 	}
 }
 
-// slotOfRef returns the index slot that refers to r, a live entry of tag.
-func (t *locks) slotOfRef(tag uint32, r ref) int {
-	i := t.home(tag)
-	for t.index[i] != slotOf(tag, r) {
-		i = (i + 1) & (len(t.index) - 1)
-	}
-	return i
-}
-
-// unlink empties slot i and moves back the slots after it in its run whose
-// home is not between i and them, so that no tombstones are needed.
+// unlink empties slot i and moves back the later slots of its run whose home
+// is not between i and them: no tombstones.
 func (t *locks) unlink(i int) {
 	mask := len(t.index) - 1
 	for j := (i + 1) & mask; t.index[j] != 0; j = (j + 1) & mask {
@@ -285,7 +267,7 @@ func (t *locks) reclaim(now time.Duration) {
 				if e.l.expires > now {
 					break
 				}
-				t.remove(t.slotOfRef(e.tag, refOf(k, g.head)), true)
+				t.remove(t.find(e.tag, slotOf(e.tag, refOf(k, g.head))), true)
 			}
 			g.head++
 		}
@@ -293,7 +275,7 @@ func (t *locks) reclaim(now time.Duration) {
 }
 
 // room reports whether a new lock of policy p fits, after a reclaim and,
-// when that is not enough and some may have expired, a sweep of all locks.
+// if need be and some may have expired, a sweep of all locks.
 func (t *locks) room(p uint16, now time.Duration) bool {
 	t.reclaim(now)
 	if t.fits(p, 1) || now < t.floor {
@@ -306,7 +288,7 @@ func (t *locks) room(p uint16, now time.Duration) bool {
 			switch e := g.at(seq); {
 			case e.key == "":
 			case e.l.expires <= now:
-				t.remove(t.slotOfRef(e.tag, refOf(k, seq)), true)
+				t.remove(t.find(e.tag, slotOf(e.tag, refOf(k, seq))), true)
 			default:
 				t.floor = min(t.floor, e.l.expires)
 			}

@@ -47,7 +47,6 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
 
-// errFull is the error of an Acquire, AllowN or Record whose new entry does
-// not fit the store's bounds (WithMaxKeys). It matches store.ErrNotApplied,
-// which is all a caller needs: nothing was written.
+// errFull is the error of a new entry that does not fit the store's bounds;
+// it matches store.ErrNotApplied: nothing was written.
 var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)

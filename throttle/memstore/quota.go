@@ -20,8 +20,7 @@ func (q quota) policy() uint16        { return q.pol }
 func (q quota) size() int64           { return 1 }
 
 // AllowN decides a request of cost against the quota r of key, as the Redis
-// stores do (see store.Quota). Only an allowed charge of a full quota needs
-// a new entry, which fails with errFull when it does not fit.
+// stores do (see store.Quota); a new entry that does not fit fails.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, err
@@ -35,9 +34,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	// Read under the lock, so that a key's decisions are made in the order
-	// of their times, as the Redis script's are.
-	now, _ := s.now(false)
+	now, _ := s.now(false) // under the lock: decisions in the order of their times
 	nowUS := int64(now / time.Microsecond)
 	if t := int64(storekit.Interval(r) / time.Microsecond); t%1000 == 0 {
 		nowUS -= nowUS % 1000 // the Redis stores keep the TAT as a PX expiry

@@ -26,7 +26,7 @@ func (c counter) expiry() time.Duration { return c.expires }
 func (c counter) policy() uint16        { return 0 }
 func (c counter) size() int64           { return 1 }
 
-// shard is one part of the store: a mutex and the tables it guards.
+// shard is one part of the store: a mutex and what it guards.
 type shard struct {
 	mu      sync.Mutex
 	locks   locks
@@ -35,8 +35,8 @@ type shard struct {
 	records table[record]
 	waiters map[string][]chan struct{}
 	pols    policies
-	// fenceBase is the highest fence of every counter removed: a new
-	// counter starts above it, so a key's fences increase across removals.
+	// fenceBase is the highest fence of the counters removed: new ones
+	// start above it, so that a key's fences only increase.
 	fenceBase int64
 }
 
@@ -64,29 +64,25 @@ func (sh *shard) lockDropped(key string, l lock) {
 // counter for ttl; a full shard drops the oldest of a few counters for it.
 func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.Duration) int64 {
 	c, ok := sh.fences.get(key, now)
-	if !ok {
-		if !sh.fences.room(0, 1, now) {
-			sh.dropOldestCounter()
+	if !ok && !sh.fences.room(0, 1, now) {
+		victim, v, n := "", counter{expires: math.MaxInt64}, 0
+		for k, o := range sh.fences.m {
+			if o.expires <= v.expires {
+				victim, v = k, o
+			}
+			if n++; n == sampleSize {
+				break
+			}
 		}
+		sh.fences.drop(victim, v) // raises fenceBase
+	}
+	if !ok {
 		c.last = sh.fenceBase
 	}
 	c.last = max(c.last+1, wall)
 	c.expires = now + ttl
 	sh.fences.put(key, c, !ok)
 	return c.last
-}
-
-func (sh *shard) dropOldestCounter() {
-	victim, v, n := "", counter{expires: math.MaxInt64}, 0
-	for k, c := range sh.fences.m {
-		if c.expires <= v.expires {
-			victim, v = k, c
-		}
-		if n++; n == sampleSize {
-			break
-		}
-	}
-	sh.fences.drop(victim, v)
 }
 
 // notify wakes key's waiters; one whose channel is full has not looked yet.
@@ -103,15 +99,14 @@ func (sh *shard) notify(key string) {
 // as "", so that keys of another shape cannot grow a table per key.
 const maxPolicies = 1 << 10
 
-// policies gives the policies of a shard's keys small ids (0 is ""). It
-// remembers the last, as keys in a row are mostly of one policy.
+// policies gives the policies of a shard's keys small ids (0 is ""),
+// remembering the last, as keys in a row are mostly of one policy.
 type policies struct {
 	ids    map[string]uint16
 	last   string
 	lastID uint16
 }
 
-// id returns the id of key's policy.
 func (p *policies) id(key string) uint16 {
 	name := policyOf(key)
 	if name == p.last {
@@ -126,9 +121,8 @@ func (p *policies) id(key string) uint16 {
 	return id
 }
 
-// policyOf returns the policy in key's hash tag: what lies between the first
-// '{' and the next ':' (storekit.Key escapes both in names and identities), or
-// "" when key has no such tag.
+// policyOf returns the policy in key's hash tag, between the first '{' and
+// the next ':' (storekit.Key escapes both), or "" when key has no such tag.
 func policyOf(key string) string {
 	_, rest, ok := strings.Cut(key, "{")
 	name, _, found := strings.Cut(rest, ":")

@@ -83,8 +83,8 @@ func (s *Store) locate(key string) (*shard, uint32) {
 }
 
 // now returns the time since the store was made and, when wall is set, the
-// wall clock in microseconds, for fences, from one clock reading. The
-// default clock reads only the monotonic clock when the wall is not needed.
+// wall clock in microseconds (for fences) from the same reading; without a
+// clock or wall it reads only the monotonic clock.
 func (s *Store) now(wall bool) (time.Duration, int64) {
 	if s.clock == nil && !wall {
 		return time.Since(s.epoch), 0
@@ -104,8 +104,7 @@ func ceilMillis(d time.Duration) time.Duration {
 }
 
 // Acquire takes req.Key for req.Token if it is free, or re-enters it for its
-// reentrant owner (see store.Store). A new lock that does not fit fails
-// with errFull.
+// reentrant owner (see store.Store); a new lock that does not fit fails.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -138,9 +137,9 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	return store.Grant{Acquired: true, TTL: ttl, Holds: 1, Fence: l.fence}, nil
 }
 
-// acquireHeld answers an acquisition of a key held by l: refused for another
-// token or kind of hold, granted as it stands for the holder's retry of a
-// plain lock, and a re-entry that never shortens the hold for its owner.
+// acquireHeld answers for a key held by l: refused for another token or kind
+// of hold, granted as it stands to a plain holder's retry, and re-entered,
+// never shortened, for a reentrant owner.
 func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, i int, ttl, now time.Duration, wall int64) (store.Grant, error) {
 	if l.token != req.Token || req.Reentrant != (l.holds > 0) {
 		return store.Grant{Remaining: max(ceilMillis(l.expires-now), time.Millisecond)}, nil
@@ -217,8 +216,8 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 }
 
 // Len returns how many entries (locks, fence counters, quotas, records,
-// expired ones not yet removed included) the store holds, for a gauge of its
-// memory. It locks every shard in turn: read it when scraped.
+// unremoved expired ones included) the store holds, for a memory gauge. It
+// locks every shard in turn: read it when scraped.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {

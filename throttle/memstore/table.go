@@ -12,8 +12,8 @@ type item interface {
 	size() int64           // what it counts against the table's bounds
 }
 
-// sampleSize is how many entries a new entry looks at to remove the expired
-// ones among them: enough to keep up with a stream of one-off keys.
+// sampleSize is how many entries a new one looks at to remove the expired
+// among them: enough to keep up with a stream of one-off keys.
 const sampleSize = 3
 
 // bounds counts what a shard's entries of one kind use, in all and per
@@ -48,14 +48,13 @@ func (b *bounds) policyUsed(p uint16) int64 {
 	return 0
 }
 
-// fits reports whether n more of policy p fit.
 func (b *bounds) fits(p uint16, n int64) bool {
 	return b.used+n <= b.limit && b.policyUsed(p)+n <= b.polLimit
 }
 
-// table is a map of entries that expire, bounded in total and per policy,
-// whose expired entries are removed lazily: when read, when sampled by a new
-// entry, and all at once when a new entry does not fit.
+// table is a map of expiring entries, bounded in total and per policy; the
+// expired are removed lazily: when read, when sampled by a new entry, and
+// all at once when a new entry does not fit.
 type table[V item] struct {
 	bounds
 	m      map[string]V
@@ -66,8 +65,7 @@ func newTable[V item](limit int64, share float64) table[V] {
 	return table[V]{bounds: newBounds(limit, share), m: map[string]V{}}
 }
 
-// get returns key's entry when it has not expired at now, removing it when
-// it has.
+// get returns key's entry unless it expired at now, removing it then.
 func (t *table[V]) get(key string, now time.Duration) (V, bool) {
 	v, ok := t.m[key]
 	if ok && v.expiry() <= now {
@@ -78,8 +76,8 @@ func (t *table[V]) get(key string, now time.Duration) (V, bool) {
 	return v, ok
 }
 
-// put stores v as key's entry: a new one, or in place of one of the same
-// policy and size.
+// put stores v as key's entry: new, or in place of one of the same policy
+// and size.
 func (t *table[V]) put(key string, v V, isNew bool) {
 	if isNew {
 		t.count(v.policy(), v.size())
@@ -88,7 +86,6 @@ func (t *table[V]) put(key string, v V, isNew bool) {
 	t.floor = min(t.floor, v.expiry())
 }
 
-// drop removes key's entry v.
 func (t *table[V]) drop(key string, v V) {
 	delete(t.m, key)
 	t.count(v.policy(), -v.size())
@@ -98,7 +95,7 @@ func (t *table[V]) drop(key string, v V) {
 }
 
 // room reports whether n more of policy p fit, after removing the expired
-// entries among a few and, when that is not enough, every expired entry.
+// among a few entries and, if need be, all of them.
 func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 	if now < t.floor {
 		return t.fits(p, n)
