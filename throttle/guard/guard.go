@@ -283,19 +283,17 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 // built as id or failed to build with keyErr, and answers on w or runs it
 // through next.
 //
-// next runs the rest of the chain with r (which carries the context the
-// hold needs) and returns the status the client got, 200 when nothing was
+// next runs the rest of the chain with r (carrying the context the hold
+// needs) and returns the status the client got, 200 when nothing was
 // written. For a Replay key's first request c is not nil: next feeds it the
-// response as it is sent (WriteHeader when the status goes out, every body
-// write, Abandon on a flush or hijack), or once the chain returned if the
-// framework buffers responses. The hold ends when next returns or panics
-// (the panic keeps unwinding).
+// response as it is sent (WriteHeader, every body write, Abandon on a flush
+// or hijack), or once the chain returned if the framework buffers. The hold
+// ends when next returns or panics (the panic keeps unwinding).
 //
 // A request turned away never reaches next: Serve answers it with
-// Rejection.Write when write is true, and otherwise sets its Retry-After and
-// RateLimit fields on w and returns it for the adapter's own handler. A
-// Replay duplicate is always answered here. ran reports whether next ran,
-// for frameworks that must abort the rest of their chain.
+// Rejection.Write when write is true, else sets its Retry-After and
+// RateLimit fields on w and returns it for the adapter's own handler; a
+// Replay duplicate is always answered here. ran reports whether next ran.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
 	var t ticket
