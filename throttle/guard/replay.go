@@ -80,14 +80,14 @@ func (t *ticket) record(ctx context.Context) {
 		case !errors.Is(err, throttle.ErrStore):
 			return // recorded, or the key is gone
 		case pause > recordRetry/2:
-			go func(ctx context.Context, lease *throttle.Lease) {
+			go func(ctx context.Context, lease *throttle.Lease, rec []byte) {
 				for lease.ValidFor() > time.Second {
 					time.Sleep(time.Second)
 					if err := lease.Record(ctx, rec); !errors.Is(err, throttle.ErrStore) {
 						return
 					}
 				}
-			}(context.WithoutCancel(ctx), t.lease)
+			}(context.WithoutCancel(ctx), t.lease, rec)
 			return
 		}
 		time.Sleep(pause)
