@@ -87,7 +87,6 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	return herr
 }
 
-// run runs next with r, its response fed to capture.
 func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {
 	if r != c.Request() {
 		c.SetRequest(r)

@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
@@ -54,8 +55,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := recorders.Get().(*recorder)
 		*rec = recorder{ResponseWriter: w, capture: c}
 		h.next.ServeHTTP(rec, r)
-		status := rec.result()
-		*rec = recorder{} // keeps nothing alive
+		status := cmp.Or(rec.status, http.StatusOK) // 200 when nothing was sent
+		*rec = recorder{}                           // keeps nothing alive
 		recorders.Put(rec)
 		return status
 	}, h.reject == nil)

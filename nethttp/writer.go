@@ -24,14 +24,6 @@ type recorder struct {
 // after which net/http forbids the handler to use its ResponseWriter.
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
-// result returns the status the client got: 200 when nothing was sent.
-func (w *recorder) result() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
-}
-
 func (w *recorder) started() {
 	if w.status == 0 {
 		w.status = http.StatusOK

@@ -173,7 +173,6 @@ func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp st
 	return ctx, nil, false
 }
 
-// beginQuota is begin for a Quota.
 func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if cost < 0 || cost > g.rate.Burst {
 		g.observe(ctx, throttle.Event{Kind: "key_error"})
@@ -219,8 +218,7 @@ func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.Response
 }
 
 // reject returns rej, except under DryRun, where the request goes ahead
-// holding nothing (with the RateLimit fields of a ReasonContended
-// rejection). A request whose client left is answered as ever.
+// holding nothing (with a contended rejection's RateLimit fields).
 func (g *Guard) reject(t *ticket, rej *Rejection) *Rejection {
 	if !g.dryRun || rej.Reason == ReasonCanceled {
 		return rej
@@ -274,7 +272,6 @@ func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	return g.newRejection(status, reason, err)
 }
 
-// observe tells the Observer what only the guard sees.
 func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 	if g.observer != nil {
 		e.Policy, e.Mode = g.name, g.mode
@@ -286,19 +283,17 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 // built as id or failed to build with keyErr, and answers on w or runs it
 // through next.
 //
-// next runs the rest of the chain with r (which carries the context the
-// hold needs) and returns the status the client got, 200 when nothing was
+// next runs the rest of the chain with r (carrying the context the hold
+// needs) and returns the status the client got, 200 when nothing was
 // written. For a Replay key's first request c is not nil: next feeds it the
-// response as it is sent (WriteHeader when the status goes out, every body
-// write, Abandon on a flush or hijack), or once the chain returned if the
-// framework buffers responses. The hold ends when next returns or panics
-// (the panic keeps unwinding).
+// response as it is sent (WriteHeader, every body write, Abandon on a flush
+// or hijack), or once the chain returned if the framework buffers. The hold
+// ends when next returns or panics (the panic keeps unwinding).
 //
 // A request turned away never reaches next: Serve answers it with
-// Rejection.Write when write is true, and otherwise sets its Retry-After and
-// RateLimit fields on w and returns it for the adapter's own handler. A
-// Replay duplicate is always answered here. ran reports whether next ran,
-// for frameworks that must abort the rest of their chain.
+// Rejection.Write when write is true, else sets its Retry-After and
+// RateLimit fields on w and returns it for the adapter's own handler; a
+// Replay duplicate is always answered here. ran reports whether next ran.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
 	var t ticket
@@ -383,8 +378,8 @@ func (t *ticket) setHeaders(h http.Header) {
 	}
 }
 
-// run runs next and then ends the hold with the status it reports, or as a
-// failure when it panics or calls runtime.Goexit. Nothing is recovered.
+// run runs next and ends the hold with its status, or as a failure when it
+// panics or calls runtime.Goexit. Nothing is recovered.
 func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	if t.lease != nil && t.g.observer != nil {
 		t.since = time.Now() // for the hold time of the "released" event
@@ -438,8 +433,7 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	t.release(ctx, failed, panicked)
 }
 
-// release frees the lease's key. A lost lease or a failed release is the
-// store log's business: the key expires by itself.
+// release frees the lease's key; after a failed release it expires by itself.
 func (t *ticket) release(ctx context.Context, failed, panicked bool) {
 	if err := t.lease.Release(ctx); err != nil || t.g.observer == nil {
 		return

@@ -24,32 +24,26 @@ const (
 	// ReasonContended: the key is held or the quota spent; the guard's
 	// status (429, 409 for Exclusive).
 	ReasonContended Reason = "contended"
-	// ReasonBadKey: the key could not be built from the request; 400, or
-	// the 4xx the key function's error carries (413 for a body too long to
-	// hash). The detail names what was missing or bad when the error is a
-	// *keyfuncs.Error (`header "X-User-ID": missing`): send or fix it and
-	// try again.
+	// ReasonBadKey: the key could not be built; 400, or the 4xx the key
+	// function's error carries (413 for a body too long to hash). The
+	// detail names what was missing or bad for a *keyfuncs.Error.
 	ReasonBadKey Reason = "bad-key"
-	// ReasonStoreUnavailable: the store failed and the limiter fails
-	// closed; 503.
+	// ReasonStoreUnavailable: the store failed and the limiter fails closed; 503.
 	ReasonStoreUnavailable Reason = "store-unavailable"
-	// ReasonCanceled: the request's context ended before a decision; 503,
-	// for logs, as the client is gone.
+	// ReasonCanceled: the request's context ended first; 503, for logs.
 	ReasonCanceled Reason = "canceled"
 	// ReasonBadCost: a Quota request's cost is out of range or could not
 	// be worked out; 413 above Burst, else 400 or the cost function's 4xx.
 	ReasonBadCost Reason = "bad-cost"
-	// ReasonInFlight: a Replay key's first request was still running when
-	// the duplicate's wait ended; 409, Retry-After 1 s: retry to get its
-	// response.
+	// ReasonInFlight: a Replay key's first request still ran when the
+	// duplicate's wait ended; 409, Retry-After 1 s: retry to get its response.
 	ReasonInFlight Reason = "in-flight"
 	// ReasonKeyReused: the Replay key (an Idempotency-Key) was used for a
 	// request with another body; 422: use a new key for a new request.
 	ReasonKeyReused Reason = "key-reused"
 	// ReasonNotKept: a Replay key's first request succeeded but its
-	// response could not be kept (larger than the store keeps, or the
-	// store failed); 409 with a Retry-After of the key's remaining window,
-	// until which the request is not processed again.
+	// response was not kept (too large, or the store failed); 409 until
+	// the key expires (Retry-After), and the request is not processed again.
 	ReasonNotKept Reason = "not-kept"
 )
 
@@ -61,10 +55,8 @@ type Rejection struct {
 	// RetryAfter is how long to wait: the holder's remaining time, or
 	// until a Quota allows the request; -1 for a key held without expiry.
 	RetryAfter time.Duration
-	// Policy is the limiter's name.
-	Policy string
-	// Decision is the Quota decision that refused the request, if any.
-	Decision *store.Decision
+	Policy     string          // the limiter's name
+	Decision   *store.Decision // the Quota decision that refused the request, if any
 	// Detail explains the rejection to the client, naming no key, token,
 	// address or internal error.
 	Detail string
@@ -114,8 +106,7 @@ func (rej *Rejection) setHeaders(h http.Header) {
 	}
 }
 
-// retryAfter returns Retry-After in seconds, 0 for none; a key held without
-// expiry counts as one window.
+// retryAfter returns Retry-After in seconds, 0 for none.
 func (rej *Rejection) retryAfter() int64 {
 	switch {
 	case rej.RetryAfter > 0:
@@ -177,7 +168,6 @@ func (rej *Rejection) buildBody() []byte {
 	return append(b, "}\n"...)
 }
 
-// detail explains the rejection.
 func (rej *Rejection) detail() string {
 	switch {
 	case rej.Reason == ReasonContended:
@@ -186,16 +176,12 @@ func (rej *Rejection) detail() string {
 		return badKeyDetail(rej)
 	case rej.Reason == ReasonBadCost && rej.Status == http.StatusRequestEntityTooLarge:
 		return "The request is too large: it costs more than the rate limit allows at once."
-	case rej.Reason == ReasonBadCost:
-		return "The request's cost could not be worked out."
 	}
-	if d, ok := details[rej.Reason]; ok {
-		return d
-	}
-	return "The request was not processed."
+	return cmp.Or(details[rej.Reason], "The request was not processed.")
 }
 
 var details = map[Reason]string{
+	ReasonBadCost:          "The request's cost could not be worked out.",
 	ReasonStoreUnavailable: "Rate limiting is temporarily unavailable. Retry shortly.",
 	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
 	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
@@ -233,16 +219,11 @@ var contendedDetails = map[throttle.Mode]string{
 }
 
 // The fields of draft-ietf-httpapi-ratelimit-headers-11 are lists of one
-// item: the policy's name (printable ASCII without '"' or '\', which throttle
-// checks, so strconv.Quote gives the sf-string) with parameters.
-// RateLimit-Policy: q=1;w=TTL for Dedupe, Cooldown and Replay;
-// q=1;qu="concurrent-requests" for Exclusive; q=Limit;w=Window for a Quota,
-// with throttle-burst when Burst is not Limit. No pk: it would let a client
-// tell another's partition. RateLimit: r, what is available, for t, the -11
-// effective window: r=0;t=TTL for a key's holder (no t under Exclusive),
-// r=0;t=Retry-After when turned away, r=Remaining until one more refills
-// under a Quota (no t when full). They are set before the handler runs, so a
-// request that then frees its key or is refunded understates what is left.
+// item: the policy's name (throttle allows no '"' or '\', so strconv.Quote
+// gives the sf-string) with parameters; no pk, which would let a client tell
+// another's partition. RateLimit's t is the -11 effective window: none for
+// an Exclusive holder or a full Quota. They are set before the handler runs,
+// so a request that then frees its key or is refunded understates what is left.
 
 func policyField(g *Guard) string {
 	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)
@@ -271,10 +252,9 @@ func limitField(name string, r int, t int64) string {
 	return string(b)
 }
 
-// fieldCache holds the header values of 0 to len(vals)-1, each made by
-// format on first use; others are made per call. Responses share the
-// values: net/http only reads them, Header.Set replaces them and
-// Header.Add's append copies them. It is safe for concurrent use.
+// fieldCache holds the header values of 0 to len(vals)-1, made by format
+// on first use. Responses share them: net/http only reads them, Header.Set
+// replaces them and Header.Add's append copies them.
 type fieldCache struct {
 	vals   []atomic.Pointer[[]string]
 	format func(n int64) string
@@ -303,7 +283,6 @@ const (
 	quotaSeconds = 16
 )
 
-// initFields builds what the answers repeat.
 func (g *Guard) initFields() {
 	g.policyField = []string{policyField(g)}
 	t := int64(-1) // an Exclusive hold lasts as long as the work
@@ -328,8 +307,6 @@ func (g *Guard) initFields() {
 		}}
 }
 
-// rejectedField returns the RateLimit value of a request turned away for
-// its key or quota.
 func (g *Guard) rejectedField(rej *Rejection) []string {
 	if rej.Decision != nil {
 		return g.quotaField(rej.Decision)
@@ -337,7 +314,6 @@ func (g *Guard) rejectedField(rej *Rejection) []string {
 	return g.rejectedFields.get(rej.retryAfter())
 }
 
-// quotaField returns the RateLimit value of a Quota decision.
 func (g *Guard) quotaField(d *store.Decision) []string {
 	t := int64(-1)
 	if wait := storekit.NextRefill(g.rate, *d); wait > 0 {

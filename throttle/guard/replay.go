@@ -80,19 +80,17 @@ func (t *ticket) record(ctx context.Context) {
 		case !errors.Is(err, throttle.ErrStore):
 			return // recorded, or the key is gone
 		case pause > recordRetry/2:
-			go recordLater(context.WithoutCancel(ctx), t.lease, rec)
+			go func(ctx context.Context, lease *throttle.Lease, rec []byte) {
+				for lease.ValidFor() > time.Second {
+					time.Sleep(time.Second)
+					if err := lease.Record(ctx, rec); !errors.Is(err, throttle.ErrStore) {
+						return
+					}
+				}
+			}(context.WithoutCancel(ctx), t.lease, rec)
 			return
 		}
 		time.Sleep(pause)
-	}
-}
-
-func recordLater(ctx context.Context, lease *throttle.Lease, rec []byte) {
-	for lease.ValidFor() > time.Second {
-		time.Sleep(time.Second)
-		if err := lease.Record(ctx, rec); !errors.Is(err, throttle.ErrStore) {
-			return
-		}
 	}
 }
 
@@ -248,14 +246,11 @@ func decodeRecord(b []byte) (record, error) {
 	d := decoder{b: b[2:]}
 	ms := d.uvarint()
 	rec := record{fingerprint: d.str(), expires: time.UnixMilli(int64(ms))}
-	if d.err != nil || ms > 1<<62 || (b[1] == kindUnrecorded && len(d.b) != 0) {
-		return record{}, errBadRecord
-	}
-	if b[1] == kindResponse {
+	if d.err == nil && b[1] == kindResponse {
 		rec.resp = d.response()
 	}
-	if d.err != nil {
-		return record{}, d.err
+	if d.err != nil || ms > 1<<62 || (b[1] == kindUnrecorded && len(d.b) != 0) {
+		return record{}, errBadRecord
 	}
 	return rec, nil
 }
