@@ -44,7 +44,12 @@ func RemoteIP(c ...IPConfig) Func {
 	case len(c) > 1:
 		panic("keyfuncs: RemoteIP takes at most one IPConfig")
 	case len(c) == 0:
-		return k.key
+		return func(r *http.Request) (string, error) {
+			if host, ok := canonicalIPv4Host(r.RemoteAddr); ok {
+				return host, nil // the fast path of the usual peer, without a call
+			}
+			return k.key(r)
+		}
 	case c[0].IPv6Prefix < 0 || c[0].IPv6Prefix > 128:
 		panic(fmt.Sprintf("keyfuncs: RemoteIP: IPv6Prefix %d is outside 0..128", c[0].IPv6Prefix))
 	case c[0].Forwarded:
