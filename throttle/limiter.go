@@ -85,20 +85,25 @@ const minRemoteTTL = 3 * time.Millisecond
 // A store that cannot would fail every call, and failing open would turn
 // that into no limit at all: refuse the policy now instead.
 func servable(st store.Store, p policy) error {
-	stores := map[string]store.Store{"the store": st}
+	type named struct {
+		name string
+		st   store.Store
+	}
+	stores := []named{{"the store", st}}
 	if p.WhenStoreFails == FailOver {
-		stores["the Fallback"] = p.Fallback
+		stores = append(stores, named{"the Fallback", p.Fallback})
 	}
 	remote := false
-	for _, s := range stores {
-		_, local := s.(storekit.InMemory)
+	for _, n := range stores {
+		_, local := n.st.(storekit.InMemory)
 		remote = remote || !local
 	}
 	if remote && p.Mode != ModeQuota && p.TTL < minRemoteTTL {
 		return invalid("policy %q: window %v is shorter than %v, the least a key on a store outside this process can be held for "+
 			"(a grant is valid for its TTL less a clock-drift allowance of 2ms and 1%%, from when it was asked for)", p.Name, p.TTL, minRemoteTTL)
 	}
-	for name, s := range stores {
+	for _, n := range stores {
+		name, s := n.name, n.st
 		if r, ok := s.(interface{ Refuses(store.Request) error }); ok { // Redlock
 			req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 				Fence: p.Fence, Reentrant: p.Reentrant}
