@@ -28,22 +28,18 @@ const (
 	errorKey      = attribute.Key("error")
 )
 
-// Observer is a throttle.Observer that records the events of every limiter
-// whose Options name it in OpenTelemetry instruments and, when a request's
-// span is recording, adds its store calls and rejections to the span. Make
-// one with New and share it: the policy attribute tells limiters apart. It
-// is safe for concurrent use.
+// Observer is a throttle.Observer recording the events of every limiter
+// whose Options name it in OpenTelemetry instruments and the request's span.
+// Make one with New and share it. It is safe for concurrent use.
 type Observer struct {
 	requests, lease     metric.Int64Counter
 	storeTime, holdTime metric.Float64Histogram
 	sets                sync.Map // limiterID to *limiterSets
 }
 
-// New returns an Observer to set as the throttle.Options.Observer of every
-// limiter to measure, whose instruments mp creates; nil takes
-// otel.GetMeterProvider(), the global provider, which forwards to one set
-// later by otel.SetMeterProvider. It fails only when the provider refuses
-// an instrument.
+// New returns an Observer whose instruments mp creates, nil meaning the
+// global otel.GetMeterProvider(). It fails only when mp refuses an
+// instrument.
 func New(mp metric.MeterProvider) (*Observer, error) {
 	m := cmp.Or(mp, otel.GetMeterProvider()).Meter("github.com/go-throttle/throttle/throttle/otelthrottle")
 	o := &Observer{}
@@ -65,11 +61,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	return o, nil
 }
 
-// Observe records e, and ignores the kinds it has no instrument for
-// (fallback_on, fallback_off). It implements throttle.Observer: once the
-// limiter's attribute sets exist, recording a metric allocates nothing of
-// its own; a span event costs a few allocations, and only while the span
-// records.
+// Observe records e, implementing throttle.Observer; recording a metric
+// allocates nothing once the limiter's attribute sets exist.
 func (o *Observer) Observe(ctx context.Context, e throttle.Event) {
 	s := o.limiter(e.Policy, e.Mode)
 	switch e.Kind {

@@ -14,12 +14,10 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
-// Observer counts the decisions, store calls, holds and lease events of
-// every limiter whose Options name it. It is a throttle.Observer and a
-// prometheus.Collector: register it in one registry only (a second
-// Observer there is refused as a duplicate), and let it serve every
-// policy, which its policy label tells apart. It is safe for concurrent
-// use.
+// Observer counts the events of every limiter whose Options name it, told
+// apart by the policy label. It is a throttle.Observer and a
+// prometheus.Collector; register one per registry. It is safe for
+// concurrent use.
 type Observer struct {
 	requests, storeErrors, leaseEvents *prometheus.CounterVec
 	storeTime, holdTime                *prometheus.HistogramVec
@@ -75,12 +73,9 @@ func (c *children[T]) keep(mu *sync.Mutex, label string, v T) T {
 	return v
 }
 
-// New returns an Observer with no series yet. The memory stores given are
-// counted together in throttle_memstore_keys at each scrape: pass every
-// memstore of the process (the store of single-instance policies, the
-// Fallback of FailOver ones) to compare the gauge with the sum of their
-// memstore.WithMaxKeys bounds. Without stores there is no gauge; nil and
-// repeated stores are skipped.
+// New returns an Observer. The memory stores given (pass every memstore of
+// the process, FailOver fallbacks included) are counted together in the
+// gauge throttle_memstore_keys at each scrape; without stores there is none.
 func New(stores ...*memstore.Store) *Observer {
 	o := &Observer{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -121,9 +116,8 @@ func New(stores ...*memstore.Store) *Observer {
 	return o
 }
 
-// Observe counts e, and ignores the kinds it has no metric for. It
-// implements throttle.Observer; once the series e touches exist, it takes
-// no lock and allocates nothing.
+// Observe counts e, implementing throttle.Observer; once e's series exist
+// it takes no lock and allocates nothing.
 func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	s := o.series(e.Policy, e.Mode)
 	switch e.Kind {
@@ -197,10 +191,8 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.keys
 }
 
-// Collect sends every series and, when New was given stores, their key
-// count, read now with memstore.Store.Len (which locks each shard in turn,
-// so it is read per scrape, never per request). It implements
-// prometheus.Collector.
+// Collect sends every series and the stores' key count, read now. It
+// implements prometheus.Collector.
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.requests.Collect(ch)
 	o.storeTime.Collect(ch)
