@@ -1,7 +1,5 @@
-// Package rueidisstore keeps throttle's locks, quotas and records in Redis
-// through github.com/redis/rueidis, whose automatic pipelining lets many
-// goroutines share round trips: pick it over redisstore when many requests
-// are admitted at once. Its Store is redisstore's on another client (the same
-// algorithm, scripts and data, so both may share one Redis), and
-// redisstore's documentation holds here, save WithReplicaAck.
+// Package rueidisstore is redisstore's Store on a github.com/redis/rueidis
+// client, whose automatic pipelining lets many goroutines share round trips:
+// pick it when many requests are admitted at once. Both keep the same data,
+// so they may share one Redis; only WithReplicaAck is redisstore's alone.
 package rueidisstore
