@@ -35,10 +35,12 @@ type ContendedError struct {
 	RetryAfter time.Duration
 }
 
+// Error says that the key is held and for how long.
 func (e *ContendedError) Error() string {
 	return fmt.Sprintf("throttle: key is held by another owner (retry after %v)", e.RetryAfter)
 }
 
+// Is reports whether target is ErrContended.
 func (e *ContendedError) Is(target error) bool { return target == ErrContended }
 
 // storeError is a store's failure: it matches ErrStore.

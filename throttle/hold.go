@@ -8,8 +8,8 @@ import (
 
 // Hold is a lock key held for a request that will at most give it back:
 // all a Dedupe or Cooldown middleware needs. Lock.Hold makes one without a
-// Lease where the lock needs none, which spares an admission on an
-// in-memory store the Lease. The zero Hold holds nothing: it is what a
+// Lease where the lock needs none, sparing an admission on an in-memory
+// store the Lease's allocation. The zero Hold holds nothing: it is what a
 // request let through because the store failed open gets.
 type Hold struct {
 	lease      *Lease

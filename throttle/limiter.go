@@ -27,8 +27,6 @@ func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 type limiter struct {
 	store    store.Store
 	notifier store.Notifier
-	quota    store.Quota
-	recorder store.Recorder
 	p        policy
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
@@ -64,8 +62,6 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 		l.fallbackLive = livenessOf(p.Fallback)
 	}
 	l.notifier, _ = st.(store.Notifier)
-	l.quota, _ = st.(store.Quota)
-	l.recorder, _ = st.(store.Recorder)
 	_, l.storeLocal = st.(storekit.InMemory)
 	_, l.fallbackLocal = p.Fallback.(storekit.InMemory)
 	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
@@ -117,7 +113,6 @@ func servable(st store.Store, p policy) error {
 	return nil
 }
 
-// key returns the stored key for id.
 func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
 
 // keyTokenBuf is the size of request's stack buffer; a longer key goes to the heap.

@@ -64,10 +64,10 @@ func (lv *liveness) answer() {
 // livenesses maps a store's address to its liveness, weakly: the limiter
 // that holds the liveness holds the store, so a live entry's address is
 // not reused.
-var livenesses struct {
+var livenesses = struct {
 	sync.Mutex
 	m map[uintptr]weak.Pointer[liveness]
-}
+}{m: map[uintptr]weak.Pointer[liveness]{}}
 
 // livenessOf returns the liveness of st; a store that is not a pointer gets
 // its own.
@@ -83,9 +83,6 @@ func livenessOf(st store.Store) *liveness {
 	defer livenesses.Unlock()
 	if lv := livenesses.m[addr].Value(); lv != nil {
 		return lv
-	}
-	if livenesses.m == nil {
-		livenesses.m = map[uintptr]weak.Pointer[liveness]{}
 	}
 	for a, w := range livenesses.m {
 		if w.Value() == nil {

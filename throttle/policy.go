@@ -25,8 +25,10 @@ const (
 	// refreshed every TTL/3, and releases it when the work returns: one
 	// request or job per key at a time. It fails closed by default.
 	Exclusive
-	ModeQuota  // the mode of a Quota, as events name it
-	ModeReplay // the mode of a Replay, as events name it
+	// ModeQuota is the mode of a Quota, as events name it.
+	ModeQuota
+	// ModeReplay is the mode of a Replay, as events name it.
+	ModeReplay
 )
 
 // String returns the mode's name, such as "dedupe" or "quota".
