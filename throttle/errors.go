@@ -21,8 +21,7 @@ var (
 	ErrStore = errors.New("throttle: store unavailable")
 	// ErrLost: a held key expired or was taken before it was released.
 	ErrLost = errors.New("throttle: lease lost")
-	// ErrNotHeld: Release or Extend found the key no longer held by the
-	// lease.
+	// ErrNotHeld: the lease no longer holds the key (Release, Extend, Record).
 	ErrNotHeld = errors.New("throttle: lease not held")
 )
 

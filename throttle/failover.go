@@ -44,8 +44,7 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 			}
 			return nil, 0, l.failed(ctx, l.store, req, sent, err)
 		}
-		// The fallback's grant serves; the store's possible one is freed
-		// once it answers.
+		// The fallback's grant serves; the store's possible one is freed later.
 		l.releaseLater(ctx, l.store, req, sent, err)
 		l.countFailure(l.store, "acquire", err)
 		l.stats.fallback.Add(1)

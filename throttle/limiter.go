@@ -35,8 +35,7 @@ type limiter struct {
 	// processTokens says that keys are held only in this process's memory,
 	// where a process counter is a unique enough token.
 	processTokens bool
-	// leaseless says that Lock.Hold needs no Lease (see Hold).
-	leaseless bool
+	leaseless     bool // Lock.Hold needs no Lease
 
 	health             health
 	logs               sync.Map // kind of log line to *logGate

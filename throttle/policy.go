@@ -55,10 +55,9 @@ const (
 	// FailClosed turns the request away with 503 and a Retry-After.
 	FailClosed
 	// FailOver takes keys in Options.Fallback (a memstore: per process)
-	// after three store failures in a row, and goes back once the store
-	// answers. The fallback mirrors every hold, so that no key is granted
-	// twice across the switch. Quotas are not mirrored: while the store
-	// fails, a user may get one quota per process.
+	// after three store failures in a row, until the store answers. The
+	// fallback mirrors every hold, so that no key is granted twice across
+	// the switch; quotas are not mirrored.
 	FailOver
 )
 
@@ -90,16 +89,13 @@ type Options struct {
 	WhenStoreFails FailMode
 	// Fallback is the store FailOver uses while the store fails.
 	Fallback store.Store
-	// Logger receives store errors and lost leases. Default: the
-	// slog.Default() of the moment.
+	// Logger receives store errors and lost leases. Default: slog.Default().
 	Logger *slog.Logger
 	// Observer, when set, is told of every decision, store call and lease
-	// event (see Event), for metrics and traces: packages promthrottle and
-	// otelthrottle. Nil costs nothing.
+	// event (see Event): packages promthrottle and otelthrottle.
 	Observer Observer
 	// DryRun decides, counts, logs and sends the RateLimit headers, but
-	// lets every request through (observed as "dry_run_rejected"): watch
-	// what a new policy would reject before it rejects anything.
+	// lets every request through (observed as "dry_run_rejected").
 	DryRun bool
 }
 

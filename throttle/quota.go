@@ -15,8 +15,7 @@ type QuotaConfig struct {
 	// Name names the quota in stored keys and in the RateLimit headers: 1
 	// to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// Wait is how long Allow may sleep for the quota to refill, when it
-	// will have refilled within the wait. Zero means decide at once.
+	// Wait is how long Allow may sleep for a refill due within it (0: decide at once).
 	Wait time.Duration
 	Options
 }

@@ -14,9 +14,8 @@ type ReplayConfig struct {
 	// Name names the policy in stored keys and in the RateLimit headers: 1
 	// to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// TTL is how long a key's first answer is replayed to its duplicates
-	// (and its key held). Default 5 s; an API taking Idempotency-Key
-	// usually keeps answers for a day.
+	// TTL is how long a key is held and its first answer replayed: default
+	// 5 s; an API taking Idempotency-Key usually keeps answers for a day.
 	TTL time.Duration
 	// Wait is how long a duplicate waits for an original still in flight
 	// to record its answer: default 5 s, negative for not at all.
