@@ -9,9 +9,8 @@ import (
 )
 
 // The errors to branch on with errors.Is. Every error of a limiter or a
-// Lease matches at most one of them, or store.ErrInvalid (a config or an
-// argument that is not usable; the text says why); context errors stay
-// themselves.
+// Lease matches at most one of them, or store.ErrInvalid (an unusable config
+// or argument); context errors stay themselves.
 var (
 	// ErrContended: somebody else holds the key. The error is a
 	// *ContendedError, which says for how long.

@@ -9,8 +9,8 @@ import (
 // Hold is a lock key held for a request that will at most give it back:
 // all a Dedupe or Cooldown middleware needs. Lock.Hold makes one without a
 // Lease where the lock needs none, sparing an admission on an in-memory
-// store the Lease's allocation. The zero Hold holds nothing: it is what a
-// request let through because the store failed open gets.
+// store the Lease's allocation. The zero Hold, the only one equal to Hold{},
+// holds nothing: a request let through because the store failed open gets it.
 type Hold struct {
 	lease      *Lease
 	l          *limiter // with key and token: the key held without a lease

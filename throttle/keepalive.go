@@ -14,8 +14,7 @@ import (
 // called, even after ctx ends, so the key stays held while the work winds
 // down. The work's context carries the lease and is cancelled with cause
 // ErrLost the moment the lease is lost: the key was taken, extensions failed
-// until it ran out, or LockConfig.MaxHold was reached. Call stop before
-// Release.
+// until it ran out, or LockConfig.MaxHold was reached. Call stop before Release.
 func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	work, cancel := context.WithCancelCause(ctx)
 	work = WithLease(work, ls)

@@ -13,8 +13,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// monoStart anchors monoNow's stamps: cheaper than time.Now, which also
-// reads the wall clock, and they fit in atomics.
+// monoStart anchors monoNow's stamps, which are cheaper than time.Now (no
+// wall clock) and fit in atomics.
 var monoStart = time.Now()
 
 func monoNow() int64 { return int64(time.Since(monoStart)) }
@@ -114,7 +114,7 @@ func servable(st store.Store, p policy) error {
 
 func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
 
-// keyTokenBuf is the size of request's stack buffer; a longer key goes to the heap.
+// keyTokenBuf is request's stack buffer size; a longer key and token go to the heap.
 const keyTokenBuf = 160
 
 // request returns the store request that takes the key for id for ttl,

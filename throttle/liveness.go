@@ -96,9 +96,9 @@ func livenessOf(st store.Store) *liveness {
 
 // storeCall is the context of one call to a store outside this process,
 // cancelled by the caller or by a timer that applies the rule above. Its
-// Deadline is a Timeout after its first reading, which clients such as
-// go-redis make once they have a connection: a call that queued behind a
-// burst still gets a whole Timeout for its reply once sent.
+// Deadline is a Timeout after its first reading (go-redis reads it once it
+// has a connection): a call that queued behind a burst still gets a whole
+// Timeout for its reply.
 type storeCall struct {
 	context.Context
 	cancel   context.CancelCauseFunc

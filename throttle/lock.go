@@ -59,10 +59,9 @@ func NewLock(st store.Store, c LockConfig) (*Lock, error) {
 	return &Lock{l}, nil
 }
 
-// Acquire takes the key for id for the TTL and returns the lease only on
-// success. It fails with a *ContendedError when somebody holds the key
-// (after waiting up to Wait), with ErrStore when the store failed, or with
-// ctx.Err().
+// Acquire takes the key for id for the TTL. It fails with a *ContendedError
+// when somebody holds the key (after waiting up to Wait), with ErrStore when
+// the store failed, or with ctx.Err().
 func (k *Lock) Acquire(ctx context.Context, id string) (*Lease, error) {
 	return k.l.acquire(ctx, id, k.l.p.TTL)
 }
@@ -79,9 +78,10 @@ func (k *Lock) Admit(ctx context.Context, id string) (*Lease, error) {
 
 // Do runs fn while holding the key for id, for work such as background
 // jobs: it acquires (waiting up to Wait), keeps the lease alive while fn
-// runs (Lease.KeepAlive), and releases when fn returns or panics. It returns
-// the acquisition's error when fn did not run; otherwise fn's error, joined
-// with ErrLost when the lease was lost meanwhile.
+// runs, and releases when fn returns or panics. fn's context carries the
+// lease (LeaseFrom) and is cancelled with cause ErrLost if the lease is lost.
+// Do returns the acquisition's error when fn did not run; otherwise fn's
+// error, joined with ErrLost when the lease was lost meanwhile.
 func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error) error {
 	l := k.l
 	lease, err := l.acquire(ctx, id, l.p.TTL)

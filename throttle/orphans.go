@@ -15,8 +15,8 @@ const maxOrphans = 4096
 
 // orphans are keys an acquisition may have taken although its caller never
 // learnt it (no reply in time, a broken connection, a grant too late to
-// use). The caller made the token, so a release frees such a key once the
-// store answers, rather than leave it held by nobody for a TTL.
+// use). The caller made the token, so a token-checked release frees such a
+// key once the store answers, rather than leave it held by nobody.
 type orphans struct {
 	mu      sync.Mutex
 	queue   []orphan

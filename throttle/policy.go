@@ -80,10 +80,11 @@ type Options struct {
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
 	// Timeout is how long a store outside this process may stay silent
-	// before a call counts it as failing (default 100 ms); then, or when it
-	// returns an error, WhenStoreFails applies. Load is not an outage: while
-	// the store answers other calls, a call waits, and only after 30 ×
-	// Timeout is the request shed (503, never let through).
+	// before a call counts it as failing (default 100 ms; ten Timeouts before
+	// its first answer or while this process is starved of CPU); then, or
+	// when it returns an error, WhenStoreFails applies. Load is not an
+	// outage: while the store answers other calls, a call waits, and only
+	// after 30 × Timeout is the request shed (503, never let through).
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer.
 	WhenStoreFails FailMode
@@ -92,7 +93,7 @@ type Options struct {
 	// Logger receives store errors and lost leases. Default: slog.Default().
 	Logger *slog.Logger
 	// Observer, when set, is told of every decision, store call and lease
-	// event (see Event): packages promthrottle and otelthrottle.
+	// event (see Event): packages promthrottle and otelthrottle. Nil costs nothing.
 	Observer Observer
 	// DryRun decides, counts, logs and sends the RateLimit headers, but
 	// lets every request through (observed as "dry_run_rejected").

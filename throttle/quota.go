@@ -44,9 +44,9 @@ func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 // Wait, Allow sleeps for a refill due within the wait, and decides again.
 //
 // Cost 0 peeks without charging; a negative cost gives back -cost requests
-// charged earlier (never past a full quota). Allow fails with
-// store.ErrInvalid for an unusable rate or a cost beyond ±Burst, with
-// ErrStore when the store failed, or with ctx.Err().
+// charged earlier (never past a full quota). Allow fails with store.ErrInvalid
+// for an unusable rate or a cost beyond ±Burst, with ErrStore when the store
+// (and under FailOver the Fallback) failed, or with ctx.Err().
 func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.Decision, error) {
 	d, _, err := q.l.allowN(ctx, id, r, cost)
 	return d, err

@@ -60,10 +60,9 @@ func (r *Replay) Stats() Stats { return r.l.Stats() }
 // duplicate gets the holder's record (an empty record is a record); one
 // that finds no record yet waits for it up to Wait, woken when the holder
 // records or releases (then one waiter gets the key), and then fails with
-// a *ContendedError.
-//
-// Claim applies WhenStoreFails (failing open: no lease, no record, no
-// error). Under DryRun a duplicate gets ErrContended at once.
+// a *ContendedError. Claim applies WhenStoreFails (failing open: no lease,
+// no record, no error) but turns a shed request away. Under DryRun a
+// duplicate gets ErrContended at once.
 func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
 	l := r.l
 	lease, record, err = l.claim(ctx, l.request(ctx, id, l.p.TTL)) // a Replay is never Reentrant
