@@ -20,7 +20,11 @@ func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.Cancel
 	work = WithLease(work, ls)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { ls.refresh(context.WithoutCancel(work), cancel, quit) })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ls.refresh(context.WithoutCancel(work), cancel, quit)
+	}()
 	var once sync.Once
 	return work, func() {
 		once.Do(func() {
