@@ -11,8 +11,7 @@ import (
 type Backoff func(attempt int) time.Duration
 
 // exponentialJitter returns "full jitter" backoff, the default: a uniformly
-// random pause up to min(max, base*2^(attempt-1)). Of the usual shapes it
-// spreads waiters best and loads the store least when many contend.
+// random pause up to min(max, base*2^(attempt-1)), which spreads waiters best.
 func exponentialJitter(base, max time.Duration) Backoff {
 	return func(attempt int) time.Duration {
 		ceil := base

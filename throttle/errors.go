@@ -9,9 +9,8 @@ import (
 )
 
 // The errors to branch on with errors.Is. Every error of a limiter or a
-// Lease matches at most one of them, or store.ErrInvalid (a config or an
-// argument that is not usable; the text says why); context errors stay
-// themselves.
+// Lease matches at most one of them, or store.ErrInvalid (an unusable config
+// or argument); context errors stay themselves.
 var (
 	// ErrContended: somebody else holds the key. The error is a
 	// *ContendedError, which says for how long.
@@ -21,8 +20,7 @@ var (
 	ErrStore = errors.New("throttle: store unavailable")
 	// ErrLost: a held key expired or was taken before it was released.
 	ErrLost = errors.New("throttle: lease lost")
-	// ErrNotHeld: Release or Extend found the key no longer held by the
-	// lease.
+	// ErrNotHeld: the lease no longer holds the key (Release, Extend, Record).
 	ErrNotHeld = errors.New("throttle: lease not held")
 )
 
@@ -43,10 +41,9 @@ func (e *ContendedError) Error() string {
 // Is reports whether target is ErrContended.
 func (e *ContendedError) Is(target error) bool { return target == ErrContended }
 
-// storeError is returned when the store failed: it matches ErrStore, and
-// errors.Unwrap gives the store's own error.
+// storeError is a store's failure: it matches ErrStore.
 type storeError struct {
-	op  string // "acquire", "release" or "extend"
+	op  string
 	err error
 }
 

@@ -7,21 +7,15 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// tryFailOver makes one acquisition under FailOver.
-//
-// The fallback store mirrors every hold of this limiter, so that within one
-// process a key is never granted twice: it is asked first, always. A key
-// that a lease on the store holds is therefore refused by the fallback when
-// the store fails, and a key that the fallback granted during an outage is
-// refused there, before the store is asked, when the store is back. Across
-// processes the guarantee during an outage is only as wide as the fallback:
-// per process for a memstore.
+// tryFailOver makes one acquisition under FailOver. The fallback mirrors
+// every hold of this limiter, and is asked first, always: a key held on the
+// store is refused by the fallback when the store fails, and a key the
+// fallback granted during an outage is refused there when the store is
+// back. So within one process a key is never granted twice.
 func (l *limiter) tryFailOver(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	fb := l.p.Fallback
 	gf, err := l.call(ctx, fb, req, 0)
 	if err != nil {
-		// Without its mirror the store alone decides; the fallback's own
-		// failure is counted and logged like the store's.
 		l.logStoreError("acquire-fallback", err)
 		return l.tryPrimary(ctx, req, nil, sent)
 	}
@@ -50,8 +44,7 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 			}
 			return nil, 0, l.failed(ctx, l.store, req, sent, err)
 		}
-		// The fallback's grant serves; the store's possible one is freed
-		// once it answers.
+		// The fallback's grant serves; the store's possible one is freed later.
 		l.releaseLater(ctx, l.store, req, sent, err)
 		l.countFailure(l.store, "acquire", err)
 		l.stats.fallback.Add(1)
@@ -69,7 +62,7 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 }
 
 // releaseLocal gives back the fallback's hold of a request that did not get
-// the key after all.
+// the key.
 func (l *limiter) releaseLocal(fb store.Store, req store.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.p.Timeout)
 	defer cancel()

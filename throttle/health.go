@@ -6,26 +6,21 @@ import (
 	"time"
 )
 
-// probeInterval is how long FailOver stays on the fallback store, once it
-// decided that the store is down, before one caller tries the store again.
+// probeInterval is how long FailOver stays on the fallback, once the store
+// is down, before one caller tries the store again.
 const probeInterval = time.Second
 
 // downAfter is how many acquisitions in a row the store must fail before
-// FailOver stops asking it: one timeout is no evidence of an outage, and
-// sending every key to the fallback for a second on one slow reply would
-// narrow every lock to one process for nothing.
+// FailOver stops asking it: one slow reply would narrow every lock to one
+// process for nothing.
 const downAfter = 3
 
-// health is what a limiter knows of its store: whether it is failing, since
-// when FailOver skips it, and when it last logged an error.
+// health is what a limiter knows of its store.
 type health struct {
-	// fails counts acquisitions in a row that the store failed.
-	fails atomic.Int32
-	// downUntil is the monotonic time until which FailOver skips the
-	// store; 0 while it is trusted.
-	downUntil atomic.Int64
-	// failing is set by a store error and cleared, with one log line, by
-	// the next answer: operators learn when the store is back.
+	fails     atomic.Int32 // acquisitions in a row that the store failed
+	downUntil atomic.Int64 // monoNow until which FailOver skips the store; 0 while trusted
+	// failing is cleared, with one log line, by the next answer: operators
+	// learn when the store is back.
 	failing atomic.Bool
 }
 
@@ -53,8 +48,7 @@ func (h *health) answered(l *limiter) {
 }
 
 // skip reports whether FailOver should leave the store out now. Once the
-// down period is over, exactly one caller (the one that wins the swap)
-// probes the store while the others stay on the fallback.
+// down period is over, exactly one caller probes the store.
 func (h *health) skip() bool {
 	until := h.downUntil.Load()
 	if until == 0 {

@@ -7,17 +7,13 @@ import (
 )
 
 // Hold is a lock key held for a request that will at most give it back:
-// all a Dedupe or Cooldown middleware needs, which releases a key only when
-// its request fails. Lock.Hold makes one without a Lease where the lock
-// needs none, which spares an admission the Lease's allocation and clock
-// reading on an in-memory store. The zero Hold holds nothing: it is what a
-// request let through because the store failed open gets, and the only
-// Hold that equals Hold{}.
+// all a Dedupe or Cooldown middleware needs. Lock.Hold makes one without a
+// Lease where the lock needs none, sparing an admission on an in-memory
+// store the Lease's allocation. The zero Hold, the only one equal to Hold{},
+// holds nothing: a request let through because the store failed open gets it.
 type Hold struct {
-	// lease is the lease, for a lock whose holds need one (see Lock.Hold).
-	lease *Lease
-	// l, key and token are the key held without a lease.
-	l          *limiter
+	lease      *Lease
+	l          *limiter // with key and token: the key held without a lease
 	key, token string
 }
 
@@ -36,8 +32,7 @@ func (h Hold) Release(ctx context.Context) error {
 // Hold is Admit for a request that needs its key only to give it back
 // early: the middleware's Dedupe and Cooldown. Its outcomes are Admit's. A
 // lock whose keys are held only in this process's memory, without Fence,
-// Reentrant, Wait or an Observer, holds the key without making a Lease;
-// any other returns a Hold of the Lease that Admit makes.
+// Reentrant, Wait or an Observer, makes no Lease.
 func (k *Lock) Hold(ctx context.Context, id string) (Hold, error) {
 	l := k.l
 	if !l.leaseless {

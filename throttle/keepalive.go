@@ -10,12 +10,11 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 )
 
-// KeepAlive extends the lease back to its full TTL every TTL/3 while work
-// runs, until stop is called (even after ctx ends, so the key stays held
-// while the work winds down). The work's context carries the lease and is
-// cancelled with cause ErrLost the moment the lease is lost: the key was
-// taken, extensions failed until it ran out, or LockConfig.MaxHold was reached.
-// Call stop when the work returns, before Release.
+// KeepAlive extends the lease back to its full TTL every TTL/3 until stop is
+// called, even after ctx ends, so the key stays held while the work winds
+// down. The work's context carries the lease and is cancelled with cause
+// ErrLost the moment the lease is lost: the key was taken, extensions failed
+// until it ran out, or LockConfig.MaxHold was reached. Call stop before Release.
 func (ls *Lease) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	work, cancel := context.WithCancelCause(ctx)
 	work = WithLease(work, ls)
@@ -56,9 +55,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 			return
 		case <-timer.C:
 		}
-		// An extension that answers after the lease ran out is no use:
-		// bound it by what is left of the lease as well as by the
-		// store timeout.
+		// An extension that answers after the lease ran out is no use.
 		ectx, ecancel := context.WithTimeout(ctx, max(ls.ValidFor(), time.Millisecond))
 		err := ls.Extend(ectx, ls.ttl)
 		ecancel()
@@ -69,9 +66,7 @@ func (ls *Lease) refresh(ctx context.Context, cancel context.CancelCauseFunc, qu
 		case errors.Is(err, ErrNotHeld):
 			ls.lose(ctx, cancel, fmt.Errorf("%w: key %s was taken or deleted", ErrLost, ls.key))
 			return
-		default:
-			// The store failed: the key may still be ours. Retry soon,
-			// and give up once the lease's validity has run out.
+		default: // the store failed: the key may still be ours until the lease runs out
 			left := ls.ValidFor()
 			if left <= 0 {
 				ls.lose(ctx, cancel, fmt.Errorf("%w: could not extend before the lease ran out: %v", ErrLost, err))

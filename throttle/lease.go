@@ -27,9 +27,7 @@ type Lease struct {
 }
 
 // newLease returns the lease of req, sent at sent, that the store (or the
-// Fallback when fallback is set) granted with g. The key's real TTL may
-// differ from the one asked (a re-entry keeps a longer hold's, a retried
-// acquisition gets what is left, see store.Grant.TTL).
+// Fallback) granted with g, whose TTL may differ from the one asked.
 func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
 	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL, since: sent,
 		fence: g.Fence, holds: int32(g.Holds), reentrant: req.Reentrant, onFallback: fallback}
@@ -57,7 +55,6 @@ func (ls *Lease) mirror() store.Store {
 	return nil
 }
 
-// held returns how long ago the lease's acquisition was sent.
 func (ls *Lease) held() time.Duration { return time.Duration(monoNow() - ls.since) }
 
 // setValid records that the key, as of sent, lives for ttl.
@@ -65,14 +62,13 @@ func (ls *Lease) setValid(sent int64, ttl time.Duration) {
 	ls.validUntil.Store(sent + int64(ttl-storekit.Drift(ttl)))
 }
 
-// Fence returns the acquisition's fencing token under LockConfig.Fence, else 0.
-// It strictly increases for the key across every process sharing the store;
-// see the package documentation for how to use it.
+// Fence returns the acquisition's fencing token under LockConfig.Fence, else
+// 0. It strictly increases for the key across every process sharing the store.
 func (ls *Lease) Fence() int64 { return ls.fence }
 
-// ValidFor returns how long the lease is surely still held: from when the
-// last acquire or extend was sent, less a clock drift allowance of 1% of the
-// TTL plus 2 ms. Zero or less means the key may already be gone.
+// ValidFor returns how long the lease is surely still held: its TTL from
+// when the last acquire or extend was sent, less a clock drift allowance.
+// Zero or less means the key may already be gone.
 func (ls *Lease) ValidFor() time.Duration {
 	return time.Duration(ls.validUntil.Load() - monoNow())
 }

@@ -13,9 +13,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// monoStart anchors the monotonic stamps of monoNow: nanoseconds since
-// then. They are cheaper than time.Now, which also reads the wall clock,
-// and fit in atomics.
+// monoStart anchors monoNow's stamps, which are cheaper than time.Now (no
+// wall clock) and fit in atomics.
 var monoStart = time.Now()
 
 func monoNow() int64 { return int64(time.Since(monoStart)) }
@@ -28,8 +27,6 @@ func monoTime(t int64) time.Time { return monoStart.Add(time.Duration(t)) }
 type limiter struct {
 	store    store.Store
 	notifier store.Notifier
-	quota    store.Quota
-	recorder store.Recorder
 	p        policy
 
 	// storeLocal and fallbackLocal say whether the store and the Fallback
@@ -38,8 +35,7 @@ type limiter struct {
 	// processTokens says that keys are held only in this process's memory,
 	// where a process counter is a unique enough token.
 	processTokens bool
-	// leaseless says that Lock.Hold needs no Lease (see Hold).
-	leaseless bool
+	leaseless     bool // Lock.Hold needs no Lease
 
 	health             health
 	logs               sync.Map // kind of log line to *logGate
@@ -48,8 +44,7 @@ type limiter struct {
 	live, fallbackLive *liveness // what this process knows of the stores' answers
 }
 
-// newLimiter returns a limiter on st under p, whose zero fields take their
-// defaults, or store.ErrInvalid.
+// newLimiter returns a limiter on st under p, defaults filled in.
 func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if st == nil {
 		return nil, invalid("nil store")
@@ -66,8 +61,6 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 		l.fallbackLive = livenessOf(p.Fallback)
 	}
 	l.notifier, _ = st.(store.Notifier)
-	l.quota, _ = st.(store.Quota)
-	l.recorder, _ = st.(store.Recorder)
 	_, l.storeLocal = st.(storekit.InMemory)
 	_, l.fallbackLocal = p.Fallback.(storekit.InMemory)
 	l.processTokens = l.storeLocal && p.WhenStoreFails != FailOver
@@ -77,33 +70,29 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 }
 
 // minRemoteTTL is the shortest TTL of a key on a store outside this
-// process: a grant is valid for its TTL less storekit.Drift (2 ms and 1%)
-// from when it was asked for, so a shorter one is spent on arrival.
+// process: a grant is valid for its TTL less storekit.Drift, from when it
+// was asked for, so a shorter one is spent on arrival.
 const minRemoteTTL = 3 * time.Millisecond
 
 // servable checks that st (and the Fallback, under FailOver) can serve p.
 // A store that cannot would fail every call, and failing open would turn
 // that into no limit at all: refuse the policy now instead.
 func servable(st store.Store, p policy) error {
-	type named struct {
-		name string
-		st   store.Store
-	}
-	stores := []named{{"the store", st}}
+	stores := []store.Store{st}
 	if p.WhenStoreFails == FailOver {
-		stores = append(stores, named{"the Fallback", p.Fallback})
+		stores = append(stores, p.Fallback)
 	}
 	remote := false
-	for _, n := range stores {
-		_, local := n.st.(storekit.InMemory)
+	for _, s := range stores {
+		_, local := s.(storekit.InMemory)
 		remote = remote || !local
 	}
 	if remote && p.Mode != ModeQuota && p.TTL < minRemoteTTL {
 		return invalid("policy %q: window %v is shorter than %v, the least a key on a store outside this process can be held for "+
 			"(a grant is valid for its TTL less a clock-drift allowance of 2ms and 1%%, from when it was asked for)", p.Name, p.TTL, minRemoteTTL)
 	}
-	for _, n := range stores {
-		name, s := n.name, n.st
+	for i, s := range stores {
+		name := [...]string{"the store", "the Fallback"}[i]
 		if r, ok := s.(interface{ Refuses(store.Request) error }); ok { // Redlock
 			req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
 				Fence: p.Fence, Reentrant: p.Reentrant}
@@ -123,11 +112,9 @@ func servable(st store.Store, p policy) error {
 	return nil
 }
 
-// key returns the stored key for id.
 func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
 
-// keyTokenBuf is the stack buffer request builds a key and a token in; a
-// longer pair goes to the heap.
+// keyTokenBuf is request's stack buffer size; a longer key and token go to the heap.
 const keyTokenBuf = 160
 
 // request returns the store request that takes the key for id for ttl,
@@ -179,14 +166,10 @@ func (l *limiter) acquire(ctx context.Context, id string, ttl time.Duration) (*L
 	return lease, err
 }
 
-// lookFunc reads a held key's record for Claim: nil when there is none.
-type lookFunc func(ctx context.Context) ([]byte, error)
-
 // wait retries a held key with backoff until it is taken, deadline passes
-// or ctx ends; a Notifier's release wakes it early. With look, every try
-// that finds the key held also looks for its record, and a record ends the
-// wait (Claim).
-func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look lookFunc) (*Lease, []byte, error) {
+// or ctx ends; a Notifier's release wakes it early. With look (Claim), a
+// try that finds the key held also looks for its record, which ends the wait.
+func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Duration, deadline time.Time, look func(context.Context) ([]byte, error)) (*Lease, []byte, error) {
 	wake, stop := l.watchKey(ctx, req.Key, deadline)
 	defer stop()
 	timer := time.NewTimer(time.Hour)
@@ -238,8 +221,7 @@ func (l *limiter) watchKey(ctx context.Context, key string, deadline time.Time) 
 }
 
 // try makes one acquisition sent at sent (a monoNow stamp, or 0 when
-// acquire did not read the clock). It returns a lease, or the holder's
-// remaining time, or an error.
+// acquire did not read the clock).
 func (l *limiter) try(ctx context.Context, req store.Request, sent int64) (*Lease, time.Duration, error) {
 	if l.p.WhenStoreFails == FailOver {
 		if err := ctx.Err(); err != nil {
@@ -254,8 +236,7 @@ func (l *limiter) try(ctx context.Context, req store.Request, sent int64) (*Leas
 	return l.granted(ctx, false, nil, req, g, sent)
 }
 
-// ask makes one acquisition in the store (not under FailOver). It returns
-// the store's grant, or ctx's error, or a store error (see failed).
+// ask makes one acquisition in the store (not under FailOver).
 func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -278,21 +259,25 @@ func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store
 }
 
 // failed handles an acquisition st did not answer. The command may have
-// taken the key with req's token all the same, so the key is released in
-// the background once the store answers. It returns ctx's error when that
-// ended first, and a store error otherwise.
+// taken the key with req's token all the same: the key is released in the
+// background once the store answers.
 func (l *limiter) failed(ctx context.Context, st store.Store, req store.Request, sent int64, err error) error {
 	l.releaseLater(ctx, st, req, sent, err)
+	return l.storeErr(ctx, st, "acquire", err)
+}
+
+// storeErr returns ctx's error when it ended, else counts err, a failed
+// call of op to st, and returns it as a store error.
+func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	l.countFailure(st, "acquire", err)
-	return &storeError{op: "acquire", err: err}
+	l.countFailure(st, op, err)
+	return &storeError{op: op, err: err}
 }
 
 // countFailure counts and logs a store error of op, and records it in the
-// store's health. A shed call is no store error: the store answers (see
-// callStore).
+// store's health. A shed call is no store error: the store answers.
 func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
@@ -308,11 +293,9 @@ func (l *limiter) countFailure(st store.Store, op string, err error) {
 
 // granted turns a store's answer into a lease, or the holder's remaining
 // time. fallback says the answer is the Fallback's; mirror is the Fallback
-// when it mirrors the store's grant (tryPrimary). A grant from outside this
-// process whose validity was spent on the way is no use (work on it could
-// run beside the next holder): it is released in the background and
-// reported as a store failure. An in-memory grant is decided on this
-// clock during the call, so it cannot arrive late.
+// when it mirrors the store's grant. A remote grant whose validity was spent
+// on the way (work on it could run beside the next holder) is released in
+// the background and reported as a store failure.
 func (l *limiter) granted(ctx context.Context, fallback bool, mirror store.Store, req store.Request, g store.Grant, sent int64) (*Lease, time.Duration, error) {
 	if !g.Acquired {
 		l.stats.rejected.Add(1)
@@ -338,8 +321,8 @@ func (l *limiter) granted(ctx context.Context, fallback bool, mirror store.Store
 // errLate is the cause of a store error for a grant that came too late.
 var errLate = errors.New("the grant arrived after its validity ran out")
 
-// call makes one acquisition in st, the store or the Fallback, bounded as
-// callStore says; the store's own calls are timed for the Observer.
+// call makes one acquisition in st, the store or the Fallback, bounded by
+// callStore; the store's own calls are timed for the Observer.
 func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, sent int64) (store.Grant, error) {
 	var g store.Grant
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
@@ -352,9 +335,9 @@ func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, s
 	return g, err
 }
 
-// admitted applies the policy to the outcome err of an admission of cost
-// (granted by the Fallback when fallback is set), tells the Observer, and
-// returns Admit's error: err, or nil when a store error fails open.
+// admitted applies the policy to the outcome err of an admission of cost,
+// tells the Observer, and returns Admit's error: err, or nil when a store
+// error fails open.
 func (l *limiter) admitted(ctx context.Context, fallback bool, cost int, err error) error {
 	if err != nil && isStoreError(err) {
 		return l.storeFailed(ctx, err)
@@ -379,10 +362,9 @@ func (l *limiter) admitted(ctx context.Context, fallback bool, cost int, err err
 	return err
 }
 
-// storeFailed applies the policy to a store error of an admission: nil to
-// fail open, err to turn the request away. A shed request is turned away
-// whatever WhenStoreFails says: its store answers, and letting it through
-// would admit a burst's duplicates.
+// storeFailed applies the policy to a store error of an admission. A shed
+// request is turned away whatever WhenStoreFails says: its store answers,
+// and letting it through would admit a burst's duplicates.
 func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	switch {
 	case isShed(err):

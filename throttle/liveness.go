@@ -15,37 +15,29 @@ import (
 )
 
 // Load is not an outage. Under a burst a process's calls queue for the
-// client's connections and for the CPU, and wait far longer than
-// Options.Timeout while the store answers thousands of others; failing
-// them open would let duplicates through exactly when they arrive. So a
-// call to a store outside this process is ended by the store's silence,
-// not by its own age:
+// client's connections and for the CPU far longer than Options.Timeout
+// while the store answers others; failing them open would let duplicates
+// through exactly when they arrive. So a call to a store outside this
+// process is ended by the store's silence, not by its own age:
 //
-//   - it fails as an outage once the store has answered no call of this
-//     process for a whole Timeout while it waited (busyQuiets Timeouts
-//     before the store's first answer, or while this process is starved of
-//     CPU, when replies may sit unread);
-//   - while the store answers, it waits, up to loadWaits Timeouts; past
-//     that, or with more than maxWaiting calls waiting, the request is
-//     shed: turned away with 503, never let through;
+//   - it fails as an outage (errSilent) once the store has answered no call
+//     of this process for a whole Timeout (busyQuiets Timeouts before the
+//     store's first answer, or while this process is starved of CPU);
+//   - while the store answers, it waits up to loadWaits Timeouts; past
+//     that, or with more than maxWaiting calls waiting, it is shed
+//     (errShed): turned away with 503, never let through;
 //   - an error the store returns (refused, reset) fails at once.
 const (
 	loadWaits  = 30
 	maxWaiting = 10000
 	busyQuiets = 10
-	// lateTimer is how late a timer may fire in a process that is not
-	// short of CPU.
-	lateTimer = int64(2 * time.Millisecond)
+	lateTimer  = int64(2 * time.Millisecond) // how late a timer fires in a process not short of CPU
 )
 
 var (
-	// errSilent ends a call whose store answered nothing for a Timeout:
-	// the outage WhenStoreFails is for.
 	errSilent = errors.New("the store answered no call for the whole timeout")
-	// errShed ends (or never sends) a call of a saturated process whose
-	// store answers.
-	errShed = errors.New("the store is busy: this process has waited for it too long or with too many calls")
-	// errRetry asks callStore to send a call again whose reply missed its
+	errShed   = errors.New("the store is busy: this process has waited for it too long or with too many calls")
+	// errRetry asks callStore to send again a call whose reply missed its
 	// deadline while the store answered others.
 	errRetry = errors.New("the reply came too late: send the call again")
 )
@@ -53,8 +45,8 @@ var (
 func isShed(err error) bool { return errors.Is(err, errShed) }
 
 // liveness is what this process knows of one store, shared by all its
-// limiters, so that a limiter whose first call queues behind another's
-// burst still sees the store answer.
+// limiters: one whose first call queues behind another's burst still sees
+// the store answer.
 type liveness struct {
 	answered atomic.Int64 // monoNow of the latest answer; 0: none yet
 	waiting  atomic.Int64 // calls sent and not returned
@@ -62,7 +54,7 @@ type liveness struct {
 }
 
 // answer records an answer now, skipping the shared write within a
-// millisecond of the last one: a burst's calls would all write one line.
+// millisecond of the last one, which a burst's calls would contend on.
 func (lv *liveness) answer() {
 	if now := monoNow(); now-lv.answered.Load() > int64(time.Millisecond) {
 		lv.answered.Store(now)
@@ -72,13 +64,13 @@ func (lv *liveness) answer() {
 // livenesses maps a store's address to its liveness, weakly: the limiter
 // that holds the liveness holds the store, so a live entry's address is
 // not reused.
-var livenesses struct {
+var livenesses = struct {
 	sync.Mutex
 	m map[uintptr]weak.Pointer[liveness]
-}
+}{m: map[uintptr]weak.Pointer[liveness]{}}
 
-// livenessOf returns the liveness of st; a store that is not a pointer has
-// no identity to share it by, and gets its own.
+// livenessOf returns the liveness of st; a store that is not a pointer gets
+// its own.
 func livenessOf(st store.Store) *liveness {
 	v := reflect.ValueOf(st)
 	switch v.Kind() {
@@ -92,9 +84,6 @@ func livenessOf(st store.Store) *liveness {
 	if lv := livenesses.m[addr].Value(); lv != nil {
 		return lv
 	}
-	if livenesses.m == nil {
-		livenesses.m = map[uintptr]weak.Pointer[liveness]{}
-	}
 	for a, w := range livenesses.m {
 		if w.Value() == nil {
 			delete(livenesses.m, a)
@@ -107,10 +96,9 @@ func livenessOf(st store.Store) *liveness {
 
 // storeCall is the context of one call to a store outside this process,
 // cancelled by the caller or by a timer that applies the rule above. Its
-// Deadline, which clients such as go-redis read once they have a
-// connection and turn into socket deadlines, is a Timeout after its first
-// reading: a call that queued behind a burst still gets a whole Timeout
-// for its reply once sent.
+// Deadline is a Timeout after its first reading (go-redis reads it once it
+// has a connection): a call that queued behind a burst still gets a whole
+// Timeout for its reply.
 type storeCall struct {
 	context.Context
 	cancel   context.CancelCauseFunc
@@ -141,11 +129,10 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
-// watch returns the context of a call to st (the store or the Fallback)
-// retried since first, and the call, whose end must be given the call's
-// error. Its load limit is loadWaits Timeouts from first, or patience when
-// longer. A call to a store in this process cannot hang: it is not watched
-// (a nil *storeCall, whose end returns its argument).
+// watch returns the context of a call to st retried since first, and the
+// call, whose end must be given the call's error. Its load limit is
+// loadWaits Timeouts from first, or patience when longer. A call to a store
+// in this process cannot hang: it gets a nil *storeCall.
 func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patience time.Duration) (context.Context, *storeCall) {
 	if l.local(st) {
 		return ctx, nil
@@ -165,8 +152,7 @@ func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patien
 	return c, c
 }
 
-// local reports whether st, the store or the Fallback, is in this
-// process's memory.
+// local reports whether st, the store or the Fallback, is in memory.
 func (l *limiter) local(st store.Store) bool {
 	if st == l.store {
 		return l.storeLocal
@@ -188,9 +174,8 @@ func (c *storeCall) arm(d time.Duration) {
 	c.timer.Store(time.AfterFunc(d, c.check))
 }
 
-// check applies the rule when the timer fires: it ends the call on the
-// store's silence or past the load limit, and otherwise looks again when
-// the store would have been silent for a whole Timeout.
+// check applies the rule when the timer fires, and otherwise looks again
+// when the store would have been silent for a whole Timeout.
 func (c *storeCall) check() {
 	if c.done.Load() {
 		return
@@ -216,8 +201,8 @@ func (c *storeCall) check() {
 	}
 }
 
-// end finishes the call that returned err, and returns err, or the rule's
-// verdict: errSilent, errShed or errRetry.
+// end finishes the call that returned err, and returns err or the rule's
+// verdict.
 func (c *storeCall) end(err error) error {
 	if c == nil {
 		return err
@@ -247,9 +232,7 @@ func (c *storeCall) end(err error) error {
 	if c.retry && monoNow() < c.limit {
 		return errRetry
 	}
-	// Not sent in time, or the reply missed its deadline while the store
-	// answered others: this process did not get the CPU. Shed.
-	return errShed
+	return errShed // this process did not get the CPU to send or read in time
 }
 
 // sendTimeout reports whether err is a write or dial timeout: this
@@ -261,12 +244,11 @@ func sendTimeout(err error) bool {
 }
 
 // silent reports whether the store counts as silent for the call, and for
-// how long it has answered nothing (counted from the call's start at the
-// earliest). Before it reports a whole Timeout it sleeps a millisecond, so
-// the scheduler can poll the network and replies already waiting count.
-// The process is busy when that sleep overran by lateTimer, or a timer
-// fired that late within two Timeouts; then, or before the store's first
-// answer, silence must last busyQuiets Timeouts.
+// how long it has answered nothing since the call's start. Before it
+// reports a whole Timeout it sleeps a millisecond, so that replies already
+// waiting count. The process is busy when that sleep overran by lateTimer,
+// or a timer fired that late within two Timeouts; then, or before the
+// store's first answer, silence must last busyQuiets Timeouts.
 func (c *storeCall) silent() (bool, int64) {
 	timeout := int64(c.timeout)
 	q := monoNow() - max(c.lv.answered.Load(), c.start)
@@ -286,11 +268,9 @@ func (c *storeCall) silent() (bool, int64) {
 // callStore makes the call f to st under watch, again each time its reply
 // missed its deadline while the store answered others, until the load
 // limit: a burst then costs a second round trip, not a 503. Only for calls
-// that may be repeated: an acquisition (a retried grant finds its own
-// token, store.Store's retry rule), a quota decision, a record read or
-// write. patience, when longer than the load limit, is how long the call
-// may wait for a store that answers (a Replay's record waits as long as
-// its key is held, since its duplicates wait for it).
+// that may be repeated (store.Store's retry rule). patience, when longer
+// than the load limit, is how long the call may wait for a store that
+// answers (a Replay's record waits as long as its key is held).
 func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.Duration, f func(context.Context) error) error {
 	if l.local(st) {
 		return f(ctx)
@@ -302,9 +282,7 @@ func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.D
 		if err := c.end(f(cctx)); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
 		}
-		// A client whose connections failed may answer the next call at
-		// once with the same error: pause.
-		select {
+		select { // a client whose connections failed may fail the next call at once
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(l.p.Timeout / 10):

@@ -19,24 +19,21 @@ type LockConfig struct {
 	// middleware (package guard) holds a request's key.
 	Mode Mode
 	// TTL is how long a key is held: the window of a Dedupe or Cooldown
-	// key (default 5 s), the lease of an Exclusive key and of Do
-	// (default 30 s for Exclusive), refreshed every TTL/3 while the work
-	// runs. A key on a store outside this process is held at least 3 ms.
+	// key (default 5 s), the lease of an Exclusive key (default 30 s) and of
+	// Do, refreshed every TTL/3 while the work runs. At least 3 ms on a
+	// store outside this process.
 	TTL time.Duration
 	// MaxHold, when positive, caps how long Do and an Exclusive request
-	// keep a key: the lease is not refreshed past it and the work's context
-	// is cancelled with ErrLost.
+	// keep a key; then the work's context is cancelled with ErrLost.
 	MaxHold time.Duration
 	// Wait is how long an acquisition waits for a held key, retrying with
 	// Backoff and woken early by a release, before it gives up with
 	// ErrContended. Zero means try once.
 	Wait time.Duration
 	// Backoff paces the retries of a waiting acquisition. Default: a
-	// random pause up to 10 ms, doubling with each retry up to 1 s ("full
-	// jitter", which spreads waiters best).
+	// random pause up to 10 ms, doubling with each retry up to 1 s.
 	Backoff Backoff
-	// Fence asks every acquisition for a fencing token (Lease.Fence). It
-	// costs no extra round trip.
+	// Fence asks every acquisition for a fencing token (Lease.Fence).
 	Fence bool
 	// Reentrant lets the owner carried in a context (WithOwner) take a key
 	// it already holds; the key is freed when every hold is released.
@@ -45,13 +42,12 @@ type LockConfig struct {
 }
 
 // Lock holds keys: one request or one job per key at a time, or per window.
-// It is safe for concurrent use; make one per policy at start-up and share
-// it.
+// It is safe for concurrent use; make one per policy and share it.
 type Lock struct{ l *limiter }
 
-// NewLock returns a Lock on st configured by c, whose zero fields take their
-// defaults. It fails with store.ErrInvalid when c is not usable, or when st cannot
-// keep what c asks for (a Redlock store refuses Fence and Reentrant).
+// NewLock returns a Lock on st configured by c. It fails with
+// store.ErrInvalid when c is not usable, or when st cannot keep what c asks
+// for (a Redlock store refuses Fence and Reentrant).
 func NewLock(st store.Store, c LockConfig) (*Lock, error) {
 	if c.Mode > Exclusive {
 		return nil, invalid("lock %q: mode %v is not a lock's (Dedupe, Cooldown or Exclusive)", c.Name, c.Mode)
@@ -63,32 +59,27 @@ func NewLock(st store.Store, c LockConfig) (*Lock, error) {
 	return &Lock{l}, nil
 }
 
-// Acquire takes the key for id for the TTL and returns the lease only on
-// success. It fails with a *ContendedError when somebody holds the key
-// (after waiting up to Wait), with ErrStore when the store failed, or with
-// ctx.Err().
+// Acquire takes the key for id for the TTL. It fails with a *ContendedError
+// when somebody holds the key (after waiting up to Wait), with ErrStore when
+// the store failed, or with ctx.Err().
 func (k *Lock) Acquire(ctx context.Context, id string) (*Lease, error) {
 	return k.l.acquire(ctx, id, k.l.p.TTL)
 }
 
 // Admit is Acquire with WhenStoreFails applied, for a request that must be
 // answered now: package guard builds the middleware on it. A lease admits
-// the request; an error (ErrContended, ErrStore when failing closed, or the
-// context's) turns it away; nil and no error mean that the store failed
-// open: the request goes ahead unguarded, logged and counted. Under DryRun,
-// ErrContended still says what would have happened; the caller lets the
-// request through. The Observer is told the outcome.
+// the request; an error turns it away; nil and no error mean that the store
+// failed open: the request goes ahead unguarded. Under DryRun, ErrContended
+// says what would have happened; the caller lets the request through.
 func (k *Lock) Admit(ctx context.Context, id string) (*Lease, error) {
 	lease, err := k.l.acquire(ctx, id, k.l.p.TTL)
 	return lease, k.l.admitted(ctx, lease != nil && lease.onFallback, 0, err)
 }
 
 // Do runs fn while holding the key for id, for work such as background
-// jobs: it acquires for the TTL (waiting up to Wait), keeps the lease alive
-// while fn runs (see Lease.KeepAlive), and releases when fn returns or
-// panics. fn's context carries the lease (LeaseFrom) and is cancelled with
-// cause ErrLost if the lease is lost.
-//
+// jobs: it acquires (waiting up to Wait), keeps the lease alive while fn
+// runs, and releases when fn returns or panics. fn's context carries the
+// lease (LeaseFrom) and is cancelled with cause ErrLost if the lease is lost.
 // Do returns the acquisition's error when fn did not run; otherwise fn's
 // error, joined with ErrLost when the lease was lost meanwhile.
 func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error) error {
@@ -100,9 +91,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 	work, stop := lease.KeepAlive(ctx)
 	finished := false
 	defer func() {
-		// fn panicked or called runtime.Goexit: stop the refresher and
-		// free the key before the panic goes on up the stack.
-		if !finished {
+		if !finished { // fn panicked or called runtime.Goexit
 			stop()
 			if lease.Release(ctx) == nil {
 				l.observe(ctx, Event{Kind: "released", Hold: lease.held(), Reason: "panic"})
@@ -137,9 +126,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 }
 
 // Config returns the lock's config with its defaults filled in.
-func (k *Lock) Config() LockConfig {
-	return LockConfig(k.l.p)
-}
+func (k *Lock) Config() LockConfig { return LockConfig(k.l.p) }
 
 // Stats returns a snapshot of the lock's counters.
 func (k *Lock) Stats() Stats { return k.l.Stats() }

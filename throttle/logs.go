@@ -16,7 +16,7 @@ type logGate struct {
 }
 
 // pass reports whether a line may be written now, and how many were held
-// back before it.
+// back.
 func (g *logGate) pass() (bool, int64) {
 	now := monoNow()
 	prev := g.last.Load()
@@ -27,10 +27,9 @@ func (g *logGate) pass() (bool, int64) {
 	return true, g.suppressed.Swap(0)
 }
 
-// logLimited writes a line of kind at level, at most once a second per
-// kind, with the count of the lines of that kind held back since the last.
+// logLimited writes a line of kind at level through the kind's logGate.
 func (l *limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
-	g, ok := l.logs.Load(kind) // one gate per kind, such as "shed"
+	g, ok := l.logs.Load(kind)
 	if !ok {
 		g, _ = l.logs.LoadOrStore(kind, new(logGate))
 	}
@@ -45,9 +44,7 @@ func (l *limiter) logLimited(level slog.Level, kind, msg string, args ...any) {
 	l.p.logger().Log(context.Background(), level, msg, args...)
 }
 
-// logStoreError logs a store error of the operation op ("acquire",
-// "quota", "record", "release-fallback"…), at most once a second per
-// operation; Stats counts every one.
+// logStoreError logs a store error of op, at most once a second per op.
 func (l *limiter) logStoreError(op string, err error) {
 	l.logLimited(slog.LevelWarn, "store error "+op, "throttle: store error", "op", op,
 		"when_store_fails", failModeNames[l.p.WhenStoreFails], "err", err)

@@ -6,13 +6,11 @@ import (
 )
 
 // Observer is told of every decision and lease event of a limiter whose
-// Options.Observer it is, for metrics and traces: packages promthrottle
-// (Prometheus) and otelthrottle (OpenTelemetry) implement it. Observe is
-// called on the request's goroutine, synchronously, so it must be quick and
-// must not block; ctx is the caller's context (for the request's span). An
-// Event never carries a key, a token or a client address, so no observer
-// can leak one. A limiter without an Observer pays nothing: not even the
-// clock readings that time store calls.
+// Options.Observer it is: packages promthrottle and otelthrottle implement
+// it. Observe is called synchronously on the request's goroutine, so it
+// must be quick and must not block; ctx is the caller's context. An Event
+// never carries a key, a token or a client address, so no observer can leak
+// one.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
@@ -36,9 +34,8 @@ type Observer interface {
 //	"fallback_on"       under FailOver, the limiter stopped asking the failing store
 //	"fallback_off"      the store answered again, and the limiter went back to it
 //
-// Fields a kind does not use are zero. Policy and Mode are the limiter's,
-// so every label value is bounded. Op is "acquire", "release", "extend",
-// "quota", "record" or "recorded" (a Replay duplicate's read).
+// Fields a kind does not use are zero. Every label value is bounded. Op is
+// "acquire", "release", "extend", "quota", "record" or "recorded".
 type Event struct {
 	Kind       string
 	Policy     string
@@ -52,8 +49,7 @@ type Event struct {
 	Cost       int
 }
 
-// observe tells the policy's Observer of e, filling in the policy's name
-// and mode. It does nothing without an Observer.
+// observe tells the policy's Observer, if any, of e.
 func (l *limiter) observe(ctx context.Context, e Event) {
 	if l.p.Observer == nil {
 		return
@@ -72,8 +68,7 @@ func (l *limiter) storeCall(ctx context.Context, op string, sent int64, err erro
 }
 
 // callFailed returns err, or nil when the caller's ctx ended: a client that
-// left is not a store failure (Stats.StoreErrors does not count it
-// either), and must not set off an alert on store errors.
+// left must not set off an alert on store errors.
 func callFailed(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return nil
@@ -81,8 +76,7 @@ func callFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// since returns the stamp a store call starts at, or 0 when no Observer
-// times it: without one, no clock is read.
+// since returns the stamp a store call starts at, or 0 without an Observer.
 func (l *limiter) since() int64 {
 	if l.p.Observer == nil {
 		return 0

@@ -9,15 +9,14 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// maxOrphans bounds the keys waiting for a background release, so memory
-// stays bounded in a long outage; the others expire by themselves.
+// maxOrphans bounds the keys waiting for a background release in a long
+// outage; the others expire by themselves.
 const maxOrphans = 4096
 
 // orphans are keys an acquisition may have taken although its caller never
 // learnt it (no reply in time, a broken connection, a grant too late to
 // use). The caller made the token, so a token-checked release frees such a
-// key once the store answers, rather than leave it held by nobody for a
-// TTL. One goroutine per limiter works through them while there are any.
+// key once the store answers, rather than leave it held by nobody.
 type orphans struct {
 	mu      sync.Mutex
 	queue   []orphan
@@ -37,9 +36,8 @@ type orphan struct {
 const orphanSettle = time.Second
 
 // releaseLater queues req's key for a background release after a call that
-// failed with cause, unless the store says it changed nothing
-// (store.ErrNotApplied) or the request may be a re-entry, whose release
-// could drop an outer hold still running (it then expires by itself).
+// failed with cause, unless the store changed nothing (store.ErrNotApplied)
+// or the request may be a re-entry, whose release could drop an outer hold.
 func (l *limiter) releaseLater(ctx context.Context, st store.Store, req store.Request, sent int64, cause error) {
 	if errors.Is(cause, store.ErrNotApplied) || (req.Reentrant && ownerFrom(ctx) == req.Token) {
 		return
@@ -58,8 +56,7 @@ func (l *limiter) releaseLater(ctx context.Context, st store.Store, req store.Re
 }
 
 // releaseOrphans releases the queued keys, retrying with a growing pause
-// those the store does not answer, or finds missing for less than
-// orphanSettle, until they have expired by themselves.
+// those releaseOrphan says to.
 func (l *limiter) releaseOrphans() {
 	o := &l.orphans
 	pause := 10 * time.Millisecond
@@ -91,7 +88,9 @@ func (l *limiter) releaseOrphans() {
 	}
 }
 
-// releaseOrphan tries to release or once, and reports whether to try again.
+// releaseOrphan tries to release or once, and reports whether to try again:
+// until it expires, while the store does not answer or, for orphanSettle,
+// finds no key.
 func (l *limiter) releaseOrphan(or *orphan) (again bool) {
 	if time.Now().After(or.until) {
 		return false
@@ -101,10 +100,7 @@ func (l *limiter) releaseOrphan(or *orphan) (again bool) {
 	cancel()
 	switch {
 	case errors.Is(err, store.ErrNotApplied):
-		// The server refuses connections: nobody is there to ask, and
-		// one that restarts empty has lost the key. Otherwise it expires
-		// by itself.
-		return false
+		return false // refused: nobody to ask, and the key expires by itself
 	case err != nil:
 		return true
 	case out == store.Gone:

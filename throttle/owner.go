@@ -10,8 +10,7 @@ type ownerKey struct{}
 
 // WithOwner returns ctx carrying a new owner: under a Reentrant policy, the
 // acquisitions made with it share one owner, which may take a key it holds
-// again. Go has no thread identity, so the context carries it. Do and the
-// Exclusive middleware hand their work such a context already.
+// again. Do and the Exclusive middleware hand their work such a context.
 func WithOwner(ctx context.Context) context.Context {
 	return context.WithValue(ctx, ownerKey{}, storekit.NewToken())
 }

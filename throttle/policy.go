@@ -14,10 +14,9 @@ import (
 type Mode uint8
 
 const (
-	// Dedupe (the zero Mode) holds the key for the TTL after a request is
-	// admitted, but the middleware releases it at once when the request
-	// fails or panics, so that the user can simply try again. For form
-	// submissions and client or proxy retries.
+	// Dedupe (the zero Mode) holds the key for the TTL, but the middleware
+	// releases it at once when the request fails or panics, so that the
+	// user can simply try again: for form submissions and retries.
 	Dedupe Mode = iota
 	// Cooldown holds the key for the whole TTL whatever the outcome: one
 	// request per key per window, for password-reset mails.
@@ -43,15 +42,11 @@ func (m Mode) String() string {
 var modeNames = [...]string{"dedupe", "cooldown", "exclusive", "quota", "replay"}
 
 // FailMode is what a request gets when the store fails: it returns an
-// error, or stays silent for Options.Timeout (a store that answers, if
-// slowly, is not failing). The zero FailMode fails open for Dedupe,
-// Cooldown and Quota (a duplicate that slips through beats an outage of the
-// endpoint) and closed for Exclusive (its caller relies on mutual
-// exclusion) and Replay (a retried order must not be placed twice).
+// error, or stays silent for Options.Timeout. The zero FailMode fails open
+// for Dedupe, Cooldown and Quota (a duplicate that slips through beats an
+// outage of the endpoint) and closed for Exclusive (its caller relies on
+// mutual exclusion) and Replay (a retried order must not be placed twice).
 type FailMode uint8
-
-// failDefault is the zero FailMode, filled in by the mode.
-const failDefault FailMode = 0
 
 const (
 	// FailOpen lets the request through unguarded; the error is logged
@@ -60,20 +55,16 @@ const (
 	// FailClosed turns the request away with 503 and a Retry-After.
 	FailClosed
 	// FailOver takes keys in Options.Fallback (a memstore: per process)
-	// after three store failures in a row, and goes back once the store
-	// answers. The fallback mirrors every hold, so that no key is granted
-	// twice across the switch. Quotas are not mirrored: while the store
-	// fails, a user may get one quota per process.
+	// after three store failures in a row, until the store answers. The
+	// fallback mirrors every hold, so that no key is granted twice across
+	// the switch; quotas are not mirrored.
 	FailOver
 )
 
-// failModeNames name the fail modes in log lines.
 var failModeNames = [...]string{"default", "open", "closed", "over"}
 
-// The defaults of a config's zero fields. A 5 s window covers a double
-// click and a client's quick retries; an Exclusive lease is refreshed while
-// its work runs, so its TTL only bounds how long a crashed holder blocks
-// the others.
+// The defaults of a config's zero fields. An Exclusive lease is refreshed
+// while its work runs: its TTL only bounds how long a crashed holder blocks.
 const (
 	defaultPrefix     = "throttle"
 	defaultTTL        = 5 * time.Second
@@ -89,33 +80,28 @@ type Options struct {
 	// Prefix starts every stored key. Default "throttle"; no '{' or '}'.
 	Prefix string
 	// Timeout is how long a store outside this process may stay silent
-	// before a call counts it as failing (default 100 ms); then, or when
-	// it returns an error, WhenStoreFails applies. Load is not an outage:
-	// while the store answers other calls of this process, a call waits,
-	// and only after 30 × Timeout is the request shed (503, never let
-	// through). Before the store's first answer, or while this process is
-	// starved of CPU, silence must last ten Timeouts.
+	// before a call counts it as failing (default 100 ms; ten Timeouts before
+	// its first answer or while this process is starved of CPU); then, or
+	// when it returns an error, WhenStoreFails applies. Load is not an
+	// outage: while the store answers other calls, a call waits, and only
+	// after 30 × Timeout is the request shed (503, never let through).
 	Timeout time.Duration
-	// WhenStoreFails decides a request the store cannot answer (see
-	// FailMode).
+	// WhenStoreFails decides a request the store cannot answer.
 	WhenStoreFails FailMode
 	// Fallback is the store FailOver uses while the store fails.
 	Fallback store.Store
-	// Logger receives store errors and lost leases. Default: the
-	// slog.Default() of the moment.
+	// Logger receives store errors and lost leases. Default: slog.Default().
 	Logger *slog.Logger
 	// Observer, when set, is told of every decision, store call and lease
-	// event (see Event), for metrics and traces: packages promthrottle and
-	// otelthrottle. Nil costs nothing.
+	// event (see Event): packages promthrottle and otelthrottle. Nil costs nothing.
 	Observer Observer
 	// DryRun decides, counts, logs and sends the RateLimit headers, but
-	// lets every request through (observed as "dry_run_rejected"): watch
-	// what a new policy would reject before it rejects anything.
+	// lets every request through (observed as "dry_run_rejected").
 	DryRun bool
 }
 
-// policy is what a limiter runs with, defaults filled in: a LockConfig has
-// every field of a QuotaConfig and a ReplayConfig.
+// policy is what a limiter runs with: a LockConfig has every field of a
+// QuotaConfig and a ReplayConfig.
 type policy LockConfig
 
 // withDefaults fills zero fields and checks the rest.
@@ -134,7 +120,7 @@ func (p policy) withDefaults() (policy, error) {
 	if p.Backoff == nil {
 		p.Backoff = exponentialJitter(10*time.Millisecond, time.Second)
 	}
-	if p.WhenStoreFails == failDefault {
+	if p.WhenStoreFails == 0 {
 		p.WhenStoreFails = FailOpen
 		if p.Mode == Exclusive || p.Mode == ModeReplay {
 			p.WhenStoreFails = FailClosed
@@ -143,9 +129,7 @@ func (p policy) withDefaults() (policy, error) {
 	return p, p.check()
 }
 
-// check checks a policy with its defaults filled in. The name goes into
-// RateLimit headers as it is: 1 to 64 bytes of printable ASCII without
-// '"' or '\'.
+// check checks a policy with its defaults filled in.
 func (p *policy) check() error {
 	switch {
 	case !headerToken(p.Name):
@@ -174,16 +158,9 @@ func headerToken(name string) bool {
 	return ok
 }
 
-// logger returns the policy's Logger, or the default one.
-func (p *policy) logger() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	return slog.Default()
-}
+func (p *policy) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default()) }
 
 // Rate is a quota: Limit requests per Window, of which up to Burst may come
 // at once from a full quota (Burst 0 means Limit), refilled smoothly, one
-// request every Window/Limit. It is a value, so that each request may be
-// given its own: a rate per plan or per tier.
+// request every Window/Limit.
 type Rate = store.Rate

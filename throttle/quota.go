@@ -9,30 +9,27 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// QuotaConfig configures a Quota. Only Name is required. The rate is not
-// here: it is a value of each call, so that requests may have rates of
-// their own (a plan's, a tier's).
+// QuotaConfig configures a Quota. Only Name is required. The Rate is an
+// argument of each call, so that requests may have rates of their own.
 type QuotaConfig struct {
 	// Name names the quota in stored keys and in the RateLimit headers: 1
 	// to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// Wait is how long Allow may sleep for the quota to refill, when it
-	// will have refilled within the wait. Zero means decide at once.
+	// Wait is how long Allow may sleep for a refill due within it (0: decide at once).
 	Wait time.Duration
 	Options
 }
 
 // Quota is rate limiting proper: it decides whether a request of a key
-// fits in a Rate now, with one store call (on Redis one round trip, timed
-// by the server's clock, so that processes with skewed clocks agree). It
-// keeps no lock, only one timestamp per key (the generic cell rate
-// algorithm, GCRA) that expires when the quota is full again. It is safe
-// for concurrent use; make one per policy at start-up and share it.
+// fits in a Rate now, with one store call (on Redis timed by the server's
+// clock, so that processes with skewed clocks agree). It keeps no lock, only
+// one GCRA timestamp per key, which expires when the quota is full again.
+// It is safe for concurrent use; make one per policy and share it.
 type Quota struct{ l *limiter }
 
-// NewQuota returns a Quota on st configured by c. It fails with store.ErrInvalid
-// when c is not usable or st (or, under FailOver, the Fallback) keeps no
-// quotas (store.Quota).
+// NewQuota returns a Quota on st configured by c. It fails with
+// store.ErrInvalid when c is not usable or st (or, under FailOver, the
+// Fallback) keeps no quotas.
 func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeQuota, Wait: c.Wait, Options: c.Options})
 	if err != nil {
@@ -44,15 +41,12 @@ func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 // Allow decides whether a request of cost from id fits in r now, and
 // charges it when it does. A refused request is no error: its Decision's
 // Allowed is false and RetryAfter says when the same cost would fit. With
-// Wait, Allow sleeps for the quota to refill when it will have within the
-// wait, and decides again.
+// Wait, Allow sleeps for a refill due within the wait, and decides again.
 //
 // Cost 0 peeks without charging; a negative cost gives back -cost requests
-// charged earlier (never past a full quota), for a request that turned out
-// not to count. Allow fails with store.ErrInvalid for an unusable rate or a cost
-// beyond ±Burst (which could never be allowed: the caller's mistake, not a
-// rejection), with ErrStore when the store failed (under FailOver the
-// Fallback decides instead), or with ctx.Err().
+// charged earlier (never past a full quota). Allow fails with store.ErrInvalid
+// for an unusable rate or a cost beyond ±Burst, with ErrStore when the store
+// (and under FailOver the Fallback) failed, or with ctx.Err().
 func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.Decision, error) {
 	d, _, err := q.l.allowN(ctx, id, r, cost)
 	return d, err
@@ -60,12 +54,10 @@ func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.D
 
 // Admit is Allow with WhenStoreFails applied, for a request that must be
 // answered now: package guard builds the middleware on it. A request of
-// cost 0 is allowed only while one of cost 1 would be. An allowed request
-// gets its Decision; a refused one gets its Decision (for the RateLimit
-// headers) and a *ContendedError; ErrStore when failing closed, store.ErrInvalid
-// or ctx's error come with no Decision; no Decision and no error mean that
-// the store failed open: the request goes ahead unmetered, logged and
-// counted.
+// cost 0 is allowed only while one of cost 1 would be. A refused request
+// gets its Decision (for the RateLimit headers) and a *ContendedError;
+// other errors come with no Decision; no Decision and no error mean that
+// the store failed open: the request goes ahead unmetered.
 func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*store.Decision, error) {
 	var d store.Decision // small enough for Admit to be inlined: on the caller's stack
 	return q.l.admitN(ctx, id, r, cost, &d)
@@ -75,10 +67,7 @@ func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*store.
 func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *store.Decision) (*store.Decision, error) {
 	d, fallback, err := l.allowN(ctx, id, r, cost)
 	if err != nil {
-		if isStoreError(err) {
-			return nil, l.storeFailed(ctx, err)
-		}
-		return nil, err
+		return nil, l.admitted(ctx, fallback, cost, err)
 	}
 	if cost == 0 && d.Remaining == 0 {
 		// A free request must not slip past a spent quota (a login form's).
@@ -117,8 +106,6 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (stor
 		if deadline.IsZero() {
 			deadline = time.Now().Add(l.p.Wait)
 		}
-		// Sleep only when the quota refills within the wait: otherwise
-		// the caller learns now what it would learn later.
 		if time.Until(deadline) < d.RetryAfter {
 			return d, fb, nil
 		}
@@ -148,12 +135,10 @@ func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 			l.count(d, cost, false)
 			return d, false, nil
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return store.Decision{}, false, ctxErr
-		}
-		l.countFailure(l.store, "quota", err)
-		if !failOver || isShed(err) {
-			return store.Decision{}, false, &storeError{op: "quota", err: err}
+		// The Fallback decides unless ctx ended or the call was shed.
+		err = l.storeErr(ctx, l.store, "quota", err)
+		if !failOver || !isStoreError(err) || isShed(err) {
+			return store.Decision{}, false, err
 		}
 	}
 	d, err := l.allowIn(ctx, l.p.Fallback, key, r, cost)
@@ -168,7 +153,7 @@ func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 	return d, true, nil
 }
 
-// allowIn is one AllowN call to st, bounded as callStore says.
+// allowIn is one AllowN call to st, bounded by callStore.
 func (l *limiter) allowIn(ctx context.Context, st store.Store, key string, r store.Rate, cost int) (store.Decision, error) {
 	var d store.Decision
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
@@ -178,8 +163,7 @@ func (l *limiter) allowIn(ctx context.Context, st store.Store, key string, r sto
 	return d, err
 }
 
-// count adds a decision to the Stats: a charge allowed to Acquired (and
-// Fallback), one refused to Rejected; peeks and refunds to neither.
+// count adds a decision to the Stats; peeks and refunds count nowhere.
 func (l *limiter) count(d store.Decision, cost int, fallback bool) {
 	switch {
 	case cost <= 0:

@@ -14,9 +14,8 @@ type ReplayConfig struct {
 	// Name names the policy in stored keys and in the RateLimit headers: 1
 	// to 64 bytes of printable ASCII without '"' or '\'.
 	Name string
-	// TTL is how long a key's first answer is replayed to its duplicates
-	// (and its key held). Default 5 s; an API taking Idempotency-Key
-	// usually keeps answers for a day.
+	// TTL is how long a key is held and its first answer replayed: default
+	// 5 s; an API taking Idempotency-Key usually keeps answers for a day.
 	TTL time.Duration
 	// Wait is how long a duplicate waits for an original still in flight
 	// to record its answer: default 5 s, negative for not at all.
@@ -28,18 +27,16 @@ type ReplayConfig struct {
 
 // Replay answers a duplicate with the first request's response instead of
 // turning it away: the first request of a key runs under the key and, when
-// it succeeds, its response is recorded next to the key for the TTL
-// (Lease.Record); a duplicate gets that record, and one that arrives while
-// the first is still in flight waits for it. A double-clicked "Place order"
-// then lands on the order page, and a retried POST gets the order id of the
-// attempt that went through. It needs a store that keeps records
-// (store.Recorder: memstore and redisstore, not redlock) and fails closed by
-// default: an order must not be placed twice because the store is down.
+// it succeeds, records its response next to the key for the TTL
+// (Lease.Record); a duplicate gets that record, waiting for it while the
+// first is in flight. It needs a store that keeps records (store.Recorder:
+// memstore and redisstore, not redlock) and fails closed by default: an
+// order must not be placed twice because the store is down.
 type Replay struct{ l *limiter }
 
 // NewReplay returns a Replay on st configured by c. It fails with
-// store.ErrInvalid when c is not usable or st (or, under FailOver, the Fallback)
-// keeps no records.
+// store.ErrInvalid when c is not usable or st (or, under FailOver, the
+// Fallback) keeps no records.
 func NewReplay(st store.Store, c ReplayConfig) (*Replay, error) {
 	l, err := newLimiter(st, policy{Name: c.Name, Mode: ModeReplay, TTL: c.TTL, Wait: c.Wait, Fence: c.Fence, Options: c.Options})
 	if err != nil {
@@ -60,15 +57,12 @@ func (r *Replay) Stats() Stats { return r.l.Stats() }
 // Claim decides a request. The first request of a key gets a lease: it
 // runs, then records its answer with Lease.Record if it succeeded, or
 // releases the lease if it failed, so that a retry runs afresh. A
-// duplicate gets the holder's record (an empty record is a record) to
-// answer with instead of running again; one that finds no record yet waits
-// for it, up to Wait and ctx, woken when the holder records or releases
-// (then one waiter gets the key). When the wait runs out, Claim fails with
-// a *ContendedError.
-//
-// Claim applies WhenStoreFails (failing open: no lease, no record, no
-// error) and turns a shed request away whatever it says. Under DryRun a
-// duplicate gets ErrContended at once, which the caller ignores.
+// duplicate gets the holder's record (an empty record is a record); one
+// that finds no record yet waits for it up to Wait, woken when the holder
+// records or releases (then one waiter gets the key), and then fails with
+// a *ContendedError. Claim applies WhenStoreFails (failing open: no lease,
+// no record, no error) but turns a shed request away. Under DryRun a
+// duplicate gets ErrContended at once.
 func (r *Replay) Claim(ctx context.Context, id string) (lease *Lease, record []byte, err error) {
 	l := r.l
 	lease, record, err = l.claim(ctx, l.request(ctx, id, l.p.TTL)) // a Replay is never Reentrant
@@ -116,8 +110,7 @@ func (l *limiter) recorded(ctx context.Context, key string) ([]byte, error) {
 	return rec, err
 }
 
-// readRecord is one Recorded call to st. A store failure is counted and
-// returned as ErrStore.
+// readRecord is one Recorded call to st.
 func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([]byte, error) {
 	r := st.(store.Recorder) // New checked it
 	start := l.since()
@@ -129,11 +122,7 @@ func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([
 	})
 	l.storeCall(ctx, "recorded", start, callFailed(ctx, err))
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		l.countFailure(st, "recorded", err)
-		return nil, &storeError{op: "recorded", err: err}
+		return nil, l.storeErr(ctx, st, "recorded", err)
 	}
 	if !found {
 		return nil, nil
@@ -144,16 +133,13 @@ func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([
 	return rec, nil
 }
 
-// Record stores rec as the answer the key's duplicates get from Claim: a
-// Replay's holder calls it once its request succeeded. The record lives as
-// long as the key (its TTL, or until Release deletes both), and is written
-// atomically with the check that the lease still holds the key, so a late
-// holder never records over its successor's. It fails with ErrNotHeld when
-// the key was lost, store.ErrInvalid when the store refuses rec (too large) or
-// keeps no records, or ErrStore. It runs even when ctx is cancelled (the
-// client may have left; its retry still wants the answer). Under FailOver
-// the Fallback's mirror gets a copy, for duplicates that reach this
-// process while the store fails.
+// Record stores rec as the answer the key's duplicates get from Claim, once
+// a Replay's request succeeded. The record lives as long as the key, and is
+// written only if the lease still holds the key, so a late holder never
+// records over its successor's. It fails with ErrNotHeld when the key was
+// lost, store.ErrInvalid when the store refuses rec (too large) or keeps no
+// records, or ErrStore. It runs even when ctx is cancelled: the client may
+// have left, but its retry still wants the answer.
 func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	if ls.released.Load() {
 		return ErrNotHeld
@@ -179,9 +165,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 		ls.l.stats.storeErrors.Add(1)
 		ls.l.logStoreError("record", err)
 		return &storeError{op: "record", err: err}
-	case out != store.OK:
-		// The key expired or was deleted (a FLUSHALL, an eviction) while
-		// its request ran: its duplicates will run the request again.
+	case out != store.OK: // expired or deleted while the request ran
 		ls.l.stats.lost.Add(1)
 		ls.l.observe(ctx, Event{Kind: "lost"})
 		ls.l.logLimited(slog.LevelWarn, "record lost", "throttle: a Replay key was lost before its response was recorded: its duplicates will run again")

@@ -2,8 +2,7 @@ package throttle
 
 import "sync/atomic"
 
-// Stats are a limiter's counters since it was made: contention, store
-// health and lost leases, for your metrics.
+// Stats are a limiter's counters since it was made.
 type Stats struct {
 	Acquired    uint64 // acquisitions granted, the fallback's included
 	Rejected    uint64 // attempts that found the key held (each retry counts)
@@ -19,7 +18,6 @@ type counters struct {
 	acquired, rejected, storeErrors, failedOpen, shed, fallback, lost, notKept atomic.Uint64
 }
 
-// Stats returns a snapshot of the limiter's counters.
 func (l *limiter) Stats() Stats {
 	c := &l.stats
 	return Stats{
