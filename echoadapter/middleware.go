@@ -19,17 +19,17 @@ import (
 // key is nil.
 func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(echo.Context) (string, error)](
 	g *guard.Guard, key K, opts ...Option) echo.MiddlewareFunc {
+	if g == nil || key == nil {
+		panic("echoadapter: Middleware needs a non-nil Guard and key function")
+	}
 	m := &middleware{g: g}
 	switch k := any(key).(type) {
 	case keyfuncs.Func:
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*http.Request) (string, error):
-		m.reqKey = k
+		m.key = Request(k)
 	case func(echo.Context) (string, error):
-		m.ctxKey = k
-	}
-	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
-		panic("echoadapter: Middleware needs a non-nil Guard and key function")
+		m.key = k
 	}
 	for _, o := range opts {
 		o(m)
@@ -59,8 +59,7 @@ func WithSkipper(skip func(c echo.Context) bool) Option {
 
 type middleware struct {
 	g      *guard.Guard
-	reqKey keyfuncs.Func
-	ctxKey func(echo.Context) (string, error)
+	key    func(echo.Context) (string, error)
 	skip   func(echo.Context) bool
 	reject func(echo.Context, *guard.Rejection) error
 }
@@ -69,13 +68,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.skip != nil && m.skip(c) {
 		return next(c)
 	}
-	var id string
-	var err error
-	if m.reqKey != nil {
-		id, err = m.reqKey(c.Request())
-	} else {
-		id, err = m.ctxKey(c)
-	}
+	id, err := m.key(c)
 	var herr error // the handler's
 	_, rej := m.g.Serve(c.Response(), c.Request(), id, err, func(r *http.Request, capture *guard.Capture) int {
 		herr = run(c, next, r, capture)

@@ -19,29 +19,23 @@ import (
 // key is nil.
 func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gin.Context) (string, error)](
 	g *guard.Guard, key K, opts ...Option) gin.HandlerFunc {
+	if g == nil || key == nil {
+		panic("ginadapter: Middleware needs a non-nil Guard and key function")
+	}
 	var m middleware
 	switch k := any(key).(type) {
 	case keyfuncs.Func:
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*http.Request) (string, error):
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*gin.Context) (string, error):
-		m.ctxKey = k
-	}
-	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
-		panic("ginadapter: Middleware needs a non-nil Guard and key function")
+		m.key = k
 	}
 	for _, o := range opts {
 		o(&m)
 	}
 	return func(c *gin.Context) {
-		var id string
-		var err error
-		if m.reqKey != nil {
-			id, err = m.reqKey(c.Request)
-		} else {
-			id, err = m.ctxKey(c)
-		}
+		id, err := m.key(c)
 		ran, rej := g.Serve(c.Writer, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
 			return next(c, r, capture)
 		}, m.reject == nil)
@@ -66,8 +60,7 @@ func WithRejectHandler(h func(c *gin.Context, rej *guard.Rejection)) Option {
 }
 
 type middleware struct {
-	reqKey keyfuncs.Func
-	ctxKey func(*gin.Context) (string, error)
+	key    func(*gin.Context) (string, error)
 	reject func(*gin.Context, *guard.Rejection)
 }
 
