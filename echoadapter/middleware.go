@@ -2,6 +2,7 @@ package echoadapter
 
 import (
 	"bufio"
+	"cmp"
 	"net"
 	"net/http"
 
@@ -97,10 +98,7 @@ func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.
 func status(c echo.Context, err error) int {
 	res := c.Response()
 	if res.Committed || err == nil {
-		if res.Status == 0 {
-			return http.StatusOK
-		}
-		return res.Status
+		return cmp.Or(res.Status, http.StatusOK)
 	}
 	he, ok := err.(*echo.HTTPError) // as echo's DefaultHTTPErrorHandler
 	if !ok {
@@ -109,10 +107,7 @@ func status(c echo.Context, err error) int {
 	if inner, ok := he.Internal.(*echo.HTTPError); ok {
 		he = inner
 	}
-	if he.Code == 0 {
-		return http.StatusInternalServerError
-	}
-	return he.Code
+	return cmp.Or(he.Code, http.StatusInternalServerError)
 }
 
 // captureWriter is the echo.Response's Writer while a Replay key's first
