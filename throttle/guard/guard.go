@@ -23,8 +23,7 @@ type Guard struct {
 	cost   func(*http.Request) (int, error)
 
 	countOnlyFailures, fence, reentrant, dryRun bool
-	// holds says that requests hold their keys with Lock.Hold: Dedupe and
-	// Cooldown without Fence, Reentrant or an Observer timing holds.
+	// holds: requests hold their keys with Lock.Hold (see Lock).
 	holds    bool
 	observer throttle.Observer
 
@@ -32,7 +31,7 @@ type Guard struct {
 	quota  *throttle.Quota
 	replay *throttle.Replay
 
-	// What the answers repeat, built once (see fields.go).
+	// What the answers repeat, built once by initFields.
 	policyField, heldField []string
 	contendedDetail        string
 	contendedBody          []byte
@@ -65,10 +64,9 @@ func WithFailed(failed func(status int) bool) Option {
 	}
 }
 
-// CountOnlyFailures makes a Quota charge only failed requests (a login form
-// allowing 5 wrong passwords per 15 minutes). A request is charged before
-// the handler runs and refunded when it succeeds, so that concurrent
-// requests never exceed the quota together.
+// CountOnlyFailures makes a Quota charge only failed requests, such as wrong
+// passwords. A request is charged before the handler runs and refunded when
+// it succeeds, so that concurrent requests never exceed the quota together.
 func CountOnlyFailures() Option {
 	return func(g *Guard) { g.countOnlyFailures = true }
 }
@@ -138,10 +136,9 @@ func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
 	return g
 }
 
-// begin decides a request. One that goes ahead gets t filled and the
-// context to run with. Otherwise begin returns the rejection, or, when
-// write is set and the key or quota refused, answers on w without
-// allocating one and reports written.
+// begin decides a request: one that goes ahead gets t filled and the
+// context to run with; else the rejection, or, with write, a refusal of the
+// key or quota is answered on w without allocating one (written).
 func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
 	switch {
 	case g.replay != nil:
@@ -196,8 +193,8 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 	return nil, false
 }
 
-// refused is begin's answer to a request that err turned away, d being its
-// Quota decision if any (copied: the caller's may stay on its stack).
+// refused is begin's answer to a request err turned away, with its Quota
+// decision d, copied so that the caller's may stay on its stack.
 func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
 		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
@@ -230,8 +227,7 @@ func (g *Guard) reject(t *ticket, rej *Rejection) *Rejection {
 	return nil
 }
 
-// rejection turns an error of Lock.Admit, Quota.Admit or Replay.Claim into
-// the client's answer.
+// rejection answers an error of Lock.Admit, Quota.Admit or Replay.Claim.
 func (g *Guard) rejection(err error) *Rejection {
 	ce, ok := err.(*throttle.ContendedError) // errors.As would move ce to the heap
 	if !ok {
@@ -243,7 +239,7 @@ func (g *Guard) rejection(err error) *Rejection {
 		rej.RetryAfter = ce.RetryAfter
 		return rej
 	case !errors.Is(err, throttle.ErrStore) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err) // the caller's context ended
+		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err)
 	}
 	rej := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
 	rej.RetryAfter = time.Second
@@ -256,9 +252,8 @@ func contendedIn(err error) *throttle.ContendedError {
 	return ce
 }
 
-// badInput answers a request whose identity or cost could not be worked
-// out: 400, or the 4xx err carries through an HTTPStatus method; nil under
-// DryRun, where the request goes ahead unguarded.
+// badInput answers a request without identity or cost: 400, or the 4xx of
+// err's HTTPStatus method; nil under DryRun, which lets it through unguarded.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	g.observe(context.Background(), throttle.Event{Kind: "key_error"})
 	if g.dryRun {
@@ -297,11 +292,10 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
 	var t ticket
-	cost, fp := 1, ""
-	var err error
+	cost, fp, err := 1, "", keyErr
 	switch {
-	case keyErr != nil:
-		rej = g.badInput(keyErr, ReasonBadKey)
+	case err != nil:
+		rej = g.badInput(err, ReasonBadKey)
 	case g.cost != nil:
 		if cost, err = g.cost(r); err != nil {
 			rej = g.badInput(err, ReasonBadCost)
@@ -311,11 +305,10 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 			rej = g.badInput(err, ReasonBadKey)
 		}
 	}
-	parent := r.Context()
-	ctx := parent
-	if err == nil && keyErr == nil {
+	ctx := r.Context()
+	if err == nil {
 		var written bool
-		if ctx, rej, written = g.begin(parent, &t, id, cost, fp, w, write); written {
+		if ctx, rej, written = g.begin(ctx, &t, id, cost, fp, w, write); written {
 			return false, nil
 		}
 	}
@@ -330,7 +323,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 		rej.setHeaders(w.Header())
 		return false, rej
 	}
-	if ctx != parent {
+	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
 	t.setHeaders(w.Header())
@@ -342,9 +335,8 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 	return true, nil
 }
 
-// ticket is an admitted request's hold on its key, which run ends as the
-// mode says. The ticket of a request let through unguarded (the store
-// failed open, a dry run) holds nothing.
+// ticket is an admitted request's hold on its key, which run ends; that of
+// a request let through unguarded (failed open, a dry run) holds nothing.
 type ticket struct {
 	g           *Guard
 	lease       *throttle.Lease
@@ -361,8 +353,8 @@ type ticket struct {
 }
 
 // setHeaders sets the RateLimit fields of an admitted request: r=0 for a
-// holder of its key (t=Window but for Exclusive), what remains of a quota,
-// or only RateLimit-Policy for a request the store let through.
+// key's holder, what remains of a quota, or only RateLimit-Policy when
+// unguarded.
 func (t *ticket) setHeaders(h http.Header) {
 	if t.g == nil {
 		return
@@ -382,7 +374,7 @@ func (t *ticket) setHeaders(h http.Header) {
 // panics or calls runtime.Goexit. Nothing is recovered.
 func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	if t.lease != nil && t.g.observer != nil {
-		t.since = time.Now() // for the hold time of the "released" event
+		t.since = time.Now()
 	}
 	returned := false
 	defer func() {
@@ -395,10 +387,8 @@ func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	t.finish(ctx, status, false)
 }
 
-// finish ends the hold: Cooldown keeps the key; Dedupe releases it when
-// the handler failed; Replay does too, and records a success; Exclusive
-// releases; CountOnlyFailures refunds a success. The release runs even if
-// ctx was cancelled.
+// finish ends the hold as the mode says, even if ctx was cancelled; Replay
+// records a success, CountOnlyFailures refunds one.
 func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	g := t.g
 	if g == nil {

@@ -12,11 +12,9 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// beginReplay is begin for a Replay, whose request body has fingerprint fp.
-// The key's first request goes ahead with its response captured; a
-// duplicate gets the recorded response (Idempotent-Replayed: true), 422 if
-// its body differs, 409 if the response was not kept or the first request
-// was still running when the duplicate's wait ended.
+// beginReplay is begin for a Replay, the body's fingerprint being fp: the
+// key's first request goes ahead with its response captured; a duplicate
+// gets the recorded response, or the rejection that says why not.
 func (g *Guard) beginReplay(ctx context.Context, t *ticket, id, fp string) (context.Context, *Rejection) {
 	lease, rec, err := g.replay.Claim(ctx, id)
 	switch {
@@ -59,14 +57,13 @@ func (g *Guard) replayed(b []byte, fp string) *Rejection {
 	return &Rejection{Status: rec.resp.status, Policy: g.name, replay: rec.resp, g: g}
 }
 
-// recordRetry bounds how long a record is retried while the store fails.
+// recordRetry bounds the retries of a record while the store fails.
 const recordRetry = 2 * time.Second
 
-// record stores a successful first response as its Capture saw it, or, if
-// the store refuses it as too large, the mark of a response not kept. A
-// failing store is asked again with backoff for up to recordRetry, then
-// once a second in the background while the key is held, which it stays
-// meanwhile: its duplicates get 409, never a second run.
+// record stores a successful first response, or the mark of a response not
+// kept if the store finds it too large. A failing store is retried with
+// backoff, then once a second in the background while the key is held:
+// meanwhile its duplicates get 409, never a second run.
 func (t *ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
 	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
@@ -105,9 +102,8 @@ type Capture struct {
 	abandoned bool
 }
 
-// recordedHeaders are the fields recorded and replayed: what describes the
-// content and where it points. Never Set-Cookie: a duplicate's sender must
-// not get the first sender's cookies.
+// recordedHeaders are the fields replayed: what describes the content and
+// where it points; never Set-Cookie, the first sender's.
 var recordedHeaders = map[string]bool{"Content-Type": true, "Location": true, "Cache-Control": true,
 	"Content-Language": true, "Ratelimit": true, "Ratelimit-Policy": true}
 
@@ -160,7 +156,6 @@ func (c *Capture) response() *response {
 	return &response{status: c.status, header: c.header, body: c.body}
 }
 
-// response is a recorded response.
 type response struct {
 	status int
 	header http.Header
@@ -169,7 +164,6 @@ type response struct {
 
 var replayedField = []string{"true"}
 
-// write sends the response, marked Idempotent-Replayed.
 func (r *response) write(w http.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range r.header {
@@ -205,8 +199,7 @@ type record struct {
 
 var errBadRecord = errors.New("guard: malformed replay record")
 
-// encodeRecord returns the record of resp, or of a response not kept when
-// resp is nil.
+// encodeRecord returns the record of resp, nil for a response not kept.
 func encodeRecord(resp *response, fp string, expires time.Time) []byte {
 	kind, n, lines := byte(kindUnrecorded), 16+len(fp), 0
 	if resp != nil {
@@ -237,8 +230,7 @@ func appendBytes(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// decodeRecord parses a record. It never panics and allocates at most in
-// proportion to len(b).
+// decodeRecord never panics and allocates at most in proportion to len(b).
 func decodeRecord(b []byte) (record, error) {
 	if len(b) < 2 || b[0] != recordVersion || (b[1] != kindResponse && b[1] != kindUnrecorded) {
 		return record{}, errBadRecord
