@@ -13,11 +13,10 @@ import (
 )
 
 // Middleware returns echo middleware that decides each request with g
-// under the identity key builds: a keyfuncs.Func (the same key as in the
-// other adapters) or a function of the echo.Context for echo's own sources
-// (RealIP, Value, Path). The handler runs with c.Request() carrying the
-// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
-// key is nil.
+// under the identity key builds: a keyfuncs.Func, or a function of the
+// echo.Context for echo's own sources (RealIP, Value, Path). The handler
+// runs with c.Request() carrying the lease (throttle.LeaseFrom) when the
+// mode needs one. It panics when g or key is nil.
 func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(echo.Context) (string, error)](
 	g *guard.Guard, key K, opts ...Option) echo.MiddlewareFunc {
 	if g == nil || key == nil {
