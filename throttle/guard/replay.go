@@ -66,7 +66,7 @@ const recordRetry = 2 * time.Second
 // meanwhile its duplicates get 409, never a second run.
 func (t *ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
-	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
+	rec := encodeRecord(t.capture.recorded(), t.fingerprint, expires)
 	notKept := false
 	for pause := recordRetry / 32; ; pause *= 2 {
 		err := t.lease.Record(ctx, rec)
@@ -96,9 +96,7 @@ func (t *ticket) record(ctx context.Context) {
 // One abandoned or that never saw a status is not recorded: the duplicates
 // are turned away as in Dedupe.
 type Capture struct {
-	status    int
-	header    http.Header
-	body      []byte
+	response
 	abandoned bool
 }
 
@@ -149,11 +147,11 @@ func (c *Capture) Abandon() {
 	}
 }
 
-func (c *Capture) response() *response {
+func (c *Capture) recorded() *response {
 	if c == nil || c.abandoned || c.status == 0 {
 		return nil
 	}
-	return &response{status: c.status, header: c.header, body: c.body}
+	return &c.response
 }
 
 type response struct {
@@ -199,7 +197,7 @@ type record struct {
 
 var errBadRecord = errors.New("guard: malformed replay record")
 
-// encodeRecord returns the record of resp, nil for a response not kept.
+// encodeRecord returns the record of resp (nil: a response not kept).
 func encodeRecord(resp *response, fp string, expires time.Time) []byte {
 	kind, n, lines := byte(kindUnrecorded), 16+len(fp), 0
 	if resp != nil {
