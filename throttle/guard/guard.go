@@ -387,8 +387,9 @@ func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	t.finish(ctx, status, false)
 }
 
-// finish ends the hold as the mode says, even if ctx was cancelled; Replay
-// records a success, CountOnlyFailures refunds one.
+// finish ends the hold, even if ctx was cancelled: Exclusive releases the
+// key, Dedupe and Replay on failure (Replay records a success), Cooldown
+// keeps it; CountOnlyFailures refunds a success.
 func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	g := t.g
 	if g == nil {
@@ -412,15 +413,11 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 		t.stop()
 	}
 	switch {
-	case g.mode == throttle.Cooldown:
-		return
 	case !failed && g.mode == throttle.ModeReplay:
 		t.record(ctx)
-		return
-	case !failed && g.mode != throttle.Exclusive:
-		return
+	case g.mode == throttle.Exclusive || failed && g.mode != throttle.Cooldown:
+		t.release(ctx, failed, panicked)
 	}
-	t.release(ctx, failed, panicked)
 }
 
 // release frees the lease's key; after a failed release it expires by itself.
