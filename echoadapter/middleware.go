@@ -81,9 +81,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 }
 
 func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {
-	if r != c.Request() {
-		c.SetRequest(r)
-	}
+	c.SetRequest(r)
 	if capture != nil {
 		res := c.Response()
 		w := res.Writer

@@ -8,9 +8,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
+
+// hashBody gives a longer body 413 rather than comparing it in part.
+var hashBody = keyfuncs.BodyHash(1 << 20)
+
+// idempotencyFingerprint is a Replay's fingerprint: the body's hash under an
+// Idempotency-Key, so that a key reused for another body gets 422 rather
+// than the first answer; "" without one, as a key of the body is one already.
+func idempotencyFingerprint(r *http.Request) (string, error) {
+	if len(r.Header["Idempotency-Key"]) == 0 {
+		return "", nil
+	}
+	return hashBody(r)
+}
 
 // beginReplay is begin for a Replay, the body's fingerprint being fp: the
 // key's first request goes ahead with its response captured; a duplicate
