@@ -46,13 +46,10 @@ func (w *recorder) Write(b []byte) (int, error) {
 // ReadFrom lets io.Copy use the server's sendfile path.
 func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
 	w.note(http.StatusOK)
-	if w.capture != nil {
-		return io.Copy(writerOnly{w}, src)
-	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok && w.capture == nil {
 		return rf.ReadFrom(src)
 	}
-	return io.Copy(writerOnly{w.ResponseWriter}, src)
+	return io.Copy(writerOnly{w}, src)
 }
 
 type writerOnly struct{ io.Writer }

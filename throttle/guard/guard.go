@@ -14,18 +14,17 @@ import (
 // Guard is one limiter's request handling, made by Lock, Quota or Replay
 // when a middleware is built. It is safe for concurrent use.
 type Guard struct {
-	name   string
-	mode   throttle.Mode
-	window time.Duration // a lock's or Replay's TTL, a Quota's window
-	rate   throttle.Rate // a Quota's, Burst filled in
-	status int           // of a request turned away for its key or quota
-	failed func(status int) bool
-	cost   func(*http.Request) (int, error)
-
-	countOnlyFailures, fence, reentrant, dryRun bool
-	// holds: requests hold their keys with Lock.Hold (see Lock).
-	holds    bool
+	name     string
+	mode     throttle.Mode
+	window   time.Duration // a lock's or Replay's TTL, a Quota's window
+	rate     throttle.Rate // a Quota's, Burst filled in
+	status   int           // of a request turned away for its key or quota
+	failed   func(status int) bool
+	cost     func(*http.Request) (int, error)
 	observer throttle.Observer
+
+	// holds: requests hold their keys with Lock.Hold (see Lock).
+	countOnlyFailures, fence, reentrant, dryRun, holds bool
 
 	lock   *throttle.Lock // one of the three is set
 	quota  *throttle.Quota
