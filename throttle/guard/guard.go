@@ -274,15 +274,14 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 }
 
 // Serve decides the request r, whose identity the adapter's key function
-// built as id or failed to build with keyErr, and answers on w or runs it
-// through next.
+// built as id or failed to build with keyErr: it answers on w, or runs next.
 //
 // next runs the rest of the chain with r (carrying the context the hold
-// needs) and returns the status the client got, 200 when nothing was
-// written. For a Replay key's first request c is not nil: next feeds it the
-// response as it is sent (WriteHeader, every body write, Abandon on a flush
-// or hijack), or once the chain returned if the framework buffers. The hold
-// ends when next returns or panics (the panic keeps unwinding).
+// needs) and returns the client's status, 200 when nothing was written. For
+// a Replay key's first request c is not nil: next feeds it the response as
+// it is sent (WriteHeader, every body write, Abandon on a flush or hijack),
+// or once the chain returned if the framework buffers. The hold ends when
+// next returns or panics (the panic keeps unwinding).
 //
 // A request turned away never reaches next: Serve answers it with
 // Rejection.Write when write is true, else sets its Retry-After and

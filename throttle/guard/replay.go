@@ -125,10 +125,10 @@ const maxRecordedBody = 64 << 10
 // WriteHeader notes the final status and the recorded fields of h as they
 // are sent. Later calls and 1xx statuses are ignored, but 101 abandons.
 func (c *Capture) WriteHeader(h http.Header, status int) {
+	if c != nil && status == http.StatusSwitchingProtocols {
+		c.abandoned = true
+	}
 	if c == nil || c.status != 0 || status < 200 {
-		if c != nil && status == http.StatusSwitchingProtocols {
-			c.abandoned = true
-		}
 		return
 	}
 	c.status = status
