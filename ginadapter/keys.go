@@ -50,7 +50,7 @@ func checkProxyTrust(e *gin.Engine) error {
 	for _, p := range probes {
 		for _, h := range headers {
 			c.Request = &http.Request{Header: http.Header{http.CanonicalHeaderKey(h): {p.forged}}, RemoteAddr: p.peer}
-			if c.ClientIP() != p.forged {
+			if h == "" || c.ClientIP() != p.forged { // no request carries a nameless field
 				continue
 			}
 			peer, _, _ := net.SplitHostPort(p.peer)
