@@ -41,9 +41,8 @@ type Guard struct {
 // Option configures a Guard.
 type Option func(*Guard)
 
-// WithStatus sets the status of a request turned away because its key is
-// held or its quota spent, a 4xx or 5xx: by default 429, or 409 for an
-// Exclusive lock.
+// WithStatus sets the status, a 4xx or 5xx, of a request whose key is held
+// or quota spent: by default 429, or 409 for an Exclusive lock.
 func WithStatus(status int) Option {
 	return func(g *Guard) {
 		if status >= 400 && status <= 599 {
@@ -350,9 +349,8 @@ type ticket struct {
 	since       time.Time // when the chain started, for an Observer
 }
 
-// setHeaders sets the RateLimit fields of an admitted request: r=0 for a
-// key's holder, what remains of a quota, or only RateLimit-Policy when
-// unguarded.
+// setHeaders sets an admitted request's RateLimit fields: r=0 for a key's
+// holder, what remains of a quota, only RateLimit-Policy when unguarded.
 func (t *ticket) setHeaders(h http.Header) {
 	if t.g == nil {
 		return
