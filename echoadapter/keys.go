@@ -41,13 +41,7 @@ func RealIP(e *echo.Echo) (func(echo.Context) (string, error), error) {
 // missing or empty one is an error (400), never a shared key.
 func Value(name string) func(echo.Context) (string, error) {
 	source := "echo context value " + strconv.Quote(name)
-	return func(c echo.Context) (string, error) {
-		v := c.Get(name)
-		if v == nil {
-			return "", &keyfuncs.Error{Status: http.StatusBadRequest, Source: source, Reason: "missing"}
-		}
-		return keyfuncs.FromValue(v, source)
-	}
+	return func(c echo.Context) (string, error) { return keyfuncs.FromValue(c.Get(name), source) }
 }
 
 // Path keys on the matched route pattern (c.Path(), such as "/orders/:id");

@@ -2,6 +2,7 @@ package echoadapter
 
 import (
 	"bufio"
+	"cmp"
 	"net"
 	"net/http"
 
@@ -12,24 +13,23 @@ import (
 )
 
 // Middleware returns echo middleware that decides each request with g
-// under the identity key builds: a keyfuncs.Func (the same key as in the
-// other adapters) or a function of the echo.Context for echo's own sources
-// (RealIP, Value, Path). The handler runs with c.Request() carrying the
-// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
-// key is nil.
+// under the identity key builds: a keyfuncs.Func, or a function of the
+// echo.Context for echo's own sources (RealIP, Value, Path). The handler
+// runs with c.Request() carrying the lease (throttle.LeaseFrom) when the
+// mode needs one. It panics when g or key is nil.
 func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(echo.Context) (string, error)](
 	g *guard.Guard, key K, opts ...Option) echo.MiddlewareFunc {
+	if g == nil || key == nil {
+		panic("echoadapter: Middleware needs a non-nil Guard and key function")
+	}
 	m := &middleware{g: g}
 	switch k := any(key).(type) {
 	case keyfuncs.Func:
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*http.Request) (string, error):
-		m.reqKey = k
+		m.key = Request(k)
 	case func(echo.Context) (string, error):
-		m.ctxKey = k
-	}
-	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
-		panic("echoadapter: Middleware needs a non-nil Guard and key function")
+		m.key = k
 	}
 	for _, o := range opts {
 		o(m)
@@ -59,8 +59,7 @@ func WithSkipper(skip func(c echo.Context) bool) Option {
 
 type middleware struct {
 	g      *guard.Guard
-	reqKey keyfuncs.Func
-	ctxKey func(echo.Context) (string, error)
+	key    func(echo.Context) (string, error)
 	skip   func(echo.Context) bool
 	reject func(echo.Context, *guard.Rejection) error
 }
@@ -69,13 +68,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	if m.skip != nil && m.skip(c) {
 		return next(c)
 	}
-	var id string
-	var err error
-	if m.reqKey != nil {
-		id, err = m.reqKey(c.Request())
-	} else {
-		id, err = m.ctxKey(c)
-	}
+	id, err := m.key(c)
 	var herr error // the handler's
 	_, rej := m.g.Serve(c.Response(), c.Request(), id, err, func(r *http.Request, capture *guard.Capture) int {
 		herr = run(c, next, r, capture)
@@ -88,9 +81,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 }
 
 func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {
-	if r != c.Request() {
-		c.SetRequest(r)
-	}
+	c.SetRequest(r)
 	if capture != nil {
 		res := c.Response()
 		w := res.Writer
@@ -104,10 +95,7 @@ func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.
 func status(c echo.Context, err error) int {
 	res := c.Response()
 	if res.Committed || err == nil {
-		if res.Status == 0 {
-			return http.StatusOK
-		}
-		return res.Status
+		return cmp.Or(res.Status, http.StatusOK)
 	}
 	he, ok := err.(*echo.HTTPError) // as echo's DefaultHTTPErrorHandler
 	if !ok {
@@ -116,10 +104,7 @@ func status(c echo.Context, err error) int {
 	if inner, ok := he.Internal.(*echo.HTTPError); ok {
 		he = inner
 	}
-	if he.Code == 0 {
-		return http.StatusInternalServerError
-	}
-	return he.Code
+	return cmp.Or(he.Code, http.StatusInternalServerError)
 }
 
 // captureWriter is the echo.Response's Writer while a Replay key's first

@@ -12,36 +12,29 @@ import (
 )
 
 // Middleware returns gin middleware that decides each request with g under
-// the identity key builds: a keyfuncs.Func (the same key as in the other
-// adapters) or a function of the *gin.Context for gin's own sources
-// (ClientIP, Value, FullPath). The chain runs with c.Request carrying the
-// lease (throttle.LeaseFrom) when the mode needs one. It panics when g or
-// key is nil.
+// the identity key builds: a keyfuncs.Func, or a function of the
+// *gin.Context for gin's own sources (ClientIP, Value, FullPath). The chain
+// runs with c.Request carrying the lease (throttle.LeaseFrom) when the mode
+// needs one. It panics when g or key is nil.
 func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gin.Context) (string, error)](
 	g *guard.Guard, key K, opts ...Option) gin.HandlerFunc {
+	if g == nil || key == nil {
+		panic("ginadapter: Middleware needs a non-nil Guard and key function")
+	}
 	var m middleware
 	switch k := any(key).(type) {
 	case keyfuncs.Func:
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*http.Request) (string, error):
-		m.reqKey = k
+		m.key = Request(k)
 	case func(*gin.Context) (string, error):
-		m.ctxKey = k
-	}
-	if g == nil || (m.reqKey == nil && m.ctxKey == nil) {
-		panic("ginadapter: Middleware needs a non-nil Guard and key function")
+		m.key = k
 	}
 	for _, o := range opts {
 		o(&m)
 	}
 	return func(c *gin.Context) {
-		var id string
-		var err error
-		if m.reqKey != nil {
-			id, err = m.reqKey(c.Request)
-		} else {
-			id, err = m.ctxKey(c)
-		}
+		id, err := m.key(c)
 		ran, rej := g.Serve(c.Writer, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
 			return next(c, r, capture)
 		}, m.reject == nil)
@@ -66,13 +59,11 @@ func WithRejectHandler(h func(c *gin.Context, rej *guard.Rejection)) Option {
 }
 
 type middleware struct {
-	reqKey keyfuncs.Func
-	ctxKey func(*gin.Context) (string, error)
+	key    func(*gin.Context) (string, error)
 	reject func(*gin.Context, *guard.Rejection)
 }
 
-// next runs the rest of the chain with r and returns the status the client
-// gets.
+// next runs the rest of the chain with r and returns the client's status.
 func next(c *gin.Context, r *http.Request, capture *guard.Capture) int {
 	c.Request = r
 	if capture != nil {
@@ -81,9 +72,8 @@ func next(c *gin.Context, r *http.Request, capture *guard.Capture) int {
 		defer func() { c.Writer = w }()
 	}
 	c.Next()
-	// A response not yet written while c.Errors holds an error is a
-	// failure: an error middleware upstream answers it, 500 unless an
-	// error status was set.
+	// An unwritten response with c.Errors is a failure an error middleware
+	// upstream answers: 500 unless an error status was set.
 	s := c.Writer.Status()
 	if len(c.Errors) == 0 || c.Writer.Written() || s >= http.StatusBadRequest {
 		return s
@@ -107,11 +97,7 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *captureWriter) WriteString(s string) (int, error) {
-	w.sent()
-	w.capture.Write([]byte(s))
-	return w.ResponseWriter.WriteString(s)
-}
+func (w *captureWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
 func (w *captureWriter) WriteHeaderNow() {
 	w.sent()

@@ -33,12 +33,11 @@ var (
 
 // IdempotencyKey keys on the client's Idempotency-Key field, which marks a
 // retried POST as the same operation: an RFC 9651 String (parameters
-// ignored) or, as Stripe's clients send it, a bare value. Any other value,
+// ignored) or, as Stripe's clients send it, a bare value; any other value,
 // or one not 1 to 255 printable ASCII characters, gets a 400 *Error saying
-// why. A request without the field is refused if fallback is nil, else
-// keyed on fallback; the two kinds of key never collide. Put it last, after
-// the user and route, so that a fallback such as BodyHash(1<<20) reads the
-// body only when needed.
+// why. Without the field, a request is refused if fallback is nil, else
+// keyed on fallback (the kinds never collide): put it last, so that
+// BodyHash(1<<20) as fallback reads the body only when needed.
 func IdempotencyKey(fallback Func) Func {
 	if fallback == nil {
 		return idempotencyKey

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -97,12 +98,7 @@ func (k *ipKey) key(r *http.Request) (string, error) {
 }
 
 func (k *ipKey) trusts(a netip.Addr) bool {
-	for _, p := range k.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(k.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 func (k *ipKey) refusal(reason string) error { return badRequest(`header "`+k.header+`"`, reason) }

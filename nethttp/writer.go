@@ -10,10 +10,8 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
-// recorder is the ResponseWriter the guarded handler gets: it notes the
-// status (the first final WriteHeader, or 200 when the body or a flush
-// starts the response), feeds a Replay's capture, and passes the rest
-// through to the server's writer.
+// recorder is the guarded handler's ResponseWriter: it notes the status
+// and feeds a Replay's capture on the way to the server's writer.
 type recorder struct {
 	http.ResponseWriter
 	status  int
@@ -24,39 +22,34 @@ type recorder struct {
 // after which net/http forbids the handler to use its ResponseWriter.
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
 
-func (w *recorder) started() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-		w.capture.WriteHeader(w.Header(), http.StatusOK)
-	}
-}
-
-// WriteHeader notes the first final status. 1xx informational responses
-// (103 Early Hints) may precede it; 101 Switching Protocols is final.
-func (w *recorder) WriteHeader(code int) {
+// note notes the first final status: 1xx responses (103 Early Hints) may
+// precede it, but 101 Switching Protocols is final; a write or flush with
+// none sent is 200.
+func (w *recorder) note(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
 		w.capture.WriteHeader(w.Header(), code)
 	}
+}
+
+func (w *recorder) WriteHeader(code int) {
+	w.note(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *recorder) Write(b []byte) (int, error) {
-	w.started()
+	w.note(http.StatusOK)
 	w.capture.Write(b)
 	return w.ResponseWriter.Write(b)
 }
 
 // ReadFrom lets io.Copy use the server's sendfile path.
 func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
-	w.started()
-	if w.capture != nil {
-		return io.Copy(writerOnly{w}, src)
-	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	w.note(http.StatusOK)
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok && w.capture == nil {
 		return rf.ReadFrom(src)
 	}
-	return io.Copy(writerOnly{w.ResponseWriter}, src)
+	return io.Copy(writerOnly{w}, src)
 }
 
 type writerOnly struct{ io.Writer }
@@ -65,7 +58,7 @@ func (w *recorder) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush reporting failure, for http.ResponseController.
 func (w *recorder) FlushError() error {
-	w.started()
+	w.note(http.StatusOK)
 	w.capture.Abandon()
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
@@ -76,9 +69,7 @@ func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.capture.Abandon()
-		if w.status == 0 {
-			w.status = http.StatusSwitchingProtocols
-		}
+		w.note(http.StatusSwitchingProtocols)
 	}
 	return conn, rw, err
 }

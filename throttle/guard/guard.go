@@ -14,25 +14,23 @@ import (
 // Guard is one limiter's request handling, made by Lock, Quota or Replay
 // when a middleware is built. It is safe for concurrent use.
 type Guard struct {
-	name   string
-	mode   throttle.Mode
-	window time.Duration // a lock's or Replay's TTL, a Quota's window
-	rate   throttle.Rate // a Quota's, Burst filled in
-	status int           // of a request turned away for its key or quota
-	failed func(status int) bool
-	cost   func(*http.Request) (int, error)
-
-	countOnlyFailures, fence, reentrant, dryRun bool
-	// holds says that requests hold their keys with Lock.Hold: Dedupe and
-	// Cooldown without Fence, Reentrant or an Observer timing holds.
-	holds    bool
+	name     string
+	mode     throttle.Mode
+	window   time.Duration // a lock's or Replay's TTL, a Quota's window
+	rate     throttle.Rate // a Quota's, Burst filled in
+	status   int           // of a request turned away for its key or quota
+	failed   func(status int) bool
+	cost     func(*http.Request) (int, error)
 	observer throttle.Observer
+
+	// holds: requests hold their keys with Lock.Hold (see Lock).
+	countOnlyFailures, fence, reentrant, dryRun, holds bool
 
 	lock   *throttle.Lock // one of the three is set
 	quota  *throttle.Quota
 	replay *throttle.Replay
 
-	// What the answers repeat, built once (see fields.go).
+	// What the answers repeat, built once by initFields.
 	policyField, heldField []string
 	contendedDetail        string
 	contendedBody          []byte
@@ -43,9 +41,8 @@ type Guard struct {
 // Option configures a Guard.
 type Option func(*Guard)
 
-// WithStatus sets the status of a request turned away because its key is
-// held or its quota spent, a 4xx or 5xx: by default 429, or 409 for an
-// Exclusive lock.
+// WithStatus sets the status, a 4xx or 5xx, of a request whose key is held
+// or quota spent: by default 429, or 409 for an Exclusive lock.
 func WithStatus(status int) Option {
 	return func(g *Guard) {
 		if status >= 400 && status <= 599 {
@@ -65,10 +62,9 @@ func WithFailed(failed func(status int) bool) Option {
 	}
 }
 
-// CountOnlyFailures makes a Quota charge only failed requests (a login form
-// allowing 5 wrong passwords per 15 minutes). A request is charged before
-// the handler runs and refunded when it succeeds, so that concurrent
-// requests never exceed the quota together.
+// CountOnlyFailures makes a Quota charge only failed requests, such as wrong
+// passwords. A request is charged before the handler runs and refunded when
+// it succeeds, so that concurrent requests never exceed the quota together.
 func CountOnlyFailures() Option {
 	return func(g *Guard) { g.countOnlyFailures = true }
 }
@@ -138,10 +134,9 @@ func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
 	return g
 }
 
-// begin decides a request. One that goes ahead gets t filled and the
-// context to run with. Otherwise begin returns the rejection, or, when
-// write is set and the key or quota refused, answers on w without
-// allocating one and reports written.
+// begin decides a request: one that goes ahead gets t filled and the
+// context to run with; else the rejection, or, with write, a refusal of the
+// key or quota is answered on w without allocating one (written).
 func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
 	switch {
 	case g.replay != nil:
@@ -196,8 +191,8 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, 
 	return nil, false
 }
 
-// refused is begin's answer to a request that err turned away, d being its
-// Quota decision if any (copied: the caller's may stay on its stack).
+// refused is begin's answer to a request err turned away, with its Quota
+// decision d, copied so that the caller's may stay on its stack.
 func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
 		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
@@ -230,8 +225,7 @@ func (g *Guard) reject(t *ticket, rej *Rejection) *Rejection {
 	return nil
 }
 
-// rejection turns an error of Lock.Admit, Quota.Admit or Replay.Claim into
-// the client's answer.
+// rejection answers an error of Lock.Admit, Quota.Admit or Replay.Claim.
 func (g *Guard) rejection(err error) *Rejection {
 	ce, ok := err.(*throttle.ContendedError) // errors.As would move ce to the heap
 	if !ok {
@@ -243,7 +237,7 @@ func (g *Guard) rejection(err error) *Rejection {
 		rej.RetryAfter = ce.RetryAfter
 		return rej
 	case !errors.Is(err, throttle.ErrStore) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err) // the caller's context ended
+		return g.newRejection(http.StatusServiceUnavailable, ReasonCanceled, err)
 	}
 	rej := g.newRejection(http.StatusServiceUnavailable, ReasonStoreUnavailable, err)
 	rej.RetryAfter = time.Second
@@ -256,9 +250,8 @@ func contendedIn(err error) *throttle.ContendedError {
 	return ce
 }
 
-// badInput answers a request whose identity or cost could not be worked
-// out: 400, or the 4xx err carries through an HTTPStatus method; nil under
-// DryRun, where the request goes ahead unguarded.
+// badInput answers a request without identity or cost: 400, or the 4xx of
+// err's HTTPStatus method; nil under DryRun, which lets it through unguarded.
 func (g *Guard) badInput(err error, reason Reason) *Rejection {
 	g.observe(context.Background(), throttle.Event{Kind: "key_error"})
 	if g.dryRun {
@@ -280,15 +273,14 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 }
 
 // Serve decides the request r, whose identity the adapter's key function
-// built as id or failed to build with keyErr, and answers on w or runs it
-// through next.
+// built as id or failed to build with keyErr: it answers on w, or runs next.
 //
 // next runs the rest of the chain with r (carrying the context the hold
-// needs) and returns the status the client got, 200 when nothing was
-// written. For a Replay key's first request c is not nil: next feeds it the
-// response as it is sent (WriteHeader, every body write, Abandon on a flush
-// or hijack), or once the chain returned if the framework buffers. The hold
-// ends when next returns or panics (the panic keeps unwinding).
+// needs) and returns the client's status, 200 when nothing was written. For
+// a Replay key's first request c is not nil: next feeds it the response as
+// it is sent (WriteHeader, every body write, Abandon on a flush or hijack),
+// or once the chain returned if the framework buffers. The hold ends when
+// next returns or panics (the panic keeps unwinding).
 //
 // A request turned away never reaches next: Serve answers it with
 // Rejection.Write when write is true, else sets its Retry-After and
@@ -297,11 +289,10 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
 	var t ticket
-	cost, fp := 1, ""
-	var err error
+	cost, fp, err := 1, "", keyErr
 	switch {
-	case keyErr != nil:
-		rej = g.badInput(keyErr, ReasonBadKey)
+	case err != nil:
+		rej = g.badInput(err, ReasonBadKey)
 	case g.cost != nil:
 		if cost, err = g.cost(r); err != nil {
 			rej = g.badInput(err, ReasonBadCost)
@@ -311,11 +302,10 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 			rej = g.badInput(err, ReasonBadKey)
 		}
 	}
-	parent := r.Context()
-	ctx := parent
-	if err == nil && keyErr == nil {
+	ctx := r.Context()
+	if err == nil {
 		var written bool
-		if ctx, rej, written = g.begin(parent, &t, id, cost, fp, w, write); written {
+		if ctx, rej, written = g.begin(ctx, &t, id, cost, fp, w, write); written {
 			return false, nil
 		}
 	}
@@ -330,7 +320,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 		rej.setHeaders(w.Header())
 		return false, rej
 	}
-	if ctx != parent {
+	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
 	t.setHeaders(w.Header())
@@ -342,9 +332,8 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 	return true, nil
 }
 
-// ticket is an admitted request's hold on its key, which run ends as the
-// mode says. The ticket of a request let through unguarded (the store
-// failed open, a dry run) holds nothing.
+// ticket is an admitted request's hold on its key, which run ends; that of
+// a request let through unguarded (failed open, a dry run) holds nothing.
 type ticket struct {
 	g           *Guard
 	lease       *throttle.Lease
@@ -360,9 +349,8 @@ type ticket struct {
 	since       time.Time // when the chain started, for an Observer
 }
 
-// setHeaders sets the RateLimit fields of an admitted request: r=0 for a
-// holder of its key (t=Window but for Exclusive), what remains of a quota,
-// or only RateLimit-Policy for a request the store let through.
+// setHeaders sets an admitted request's RateLimit fields: r=0 for a key's
+// holder, what remains of a quota, only RateLimit-Policy when unguarded.
 func (t *ticket) setHeaders(h http.Header) {
 	if t.g == nil {
 		return
@@ -382,7 +370,7 @@ func (t *ticket) setHeaders(h http.Header) {
 // panics or calls runtime.Goexit. Nothing is recovered.
 func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	if t.lease != nil && t.g.observer != nil {
-		t.since = time.Now() // for the hold time of the "released" event
+		t.since = time.Now()
 	}
 	returned := false
 	defer func() {
@@ -395,10 +383,9 @@ func (t *ticket) run(ctx context.Context, next func() (status int)) {
 	t.finish(ctx, status, false)
 }
 
-// finish ends the hold: Cooldown keeps the key; Dedupe releases it when
-// the handler failed; Replay does too, and records a success; Exclusive
-// releases; CountOnlyFailures refunds a success. The release runs even if
-// ctx was cancelled.
+// finish ends the hold, even if ctx was cancelled: Exclusive releases the
+// key, Dedupe and Replay on failure (Replay records a success), Cooldown
+// keeps it; CountOnlyFailures refunds a success.
 func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	g := t.g
 	if g == nil {
@@ -422,15 +409,11 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 		t.stop()
 	}
 	switch {
-	case g.mode == throttle.Cooldown:
-		return
 	case !failed && g.mode == throttle.ModeReplay:
 		t.record(ctx)
-		return
-	case !failed && g.mode != throttle.Exclusive:
-		return
+	case g.mode == throttle.Exclusive || failed && g.mode != throttle.Cooldown:
+		t.release(ctx, failed, panicked)
 	}
-	t.release(ctx, failed, panicked)
 }
 
 // release frees the lease's key; after a failed release it expires by itself.

@@ -14,12 +14,11 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// Reason says why a request was turned away: a stable label for logs,
-// metrics and rejection handlers, which the status alone does not give.
+// Reason says why a request was turned away, which the status alone does
+// not: a stable label for logs, metrics and rejection handlers.
 type Reason string
 
-// The reasons. The problem bodies of those with documentation to read link
-// here.
+// The reasons; problem bodies link here for those a client must act on.
 const (
 	// ReasonContended: the key is held or the quota spent; the guard's
 	// status (429, 409 for Exclusive).
@@ -79,7 +78,6 @@ func (rej *Rejection) Write(w http.ResponseWriter) {
 	_, _ = w.Write(rej.body()) //nolint:gosec // problem+json with nosniff; shared, so an io.Writer must not change it
 }
 
-// Header values shared by every problem response, with canonical keys.
 var (
 	problemJSON = []string{"application/problem+json"}
 	noStore     = []string{"no-store"}
@@ -93,7 +91,7 @@ func (g *Guard) newRejection(status int, reason Reason, err error) *Rejection {
 }
 
 // setHeaders sets Retry-After and, for a Guard's rejection, the RateLimit
-// fields: RateLimit only when the key or quota refused the request.
+// fields (RateLimit only for ReasonContended).
 func (rej *Rejection) setHeaders(h http.Header) {
 	if secs := rej.retryAfter(); secs > 0 {
 		h["Retry-After"] = retryAfterFields.get(secs)
@@ -106,7 +104,7 @@ func (rej *Rejection) setHeaders(h http.Header) {
 	}
 }
 
-// retryAfter returns Retry-After in seconds, 0 for none.
+// retryAfter is Retry-After in seconds, 0 for none.
 func (rej *Rejection) retryAfter() int64 {
 	switch {
 	case rej.RetryAfter > 0:
@@ -129,13 +127,12 @@ const (
 	reasonDoc     = "https://pkg.go.dev/github.com/go-throttle/throttle/throttle/guard#"
 )
 
-// problemTypes link the reasons a client must act on to their documentation,
-// as the idempotency-key draft asks.
+// problemTypes are documented types, as the idempotency-key draft asks.
 var problemTypes = map[Reason]string{ReasonBadKey: reasonDoc + "ReasonBadKey", ReasonInFlight: reasonDoc + "ReasonInFlight",
 	ReasonKeyReused: reasonDoc + "ReasonKeyReused", ReasonNotKept: reasonDoc + "ReasonNotKept"}
 
-// body returns the problem+json body, the Guard's shared one when rej is
-// its unchanged answer to a duplicate.
+// body returns the problem+json body, shared for a Guard's unchanged
+// answer to a duplicate.
 func (rej *Rejection) body() []byte {
 	if g := rej.g; g != nil && g.contendedBody != nil && rej.Reason == ReasonContended &&
 		rej.Status == g.status && rej.Detail == g.contendedDetail {
@@ -218,12 +215,12 @@ var contendedDetails = map[throttle.Mode]string{
 		"Retry after the window ends.",
 }
 
-// The fields of draft-ietf-httpapi-ratelimit-headers-11 are lists of one
-// item: the policy's name (throttle allows no '"' or '\', so strconv.Quote
-// gives the sf-string) with parameters; no pk, which would let a client tell
-// another's partition. RateLimit's t is the -11 effective window: none for
-// an Exclusive holder or a full Quota. They are set before the handler runs,
-// so a request that then frees its key or is refunded understates what is left.
+// The draft-ietf-httpapi-ratelimit-headers-11 fields are one item: the
+// policy's name (strconv.Quote makes the sf-string of a name throttle allows)
+// with parameters, never pk, which would tell a client another's partition.
+// RateLimit's t is the effective window: none for an Exclusive holder or a
+// full Quota. Set before the handler runs, they understate what a request
+// that then frees its key or is refunded leaves.
 
 func policyField(g *Guard) string {
 	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)
@@ -253,8 +250,8 @@ func limitField(name string, r int, t int64) string {
 }
 
 // fieldCache holds the header values of 0 to len(vals)-1, made by format
-// on first use. Responses share them: net/http only reads them, Header.Set
-// replaces them and Header.Add's append copies them.
+// on first use and shared: net/http only reads them, Header.Set replaces
+// them and Header.Add's append copies them.
 type fieldCache struct {
 	vals   []atomic.Pointer[[]string]
 	format func(n int64) string
@@ -272,12 +269,11 @@ func (c *fieldCache) get(n int64) []string {
 	return v
 }
 
-// retryAfterFields are the Retry-After values up to ten minutes.
 var retryAfterFields = fieldCache{vals: make([]atomic.Pointer[[]string], 600),
 	format: func(n int64) string { return strconv.FormatInt(n, 10) }}
 
-// The Quota values cached: r within quotaEdge of 0 or of Burst (a user's
-// first requests, a spent quota) and t from none (-1) to quotaSeconds-2.
+// The Quota values cached: r within quotaEdge of 0 or of Burst (a spent
+// quota, a user's first requests), t from none (-1) to quotaSeconds-2.
 const (
 	quotaEdge    = 64
 	quotaSeconds = 16

@@ -8,15 +8,27 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// beginReplay is begin for a Replay, whose request body has fingerprint fp.
-// The key's first request goes ahead with its response captured; a
-// duplicate gets the recorded response (Idempotent-Replayed: true), 422 if
-// its body differs, 409 if the response was not kept or the first request
-// was still running when the duplicate's wait ended.
+// hashBody gives a longer body 413 rather than comparing it in part.
+var hashBody = keyfuncs.BodyHash(1 << 20)
+
+// idempotencyFingerprint is a Replay's fingerprint: the body's hash under an
+// Idempotency-Key, so that a key reused for another body gets 422 rather
+// than the first answer; "" without one, as a key of the body is one already.
+func idempotencyFingerprint(r *http.Request) (string, error) {
+	if len(r.Header["Idempotency-Key"]) == 0 {
+		return "", nil
+	}
+	return hashBody(r)
+}
+
+// beginReplay is begin for a Replay, the body's fingerprint being fp: the
+// key's first request goes ahead with its response captured; a duplicate
+// gets the recorded response, or the rejection that says why not.
 func (g *Guard) beginReplay(ctx context.Context, t *ticket, id, fp string) (context.Context, *Rejection) {
 	lease, rec, err := g.replay.Claim(ctx, id)
 	switch {
@@ -59,17 +71,16 @@ func (g *Guard) replayed(b []byte, fp string) *Rejection {
 	return &Rejection{Status: rec.resp.status, Policy: g.name, replay: rec.resp, g: g}
 }
 
-// recordRetry bounds how long a record is retried while the store fails.
+// recordRetry bounds the retries of a record while the store fails.
 const recordRetry = 2 * time.Second
 
-// record stores a successful first response as its Capture saw it, or, if
-// the store refuses it as too large, the mark of a response not kept. A
-// failing store is asked again with backoff for up to recordRetry, then
-// once a second in the background while the key is held, which it stays
-// meanwhile: its duplicates get 409, never a second run.
+// record stores a successful first response, or the mark of a response not
+// kept if the store finds it too large. A failing store is retried with
+// backoff, then once a second in the background while the key is held:
+// meanwhile its duplicates get 409, never a second run.
 func (t *ticket) record(ctx context.Context) {
 	expires := time.Now().Add(t.lease.ValidFor())
-	rec := encodeRecord(t.capture.response(), t.fingerprint, expires)
+	rec := encodeRecord(t.capture.recorded(), t.fingerprint, expires)
 	notKept := false
 	for pause := recordRetry / 32; ; pause *= 2 {
 		err := t.lease.Record(ctx, rec)
@@ -99,15 +110,12 @@ func (t *ticket) record(ctx context.Context) {
 // One abandoned or that never saw a status is not recorded: the duplicates
 // are turned away as in Dedupe.
 type Capture struct {
-	status    int
-	header    http.Header
-	body      []byte
+	response
 	abandoned bool
 }
 
-// recordedHeaders are the fields recorded and replayed: what describes the
-// content and where it points. Never Set-Cookie: a duplicate's sender must
-// not get the first sender's cookies.
+// recordedHeaders are the fields replayed: what describes the content and
+// where it points; never Set-Cookie, the first sender's.
 var recordedHeaders = map[string]bool{"Content-Type": true, "Location": true, "Cache-Control": true,
 	"Content-Language": true, "Ratelimit": true, "Ratelimit-Policy": true}
 
@@ -117,10 +125,10 @@ const maxRecordedBody = 64 << 10
 // WriteHeader notes the final status and the recorded fields of h as they
 // are sent. Later calls and 1xx statuses are ignored, but 101 abandons.
 func (c *Capture) WriteHeader(h http.Header, status int) {
+	if c != nil && status == http.StatusSwitchingProtocols {
+		c.abandoned = true
+	}
 	if c == nil || c.status != 0 || status < 200 {
-		if c != nil && status == http.StatusSwitchingProtocols {
-			c.abandoned = true
-		}
 		return
 	}
 	c.status = status
@@ -153,14 +161,13 @@ func (c *Capture) Abandon() {
 	}
 }
 
-func (c *Capture) response() *response {
+func (c *Capture) recorded() *response {
 	if c == nil || c.abandoned || c.status == 0 {
 		return nil
 	}
-	return &response{status: c.status, header: c.header, body: c.body}
+	return &c.response
 }
 
-// response is a recorded response.
 type response struct {
 	status int
 	header http.Header
@@ -169,7 +176,6 @@ type response struct {
 
 var replayedField = []string{"true"}
 
-// write sends the response, marked Idempotent-Replayed.
 func (r *response) write(w http.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range r.header {
@@ -205,8 +211,7 @@ type record struct {
 
 var errBadRecord = errors.New("guard: malformed replay record")
 
-// encodeRecord returns the record of resp, or of a response not kept when
-// resp is nil.
+// encodeRecord returns the record of resp (nil: a response not kept).
 func encodeRecord(resp *response, fp string, expires time.Time) []byte {
 	kind, n, lines := byte(kindUnrecorded), 16+len(fp), 0
 	if resp != nil {
@@ -237,8 +242,7 @@ func appendBytes(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// decodeRecord parses a record. It never panics and allocates at most in
-// proportion to len(b).
+// decodeRecord never panics and allocates at most in proportion to len(b).
 func decodeRecord(b []byte) (record, error) {
 	if len(b) < 2 || b[0] != recordVersion || (b[1] != kindResponse && b[1] != kindUnrecorded) {
 		return record{}, errBadRecord
