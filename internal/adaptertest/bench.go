@@ -158,19 +158,23 @@ func steadyGuard(b *testing.B) *guard.Guard {
 
 // replayGuard is benchGuard with a Replay.
 func replayGuard(b *testing.B, keys int) *guard.Guard {
-	r, err := throttle.NewReplay(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
+	r, err := throttle.NewReplay(memstore.New(memstore.WithMaxKeys(roomFor(keys))),
 		throttle.ReplayConfig{Name: "orders", Options: throttle.Options{Timeout: time.Second}})
 	require.NoError(b, err)
 	return guard.Replay(r)
 }
 
+// roomFor is a memory store bound with room for keys of one policy: one
+// policy may take half of the bound, the bound is per shard, and keys do
+// not spread evenly over the shards, so four times over.
+func roomFor(keys int) int { return 4*keys + 4096 }
+
 // benchGuard returns the guard of a Dedupe lock (5 s TTL: nothing expires
-// during a run) on a memory store with room for keys (twice over: the
-// bound is per shard, and keys do not spread evenly).
+// during a run) on a memory store with room for keys.
 func benchGuard(b *testing.B, keys int) *guard.Guard {
 	// A Timeout of a second rather than 100 ms: a GC pause on a shared
 	// machine must not turn a measured request into a (cheaper) fail-open.
-	l, err := throttle.NewLock(memstore.New(memstore.WithMaxKeys(2*keys+4096)),
+	l, err := throttle.NewLock(memstore.New(memstore.WithMaxKeys(roomFor(keys))),
 		throttle.LockConfig{Name: "submit", Options: throttle.Options{Timeout: time.Second}})
 	require.NoError(b, err)
 	return guard.Lock(l)
