@@ -1,7 +1,6 @@
 package redisalgo
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -58,18 +57,4 @@ func decision(v, t, burst, cost int64) store.Decision {
 		d.RetryAfter = us(reset + cost*t - tau)
 	}
 	return d
-}
-
-// check refuses, matching store.ErrInvalid, what no call takes; ":fence" is
-// the hash field of a reentrant lock's fence (tokens never contain ':').
-func (s *Store) check(key, token string, ttl time.Duration) error {
-	switch {
-	case key == "" || token == "":
-		return fmt.Errorf("%w: %s: empty key or token", store.ErrInvalid, s.name)
-	case token == ":fence":
-		return fmt.Errorf("%w: %s: token %q is reserved", store.ErrInvalid, s.name, token)
-	case ttl <= 0:
-		return fmt.Errorf("%w: %s: ttl %v is not positive", store.ErrInvalid, s.name, ttl)
-	}
-	return nil
 }

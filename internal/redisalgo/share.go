@@ -8,8 +8,7 @@ import "sync/atomic"
 type Share struct{ v atomic.Int32 }
 
 // shareFrequent is one call in eight: from about there, paying a pipeline or
-// a script every time beats paying a second round trip for the outcome
-// (BenchmarkAdmissionPaired, BenchmarkQuotaPaired).
+// a script every time beats paying a second round trip for the outcome.
 const shareOne, shareFrequent = 1 << 16, 1 << 13
 
 // Observe adds one call, with the outcome or not.

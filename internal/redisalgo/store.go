@@ -44,7 +44,7 @@ func (s *Store) Close() error { return s.watch.close() }
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
 // or the acquire script for a fenced or reentrant request.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
-	if err := s.check(req.Key, req.Token, req.TTL); err != nil {
+	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
 	}
 	ms := millis(req.TTL)
@@ -106,7 +106,7 @@ func (s *Store) grant(res []int64) (store.Grant, error) {
 // Release frees key and its record if token holds it, and publishes on
 // key+":released", in one script.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	if err := s.check(key, token, 1); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, releaseScript, []string{key, storekit.RecordKey(key)}, token, channel(key))
@@ -132,7 +132,7 @@ func (s *Store) releaseMoving(ctx context.Context, key, token string, moving err
 
 // Extend sets key's TTL if token holds it (raising a reentrant key's only).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
-	if err := s.check(key, token, ttl); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
@@ -142,7 +142,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 // Record stores rec as key's record if token holds key, expiring with the
 // lock (PEXPIRETIME, Redis 7.0), and wakes the key's watchers, in one script.
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
-	if err := s.check(key, token, 1); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key))
@@ -152,7 +152,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 // Recorded returns key's record with one GET.
 func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) {
 	if key == "" {
-		return nil, false, s.check(key, "-", 1)
+		return nil, false, storekit.CheckLock(s.name, key, "-", 1)
 	}
 	rec, found, err := s.conn.Get(ctx, storekit.RecordKey(key))
 	if err != nil {

@@ -47,7 +47,6 @@ func AppendCounter(dst []byte, n uint64) []byte {
 
 const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-// Drift is the clock drift allowance subtracted from a lease's validity, as
-// Redlock prescribes: 1% of the TTL plus 2 ms, for clocks running at
-// slightly different rates.
+// Drift is the allowance subtracted from a lease's validity, as Redlock
+// prescribes, for clocks running at slightly different rates.
 func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

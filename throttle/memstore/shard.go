@@ -26,7 +26,6 @@ func (c counter) expiry() time.Duration { return c.expires }
 func (c counter) policy() uint16        { return 0 }
 func (c counter) size() int64           { return 1 }
 
-// shard is one part of the store: a mutex and what it guards.
 type shard struct {
 	mu      sync.Mutex
 	locks   locks

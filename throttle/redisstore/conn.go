@@ -94,7 +94,6 @@ func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 func (a conn) Policies(ctx context.Context) ([]string, error) {
-	cc, ok := a.c.(*redis.ClusterClient)
 	var mu sync.Mutex
 	var found []string
 	get := func(ctx context.Context, c redis.Cmdable, addr string) error {
@@ -106,12 +105,12 @@ func (a conn) Policies(ctx context.Context) ([]string, error) {
 		}
 		return err
 	}
-	if !ok {
-		return found, get(ctx, a.c, "")
+	var err error // set before found is read: their order in a return is unspecified
+	if cc, ok := a.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return get(ctx, c, c.Options().Addr+"=") })
+	} else {
+		err = get(ctx, a.c, "")
 	}
-	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return get(ctx, c, c.Options().Addr+"=") })
-	mu.Lock()
-	defer mu.Unlock()
 	return found, err
 }
 

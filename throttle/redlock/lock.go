@@ -157,7 +157,7 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	if ttl == 0 {
 		op, parent = "release", context.WithoutCancel(ctx)
 	}
-	if err := checkArgs(key, token, max(ttl, 1)); err != nil {
+	if err := storekit.CheckLock("redlock", key, token, max(ttl, 1)); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {

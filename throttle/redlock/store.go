@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -148,19 +149,7 @@ func (s *Store) Refuses(req store.Request) error {
 	case req.Reentrant:
 		return invalid("reentrant requests refused: hold counts on several nodes drift apart")
 	}
-	return checkArgs(req.Key, req.Token, req.TTL)
-}
-
-func checkArgs(key, token string, ttl time.Duration) error {
-	switch {
-	case key == "" || token == "":
-		return invalid("empty key or token")
-	case token == ":fence": // redisstore's field for a fence
-		return invalid("token %q is reserved", token)
-	case ttl <= 0:
-		return invalid("ttl %v is not positive", ttl)
-	}
-	return nil
+	return storekit.CheckLock("redlock", req.Key, req.Token, req.TTL)
 }
 
 func invalid(format string, args ...any) error {

@@ -113,19 +113,17 @@ func (p *pubSub) push(e event) {
 	}
 }
 
-func (p *pubSub) do(ctx context.Context, cmd rueidis.Completed) error {
-	return p.dc.Do(ctx, cmd).Error()
-}
-
 func (p *pubSub) Subscribe(ctx context.Context, chs ...string) error {
-	return p.do(ctx, p.dc.B().Subscribe().Channel(chs...).Build())
+	return p.dc.Do(ctx, p.dc.B().Subscribe().Channel(chs...).Build()).Error()
 }
 
 func (p *pubSub) Unsubscribe(ctx context.Context, chs ...string) error {
-	return p.do(ctx, p.dc.B().Unsubscribe().Channel(chs...).Build())
+	return p.dc.Do(ctx, p.dc.B().Unsubscribe().Channel(chs...).Build()).Error()
 }
 
-func (p *pubSub) Ping(ctx context.Context) error { return p.do(ctx, p.dc.B().Ping().Build()) }
+func (p *pubSub) Ping(ctx context.Context) error {
+	return p.dc.Do(ctx, p.dc.B().Ping().Build()).Error()
+}
 
 func (p *pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bool, error) {
 	timer := time.NewTimer(d)

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Store keeps short-lived locks, each owned by the token that took it. It is
-// small so that a store is easy to write and to check (storetest.Run). Every
+// Store keeps short-lived locks, each owned by the token that took it. Every
 // method returns promptly once ctx is done; a held key is an answer, not an
 // error: an error means the store could not answer.
 type Store interface {
@@ -83,7 +82,6 @@ const (
 
 // ErrInvalid matches the error of a request no store takes: an empty key or
 // token, a TTL that is not positive, a Rate that cannot be decided.
-// store.ErrInvalid is the same error.
 var ErrInvalid = errors.New("throttle: invalid argument")
 
 // ErrNotApplied marks the error of a call that surely changed nothing (no
