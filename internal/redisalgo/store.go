@@ -3,8 +3,10 @@ package redisalgo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -39,6 +41,34 @@ func New(name string, conn Conn, opts ...Option) *Store {
 // Close stops the store's background goroutines, waiting at most twice the
 // watch timeout; the client stays open and the store keeps serving the rest.
 func (s *Store) Close() error { return s.watch.close() }
+
+// checkEviction warns once, in the background, unless every master's
+// maxmemory-policy is noeviction: any other may drop a lock.
+func (s *Store) checkEviction() {
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.spawn(func(ctx context.Context) {
+		defer close(w.checked)
+		ctx, cancel := context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+		found, err := s.conn.Policies(ctx)
+		if err != nil {
+			s.cfg.log.Debug(s.name+": cannot check maxmemory-policy", "err", err)
+		}
+		if found = slices.DeleteFunc(found, func(p string) bool { return strings.HasSuffix(p, "noeviction") }); len(found) > 0 {
+			slices.Sort(found)
+			s.cfg.log.Warn(s.name+": Redis may evict keys when memory runs short, and an evicted lock is "+
+				"silently lost (a duplicate gets through): set maxmemory-policy noeviction",
+				"maxmemory-policy", strings.Join(found, ","))
+		}
+	}) {
+		close(w.checked)
+	}
+}
+
+// Checked returns a channel closed once the start-up check is over (tests).
+func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 
 // Acquire takes req.Key in one round trip: SET NX PX, pipelined with GET and
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
@@ -185,3 +215,25 @@ func (s *Store) fail(op string, err error, mark bool) error {
 func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
 func channel(key string) string { return key + ":released" }
+
+// Share is a moving average, in units of 1/65536, of how many calls had some
+// outcome, each new call weighing 1/16: the store picks by it the cheaper of
+// two ways to one answer. Two updates at once may lose a sample.
+type Share struct{ v atomic.Int32 }
+
+// shareFrequent is one call in eight: from about there, paying a pipeline or
+// a script every time beats paying a second round trip for the outcome.
+const shareOne, shareFrequent = 1 << 16, 1 << 13
+
+// Observe adds one call, with the outcome or not.
+func (s *Share) Observe(outcome bool) {
+	var sample int32
+	if outcome {
+		sample = shareOne
+	}
+	old := s.v.Load()
+	s.v.Store(old + (sample-old)>>4) // rounds down, to exactly 0 after a run without
+}
+
+// Frequent reports whether one call in eight or more had the outcome lately.
+func (s *Share) Frequent() bool { return s.v.Load() >= shareFrequent }

@@ -21,11 +21,9 @@ type round struct {
 	took    time.Duration
 }
 
-// Acquire takes req.Key on every node in parallel and holds the lock when a
-// quorum granted it; the grant's TTL is the lock's validity. It is refused
-// once a quorum answered and none can grant. Unless the lock is won, every
-// node that granted it or whose answer is unknown is released. A split vote
-// is tried up to 3 times.
+// Acquire holds req.Key once a quorum of nodes granted it (see the package
+// documentation); the grant's TTL is the lock's validity. It is refused once
+// a quorum answered and none can grant. A split vote is tried up to 3 times.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err

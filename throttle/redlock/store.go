@@ -81,8 +81,7 @@ func NewOnStores(stores []store.Store, opts ...Option) (*Store, error) {
 	return build(slices.Clone(stores), names, opts)
 }
 
-// build returns a Store over nodes, named by names for its checks: at least
-// three nodes, none nil (no name), and no two of one name.
+// build returns a Store over nodes once their names ("" for nil) pass New's rules.
 func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 	if len(names) < 3 {
 		return nil, invalid("%d nodes: Redlock needs at least 3 independent masters", len(names))

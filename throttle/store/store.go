@@ -86,7 +86,6 @@ var ErrInvalid = errors.New("throttle: invalid argument")
 
 // ErrNotApplied marks the error of a call that surely changed nothing (no
 // connection, a closed client, a full store): wrap it with %w. Any other
-// error of Acquire leaves the outcome unknown, so the limiter releases the
-// request's token once the store answers again, lest it leave a lock that
-// nobody owns.
+// error of Acquire leaves the outcome unknown: the limiter releases the
+// request's token once the store answers again, lest a lock be left behind.
 var ErrNotApplied = errors.New("throttle: store call not applied")
