@@ -22,9 +22,8 @@ func init() {
 	tokenSeq.Store(binary.LittleEndian.Uint64(b[15:]))
 }
 
-// NewToken returns a token unique to this call across processes: 23 bytes
-// (15 random per process, 8 of a counter) in unpadded base64url, 31
-// characters. It proves ownership to the stores' compare-and-delete.
+// NewToken returns a token unique to this call across processes, in 31
+// base64url characters; it proves ownership to the stores' compare-and-delete.
 func NewToken() string {
 	var buf [31]byte
 	return string(AppendToken(buf[:0]))

@@ -40,6 +40,5 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
 
-// errFull is the error of a new entry that does not fit the store's bounds;
-// it matches store.ErrNotApplied: nothing was written.
+// errFull is the error of a new entry the bounds refuse: nothing was written.
 var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)

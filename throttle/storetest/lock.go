@@ -99,11 +99,10 @@ func testCancelledContext(t *testing.T, s store.Store) {
 	key, tok := newKey("cancelled"), storekit.NewToken()
 	done := make(chan [3]error, 1)
 	go func() {
-		var errs [3]error
-		_, errs[0] = s.Acquire(ctx, lock(key, tok))
-		_, errs[1] = s.Release(ctx, key, tok)
-		_, errs[2] = s.Extend(ctx, key, tok, longTTL)
-		done <- errs
+		_, acquired := s.Acquire(ctx, lock(key, tok))
+		_, released := s.Release(ctx, key, tok)
+		_, extended := s.Extend(ctx, key, tok, longTTL)
+		done <- [3]error{acquired, released, extended}
 	}()
 	select {
 	case errs := <-done: // context.Canceled, or the store's own error
