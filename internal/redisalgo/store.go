@@ -43,14 +43,13 @@ func New(name string, conn Conn, opts ...Option) *Store {
 func (s *Store) Close() error { return s.watch.close() }
 
 // checkEviction warns once, in the background, unless every master's
-// maxmemory-policy is noeviction: any other may drop a lock.
+// maxmemory-policy is noeviction: any other may drop a lock. New calls it,
+// before anybody can Close the store.
 func (s *Store) checkEviction() {
 	w := &s.watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.spawn(func(ctx context.Context) {
+	w.running.Go(func() {
 		defer close(w.checked)
-		ctx, cancel := context.WithTimeout(ctx, w.timeout)
+		ctx, cancel := context.WithTimeout(w.ctx, w.timeout)
 		defer cancel()
 		found, err := s.conn.Policies(ctx)
 		if err != nil {
@@ -62,9 +61,7 @@ func (s *Store) checkEviction() {
 				"silently lost (a duplicate gets through): set maxmemory-policy noeviction",
 				"maxmemory-policy", strings.Join(found, ","))
 		}
-	}) {
-		close(w.checked)
-	}
+	})
 }
 
 // Checked returns a channel closed once the start-up check is over (tests).

@@ -46,9 +46,8 @@ func Check(r store.Rate, cost int) error {
 	return nil
 }
 
-// CheckLock returns an error matching store.ErrInvalid, naming the store
-// name, for a lock call no store takes; ":fence" is the hash field of a
-// reentrant lock's fence in Redis (tokens never contain ':').
+// CheckLock returns an error matching store.ErrInvalid for a lock call no
+// store takes; ":fence" is a reentrant lock's fence field in Redis.
 func CheckLock(name, key, token string, ttl time.Duration) error {
 	switch {
 	case key == "" || token == "":

@@ -2,10 +2,7 @@ package memstore
 
 import (
 	"cmp"
-	"fmt"
 	"time"
-
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Option configures a Store made by New.
@@ -39,6 +36,3 @@ func WithMaxRecordBytes(n int64) Option {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
-
-// errFull is the error of a new entry the bounds refuse: nothing was written.
-var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)

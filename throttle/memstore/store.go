@@ -34,6 +34,9 @@ type Store struct {
 	fenceTTL time.Duration
 }
 
+// errFull is the error of a new entry the bounds refuse: nothing was written.
+var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)
+
 var _ interface {
 	storekit.InMemory
 	store.Notifier
