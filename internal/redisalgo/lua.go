@@ -5,6 +5,10 @@ import (
 	"embed"
 	"encoding/hex"
 	"maps"
+	"math"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // lua holds the scripts, each file documenting its keys, args and reply.
@@ -34,3 +38,55 @@ func newScript(name string) *Script {
 
 // Scripts returns every script by its file's name (tests).
 func Scripts() map[string]*Script { return maps.Clone(scripts) }
+
+// ttlCeiling is the largest time.Duration of whole milliseconds: TTLs
+// saturate there rather than overflow.
+const ttlCeiling = math.MaxInt64 / time.Millisecond * time.Millisecond
+
+// millis rounds a positive duration up to whole milliseconds, PX's unit.
+func millis(d time.Duration) int64 {
+	ms := d / time.Millisecond
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return int64(min(ms, ttlCeiling/time.Millisecond))
+}
+
+// duration is the inverse of millis.
+func duration(ms int64) time.Duration {
+	return time.Duration(min(ms, int64(ttlCeiling/time.Millisecond))) * time.Millisecond
+}
+
+// remaining turns a PTTL into store.Grant.Remaining: -1 without expiry, else
+// at least 1ms (PTTL -2: the key expired meanwhile).
+func remaining(pttl int64) time.Duration {
+	if pttl == -1 {
+		return -1
+	}
+	return duration(max(pttl, 1))
+}
+
+// outcome decodes a reply of the release (release true), extend or record
+// script: 1 done, 2 held by another token, 3 gone, 4 (release only) still
+// held; ok is false for a reply the script never gives.
+func outcome(n int64, release bool) (out store.Outcome, ok bool) {
+	if n < 1 || n > 4 || n == 4 && !release {
+		return 0, false
+	}
+	return [...]store.Outcome{1: store.OK, 2: store.HeldByOther, 3: store.Gone, 4: store.StillHeld}[n], true
+}
+
+// decision decodes a GCRA script's reply v (see gcra.lua): the reset R when
+// allowed, -(R+1) when refused, in µs like the interval t.
+func decision(v, t, burst, cost int64) store.Decision {
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	tau, reset := t*burst, v
+	if v < 0 {
+		reset = -v - 1
+	}
+	d := store.Decision{Allowed: v >= 0, Remaining: int(max(tau-reset, 0) / t), ResetAfter: us(reset)}
+	if v < 0 {
+		d.RetryAfter = us(reset + cost*t - tau)
+	}
+	return d
+}

@@ -17,8 +17,7 @@ type config struct {
 	path                               string           // see WithPath
 }
 
-// configure applies opts over the defaults: fence counters live a day (at
-// least a second), background calls wait a second, and WAIT 50ms.
+// configure applies opts over the defaults.
 func configure(opts []Option) config {
 	var c config
 	for _, o := range opts {

@@ -16,7 +16,7 @@ import (
 // charge first tries SET key "" NX PX, what the script does to a new key.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if key == "" {
-		return store.Decision{}, s.check(key, "-", 1)
+		return store.Decision{}, storekit.CheckLock(s.name, key, "-", 1)
 	}
 	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)

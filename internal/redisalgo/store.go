@@ -3,8 +3,10 @@ package redisalgo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -40,11 +42,36 @@ func New(name string, conn Conn, opts ...Option) *Store {
 // watch timeout; the client stays open and the store keeps serving the rest.
 func (s *Store) Close() error { return s.watch.close() }
 
+// checkEviction warns once, in the background, unless every master's
+// maxmemory-policy is noeviction: any other may drop a lock. New calls it,
+// before anybody can Close the store.
+func (s *Store) checkEviction() {
+	w := &s.watch
+	w.running.Go(func() {
+		defer close(w.checked)
+		ctx, cancel := context.WithTimeout(w.ctx, w.timeout)
+		defer cancel()
+		found, err := s.conn.Policies(ctx)
+		if err != nil {
+			s.cfg.log.Debug(s.name+": cannot check maxmemory-policy", "err", err)
+		}
+		if found = slices.DeleteFunc(found, func(p string) bool { return strings.HasSuffix(p, "noeviction") }); len(found) > 0 {
+			slices.Sort(found)
+			s.cfg.log.Warn(s.name+": Redis may evict keys when memory runs short, and an evicted lock is "+
+				"silently lost (a duplicate gets through): set maxmemory-policy noeviction",
+				"maxmemory-policy", strings.Join(found, ","))
+		}
+	})
+}
+
+// Checked returns a channel closed once the start-up check is over (tests).
+func Checked(s *Store) <-chan struct{} { return s.watch.checked }
+
 // Acquire takes req.Key in one round trip: SET NX PX, pipelined with GET and
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
 // or the acquire script for a fenced or reentrant request.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
-	if err := s.check(req.Key, req.Token, req.TTL); err != nil {
+	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
 	}
 	ms := millis(req.TTL)
@@ -106,7 +133,7 @@ func (s *Store) grant(res []int64) (store.Grant, error) {
 // Release frees key and its record if token holds it, and publishes on
 // key+":released", in one script.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
-	if err := s.check(key, token, 1); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, releaseScript, []string{key, storekit.RecordKey(key)}, token, channel(key))
@@ -132,7 +159,7 @@ func (s *Store) releaseMoving(ctx context.Context, key, token string, moving err
 
 // Extend sets key's TTL if token holds it (raising a reentrant key's only).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
-	if err := s.check(key, token, ttl); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
@@ -142,7 +169,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 // Record stores rec as key's record if token holds key, expiring with the
 // lock (PEXPIRETIME, Redis 7.0), and wakes the key's watchers, in one script.
 func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
-	if err := s.check(key, token, 1); err != nil {
+	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
 	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key))
@@ -152,7 +179,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 // Recorded returns key's record with one GET.
 func (s *Store) Recorded(ctx context.Context, key string) ([]byte, bool, error) {
 	if key == "" {
-		return nil, false, s.check(key, "-", 1)
+		return nil, false, storekit.CheckLock(s.name, key, "-", 1)
 	}
 	rec, found, err := s.conn.Get(ctx, storekit.RecordKey(key))
 	if err != nil {
@@ -185,3 +212,25 @@ func (s *Store) fail(op string, err error, mark bool) error {
 func flag(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
 
 func channel(key string) string { return key + ":released" }
+
+// Share is a moving average, in units of 1/65536, of how many calls had some
+// outcome, each new call weighing 1/16: the store picks by it the cheaper of
+// two ways to one answer. Two updates at once may lose a sample.
+type Share struct{ v atomic.Int32 }
+
+// shareFrequent is one call in eight: from about there, paying a pipeline or
+// a script every time beats paying a second round trip for the outcome.
+const shareOne, shareFrequent = 1 << 16, 1 << 13
+
+// Observe adds one call, with the outcome or not.
+func (s *Share) Observe(outcome bool) {
+	var sample int32
+	if outcome {
+		sample = shareOne
+	}
+	old := s.v.Load()
+	s.v.Store(old + (sample-old)>>4) // rounds down, to exactly 0 after a run without
+}
+
+// Frequent reports whether one call in eight or more had the outcome lately.
+func (s *Share) Frequent() bool { return s.v.Load() >= shareFrequent }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // Watch returns a channel told when key is released or recorded, once Redis
@@ -14,7 +16,7 @@ import (
 // It fails after the watch timeout or Close; a lost connection wakes all.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if key == "" {
-		return nil, nil, s.check(key, "-", 1)
+		return nil, nil, storekit.CheckLock(s.name, key, "-", 1)
 	}
 	w, ch, wake := &s.watch, channel(key), make(chan struct{}, 1)
 	w.mu.Lock()

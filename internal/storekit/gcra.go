@@ -24,9 +24,7 @@ func Interval(r store.Rate) time.Duration {
 }
 
 // Check returns an error matching store.ErrInvalid when no store can decide
-// a request of cost under r: a limit, window or burst below 1, T below a
-// microsecond, T·Burst above 100 years, or |cost| above Burst (a cost that
-// could never be allowed, a refund of what was never charged).
+// a request of cost under r (a cost above Burst could never be allowed).
 func Check(r store.Rate, cost int) error {
 	t := Interval(r)
 	switch {
@@ -44,6 +42,20 @@ func Check(r store.Rate, cost int) error {
 		return fmt.Errorf("%w: quota refund %d is above burst %d", store.ErrInvalid, -cost, r.Burst)
 	case cost > r.Burst:
 		return fmt.Errorf("%w: quota cost %d is above burst %d and could never be allowed", store.ErrInvalid, cost, r.Burst)
+	}
+	return nil
+}
+
+// CheckLock returns an error matching store.ErrInvalid for a lock call no
+// store takes; ":fence" is a reentrant lock's fence field in Redis.
+func CheckLock(name, key, token string, ttl time.Duration) error {
+	switch {
+	case key == "" || token == "":
+		return fmt.Errorf("%w: %s: empty key or token", store.ErrInvalid, name)
+	case token == ":fence":
+		return fmt.Errorf("%w: %s: token %q is reserved", store.ErrInvalid, name, token)
+	case ttl <= 0:
+		return fmt.Errorf("%w: %s: ttl %v is not positive", store.ErrInvalid, name, ttl)
 	}
 	return nil
 }

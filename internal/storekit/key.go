@@ -82,14 +82,11 @@ func rawEscapedLen(s string) int {
 	return n
 }
 
-// hashedLen is the length of "%!" plus base64url(SHA-256) without padding.
-const hashedLen = 2 + 43
-
 func escapedLen(s string) int {
 	if n := rawEscapedLen(s); n <= MaxComponent {
 		return n
 	}
-	return hashedLen
+	return 2 + 43 // "%!" and the unpadded base64url of a SHA-256
 }
 
 // appendComponent appends s escaped, or hashed when that is longer than

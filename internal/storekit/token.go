@@ -22,9 +22,8 @@ func init() {
 	tokenSeq.Store(binary.LittleEndian.Uint64(b[15:]))
 }
 
-// NewToken returns a token unique to this call across processes: 23 bytes
-// (15 random per process, 8 of a counter) in unpadded base64url, 31
-// characters. It proves ownership to the stores' compare-and-delete.
+// NewToken returns a token unique to this call across processes, in 31
+// base64url characters; it proves ownership to the stores' compare-and-delete.
 func NewToken() string {
 	var buf [31]byte
 	return string(AppendToken(buf[:0]))
@@ -47,7 +46,6 @@ func AppendCounter(dst []byte, n uint64) []byte {
 
 const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-// Drift is the clock drift allowance subtracted from a lease's validity, as
-// Redlock prescribes: 1% of the TTL plus 2 ms, for clocks running at
-// slightly different rates.
+// Drift is the allowance subtracted from a lease's validity, as Redlock
+// prescribes, for clocks running at slightly different rates.
 func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

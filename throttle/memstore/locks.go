@@ -7,11 +7,9 @@ import (
 )
 
 // locks is a shard's locks, laid out for speed and memory as every request
-// touches them (BenchmarkAcquireSteady, BenchmarkMemoryPerKey compare plain
-// maps). A lock goes, when its expiry is set, to the ring of its TTL class
-// (TTLs within a factor of two), so expired locks are taken from the heads,
-// not searched for; an open-addressing index of pointer-free 8-byte slots
-// finds it. A lock released or moved leaves a cleared entry in its ring.
+// touches them. A lock goes to the ring of its TTL class (TTLs within a
+// factor of two), so expired locks are taken from the heads, not searched
+// for; an open-addressing index of pointer-free slots finds it.
 type locks struct {
 	bounds
 	index  []uint64 // tag<<32 | ref; 0 when empty (a tag is never 0)
@@ -44,8 +42,8 @@ type ref uint32
 const (
 	seqBits        = 26
 	minRing        = 8
-	maxBlockBits   = 10 // a block of 1024 entries
-	reclaimPerPush = 2  // more than one, so that rings shrink after a burst
+	maxBlockBits   = 10
+	reclaimPerPush = 2 // more than one, so that rings shrink after a burst
 )
 
 func refOf(ring int, seq uint32) ref  { return ref(ring)<<seqBits | ref(seq&(1<<seqBits-1)) }
@@ -80,7 +78,6 @@ func (g *ring) push(e entry) (uint32, bool) {
 	return g.tail - 1, true
 }
 
-// growBlock doubles a ring of one block by copying it into a new one.
 func (g *ring) growBlock() {
 	size := uint(bits.TrailingZeros(minRing))
 	if len(g.blocks) > 0 {
@@ -179,7 +176,6 @@ func (t *locks) find(tag uint32, s uint64) int {
 	return i
 }
 
-// grow doubles the index and places every slot again by its tag.
 func (t *locks) grow() {
 	old := t.index
 	size := max(2*len(old), minRing)
@@ -214,8 +210,7 @@ func (t *locks) update(i int, l lock, now time.Duration) {
 	t.floor = min(t.floor, l.expires)
 }
 
-// remove drops the lock of slot i, calling onDrop when it expired; its entry
-// is cleared, to keep no strings alive.
+// remove drops the lock of slot i and clears its entry, keeping no string.
 func (t *locks) remove(i int, expired bool) {
 	r := ref(t.index[i])
 	e := *t.entry(r)
@@ -227,14 +222,12 @@ func (t *locks) remove(i int, expired bool) {
 	}
 }
 
-// release removes the lock of slot i, freed by its holder, and trims its ring.
 func (t *locks) release(i int) {
 	r := ref(t.index[i])
 	t.remove(i, false)
 	t.rings[r.ring()].trim()
 }
 
-// trim gives back the cleared entries at the ring's head and tail.
 func (g *ring) trim() {
 	for g.head != g.tail && g.at(g.head).key == "" {
 		g.head++

@@ -1,10 +1,8 @@
 package memstore
 
 import (
-	"fmt"
+	"cmp"
 	"time"
-
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // Option configures a Store made by New.
@@ -13,20 +11,16 @@ type Option func(*config)
 type config struct {
 	maxKeys        int
 	maxRecordBytes int64
-	clock          func() time.Time // nil: time.Now
-	fenceTTL       time.Duration    // how long a fence counter outlives its last use
-	policyShare    float64          // the part of a shard's bounds one policy may use
+	clock          func() time.Time
+	fenceTTL       time.Duration // how long a fence counter outlives its last use
+	policyShare    float64       // the part of a shard's bounds one policy may use
 }
 
 // WithMaxKeys bounds the live locks to about n, and apart the quotas and the
 // fence counters, so that a flood of new keys cannot grow the store without
 // bound. n < 1 means the default, 1<<20.
 func WithMaxKeys(n int) Option {
-	return func(c *config) {
-		if n >= 1 {
-			c.maxKeys = n
-		}
-	}
+	return func(c *config) { c.maxKeys = cmp.Or(max(n, 0), c.maxKeys) }
 }
 
 // WithMaxRecordBytes bounds the bytes of the records kept at once to about n
@@ -34,11 +28,7 @@ func WithMaxKeys(n int) Option {
 // store.ErrInvalid; one of at most 64 bytes (a Replay's mark that a response
 // was not kept) always fits.
 func WithMaxRecordBytes(n int64) Option {
-	return func(c *config) {
-		if n >= 1 {
-			c.maxRecordBytes = n
-		}
-	}
+	return func(c *config) { c.maxRecordBytes = cmp.Or(max(n, 0), c.maxRecordBytes) }
 }
 
 // WithClock makes the store read the time from now instead of time.Now, so
@@ -46,7 +36,3 @@ func WithMaxRecordBytes(n int64) Option {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
-
-// errFull is the error of a new entry that does not fit the store's bounds;
-// it matches store.ErrNotApplied: nothing was written.
-var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)

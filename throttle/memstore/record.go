@@ -32,12 +32,10 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 	if n := int64(len(rec)); n > sh.records.polLimit {
 		return 0, fmt.Errorf("%w: memstore: a record of %d bytes, above WithMaxRecordBytes's %d per policy and shard", store.ErrInvalid, n, sh.records.polLimit)
 	}
-	full := false
 	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ int, l lock, now time.Duration) store.Outcome {
 		old, had := sh.records.get(key, now)
 		if len(rec) > smallRecord && !sh.records.room(l.pol, int64(len(rec)-len(old.data)), now) {
-			full = true
-			return 0
+			return 0 // full
 		}
 		if had {
 			sh.records.drop(key, old)
@@ -46,7 +44,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 		sh.notify(key)
 		return store.OK
 	})
-	if full {
+	if out == 0 && err == nil {
 		return 0, fmt.Errorf("%w: memstore: no room left for a record of %d bytes: %w", store.ErrInvalid, len(rec), errFull)
 	}
 	return out, err

@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +28,6 @@ func (c counter) expiry() time.Duration { return c.expires }
 func (c counter) policy() uint16        { return 0 }
 func (c counter) size() int64           { return 1 }
 
-// shard is one part of the store: a mutex and what it guards.
 type shard struct {
 	mu      sync.Mutex
 	locks   locks
@@ -83,6 +84,33 @@ func (sh *shard) nextFence(key string, now time.Duration, wall int64, ttl time.D
 	c.expires = now + ttl
 	sh.fences.put(key, c, !ok)
 	return c.last
+}
+
+// Watch returns a channel told when key is released or recorded, and a stop
+// function (see store.Notifier). Expiry does not signal: the limiter's
+// backoff finds an expired key.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan struct{}, 1)
+	sh := s.shard(key)
+	sh.mu.Lock()
+	sh.waiters[key] = append(sh.waiters[key], ch)
+	sh.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			sh.mu.Lock()
+			defer sh.mu.Unlock()
+			ws := slices.DeleteFunc(sh.waiters[key], func(c chan struct{}) bool { return c == ch })
+			if len(ws) == 0 {
+				delete(sh.waiters, key)
+			} else {
+				sh.waiters[key] = ws
+			}
+		})
+	}, nil
 }
 
 // notify wakes key's waiters; one whose channel is full has not looked yet.

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	maxShards     = 64 // enough for dozens of cores
+	maxShards     = 64
 	shardsPerProc = 4  // so that goroutines running at once rarely share a mutex
 	minPerShard   = 16 // a small store has fewer shards, to keep its bound close
 
@@ -24,8 +24,8 @@ const (
 )
 
 // Store is an in-memory store.Store, store.Notifier, store.Quota and
-// store.Recorder for one process; see the package documentation. Make one
-// with New; it is safe for concurrent use.
+// store.Recorder for one process. Make one with New; it is safe for
+// concurrent use.
 type Store struct {
 	shards   []shard
 	seed     maphash.Seed
@@ -33,6 +33,9 @@ type Store struct {
 	epoch    time.Time
 	fenceTTL time.Duration
 }
+
+// errFull is the error of a new entry the bounds refuse: nothing was written.
+var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)
 
 var _ interface {
 	storekit.InMemory
@@ -64,8 +67,7 @@ func New(opts ...Option) *Store {
 	return s
 }
 
-// shardCount returns the shards of a large store on procs processors:
-// shardsPerProc each, rounded up to a power of two, at most maxShards.
+// shardCount returns the shards of a large store on procs processors.
 func shardCount(procs int) int {
 	n := 1
 	for n < shardsPerProc*procs && n < maxShards {
@@ -83,8 +85,7 @@ func (s *Store) locate(key string) (*shard, uint32) {
 }
 
 // now returns the time since the store was made and, when wall is set, the
-// wall clock in microseconds (for fences) from the same reading; without a
-// clock or wall it reads only the monotonic clock.
+// wall clock in microseconds (for fences) from the same reading.
 func (s *Store) now(wall bool) (time.Duration, int64) {
 	if s.clock == nil && !wall {
 		return time.Since(s.epoch), 0
@@ -96,7 +97,7 @@ func (s *Store) now(wall bool) (time.Duration, int64) {
 	return t.Sub(s.epoch), t.UnixMicro()
 }
 
-// ceilMillis rounds d up to a whole millisecond, as Redis rounds PX, capped
+// ceilMillis rounds d up to a whole millisecond as Redis rounds PX, capped
 // so that an expiry cannot overflow.
 func ceilMillis(d time.Duration) time.Duration {
 	d = min(d, time.Duration(1<<62))
@@ -217,7 +218,7 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 
 // Len returns how many entries (locks, fence counters, quotas, records,
 // unremoved expired ones included) the store holds, for a memory gauge. It
-// locks every shard in turn: read it when scraped.
+// locks every shard in turn.
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {

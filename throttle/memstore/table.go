@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// item is what a table holds: a lock, a fence counter, a quota or a record.
+// item is what a table holds: a fence counter, a quota or a record.
 type item interface {
 	expiry() time.Duration // since Store.epoch
 	policy() uint16        // the key's policy (see policies)

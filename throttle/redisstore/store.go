@@ -1,7 +1,12 @@
 package redisstore
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"log/slog"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +22,7 @@ type Store = redisalgo.Store
 // New returns a Store on client, which it does not own. It panics when client
 // is nil or a *redis.Ring, whose clients each route a key by their own view
 // of which shards are up, so that two processes could take one lock on two
-// servers. It warns when client ignores context deadlines (made without
-// ContextTimeoutEnabled).
+// servers. It warns when client was made without ContextTimeoutEnabled.
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	switch client.(type) {
 	case nil:
@@ -52,14 +56,144 @@ func WithFenceTTL(d time.Duration) Option { return redisalgo.WithFenceTTL(d) }
 // the server's configuration; nil, the default, means slog.Default().
 func WithLogger(l *slog.Logger) Option { return redisalgo.WithLogger(l) }
 
-// WithReplicaAck narrows the window in which a failover loses a lock (Redis
-// replicates asynchronously): an acquisition sends WAIT replicas timeout
-// after the acquire script, in the same round trip, and reports a grant only
-// once that many replicas have it; otherwise it releases the key and fails.
-// A replica that did not acknowledge may still be promoted: fence where two
-// holders would corrupt data. replicas <= 0 turns it off (the default);
-// timeout <= 0 means 50ms. New panics on a Cluster client, which would send
-// WAIT anywhere.
+// WithReplicaAck narrows the window in which a failover loses a lock: an
+// acquisition sends WAIT replicas timeout after the acquire script, in the
+// same round trip, and reports a grant only once that many replicas have
+// it; otherwise it releases the key and fails. A replica that did not
+// acknowledge may still be promoted: fence where two holders would corrupt
+// data. replicas <= 0 turns it off (the default); timeout <= 0 means 50ms.
+// New panics on a Cluster client, which would send WAIT anywhere.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }
+
+// conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
+// adds WAIT, which a Cluster client would send to an arbitrary node.
+type (
+	conn     struct{ c redis.UniversalClient }
+	waitConn struct{ conn }
+)
+
+// evalCmd builds EVALSHA (or EVAL) of script, routed by its first key.
+func evalCmd(ctx context.Context, name, script string, keys, args []string) *redis.Cmd {
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, name, script, len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	for _, a := range args {
+		all = append(all, a)
+	}
+	cmd := redis.NewCmd(ctx, all...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
+	cmd := evalCmd(ctx, "evalsha", s.SHA, keys, args)
+	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
+		cmd = evalCmd(ctx, "eval", s.Src, keys, args)
+		_ = a.c.Process(ctx, cmd)
+	}
+	return ints(cmd)
+}
+
+func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
+	keys []string, args ...string) ([]int64, int64, error, error) {
+	var cmd *redis.Cmd
+	var wait *redis.IntCmd
+	for _, script := range []string{s.SHA, s.Src} {
+		name := map[bool]string{true: "evalsha", false: "eval"}[script == s.SHA]
+		cmd, wait = evalCmd(ctx, name, script, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+		p := a.c.Pipeline()
+		_ = p.BatchProcess(ctx, cmd, wait)
+		_, _ = p.Exec(ctx)
+		if !noScript(cmd.Err()) {
+			break
+		}
+	}
+	res, err := ints(cmd)
+	return res, wait.Val(), wait.Err(), err
+}
+
+// ints reads a script's integer or array of integers.
+func ints(cmd *redis.Cmd) ([]int64, error) {
+	if n, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
+		return []int64{n}, nil
+	}
+	return cmd.Int64Slice()
+}
+
+func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
+	// A BoolCmd reads the nil reply of a refused SET NX as false, no error.
+	set := redis.NewBoolCmd(ctx, "set", key, value, "px", ms, "nx")
+	set.SetFirstKeyPos(1)
+	if !lookup {
+		_ = a.c.Process(ctx, set)
+		return set.Val(), "", 0, set.Err()
+	}
+	get, pttl := redis.NewStringCmd(ctx, "get", key), redis.NewIntCmd(ctx, "pttl", key)
+	p := a.c.Pipeline()
+	_ = p.BatchProcess(ctx, set, get, pttl)
+	_, _ = p.Exec(ctx)
+	return set.Val(), get.Val(), pttl.Val(), cmp.Or(set.Err(), pttl.Err())
+}
+
+func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	v, err := a.c.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (a conn) Policies(ctx context.Context) ([]string, error) {
+	var mu sync.Mutex
+	var found []string
+	get := func(ctx context.Context, c redis.Cmdable, addr string) error {
+		p, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		if v, ok := p["maxmemory-policy"]; ok && err == nil {
+			found = append(found, addr+v)
+		}
+		return err
+	}
+	var err error // set before found is read: their order in a return is unspecified
+	if cc, ok := a.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return get(ctx, c, c.Options().Addr+"=") })
+	} else {
+		err = get(ctx, a.c, "")
+	}
+	return found, err
+}
+
+func (a conn) Unsent(err error) bool {
+	var nerr *net.OpError
+	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &nerr) && nerr.Op == "dial"
+}
+
+func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// PubSub connects on its first read: Subscribe without channels sends nothing.
+func (a conn) PubSub() redisalgo.PubSub { return pubSub{a.c.Subscribe(context.Background())} }
+
+type pubSub struct{ *redis.PubSub }
+
+func (p pubSub) Receive(ctx context.Context, d time.Duration) (string, bool, bool, error) {
+	msg, err := p.ReceiveTimeout(ctx, d)
+	var ne net.Error
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		return m.Channel, true, m.Kind == "subscribe", nil
+	case *redis.Message:
+		return m.Channel, false, true, nil
+	case nil:
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return "", false, false, err
+		}
+	}
+	return "", false, false, nil // idle, or a reply of no interest
+}
+
+func (p pubSub) Ping(ctx context.Context) error { return p.PubSub.Ping(ctx) }

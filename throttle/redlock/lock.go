@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -21,11 +22,9 @@ type round struct {
 	took    time.Duration
 }
 
-// Acquire takes req.Key on every node in parallel and holds the lock when a
-// quorum granted it; the grant's TTL is the lock's validity. It is refused
-// once a quorum answered and none can grant. Unless the lock is won, every
-// node that granted it or whose answer is unknown is released. A split vote
-// is tried up to 3 times.
+// Acquire holds req.Key once a quorum of nodes granted it (see the package
+// documentation); the grant's TTL is the lock's validity. It is refused once
+// a quorum answered and none can grant. A split vote is tried up to 3 times.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -157,7 +156,7 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	if ttl == 0 {
 		op, parent = "release", context.WithoutCancel(ctx)
 	}
-	if err := checkArgs(key, token, max(ttl, 1)); err != nil {
+	if err := storekit.CheckLock("redlock", key, token, max(ttl, 1)); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -182,4 +181,60 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 		return 0, fmt.Errorf("%w: extend: %d nodes extended in %v, too late for a TTL of %v", errNoQuorum, t.ours, elapsed, ttl)
 	}
 	return out, nil
+}
+
+// Watch returns a channel told when key is released on any node, and the
+// stop function to call when done. It fails only when no node could be
+// watched. A wake-up is a hint: a contender's partial lock wakes it too.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if key == "" {
+		return nil, nil, invalid("empty key")
+	}
+	wake, quit := make(chan struct{}, 1), make(chan struct{})
+	stops, errs := make([]func(), len(s.nodes)), make([]error, len(s.nodes))
+	var subs, fwd sync.WaitGroup
+	for i, node := range s.nodes {
+		subs.Go(func() {
+			var ch <-chan struct{}
+			errs[i] = errors.New("not a store.Notifier")
+			if n, ok := node.(store.Notifier); ok {
+				ch, stops[i], errs[i] = n.Watch(ctx, key)
+			}
+			if errs[i] == nil {
+				fwd.Go(func() { forward(ch, wake, quit) })
+			}
+		})
+	}
+	subs.Wait()
+	if !slices.Contains(errs, nil) {
+		return nil, nil, fmt.Errorf("redlock: watch: no node could be watched: %w", errors.Join(errs...))
+	}
+	return wake, sync.OnceFunc(func() {
+		close(quit)
+		fwd.Wait()
+		for i, stop := range stops {
+			if errs[i] == nil {
+				stop()
+			}
+		}
+	}), nil
+}
+
+// forward passes one node's signals on to wake, dropping those that find
+// one pending, until ch or quit closes.
+func forward(ch <-chan struct{}, wake chan<- struct{}, quit <-chan struct{}) {
+	for {
+		select {
+		case <-quit:
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -80,8 +81,7 @@ func NewOnStores(stores []store.Store, opts ...Option) (*Store, error) {
 	return build(slices.Clone(stores), names, opts)
 }
 
-// build returns a Store over nodes, named by names for its checks: at least
-// three nodes, none nil (no name), and no two of one name.
+// build returns a Store over nodes once their names ("" for nil) pass New's rules.
 func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 	if len(names) < 3 {
 		return nil, invalid("%d nodes: Redlock needs at least 3 independent masters", len(names))
@@ -148,19 +148,7 @@ func (s *Store) Refuses(req store.Request) error {
 	case req.Reentrant:
 		return invalid("reentrant requests refused: hold counts on several nodes drift apart")
 	}
-	return checkArgs(req.Key, req.Token, req.TTL)
-}
-
-func checkArgs(key, token string, ttl time.Duration) error {
-	switch {
-	case key == "" || token == "":
-		return invalid("empty key or token")
-	case token == ":fence": // redisstore's field for a fence
-		return invalid("token %q is reserved", token)
-	case ttl <= 0:
-		return invalid("ttl %v is not positive", ttl)
-	}
-	return nil
+	return storekit.CheckLock("redlock", req.Key, req.Token, req.TTL)
 }
 
 func invalid(format string, args ...any) error {

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Store keeps short-lived locks, each owned by the token that took it. It is
-// small so that a store is easy to write and to check (storetest.Run). Every
+// Store keeps short-lived locks, each owned by the token that took it. Every
 // method returns promptly once ctx is done; a held key is an answer, not an
 // error: an error means the store could not answer.
 type Store interface {
@@ -32,6 +31,60 @@ type Notifier interface {
 	// after key is released or recorded ("look again", not "free"), and the
 	// stop function to call when done waiting. On error the caller polls.
 	Watch(ctx context.Context, key string) (<-chan struct{}, func(), error)
+}
+
+// Recorder is implemented by stores that keep a record next to a lock: bytes
+// written by the holder (a Replay's response) that duplicates read instead
+// of being refused. The record is tied to the hold: only the holder writes
+// it, it expires with the lock as it was when written (Extend does not move
+// it), Release deletes it in the same atomic step, and a key taken again
+// starts without one. Anyone who knows the key reads it.
+type Recorder interface {
+	// Record stores a copy of rec as key's record if token holds key (OK),
+	// and otherwise writes nothing (HeldByOther, Gone). It wakes key's
+	// watchers. A store may refuse a large rec with ErrInvalid; it never
+	// truncates one.
+	Record(ctx context.Context, key, token string, rec []byte) (Outcome, error)
+	// Recorded returns a copy of key's record, or found false when there is
+	// none.
+	Recorded(ctx context.Context, key string) (rec []byte, found bool, err error)
+}
+
+// Rate is a quota: Limit requests per Window. A store takes Burst as given:
+// callers fill it (usually with Limit) before they pass a Rate.
+type Rate struct {
+	Limit  int           // requests of cost 1 refilled per Window
+	Window time.Duration // the period of Limit
+	Burst  int           // what a full quota allows at once
+}
+
+// Decision is a Quota's answer. Its durations are whole microseconds (whole
+// milliseconds when the Rate's interval is), never negative.
+type Decision struct {
+	// Allowed is true when the cost was charged. A peek (cost 0) is allowed
+	// unless the quota is overspent; a refund (cost < 0) always is.
+	Allowed bool
+	// Remaining is how many requests of cost 1 would be allowed now, after
+	// this decision: 0 when none, Burst when the quota is full.
+	Remaining int
+	// RetryAfter is, when not Allowed, how long until the same cost would
+	// be, if nothing else is charged meanwhile; otherwise 0.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the quota is full again, or 0 when it is.
+	ResetAfter time.Duration
+}
+
+// Quota is implemented by stores that keep rate quotas with the generic cell
+// rate algorithm (GCRA, docs/stores.md): one timestamp per key, expiring
+// when the quota is full again, decided atomically for every process.
+type Quota interface {
+	// AllowN decides whether a request of cost under r is allowed now, and
+	// charges it when it is; cost 0 peeks. A cost -n refunds n requests
+	// charged up front that did not count (a login that succeeded), so that
+	// concurrent requests never together exceed r; a refund never fills the
+	// quota past full. key serves this quota only. An error matching
+	// ErrInvalid means r cannot decide cost; any other, no answer.
+	AllowN(ctx context.Context, key string, r Rate, cost int) (Decision, error)
 }
 
 // Request says what to acquire and how.
@@ -83,12 +136,10 @@ const (
 
 // ErrInvalid matches the error of a request no store takes: an empty key or
 // token, a TTL that is not positive, a Rate that cannot be decided.
-// store.ErrInvalid is the same error.
 var ErrInvalid = errors.New("throttle: invalid argument")
 
 // ErrNotApplied marks the error of a call that surely changed nothing (no
 // connection, a closed client, a full store): wrap it with %w. Any other
-// error of Acquire leaves the outcome unknown, so the limiter releases the
-// request's token once the store answers again, lest it leave a lock that
-// nobody owns.
+// error of Acquire leaves the outcome unknown: the limiter releases the
+// request's token once the store answers again, lest a lock be left behind.
 var ErrNotApplied = errors.New("throttle: store call not applied")

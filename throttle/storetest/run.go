@@ -12,8 +12,7 @@ import (
 )
 
 // Run runs the conformance suite against the stores newStore makes, each
-// check a subtest: acquisition, token-checked release and extend, expiry, a
-// lapsed holder that must not touch its successor's lock, one winner under
+// check a subtest: acquisition, token-checked release and extend, expiry,
 // contention, fences, retries, reentrancy, cancelled contexts, odd keys, and
 // Notifier and Recorder when the store implements them. newStore gets the
 // subtest's t; every check uses fresh keys, so it may return a shared store.
