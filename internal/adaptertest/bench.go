@@ -158,7 +158,9 @@ func steadyGuard(b *testing.B) *guard.Guard {
 
 // replayGuard is benchGuard with a Replay.
 func replayGuard(b *testing.B, keys int) *guard.Guard {
-	r, err := throttle.NewReplay(memstore.New(memstore.WithMaxKeys(roomFor(keys))),
+	// Room for keys records of up to 256 bytes too: the bench handler's are 85.
+	st := memstore.New(memstore.WithMaxKeys(roomFor(keys)), memstore.WithMaxRecordBytes(256*int64(roomFor(keys))))
+	r, err := throttle.NewReplay(st,
 		throttle.ReplayConfig{Name: "orders", Options: throttle.Options{Timeout: time.Second}})
 	require.NoError(b, err)
 	return guard.Replay(r)
