@@ -12,9 +12,14 @@ type item interface {
 	size() int64           // what it counts against the table's bounds
 }
 
-// sampleSize is how many entries a new one looks at to remove the expired
-// among them: enough to keep up with a stream of one-off keys.
-const sampleSize = 3
+// Every sampleEvery-th new entry of a table looks at sampleEvery*sampleSize
+// entries and removes the expired among them: enough to keep up with a
+// stream of one-off keys, in one map iteration (whose start costs more than
+// its steps) per batch rather than per entry (BenchmarkQuotaOneOff).
+const (
+	sampleSize  = 3
+	sampleEvery = 8
+)
 
 // bounds counts what a shard's entries of one kind use, in all and per
 // policy, against their limits.
@@ -59,6 +64,7 @@ type table[V item] struct {
 	bounds
 	m      map[string]V
 	onDrop func(key string, v V) // nil, or what else a removal changes
+	news   uint8                 // new entries since the last sample, mod sampleEvery
 }
 
 func newTable[V item](limit int64, share float64) table[V] {
@@ -100,13 +106,15 @@ func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 	if now < t.floor {
 		return t.fits(p, n)
 	}
-	i := 0
-	for k, v := range t.m {
-		if i++; i > sampleSize {
-			break
-		}
-		if v.expiry() <= now {
-			t.drop(k, v)
+	if t.news = (t.news + 1) % sampleEvery; t.news == 0 {
+		i := 0
+		for k, v := range t.m {
+			if i++; i > sampleEvery*sampleSize {
+				break
+			}
+			if v.expiry() <= now {
+				t.drop(k, v)
+			}
 		}
 	}
 	if t.fits(p, n) {
