@@ -15,12 +15,8 @@ const MaxComponent = 64
 // meet. The braces are a Redis Cluster hash tag: FenceKey and RecordKey
 // share the lock's slot. prefix must hold no brace.
 func Key(prefix, policy, id string) string {
-	var buf [keyBuf]byte // one allocation, for the string
-	b := buf[:0]
-	if n := len(prefix) + 4 + escapedLen(policy) + escapedLen(id); n > len(buf) {
-		b = make([]byte, 0, n)
-	}
-	return string(AppendKey(b, prefix, policy, id))
+	var buf [keyBuf]byte // one allocation, for the string, unless the key is longer
+	return string(AppendKey(buf[:0], prefix, policy, id))
 }
 
 // keyBuf is the stack buffer keys are built in before they become strings.
@@ -80,13 +76,6 @@ func rawEscapedLen(s string) int {
 		}
 	}
 	return n
-}
-
-func escapedLen(s string) int {
-	if n := rawEscapedLen(s); n <= MaxComponent {
-		return n
-	}
-	return 2 + 43 // "%!" and the unpadded base64url of a SHA-256
 }
 
 // appendComponent appends s escaped, or hashed when that is longer than
