@@ -18,6 +18,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan struct{}, func(),
 	if key == "" {
 		return nil, nil, storekit.CheckLock(s.name, key, "-", 1)
 	}
+	if err := ctx.Err(); err != nil { // else select may pick a ready subscription
+		return nil, nil, fmt.Errorf("%s: watch: %w", s.name, err)
+	}
 	w, ch, wake := &s.watch, channel(key), make(chan struct{}, 1)
 	w.mu.Lock()
 	if w.ps == nil && w.spawn(w.receive) {
