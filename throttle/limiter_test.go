@@ -174,3 +174,5 @@ func TestAdmitDecisions(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
+
+func (brokenStore) Delete(context.Context, ...string) error { return errDown }

@@ -90,3 +90,5 @@ func BenchmarkLimiterOverhead(b *testing.B) {
 		})
 	}
 }
+
+func (remote) Delete(context.Context, ...string) error { return nil }

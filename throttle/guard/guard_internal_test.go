@@ -398,3 +398,5 @@ func TestReasonLabels(t *testing.T) {
 		assert.Equal(t, want, string(r))
 	}
 }
+
+func (*brokenStore) Delete(context.Context, ...string) error { return errBroken }

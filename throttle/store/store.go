@@ -21,6 +21,12 @@ type Store interface {
 	// so that a long-running holder keeps its lease. A reentrant key's TTL
 	// is raised, never lowered: one owner's holds share it.
 	Extend(ctx context.Context, key, token string, ttl time.Duration) (Outcome, error)
+	// Delete removes keys whoever holds them, for an operator's reset: a
+	// lock key with its record, reentry count and holders, or a quota key
+	// (whose quota is then full). A key's fencing counter stays, so that its
+	// fences keep increasing. It wakes the keys' watchers. A key that does
+	// not exist is no error.
+	Delete(ctx context.Context, keys ...string) error
 }
 
 // Notifier is implemented by stores that can tell a waiting acquirer that a
@@ -85,6 +91,19 @@ type Quota interface {
 	// quota past full. key serves this quota only. An error matching
 	// ErrInvalid means r cannot decide cost; any other, no answer.
 	AllowN(ctx context.Context, key string, r Rate, cost int) (Decision, error)
+	// AllowAll decides cost against every limit as one decision, atomically:
+	// when each allows it, all are charged; when any refuses, none is, and
+	// no Decision is Allowed (each RetryAfter says when its limit alone
+	// would allow cost, 0 for those that would now). A refund gives back to
+	// all. Decisions come in the order of limits. The keys share a hash tag
+	// (one slot on Redis Cluster) and serve these quotas only.
+	AllowAll(ctx context.Context, limits []Limit, cost int) ([]Decision, error)
+}
+
+// Limit is one quota of an AllowAll decision: its key and its rate.
+type Limit struct {
+	Key  string
+	Rate Rate
 }
 
 // Request says what to acquire and how.
@@ -100,6 +119,11 @@ type Request struct {
 	// counts the holds, frees the key at the last Release, and lets a
 	// re-entry raise the TTL but never lower it.
 	Reentrant bool
+	// Holders, above 1, lets up to Holders tokens hold Key at once, each
+	// for its own TTL (a semaphore: at most N requests in flight); 0 or 1
+	// is a lock. A holder that never releases frees its place when its TTL
+	// ends. It excludes Reentrant.
+	Holders int
 }
 
 // Grant is the answer to an acquisition.
@@ -115,6 +139,9 @@ type Grant struct {
 	// its hold's fence (a new one if the hold had none).
 	Fence int64
 	Holds int // the owner's holds after this acquisition; 0 when not Acquired
+	// Holders is, under Request.Holders above 1, how many tokens hold Key
+	// after this acquisition (Acquired or not); otherwise 0.
+	Holders int
 }
 
 // Outcome is what a token-checked Release, Extend or Record found.
