@@ -20,6 +20,7 @@ type Lease struct {
 	validUntil atomic.Int64 // monoNow until which the key is surely held: sent + TTL - drift
 	since      int64        // monoNow when the acquisition was sent
 	holds      int32
+	holders    int32 // Grant.Holders
 	released   atomic.Bool
 	onFallback bool // the Fallback granted the lease (FailOver while the store is down)
 	mirrored   bool // the Fallback mirrors the store's hold (see tryFailOver)
@@ -30,7 +31,7 @@ type Lease struct {
 // Fallback) granted with g, whose TTL may differ from the one asked.
 func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent int64) *Lease {
 	ls := &Lease{l: l, key: req.Key, token: req.Token, ttl: req.TTL, since: sent,
-		fence: g.Fence, holds: int32(g.Holds), reentrant: req.Reentrant, onFallback: fallback}
+		fence: g.Fence, holds: int32(g.Holds), holders: int32(g.Holders), reentrant: req.Reentrant, onFallback: fallback}
 	ttl := g.TTL
 	if ttl <= 0 {
 		ttl = req.TTL
@@ -38,6 +39,11 @@ func newLease(l *limiter, fallback bool, req store.Request, g store.Grant, sent 
 	ls.setValid(sent, ttl)
 	return ls
 }
+
+// Holders returns how many held the key when the lease was granted, this
+// one included, under LockConfig.Holders above 1; otherwise 1. The
+// RateLimit fields of an admitted request show the places left.
+func (ls *Lease) Holders() int { return max(int(ls.holders), 1) }
 
 // holder returns the store that holds the key: the store or the Fallback.
 func (ls *Lease) holder() store.Store {

@@ -95,7 +95,7 @@ func servable(st store.Store, p policy) error {
 		name := [...]string{"the store", "the Fallback"}[i]
 		if r, ok := s.(interface{ Refuses(store.Request) error }); ok { // Redlock
 			req := store.Request{Key: storekit.Key(p.Prefix, p.Name, "check"), Token: "check", TTL: p.TTL,
-				Fence: p.Fence, Reentrant: p.Reentrant}
+				Fence: p.Fence, Reentrant: p.Reentrant, Holders: p.Holders}
 			if err := r.Refuses(req); err != nil {
 				return fmt.Errorf("policy %q: %w", p.Name, err) // err matches store.ErrInvalid
 			}
@@ -121,7 +121,7 @@ const keyTokenBuf = 160
 // with a new token (or, under Reentrant, the owner ctx carries). The key
 // and the token share one string: one allocation per acquisition.
 func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) store.Request {
-	req := store.Request{TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant}
+	req := store.Request{TTL: ttl, Fence: l.p.Fence, Reentrant: l.p.Reentrant, Holders: l.p.Holders}
 	if req.Reentrant {
 		req.Token = ownerFrom(ctx)
 	}

@@ -38,6 +38,12 @@ type LockConfig struct {
 	// Reentrant lets the owner carried in a context (WithOwner) take a key
 	// it already holds; the key is freed when every hold is released.
 	Reentrant bool
+	// Holders, above 1, lets an Exclusive lock's key be held by up to
+	// Holders requests or jobs at once (an export that may run twice per
+	// user at once), each under its own lease; a lease whose holder died
+	// frees its place when it ends. 0 and 1 mean one holder. It excludes
+	// Reentrant, and a Redlock store refuses it.
+	Holders int
 	Options
 }
 

@@ -35,7 +35,7 @@ type Observer interface {
 //	"fallback_off"      the store answered again, and the limiter went back to it
 //
 // Fields a kind does not use are zero. Every label value is bounded. Op is
-// "acquire", "release", "extend", "quota", "record" or "recorded".
+// "acquire", "release", "extend", "quota", "record", "recorded" or "delete".
 type Event struct {
 	Kind       string
 	Policy     string

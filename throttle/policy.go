@@ -138,6 +138,8 @@ func (p *policy) check() error {
 		return invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
 	case p.MaxHold < 0 || (p.Wait < 0 && p.Mode != ModeReplay) || p.Timeout < 0:
 		return invalid("policy %q: durations must not be negative", p.Name)
+	case p.Holders < 0 || p.Holders > 1 && (p.Mode != Exclusive || p.Reentrant):
+		return invalid("policy %q: Holders %d: above 1 only for an Exclusive lock that is not Reentrant", p.Name, p.Holders)
 	case strings.ContainsAny(p.Prefix, "{}"):
 		return invalid("prefix %q must not contain '{' or '}'", p.Prefix)
 	case p.WhenStoreFails > FailOver:
@@ -163,4 +165,20 @@ func (p *policy) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default())
 // Rate is a quota: Limit requests per Window, of which up to Burst may come
 // at once from a full quota (Burst 0 means Limit), refilled smoothly, one
 // request every Window/Limit.
-type Rate = store.Rate
+//
+// Name tells apart the rates one Quota decides together (AllowAll: 10 a
+// second and 1,000 a day): each has its own stored state, and the RateLimit
+// fields name it. An empty Name, or the Quota's own, is the Quota's plain
+// rate. A request's rate may change from call to call (a plan's limits):
+// the state kept under one Name carries over.
+type Rate struct {
+	Name   string        // as a policy name: printable ASCII without '"' or '\'; "" for the Quota's own
+	Limit  int           // requests of cost 1 refilled per Window
+	Window time.Duration // the period of Limit
+	Burst  int           // what a full quota allows at once; 0 means Limit
+}
+
+// Store returns r as a store takes it, Burst filled in.
+func (r Rate) Store() store.Rate {
+	return store.Rate{Limit: r.Limit, Window: r.Window, Burst: cmp.Or(r.Burst, r.Limit)}
+}

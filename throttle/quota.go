@@ -48,8 +48,29 @@ func NewQuota(st store.Store, c QuotaConfig) (*Quota, error) {
 // for an unusable rate or a cost beyond ±Burst, with ErrStore when the store
 // (and under FailOver the Fallback) failed, or with ctx.Err().
 func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.Decision, error) {
-	d, _, err := q.l.allowN(ctx, id, r, cost)
+	c := quotaCall{r: r.Store(), cost: cost}
+	if err := q.l.one(&c, id, r.Name); err != nil {
+		return store.Decision{}, err
+	}
+	d, _, err := q.l.decide(ctx, &c)
 	return d, err
+}
+
+// AllowAll is Allow over several rates decided as one, atomically on every
+// store: a request is charged to all of them when each has room for it, and
+// to none when any refuses (10 a second and 1,000 a day: a request refused
+// by the first does not spend the second). Each rate keeps its own state
+// under its Name; the names must differ. The decisions come in the order of
+// rates, and are all refused, or all allowed. With one rate it is Allow.
+func (q *Quota) AllowAll(ctx context.Context, id string, rates []Rate, cost int) ([]store.Decision, error) {
+	c, err := q.l.all(id, rates, cost)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err = q.l.decide(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.out, nil
 }
 
 // Admit is Allow with WhenStoreFails applied, for a request that must be
@@ -63,15 +84,61 @@ func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*store.
 	return q.l.admitN(ctx, id, r, cost, &d)
 }
 
+// AdmitAll is AllowAll with WhenStoreFails applied, as Admit is Allow's: a
+// refused request gets every rate's Decision and a *ContendedError whose
+// RetryAfter is when the cost would fit them all.
+func (q *Quota) AdmitAll(ctx context.Context, id string, rates []Rate, cost int) ([]store.Decision, error) {
+	c, err := q.l.all(id, rates, cost)
+	if err != nil {
+		return nil, q.l.admitted(ctx, false, cost, err)
+	}
+	d, fallback, err := q.l.decide(ctx, c)
+	if err != nil {
+		return nil, q.l.admitted(ctx, fallback, cost, err)
+	}
+	if cost == 0 && d.Remaining == 0 { // as admitN
+		d.Allowed = false
+		for i := range c.out {
+			if c.out[i].Remaining == 0 {
+				d.RetryAfter = max(d.RetryAfter, storekit.NextRefill(c.limits[i].Rate, c.out[i]))
+			}
+			c.out[i].Allowed = false
+		}
+	}
+	if !d.Allowed {
+		err, fallback = &ContendedError{RetryAfter: d.RetryAfter}, false
+	}
+	return c.out, q.l.admitted(ctx, fallback, cost, err)
+}
+
+// Reset clears id's quota under each of rates (by Name; none: the plain
+// rate), so that its next request finds it full: an operator's answer to a
+// user wrongly locked out. Under FailOver it clears the Fallback's too.
+// It fails with ErrStore or ctx.Err().
+func (q *Quota) Reset(ctx context.Context, id string, rates ...Rate) error {
+	keys := []string{q.l.key(id)}
+	if len(rates) > 0 {
+		keys = keys[:0]
+		for _, r := range rates {
+			keys = append(keys, q.l.rateKey(id, r.Name))
+		}
+	}
+	return q.l.delete(ctx, keys)
+}
+
 // admitN is Quota.Admit, the decision put in out.
 func (l *limiter) admitN(ctx context.Context, id string, r Rate, cost int, out *store.Decision) (*store.Decision, error) {
-	d, fallback, err := l.allowN(ctx, id, r, cost)
+	c := quotaCall{r: r.Store(), cost: cost}
+	if err := l.one(&c, id, r.Name); err != nil {
+		return nil, l.admitted(ctx, false, cost, err)
+	}
+	d, fallback, err := l.decide(ctx, &c)
 	if err != nil {
 		return nil, l.admitted(ctx, fallback, cost, err)
 	}
 	if cost == 0 && d.Remaining == 0 {
 		// A free request must not slip past a spent quota (a login form's).
-		d.Allowed, d.RetryAfter = false, storekit.NextRefill(r, d)
+		d.Allowed, d.RetryAfter = false, storekit.NextRefill(c.r, d)
 	}
 	if !d.Allowed {
 		err, fallback = &ContendedError{RetryAfter: d.RetryAfter}, false
@@ -88,18 +155,69 @@ func (q *Quota) Config() QuotaConfig {
 // Stats returns a snapshot of the quota's counters.
 func (q *Quota) Stats() Stats { return q.l.Stats() }
 
-// allowN is Allow, and says whether the Fallback decided.
-func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (store.Decision, bool, error) {
-	if r.Burst == 0 {
-		r.Burst = r.Limit
+// quotaCall is one decision's question: key under r, or, when limits is
+// set, every limit together, their decisions put in out.
+type quotaCall struct {
+	key    string
+	r      store.Rate
+	limits []store.Limit
+	out    []store.Decision
+	cost   int
+}
+
+// one checks a call of one rate named name and sets its key.
+func (l *limiter) one(c *quotaCall, id, name string) error {
+	if name != "" && !headerToken(name) {
+		return invalid("policy %q: rate name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", l.p.Name, name)
 	}
-	if err := storekit.Check(r, cost); err != nil {
-		return store.Decision{}, false, fmt.Errorf("policy %q: %w", l.p.Name, err)
+	if err := storekit.Check(c.r, c.cost); err != nil {
+		return fmt.Errorf("policy %q: %w", l.p.Name, err)
 	}
-	key := l.key(id)
+	c.key = l.rateKey(id, name)
+	return nil
+}
+
+// all returns the call of several rates, checked.
+func (l *limiter) all(id string, rates []Rate, cost int) (*quotaCall, error) {
+	if len(rates) == 0 || len(rates) > maxRates {
+		return nil, invalid("policy %q: AllowAll takes 1 to %d rates, not %d", l.p.Name, maxRates, len(rates))
+	}
+	c := &quotaCall{cost: cost, limits: make([]store.Limit, len(rates)), out: make([]store.Decision, len(rates))}
+	for i, r := range rates {
+		one := quotaCall{r: r.Store(), cost: cost}
+		if err := l.one(&one, id, r.Name); err != nil {
+			return nil, err
+		}
+		for _, prev := range rates[:i] {
+			if prev.Name == r.Name || l.rateKey("", prev.Name) == l.rateKey("", r.Name) {
+				return nil, invalid("policy %q: two rates named %q", l.p.Name, r.Name)
+			}
+		}
+		c.limits[i] = store.Limit{Key: one.key, Rate: one.r}
+	}
+	return c, nil
+}
+
+// maxRates bounds the rates of one decision, which a store decides in one
+// script or under its shards' locks.
+const maxRates = 16
+
+// rateKey returns the key of id's quota under the rate named name: the
+// policy's key for its plain rate, a sibling in its hash tag for another.
+func (l *limiter) rateKey(id, name string) string {
+	if name == "" || name == l.p.Name {
+		return l.key(id)
+	}
+	return l.key(id) + ":" + name
+}
+
+// decide makes a checked call's decision, waiting up to Wait for a refill,
+// and says whether the Fallback decided. Several limits' decision is their
+// sum: allowed when all are, their least Remaining and latest times.
+func (l *limiter) decide(ctx context.Context, c *quotaCall) (store.Decision, bool, error) {
 	var deadline time.Time
 	for {
-		d, fb, err := l.allowOnce(ctx, key, r, cost)
+		d, fb, err := l.decideOnce(ctx, c)
 		if err != nil || d.Allowed || l.p.Wait <= 0 {
 			return d, fb, err
 		}
@@ -119,20 +237,20 @@ func (l *limiter) allowN(ctx context.Context, id string, r Rate, cost int) (stor
 	}
 }
 
-// allowOnce makes one decision: in the store, or under FailOver in the
+// decideOnce makes one decision: in the store, or under FailOver in the
 // Fallback while the store is skipped or when it fails.
-func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, bool, error) {
+func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, false, err
 	}
 	failOver := l.p.WhenStoreFails == FailOver
 	if !failOver || !l.health.skip() {
 		sent := l.since()
-		d, err := l.allowIn(ctx, l.store, key, r, cost)
+		d, err := l.decideIn(ctx, l.store, c)
 		l.storeCall(ctx, "quota", sent, callFailed(ctx, err))
 		if err == nil {
 			l.health.answered(l)
-			l.count(d, cost, false)
+			l.count(d, c.cost, false)
 			return d, false, nil
 		}
 		// The Fallback decides unless ctx ended or the call was shed.
@@ -141,7 +259,7 @@ func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 			return store.Decision{}, false, err
 		}
 	}
-	d, err := l.allowIn(ctx, l.p.Fallback, key, r, cost)
+	d, err := l.decideIn(ctx, l.p.Fallback, c)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return store.Decision{}, true, ctxErr
@@ -149,18 +267,41 @@ func (l *limiter) allowOnce(ctx context.Context, key string, r store.Rate, cost 
 		l.logStoreError("quota-fallback", err)
 		return store.Decision{}, true, &storeError{op: "quota", err: err}
 	}
-	l.count(d, cost, true)
+	l.count(d, c.cost, true)
 	return d, true, nil
 }
 
-// allowIn is one AllowN call to st, bounded by callStore.
-func (l *limiter) allowIn(ctx context.Context, st store.Store, key string, r store.Rate, cost int) (store.Decision, error) {
+// decideIn is one AllowN or AllowAll call to st, bounded by callStore.
+func (l *limiter) decideIn(ctx context.Context, st store.Store, c *quotaCall) (store.Decision, error) {
 	var d store.Decision
 	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
-		d, err = st.(store.Quota).AllowN(ctx, key, r, cost) // servable checked it
+		q := st.(store.Quota) // servable checked it
+		if c.limits == nil {
+			d, err = q.AllowN(ctx, c.key, c.r, c.cost)
+			return err
+		}
+		ds, err := q.AllowAll(ctx, c.limits, c.cost)
+		if err == nil && len(ds) != len(c.limits) {
+			err = fmt.Errorf("AllowAll gave %d decisions for %d limits", len(ds), len(c.limits))
+		}
+		if err == nil {
+			copy(c.out, ds)
+			d = sum(ds)
+		}
 		return err
 	})
 	return d, err
+}
+
+// sum is the decision of several limits decided together.
+func sum(ds []store.Decision) store.Decision {
+	d := store.Decision{Allowed: true, Remaining: ds[0].Remaining}
+	for _, x := range ds {
+		d.Allowed = d.Allowed && x.Allowed
+		d.Remaining = min(d.Remaining, x.Remaining)
+		d.RetryAfter, d.ResetAfter = max(d.RetryAfter, x.RetryAfter), max(d.ResetAfter, x.ResetAfter)
+	}
+	return d
 }
 
 // count adds a decision to the Stats; peeks and refunds count nowhere.

@@ -304,6 +304,11 @@ func (s *failingQuota) AllowN(context.Context, string, store.Rate, int) (store.D
 	return store.Decision{}, errQuotaDown
 }
 
+func (s *failingQuota) AllowAll(context.Context, []store.Limit, int) ([]store.Decision, error) {
+	s.calls.Add(1)
+	return nil, errQuotaDown
+}
+
 // TestQuotaStoreFails: Allow reports ErrStore; Admit fails open (nil, nil)
 // or closed (ErrStore) as the config says; FailOver decides in the
 // fallback, which keeps its own exact count.

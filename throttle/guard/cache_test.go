@@ -36,7 +36,7 @@ func uncached(rej *Rejection) *httptest.ResponseRecorder {
 		switch {
 		case rej.Reason == ReasonContended && rej.Decision != nil:
 			t := int64(-1)
-			if wait := storekit.NextRefill(g.rate, *rej.Decision); wait > 0 {
+			if wait := storekit.NextRefill(g.rate.Store(), *rej.Decision); wait > 0 {
 				t = seconds(wait)
 			}
 			h["Ratelimit"] = []string{limitField(g.name, rej.Decision.Remaining, t)}

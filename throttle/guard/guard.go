@@ -97,7 +97,7 @@ func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
 	if r.Burst == 0 {
 		r.Burst = r.Limit
 	}
-	if err := storekit.Check(r, 0); err != nil {
+	if err := storekit.Check(r.Store(), 0); err != nil {
 		panic("guard: " + err.Error())
 	}
 	c := q.Config()

@@ -312,7 +312,7 @@ func (g *Guard) rejectedField(rej *Rejection) []string {
 
 func (g *Guard) quotaField(d *store.Decision) []string {
 	t := int64(-1)
-	if wait := storekit.NextRefill(g.rate, *d); wait > 0 {
+	if wait := storekit.NextRefill(g.rate.Store(), *d); wait > 0 {
 		t = seconds(wait)
 	}
 	return g.quotaLimit(d.Remaining, t)

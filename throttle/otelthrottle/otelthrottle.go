@@ -167,7 +167,7 @@ func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {
 	for _, k := range []string{"extended", "lost"} {
 		s.counts[k] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(s.policy, leaseEventKey.String(k)))}
 	}
-	for _, op := range []string{"acquire", "release", "extend", "quota", "record", "recorded"} {
+	for _, op := range []string{"acquire", "release", "extend", "quota", "record", "recorded", "delete"} {
 		s.store[op] = s.storeSets(op)
 	}
 	for _, r := range []string{"done", "failed", "panic", "unknown"} {
