@@ -35,11 +35,13 @@ func uncached(rej *Rejection) *httptest.ResponseRecorder {
 		h["Ratelimit-Policy"] = []string{policyField(g)}
 		switch {
 		case rej.Reason == ReasonContended && rej.Decision != nil:
+			r := rej.plan.rates[0]
+			h["Ratelimit-Policy"] = []string{policyItem(rej.plan.names[0], r)}
 			t := int64(-1)
-			if wait := storekit.NextRefill(g.rate.Store(), *rej.Decision); wait > 0 {
+			if wait := storekit.NextRefill(r.Store(), *rej.Decision); wait > 0 {
 				t = seconds(wait)
 			}
-			h["Ratelimit"] = []string{limitField(g.name, rej.Decision.Remaining, t)}
+			h["Ratelimit"] = []string{limitField(rej.plan.names[0], rej.Decision.Remaining, t)}
 		case rej.Reason == ReasonContended:
 			h["Ratelimit"] = []string{limitField(g.name, 0, rej.retryAfter())}
 		}
@@ -131,9 +133,7 @@ func TestBodyNotShared(t *testing.T) {
 func TestQuotaFields(t *testing.T) {
 	for _, burst := range []int{1, 10, quotaEdge - 1, quotaEdge, quotaEdge + 1, 2*quotaEdge - 1, 2 * quotaEdge, 200, 10_000} {
 		for _, window := range []time.Duration{time.Second, 6 * time.Second, time.Minute, time.Hour} {
-			g := &Guard{name: "q", mode: throttle.ModeQuota, window: window,
-				rate: throttle.Rate{Limit: burst, Burst: burst, Window: window}}
-			g.initFields()
+			p := mustPlan("q", []throttle.Rate{{Limit: burst, Burst: burst, Window: window}})
 			for r := range burst + 1 {
 				if r > 3*quotaEdge && burst-r > 3*quotaEdge {
 					continue
@@ -141,7 +141,7 @@ func TestQuotaFields(t *testing.T) {
 				for ts := int64(-1); ts <= quotaSeconds+2; ts++ {
 					want := limitField("q", r, ts)
 					for range 2 { // made, then cached
-						require.Equal(t, []string{want}, g.quotaLimit(r, ts), "burst %d window %v r=%d t=%d", burst, window, r, ts)
+						require.Equal(t, []string{want}, p.quotaLimit(0, r, ts), "burst %d window %v r=%d t=%d", burst, window, r, ts)
 					}
 				}
 			}

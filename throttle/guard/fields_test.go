@@ -80,18 +80,23 @@ func TestPolicyField(t *testing.T) {
 		return Guard{name: name, mode: mode, window: ttl}
 	}
 	quota := func(name string, r throttle.Rate) Guard {
-		return Guard{name: name, mode: throttle.ModeQuota, window: r.Window, rate: r}
+		return Guard{name: name, mode: throttle.ModeQuota, window: r.Window, plan: mustPlan(name, []throttle.Rate{r})}
 	}
 	for want, p := range map[string]Guard{
-		`"submit";q=1;w=5`:                     lock("submit", throttle.Dedupe, 5*time.Second),
-		`"report";q=1;w=1`:                     lock("report", throttle.Cooldown, 10*time.Millisecond),
-		`"job";q=1;qu="concurrent-requests"`:   lock("job", throttle.Exclusive, 5*time.Second),
-		`"orders";q=1;w=60`:                    {name: "orders", mode: throttle.ModeReplay, window: time.Minute},
-		`"search";q=10;w=60`:                   quota("search", throttle.Rate{Limit: 10, Burst: 10, Window: time.Minute}),
-		`"api";q=100;w=3600;throttle-burst=20`: quota("api", throttle.Rate{Limit: 100, Burst: 20, Window: time.Hour}),
-		`"a b.c";q=5;w=2;throttle-burst=50`:    quota("a b.c", throttle.Rate{Limit: 5, Burst: 50, Window: 1500 * time.Millisecond}),
+		`"submit";q=1;w=5`:                       lock("submit", throttle.Dedupe, 5*time.Second),
+		`"report";q=1;w=1`:                       lock("report", throttle.Cooldown, 10*time.Millisecond),
+		`"job";q=1;qu="concurrent-requests"`:     {name: "job", mode: throttle.Exclusive, window: 5 * time.Second, holders: 1},
+		`"exports";q=2;qu="concurrent-requests"`: {name: "exports", mode: throttle.Exclusive, window: 5 * time.Second, holders: 2},
+		`"orders";q=1;w=60`:                      {name: "orders", mode: throttle.ModeReplay, window: time.Minute},
+		`"search";q=10;w=60`:                     quota("search", throttle.Rate{Limit: 10, Burst: 10, Window: time.Minute}),
+		`"api";q=100;w=3600;throttle-burst=20`:   quota("api", throttle.Rate{Limit: 100, Burst: 20, Window: time.Hour}),
+		`"a b.c";q=5;w=2;throttle-burst=50`:      quota("a b.c", throttle.Rate{Limit: 5, Burst: 50, Window: 1500 * time.Millisecond}),
 	} {
-		assert.Equal(t, want, policyField(&p), "policyField of %s", p.name)
+		got := policyField(&p)
+		if p.plan != nil {
+			got = p.plan.policy[0]
+		}
+		assert.Equal(t, want, got, "policyField of %s", p.name)
 	}
 }
 
@@ -119,14 +124,16 @@ func TestGuardPolicy(t *testing.T) {
 		{Lock(lock, WithStatus(200)), Guard{name: "job", mode: throttle.Exclusive, window: time.Minute, fence: true}, 409, // not a 4xx or 5xx: ignored
 			`"job";q=1;qu="concurrent-requests"`},
 		{Quota(quota, throttle.Rate{Limit: 6, Window: time.Minute}), Guard{name: "search", mode: throttle.ModeQuota, window: time.Minute,
-			rate: throttle.Rate{Limit: 6, Burst: 6, Window: time.Minute}}, 429, `"search";q=6;w=60`},
+			plan: &plan{rates: []throttle.Rate{{Limit: 6, Burst: 6, Window: time.Minute}}}}, 429, `"search";q=6;w=60`},
 		{Replay(replay), Guard{name: "orders", mode: throttle.ModeReplay, window: time.Hour}, 429, `"orders";q=1;w=3600`},
 	} {
 		p := c.g
 		assert.Equal(t, c.want.name, p.name, "name")
 		assert.Equal(t, c.want.mode, p.mode, "%s: mode", p.name)
 		assert.Equal(t, c.want.window, p.window, "%s: window", p.name)
-		assert.Equal(t, c.want.rate, p.rate, "%s: rate", p.name)
+		if c.want.plan != nil {
+			assert.Equal(t, c.want.plan.rates, p.plan.rates, "%s: rates", p.name)
+		}
 		assert.Equal(t, c.want.fence, p.fence, "%s: fence", p.name)
 		assert.Equal(t, c.status, p.status, "%s: status", p.name)
 		assert.Equal(t, []string{c.field}, c.g.policyField, "%s: RateLimit-Policy", p.name)

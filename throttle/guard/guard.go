@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -16,8 +15,8 @@ import (
 type Guard struct {
 	name     string
 	mode     throttle.Mode
-	window   time.Duration // a lock's or Replay's TTL, a Quota's window
-	rate     throttle.Rate // a Quota's, Burst filled in
+	window   time.Duration // a lock's or Replay's TTL, a Quota's first window
+	holders  int           // an Exclusive lock's LockConfig.Holders, at least 1
 	status   int           // of a request turned away for its key or quota
 	failed   func(status int) bool
 	cost     func(*http.Request) (int, error)
@@ -29,13 +28,15 @@ type Guard struct {
 	lock   *throttle.Lock // one of the three is set
 	quota  *throttle.Quota
 	replay *throttle.Replay
+	plan   *plan  // a Quota's rates when fixed,
+	plans  *plans // else the function that gives them
 
 	// What the answers repeat, built once by initFields.
 	policyField, heldField []string
 	contendedDetail        string
 	contendedBody          []byte
 	rejectedFields         fieldCache // by t
-	quotaFields            fieldCache // by r and t
+	placeFields            fieldCache // an admitted holder's, by the places left
 }
 
 // Option configures a Guard.
@@ -83,25 +84,9 @@ func Lock(l *throttle.Lock, opts ...Option) *Guard {
 		panic("guard: Lock needs a non-nil *throttle.Lock")
 	}
 	c := l.Config()
-	g := &Guard{lock: l, name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant}
+	g := &Guard{lock: l, name: c.Name, mode: c.Mode, window: c.TTL, fence: c.Fence, reentrant: c.Reentrant,
+		holders: max(c.Holders, 1)}
 	g.holds = c.Mode != throttle.Exclusive && !c.Fence && !c.Reentrant && c.Observer == nil
-	return g.init(c.Options, opts)
-}
-
-// Quota returns the Guard of q under rate r, Burst defaulting to Limit. It
-// panics when q is nil or r is not usable.
-func Quota(q *throttle.Quota, r throttle.Rate, opts ...Option) *Guard {
-	if q == nil {
-		panic("guard: Quota needs a non-nil *throttle.Quota")
-	}
-	if r.Burst == 0 {
-		r.Burst = r.Limit
-	}
-	if err := storekit.Check(r.Store(), 0); err != nil {
-		panic("guard: " + err.Error())
-	}
-	c := q.Config()
-	g := &Guard{quota: q, name: c.Name, mode: throttle.ModeQuota, window: r.Window, rate: r}
 	return g.init(c.Options, opts)
 }
 
@@ -137,13 +122,13 @@ func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
 // begin decides a request: one that goes ahead gets t filled and the
 // context to run with; else the rejection, or, with write, a refusal of the
 // key or quota is answered on w without allocating one (written).
-func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
+func (g *Guard) begin(ctx context.Context, t *ticket, r *http.Request, id string, cost int, fp string, w http.ResponseWriter, write bool) (_ context.Context, _ *Rejection, written bool) {
 	switch {
 	case g.replay != nil:
 		ctx, rej := g.beginReplay(ctx, t, id, fp)
 		return ctx, rej, false
 	case g.quota != nil:
-		rej, written := g.beginQuota(ctx, t, id, cost, w, write)
+		rej, written := g.beginQuota(ctx, t, r, id, cost, w, write)
 		return ctx, rej, written
 	}
 	var err error
@@ -154,7 +139,7 @@ func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp st
 	}
 	if err != nil {
 		*t = ticket{} // whatever came with the error is not held
-		rej, written := g.refused(t, err, nil, w, write)
+		rej, written := g.refused(t, err, nil, nil, w, write)
 		return ctx, rej, written
 	}
 	t.g = g
@@ -168,35 +153,12 @@ func (g *Guard) begin(ctx context.Context, t *ticket, id string, cost int, fp st
 	return ctx, nil, false
 }
 
-func (g *Guard) beginQuota(ctx context.Context, t *ticket, id string, cost int, w http.ResponseWriter, write bool) (*Rejection, bool) {
-	if cost < 0 || cost > g.rate.Burst {
-		g.observe(ctx, throttle.Event{Kind: "key_error"})
-		status := http.StatusBadRequest
-		if cost > 0 {
-			status = http.StatusRequestEntityTooLarge // it could never be allowed
-		}
-		return g.newRejection(status, ReasonBadCost, store.ErrInvalid), false
-	}
-	d, err := g.quota.Admit(ctx, id, g.rate, cost)
-	if err != nil {
-		return g.refused(t, err, d, w, write)
-	}
-	t.g = g
-	if d != nil {
-		t.quota, t.hasQuota = *d, true
-		if g.countOnlyFailures {
-			t.id, t.refund = id, cost
-		}
-	}
-	return nil, false
-}
-
 // refused is begin's answer to a request err turned away, with its Quota
-// decision d, copied so that the caller's may stay on its stack.
-func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
+// plan p and decision d, copied so that the caller's may stay on its stack.
+func (g *Guard) refused(t *ticket, err error, p *plan, d *store.Decision, w http.ResponseWriter, write bool) (*Rejection, bool) {
 	if ce, ok := err.(*throttle.ContendedError); ok && write && !g.dryRun {
 		rej := Rejection{Status: g.status, Reason: ReasonContended, RetryAfter: ce.RetryAfter,
-			Policy: g.name, Detail: g.contendedDetail, Err: err, g: g}
+			Policy: g.name, Detail: g.contendedDetail, Err: err, g: g, plan: p}
 		if d != nil {
 			dc := *d
 			rej.Decision = &dc
@@ -207,7 +169,7 @@ func (g *Guard) refused(t *ticket, err error, d *store.Decision, w http.Response
 	rej := g.rejection(err)
 	if d != nil {
 		dc := *d
-		rej.Decision = &dc
+		rej.Decision, rej.plan = &dc, p
 	}
 	return g.reject(t, rej), false
 }
@@ -305,7 +267,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 	ctx := r.Context()
 	if err == nil {
 		var written bool
-		if ctx, rej, written = g.begin(ctx, &t, id, cost, fp, w, write); written {
+		if ctx, rej, written = g.begin(ctx, &t, r, id, cost, fp, w, write); written {
 			return false, nil
 		}
 	}
@@ -339,9 +301,11 @@ type ticket struct {
 	lease       *throttle.Lease
 	hold        throttle.Hold // when g.holds
 	stop        context.CancelFunc
+	plan        *plan
 	quota       store.Decision // if hasQuota (a pointer would be an allocation)
 	hasQuota    bool
-	id          string // and refund: what CountOnlyFailures gives back
+	quotas      []store.Decision // of a plan of several rates
+	id          string           // and refund: what CountOnlyFailures gives back
 	refund      int
 	dryRun      *Rejection // that a dry run let through, for its fields
 	capture     *Capture   // and fingerprint: a Replay key's first request's
@@ -355,14 +319,22 @@ func (t *ticket) setHeaders(h http.Header) {
 	if t.g == nil {
 		return
 	}
-	h["Ratelimit-Policy"] = t.g.policyField
 	switch {
 	case t.dryRun != nil:
-		h["Ratelimit"] = t.g.rejectedField(t.dryRun)
+		t.dryRun.setFields(h)
 	case t.hasQuota:
-		h["Ratelimit"] = t.g.quotaField(&t.quota)
+		t.plan.setFields(h, &t.quota, nil)
+	case t.quotas != nil:
+		t.plan.setFields(h, nil, t.quotas)
+	case t.g.policyField == nil: // rates of a failed-open request's own
+	case t.lease != nil && t.g.holders > 1:
+		h["Ratelimit-Policy"] = t.g.policyField
+		h["Ratelimit"] = t.g.placeFields.get(int64(t.g.holders - t.lease.Holders()))
 	case t.lease != nil || (t.hold != throttle.Hold{}):
+		h["Ratelimit-Policy"] = t.g.policyField
 		h["Ratelimit"] = t.g.heldField
+	default:
+		h["Ratelimit-Policy"] = t.g.policyField
 	}
 }
 
@@ -395,7 +367,7 @@ func (t *ticket) finish(ctx context.Context, status int, panicked bool) {
 	switch {
 	case t.refund > 0:
 		if !failed { // a failed refund leaves the charge: the safe side
-			_, _ = g.quota.Allow(context.WithoutCancel(ctx), t.id, g.rate, -t.refund)
+			t.refundCharge(ctx)
 		}
 		return
 	case (t.hold != throttle.Hold{}):

@@ -3,13 +3,14 @@ package guard
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 )
 
 // beginN is begin for a request with no body fingerprint, whose
 // rejection, if any, is returned rather than written.
 func (g *Guard) beginN(ctx context.Context, id string, cost int) (context.Context, ticket, *Rejection) {
 	var t ticket
-	ctx, rej, _ := g.begin(ctx, &t, id, cost, "", nil, false)
+	ctx, rej, _ := g.begin(ctx, &t, httptest.NewRequest(http.MethodGet, "/", nil), id, cost, "", nil, false)
 	return ctx, t, rej
 }
 
@@ -22,6 +23,6 @@ func (g *Guard) begin1(ctx context.Context, id string) (context.Context, ticket,
 // key is written on w.
 func (g *Guard) beginW(ctx context.Context, id string, w http.ResponseWriter) (context.Context, ticket, *Rejection, bool) {
 	var t ticket
-	ctx, rej, written := g.begin(ctx, &t, id, 1, "", w, w != nil)
+	ctx, rej, written := g.begin(ctx, &t, httptest.NewRequest(http.MethodGet, "/", nil), id, 1, "", w, w != nil)
 	return ctx, t, rej, written
 }

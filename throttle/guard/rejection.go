@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -44,6 +43,9 @@ const (
 	// response was not kept (too large, or the store failed); 409 until
 	// the key expires (Retry-After), and the request is not processed again.
 	ReasonNotKept Reason = "not-kept"
+	// ReasonBadRate: a Quota guard's rate function returned rates that
+	// cannot be decided; 500, and the detail does not say more.
+	ReasonBadRate Reason = "bad-rate"
 )
 
 // Rejection is the answer to a request that does not go ahead, which
@@ -62,8 +64,10 @@ type Rejection struct {
 	// Err is the underlying error, for logs only: it may name keys.
 	Err error
 
-	g      *Guard    // that made it; nil for one made elsewhere
-	replay *response // for a Replay duplicate
+	g         *Guard           // that made it; nil for one made elsewhere
+	replay    *response        // for a Replay duplicate
+	plan      *plan            // a Quota's rates, when Decision is set,
+	decisions []store.Decision // and every rate's decision when several
 }
 
 // Write answers the request as the adapters do by default: Retry-After and
@@ -96,11 +100,29 @@ func (rej *Rejection) setHeaders(h http.Header) {
 	if secs := rej.retryAfter(); secs > 0 {
 		h["Retry-After"] = retryAfterFields.get(secs)
 	}
-	if g := rej.g; g != nil {
+	if rej.Reason == ReasonContended {
+		rej.setFields(h)
+	} else if g := rej.g; g != nil && g.policyField != nil {
 		h["Ratelimit-Policy"] = g.policyField
-		if rej.Reason == ReasonContended {
-			h["Ratelimit"] = g.rejectedField(rej)
-		}
+	}
+}
+
+// setFields sets the RateLimit fields of a refused request.
+func (rej *Rejection) setFields(h http.Header) {
+	g := rej.g
+	if g == nil {
+		return
+	}
+	p := rej.plan
+	if p == nil {
+		p = g.plan
+	}
+	switch {
+	case p != nil && rej.Decision != nil:
+		p.setFields(h, rej.Decision, rej.decisions)
+	case g.policyField != nil:
+		h["Ratelimit-Policy"] = g.policyField
+		h["Ratelimit"] = g.rejectedFields.get(rej.retryAfter())
 	}
 }
 
@@ -135,7 +157,7 @@ var problemTypes = map[Reason]string{ReasonBadKey: reasonDoc + "ReasonBadKey", R
 // answer to a duplicate.
 func (rej *Rejection) body() []byte {
 	if g := rej.g; g != nil && g.contendedBody != nil && rej.Reason == ReasonContended &&
-		rej.Status == g.status && rej.Detail == g.contendedDetail {
+		rej.Status == g.status && rej.Detail == g.contendedDetail && (rej.plan == nil || rej.plan == g.plan && rej.decisions == nil) {
 		return g.contendedBody
 	}
 	return rej.buildBody()
@@ -157,12 +179,31 @@ func (rej *Rejection) buildBody() []byte {
 	b = strconv.AppendQuote(append(b, `,"detail":`...), cmp.Or(rej.Detail, rej.detail()))
 	g := rej.g
 	if typ == quotaExceeded && g != nil { // draft -11 names the policies exceeded
-		b = append(strconv.AppendQuote(append(b, `,"violated-policies":[`...), g.name), ']')
+		b = append(b, `,"violated-policies":[`...)
+		for i, name := range rej.violated() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, name)
+		}
+		b = append(b, ']')
 	}
 	if documented && rej.Reason != ReasonBadKey && g != nil { // how long a retry gets the first response
 		b = strconv.AppendInt(append(b, `,"retention-seconds":`...), seconds(g.window), 10)
 	}
 	return append(b, "}\n"...)
+}
+
+// violated names the policies that refused the request.
+func (rej *Rejection) violated() []string {
+	p := cmp.Or(rej.plan, rej.g.plan)
+	switch {
+	case p != nil && rej.decisions != nil:
+		return p.violated(rej.decisions)
+	case p != nil:
+		return p.names[:1]
+	}
+	return []string{rej.g.name}
 }
 
 func (rej *Rejection) detail() string {
@@ -180,6 +221,7 @@ func (rej *Rejection) detail() string {
 var details = map[Reason]string{
 	ReasonBadCost:          "The request's cost could not be worked out.",
 	ReasonStoreUnavailable: "Rate limiting is temporarily unavailable. Retry shortly.",
+	ReasonBadRate:          "The server's rate limit is misconfigured.",
 	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
 	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
 	ReasonNotKept: "A request with the same idempotency key was processed and succeeded, but its response was not kept. " +
@@ -224,18 +266,11 @@ var contendedDetails = map[throttle.Mode]string{
 
 func policyField(g *Guard) string {
 	b := strconv.AppendQuote(make([]byte, 0, 64), g.name)
-	switch g.mode {
-	case throttle.Exclusive:
-		return string(append(b, `;q=1;qu="concurrent-requests"`...))
-	case throttle.ModeQuota:
-		b = strconv.AppendInt(append(b, ";q="...), int64(g.rate.Limit), 10)
-	default:
-		b = append(b, ";q=1"...)
+	if g.mode == throttle.Exclusive {
+		b = strconv.AppendInt(append(b, ";q="...), int64(g.holders), 10)
+		return string(append(b, `;qu="concurrent-requests"`...))
 	}
-	b = strconv.AppendInt(append(b, ";w="...), seconds(g.window), 10)
-	if g.mode == throttle.ModeQuota && g.rate.Burst != g.rate.Limit {
-		b = strconv.AppendInt(append(b, ";throttle-burst="...), int64(g.rate.Burst), 10)
-	}
+	b = strconv.AppendInt(append(b, ";q=1;w="...), seconds(g.window), 10)
 	return string(b)
 }
 
@@ -272,15 +307,13 @@ func (c *fieldCache) get(n int64) []string {
 var retryAfterFields = fieldCache{vals: make([]atomic.Pointer[[]string], 600),
 	format: func(n int64) string { return strconv.FormatInt(n, 10) }}
 
-// The Quota values cached: r within quotaEdge of 0 or of Burst (a spent
-// quota, a user's first requests), t from none (-1) to quotaSeconds-2.
-const (
-	quotaEdge    = 64
-	quotaSeconds = 16
-)
-
 func (g *Guard) initFields() {
-	g.policyField = []string{policyField(g)}
+	switch {
+	case g.plan != nil:
+		g.policyField = g.plan.policy
+	case g.quota == nil:
+		g.policyField = []string{policyField(g)}
+	}
 	t := int64(-1) // an Exclusive hold lasts as long as the work
 	if g.mode != throttle.Exclusive {
 		t = seconds(g.window)
@@ -290,42 +323,6 @@ func (g *Guard) initFields() {
 	g.contendedBody = (&Rejection{Status: g.status, Reason: ReasonContended, Detail: g.contendedDetail, g: g}).buildBody()
 	g.rejectedFields = fieldCache{vals: make([]atomic.Pointer[[]string], 301),
 		format: func(t int64) string { return limitField(g.name, 0, t) }}
-	if g.mode != throttle.ModeQuota {
-		return
-	}
-	g.quotaFields = fieldCache{vals: make([]atomic.Pointer[[]string], min(g.rate.Burst+1, 2*quotaEdge)*quotaSeconds),
-		format: func(n int64) string {
-			r, t := int(n/quotaSeconds), n%quotaSeconds-1
-			if r >= quotaEdge {
-				r = g.rate.Burst - (r - quotaEdge)
-			}
-			return limitField(g.name, r, t)
-		}}
-}
-
-func (g *Guard) rejectedField(rej *Rejection) []string {
-	if rej.Decision != nil {
-		return g.quotaField(rej.Decision)
-	}
-	return g.rejectedFields.get(rej.retryAfter())
-}
-
-func (g *Guard) quotaField(d *store.Decision) []string {
-	t := int64(-1)
-	if wait := storekit.NextRefill(g.rate.Store(), *d); wait > 0 {
-		t = seconds(wait)
-	}
-	return g.quotaLimit(d.Remaining, t)
-}
-
-func (g *Guard) quotaLimit(r int, t int64) []string {
-	i := r
-	if r >= quotaEdge {
-		i = quotaEdge + g.rate.Burst - r
-	}
-	n := int64(i)*quotaSeconds + t + 1
-	if r < 0 || r > g.rate.Burst || t < -1 || t+1 >= quotaSeconds || n >= int64(len(g.quotaFields.vals)) {
-		return []string{limitField(g.name, r, t)}
-	}
-	return g.quotaFields.get(n)
+	g.placeFields = fieldCache{vals: make([]atomic.Pointer[[]string], g.holders+1),
+		format: func(r int64) string { return limitField(g.name, int(r), -1) }}
 }
