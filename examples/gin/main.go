@@ -44,6 +44,15 @@
 //	POST /jobs/:id/run    Exclusive, policy "jobs", keyed by the job id: works for -work,
 //	                      then 200 with a JSON body; the same id meanwhile gets 409.
 //	                      An empty id, or one over 64 bytes, gets 400.
+//	GET  /api/items       Quota, policies "items-burst" (5 per 10 s) and "items-hourly" (30 per
+//	                      hour), decided and charged as one, keyed as /submit; a user whose
+//	                      id begins with pro- has four times both. Both in every RateLimit
+//	                      field, most restrictive first; a refusal (429) is charged to neither.
+//	POST /exports         Exclusive with two holders, policy "exports", keyed as /submit:
+//	                      works for -work, then 200; a third while two run gets 409.
+//	POST /admin/reset     With -admin-token TOKEN and Authorization: Bearer TOKEN: clears the
+//	                      quotas and frees the keys of ?user=ID, 204; else 401. Without
+//	                      -admin-token: 404. Never throttled.
 //	GET  /healthz         200, never throttled.
 //	GET  /metrics         Prometheus text format (package promthrottle), never throttled.
 //
@@ -55,7 +64,8 @@
 // independent masters), -redis-cluster or -redis-sentinel master@host:port
 // (other Redis set-ups), -replica-ack N; -window (default 5s), -work
 // (default 2s), both positive (otherwise exit status 2); -fail open, closed
-// or over (what a request gets while Redis fails). SIGINT or SIGTERM shuts
+// or over (what a request gets while Redis fails); -admin-token (default
+// empty: no POST /admin/reset). SIGINT or SIGTERM shuts
 // it down cleanly (exit status 0).
 //
 // The net/http and echo examples build the same key for the same user and
@@ -116,6 +126,18 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// GET /api/items: two rates decided as one, each user's plan's (see
+	// demo.ItemsRates): a request refused by either is charged to neither.
+	items, err := demo.NewItemsQuota(store, s)
+	if err != nil {
+		return nil, err
+	}
+	// POST /exports: at most two exports in flight per user (see
+	// demo.NewExportsLock).
+	exports, err := demo.NewExportsLock(store, s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
@@ -148,6 +170,12 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	r.GET("/checkout", gin.WrapF(demo.Checkout)) // an order form to double-click
 	r.POST("/password-reset", ginadapter.Middleware(guard.Lock(reset), key), gin.WrapF(demo.Reset))
 	r.POST("/jobs/:id/run", ginadapter.Middleware(guard.Lock(jobs), jobKey), runJob(s))
+	r.GET("/api/items", ginadapter.Middleware(guard.Quota(items, demo.ItemsRates), key), gin.WrapF(demo.Items))
+	r.POST("/exports", ginadapter.Middleware(guard.Lock(exports), key), gin.WrapH(demo.RunExport(s, "gin")))
+	// POST /admin/reset, with -admin-token only: never throttled.
+	if admin := demo.NewAdmin(s, key, search, items, submitLock, reset); admin != nil {
+		r.POST("/admin/reset", gin.WrapH(admin))
+	}
 	r.GET("/healthz", healthz)              // no throttle middleware: never throttled
 	r.GET("/metrics", gin.WrapH(s.Metrics)) // likewise
 	return r, nil

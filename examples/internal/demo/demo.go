@@ -62,6 +62,9 @@ type Settings struct {
 	// GET /metrics that exports it. Nil in a Settings made by hand.
 	Observer throttle.Observer
 	Metrics  http.Handler
+	// AdminToken is the bearer token of POST /admin/reset (-admin-token);
+	// empty: no such route.
+	AdminToken string
 }
 
 // Options returns the options every limiter of an example shares: what a
@@ -91,7 +94,7 @@ func failName(m throttle.FailMode) string {
 }
 
 // Main parses the flags every example takes (-addr, -redis, -redis-cluster,
-// -redis-sentinel, -replica-ack, -window, -work, -fail), opens the store,
+// -redis-sentinel, -replica-ack, -window, -work, -fail, -admin-token), opens the store,
 // serves the handler routes builds, and exits 0 after a clean shutdown on
 // SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
 func Main(name string, routes Routes) {
@@ -102,6 +105,7 @@ func Main(name string, routes Routes) {
 	replicaAck := flag.Int("replica-ack", 0, "with -redis or -redis-sentinel: admit only once this many replicas have the lock (Redis WAIT); 0: do not wait")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
 	work := flag.Duration("work", 2*time.Second, "how long a job of POST /jobs/{id}/run works")
+	adminToken := flag.String("admin-token", "", "the bearer token of POST /admin/reset?user=ID, which clears a user's quotas and frees its keys; empty: no such route")
 	fail := flag.String("fail", "", "what a request gets while Redis fails: open, closed, or over (to a memory store in this process); empty: the policy's default")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
@@ -119,7 +123,7 @@ func Main(name string, routes Routes) {
 		fmt.Fprintf(os.Stderr, "%s: -work %v: want a positive duration\n", name, *work)
 		os.Exit(2)
 	}
-	s := Settings{Window: *window, Work: *work, WhenStoreFails: mode}
+	s := Settings{Window: *window, Work: *work, WhenStoreFails: mode, AdminToken: *adminToken}
 	if mode == throttle.FailOver {
 		s.Fallback = memstore.New()
 	}
