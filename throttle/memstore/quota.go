@@ -20,9 +20,6 @@ func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Micro
 func (q quota) policy() uint16        { return q.pol }
 func (q quota) size() int64           { return 1 }
 
-// maxLimits is the most limits one AllowAll decides.
-const maxLimits = 16
-
 // AllowN decides a request of cost against the quota r of key, as the Redis
 // stores do (see store.Quota); a new entry that does not fit fails.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
@@ -148,16 +145,11 @@ func checkQuota(ctx context.Context, key string, r store.Rate, cost int) error {
 
 // checkLimits returns the error of an AllowAll call no store takes.
 func checkLimits(ctx context.Context, limits []store.Limit, cost int) error {
-	if len(limits) < 1 || len(limits) > maxLimits {
-		return fmt.Errorf("%w: memstore: %d limits, want 1 to %d", store.ErrInvalid, len(limits), maxLimits)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	for i, l := range limits {
-		if err := checkQuota(ctx, l.Key, l.Rate, cost); err != nil {
-			return err
-		}
-		if slices.ContainsFunc(limits[:i], func(o store.Limit) bool { return o.Key == l.Key }) {
-			return fmt.Errorf("%w: memstore: key %q twice in one AllowAll", store.ErrInvalid, l.Key)
-		}
+	if err := storekit.CheckLimits(limits, cost); err != nil {
+		return fmt.Errorf("memstore: %w", err)
 	}
 	return nil
 }
