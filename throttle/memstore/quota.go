@@ -62,8 +62,8 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 		allowed = allowed && gs[i].d.Allowed
 	}
 	if !allowed {
-		for i := range gs {
-			gs[i].refuse(limits[i].Rate)
+		for i, l := range limits {
+			gs[i].refuse(l.Rate)
 		}
 	} else if !reserve(shs, gs, now) {
 		return nil, errFull
