@@ -24,6 +24,8 @@ var (
 	recordScript  = newScript("record")
 	gcraScript    = newScript("gcra")
 	gcraMsScript  = newScript("gcra_ms")
+	gcraAllScript = newScript("gcra_all")
+	deleteScript  = newScript("delete")
 )
 
 // Script is a Lua script and its SHA1, which EVALSHA sends.

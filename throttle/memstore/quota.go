@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -22,19 +23,151 @@ func (q quota) size() int64           { return 1 }
 // AllowN decides a request of cost against the quota r of key, as the Redis
 // stores do (see store.Quota); a new entry that does not fit fails.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checkQuota(ctx, key, r, cost); err != nil {
 		return store.Decision{}, err
-	}
-	if key == "" {
-		return store.Decision{}, fmt.Errorf("%w: memstore: empty key", store.ErrInvalid)
-	}
-	if err := storekit.Check(r, cost); err != nil {
-		return store.Decision{}, fmt.Errorf("memstore: %w", err)
 	}
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now, _ := s.now(false) // under the lock: decisions in the order of their times
+	g := decideQuota(sh, key, r, cost, now)
+	if g.adds() {
+		g.q.pol = sh.pols.id(key)
+		if !sh.quotas.room(g.q.pol, 1, now) {
+			return store.Decision{}, errFull
+		}
+	}
+	g.write(sh)
+	return g.d, nil
+}
+
+// AllowAll decides cost against every limit at once, charging all or none
+// (see store.Quota): it locks the shards of all keys, in the order of their
+// index so that two calls cannot wait for each other, and decides every key
+// on one clock reading. New entries that do not fit fail, writing nothing.
+func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([]store.Decision, error) {
+	if err := checkLimits(ctx, limits, cost); err != nil {
+		return nil, err
+	}
+	shs := make([]*shard, len(limits))
+	for i, l := range limits {
+		shs[i] = s.shard(l.Key)
+	}
+	defer s.lockAll(shs)()
+	now, _ := s.now(false)
+	gs := make([]gcraStep, len(limits))
+	allowed := true
+	for i, l := range limits {
+		gs[i] = decideQuota(shs[i], l.Key, l.Rate, cost, now)
+		allowed = allowed && gs[i].d.Allowed
+	}
+	if !allowed {
+		for i, l := range limits {
+			gs[i].refuse(l.Rate)
+		}
+	} else if !reserve(shs, gs, now) {
+		return nil, errFull
+	}
+	ds := make([]store.Decision, len(gs))
+	for i := range gs {
+		gs[i].write(shs[i])
+		ds[i] = gs[i].d
+	}
+	return ds, nil
+}
+
+// lockAll locks each of shs once, in the order of their addresses (their
+// index in Store.shards), and returns the function that unlocks them.
+func (s *Store) lockAll(shs []*shard) func() {
+	idx := make([]int, 0, len(shs))
+	for _, sh := range shs {
+		idx = append(idx, s.index(sh))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.shards[i].mu.Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.shards[i].mu.Unlock()
+		}
+	}
+}
+
+// index returns the position of sh, one of s's shards, in s.shards.
+func (s *Store) index(sh *shard) int {
+	i := 0
+	for &s.shards[i] != sh {
+		i++
+	}
+	return i
+}
+
+// reserve makes room for the entries that gs add, each counted with the
+// others of its shard and policy, and reports whether they all fit. A room
+// sweep may remove an expired entry a step found: each step looks again.
+func reserve(shs []*shard, gs []gcraStep, now time.Duration) bool {
+	for i := range gs {
+		if !gs[i].adds() {
+			continue
+		}
+		gs[i].q.pol = shs[i].pols.id(gs[i].key)
+		n := int64(0)
+		for j := 0; j <= i; j++ {
+			if shs[j] == shs[i] && gs[j].adds() && gs[j].q.pol == gs[i].q.pol {
+				n++
+			}
+		}
+		if !shs[i].quotas.room(gs[i].q.pol, n, now) {
+			return false
+		}
+	}
+	for i := range gs {
+		_, gs[i].present = shs[i].quotas.m[gs[i].key]
+	}
+	return true
+}
+
+// checkQuota returns the error of a quota call no store takes.
+func checkQuota(ctx context.Context, key string, r store.Rate, cost int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("%w: memstore: empty key", store.ErrInvalid)
+	}
+	if err := storekit.Check(r, cost); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	return nil
+}
+
+// checkLimits returns the error of an AllowAll call no store takes.
+func checkLimits(ctx context.Context, limits []store.Limit, cost int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := storekit.CheckLimits(limits, cost); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	return nil
+}
+
+// gcraStep is one key's decision, made before anything is written.
+type gcraStep struct {
+	key     string
+	q       quota // the entry found (if present), or the one to add
+	present bool
+	nowUS   int64 // now in microseconds, whole milliseconds for such rates
+	tat     int64 // the TAT the decision starts from
+	newTAT  int64
+	d       store.Decision
+}
+
+// decideQuota decides a request of cost at now against the quota r of key,
+// in sh (locked), writing nothing.
+func decideQuota(sh *shard, key string, r store.Rate, cost int, now time.Duration) gcraStep {
 	nowUS := int64(now / time.Microsecond)
 	if t := int64(storekit.Interval(r) / time.Microsecond); t%1000 == 0 {
 		nowUS -= nowUS % 1000 // the Redis stores keep the TAT as a PX expiry
@@ -43,22 +176,38 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	q, present := sh.quotas.m[key]
 	tat := max(q.tat, nowUS)
 	d, newTAT := storekit.Decide(tat, nowUS, r, cost)
-	switch {
-	case !d.Allowed || newTAT == tat:
-		if present && q.tat <= nowUS {
-			sh.quotas.drop(key, q)
-		}
-	case newTAT <= nowUS: // a refund filled the quota again
-		sh.quotas.drop(key, q)
-	case present:
-		q.tat = newTAT
-		sh.quotas.put(key, q, false)
-	default:
-		pol := sh.pols.id(key)
-		if !sh.quotas.room(pol, 1, now) {
-			return store.Decision{}, errFull
-		}
-		sh.quotas.put(key, quota{tat: newTAT, pol: pol}, true)
+	return gcraStep{key: key, q: q, present: present, nowUS: nowUS, tat: tat, newTAT: newTAT, d: d}
+}
+
+// adds reports whether write adds an entry, which needs room.
+func (g *gcraStep) adds() bool {
+	return g.d.Allowed && g.newTAT != g.tat && g.newTAT > g.nowUS && !g.present
+}
+
+// refuse turns g into a refusal of an AllowAll that another limit refused:
+// nothing charged, and a RetryAfter of 0 when this limit alone allows it.
+func (g *gcraStep) refuse(r store.Rate) {
+	if g.d.Allowed {
+		g.d, _ = storekit.Decide(g.tat, g.nowUS, r, 0)
+		g.d.Allowed = false
 	}
-	return d, nil
+	g.newTAT = g.tat
+}
+
+// write stores g's decision in sh: the new TAT, or, when the quota is full,
+// no entry; room for an added one was made.
+func (g *gcraStep) write(sh *shard) {
+	switch {
+	case !g.d.Allowed || g.newTAT == g.tat:
+		if g.present && g.q.tat <= g.nowUS {
+			sh.quotas.drop(g.key, g.q)
+		}
+	case g.newTAT <= g.nowUS: // a refund filled the quota again
+		if g.present {
+			sh.quotas.drop(g.key, g.q)
+		}
+	default:
+		g.q.tat = g.newTAT
+		sh.quotas.put(g.key, g.q, !g.present)
+	}
 }

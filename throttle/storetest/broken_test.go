@@ -118,14 +118,19 @@ func (s *naiveStore) Release(ctx context.Context, key, token string) (store.Outc
 	}
 	delete(s.locks, key)
 	if s.bug != "no-notify" {
-		for _, ch := range s.waiters[key] {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
+		s.wake(key)
 	}
 	return store.OK, nil
+}
+
+// wake tells key's waiters to look again.
+func (s *naiveStore) wake(key string) {
+	for _, ch := range s.waiters[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
@@ -190,16 +195,17 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		t.Skip("runs the test binary once per bug")
 	}
 	for bug, subtest := range map[string]string{
-		"unchecked-release": "token-safety",
-		"unchecked-extend":  "token-safety",
-		"no-expiry":         "token-safety",
-		"check-then-set":    "contention",
-		"static-fence":      "fence",
-		"no-reentry":        "reentrant",
-		"no-notify":         "notifier",
-		"ignores-context":   "cancelled-context",
-		"retry-contended":   "own-token-retry",
-		"reentry-shortens":  "reentry-ttl",
+		"unchecked-release":   "token-safety",
+		"unchecked-extend":    "token-safety",
+		"no-expiry":           "token-safety",
+		"check-then-set":      "contention",
+		"static-fence":        "fence",
+		"no-reentry":          "reentrant",
+		"no-notify":           "notifier",
+		"ignores-context":     "cancelled-context",
+		"retry-contended":     "own-token-retry",
+		"reentry-shortens":    "reentry-ttl",
+		"delete-resets-fence": "delete-fence",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
@@ -213,10 +219,17 @@ func TestSuiteCatchesBugs(t *testing.T) {
 }
 
 func (s *naiveStore) Delete(ctx context.Context, keys ...string) error {
+	if err := ctx.Err(); err != nil && s.bug != "ignores-context" {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
 		delete(s.locks, k)
+		if s.bug == "delete-resets-fence" {
+			delete(s.fences, k)
+		}
+		s.wake(k)
 	}
 	return nil
 }

@@ -13,8 +13,9 @@ import (
 
 // Run runs the conformance suite against the stores newStore makes, each
 // check a subtest: acquisition, token-checked release and extend, expiry,
-// contention, fences, retries, reentrancy, cancelled contexts, odd keys, and
-// Notifier and Recorder when the store implements them. newStore gets the
+// contention, fences, retries, reentrancy, cancelled contexts, odd keys,
+// Delete, and Notifier, Recorder and Quota (AllowAll) when the store
+// implements them. newStore gets the
 // subtest's t; every check uses fresh keys, so it may return a shared store.
 // A store with a method Refuses(store.Request) error (see package store) has
 // the checks that need what it refuses skipped, and the refusal checked.
@@ -55,6 +56,15 @@ var cases = []struct {
 	{"record", testRecord, none},
 	{"record-others", testRecordOthers, none},
 	{"record-release", testRecordRelease, none},
+	{"allow-all", testAllowAll, none},
+	{"allow-all-one", testAllowAllOne, none},
+	{"allow-all-invalid", testAllowAllInvalid, none},
+	{"allow-all-race", testAllowAllRace, none},
+	{"delete", testDelete, none},
+	{"delete-fence", testDeleteFence, fenced},
+	{"delete-record", testDeleteRecord, none},
+	{"delete-quota", testDeleteQuota, none},
+	{"delete-notify", testDeleteNotify, none},
 }
 
 // refuses returns what s's Refuses method (see Run) says of req, if any.
