@@ -69,7 +69,8 @@ func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 
 // Acquire takes req.Key in one round trip: SET NX PX, pipelined with GET and
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
-// or the acquire script for a fenced or reentrant request.
+// or the acquire script for a fenced or reentrant request; a semaphore
+// (Holders above 1) is a sorted set that its own script changes.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
@@ -78,6 +79,8 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	switch {
 	case s.cfg.replicas > 0:
 		return s.acquireAcked(ctx, req, ms)
+	case semaphore(req):
+		return s.acquireHolders(ctx, req, ms)
 	case req.Fence || req.Reentrant || s.cfg.path == "script":
 		return s.acquireScript(ctx, req, ms, true)
 	}

@@ -34,6 +34,7 @@ type shard struct {
 	fences  table[counter]
 	quotas  table[quota]
 	records table[record]
+	sems    semaphores // keys with several holders
 	waiters map[string][]chan struct{}
 	pols    policies
 	// fenceBase is the highest fence of the counters removed: new ones

@@ -113,6 +113,9 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if req.TTL <= 0 || req.Token == "" {
 		return store.Grant{}, fmt.Errorf("%w: memstore: empty token or ttl %v not positive", store.ErrInvalid, req.TTL)
 	}
+	if req.Holders > 1 || req.Holders < 0 {
+		return s.acquireHolders(req)
+	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now(req.Fence)
 	sh, tag := s.locate(req.Key)
@@ -121,8 +124,13 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if l, i, held := sh.locks.get(req.Key, tag, now); held {
 		return s.acquireHeld(sh, req, l, i, ttl, now, wall)
 	}
+	if len(sh.sems.m) > 0 {
+		if g, held := sh.semHeld(req.Key, now); held {
+			return g, nil
+		}
+	}
 	pol := sh.pols.id(req.Key)
-	if !sh.locks.room(pol, now) {
+	if !sh.locks.room(pol, now) && !sh.sweepSems(pol, now) {
 		return store.Grant{}, errFull
 	}
 	l := lock{token: req.Token, expires: now + ttl, pol: pol}
@@ -178,7 +186,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 		}
 		sh.notify(key)
 		return store.OK
-	})
+	}, releaseHolder)
 }
 
 // Extend sets key's time to live to ttl if token holds it (see store.Store).
@@ -192,13 +200,15 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 		}
 		sh.locks.update(i, l, now)
 		return store.OK
-	})
+	}, extendHolder(ttl))
 }
 
 // ifOwned runs change under key's shard lock when token holds key, and
-// otherwise reports store.Gone or store.HeldByOther, changing nothing.
+// otherwise reports store.Gone or store.HeldByOther, changing nothing. A
+// key with several holders has holder run instead (see ifHolder).
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, i int, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, i int, l lock, now time.Duration) store.Outcome,
+	holder func(sh *shard, key string, sm *semaphore, i int, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -209,7 +219,7 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	l, i, held := sh.locks.get(key, tag, now)
 	switch {
 	case !held:
-		return store.Gone, nil
+		return sh.ifHolder(key, token, now, holder), nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}
