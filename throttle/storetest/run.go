@@ -13,8 +13,9 @@ import (
 
 // Run runs the conformance suite against the stores newStore makes, each
 // check a subtest: acquisition, token-checked release and extend, expiry,
-// contention, fences, retries, reentrancy, cancelled contexts, odd keys, and
-// Notifier and Recorder when the store implements them. newStore gets the
+// contention, fences, retries, reentrancy, cancelled contexts, odd keys,
+// keys with several holders (Request.Holders), and Notifier and Recorder
+// when the store implements them. newStore gets the
 // subtest's t; every check uses fresh keys, so it may return a shared store.
 // A store with a method Refuses(store.Request) error (see package store) has
 // the checks that need what it refuses skipped, and the refusal checked.
@@ -55,6 +56,12 @@ var cases = []struct {
 	{"record", testRecord, none},
 	{"record-others", testRecordOthers, none},
 	{"record-release", testRecordRelease, none},
+	{"holders", testHolders, holders},
+	{"holders-expiry", testHoldersExpiry, holders},
+	{"holders-extend", testHoldersExtend, holders},
+	{"holders-contention", testHoldersContention, holders},
+	{"holders-fence", testHoldersFence, fencedHolders},
+	{"holders-invalid", testHoldersInvalid, none},
 }
 
 // refuses returns what s's Refuses method (see Run) says of req, if any.
