@@ -133,8 +133,8 @@ func (s *Store) grant(res []int64) (store.Grant, error) {
 	return store.Grant{Acquired: true, TTL: duration(res[3]), Fence: res[1], Holds: int(res[2])}, nil
 }
 
-// Release frees key and its record if token holds it, and publishes on
-// key+":released", in one script.
+// Release frees key and its record if token holds it (or token's place of a
+// semaphore), and publishes on key+":released", in one script.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
@@ -160,7 +160,8 @@ func (s *Store) releaseMoving(ctx context.Context, key, token string, moving err
 	return s.conn.Eval(ctx, releaseScript, []string{key}, token, channel(key))
 }
 
-// Extend sets key's TTL if token holds it (raising a reentrant key's only).
+// Extend sets key's TTL if token holds it (raising a reentrant key's only),
+// or the time of token's place of a semaphore.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err

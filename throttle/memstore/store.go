@@ -105,7 +105,8 @@ func ceilMillis(d time.Duration) time.Duration {
 }
 
 // Acquire takes req.Key for req.Token if it is free, or re-enters it for its
-// reentrant owner (see store.Store); a new lock that does not fit fails.
+// reentrant owner, or takes one of req.Holders places (see store.Store and
+// acquireHolders); a new lock or holder that does not fit fails.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
@@ -171,8 +172,8 @@ func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, i int, ttl, no
 	return g, nil
 }
 
-// Release frees key and its record if token holds it, and wakes its
-// watchers (see store.Store).
+// Release frees key and its record if token holds it, or token's place of a
+// key with several holders, and wakes its watchers (see store.Store).
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		if l.holds > 1 {
@@ -189,7 +190,8 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	}, releaseHolder)
 }
 
-// Extend sets key's time to live to ttl if token holds it (see store.Store).
+// Extend sets key's time to live to ttl if token holds it, or the time of
+// token's place of a key with several holders (see store.Store).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)

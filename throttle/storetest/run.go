@@ -15,8 +15,8 @@ import (
 // check a subtest: acquisition, token-checked release and extend, expiry,
 // contention, fences, retries, reentrancy, cancelled contexts, odd keys,
 // keys with several holders (Request.Holders), and Notifier and Recorder
-// when the store implements them. newStore gets the
-// subtest's t; every check uses fresh keys, so it may return a shared store.
+// when the store implements them. newStore gets the subtest's t; every
+// check uses fresh keys, so it may return a shared store.
 // A store with a method Refuses(store.Request) error (see package store) has
 // the checks that need what it refuses skipped, and the refusal checked.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
