@@ -6,7 +6,7 @@
 -- KEYS[2]  fencing counter (store.FenceKey(KEYS[1]); same hash tag), only
 --          when fenced
 -- ARGV[1]  token
--- ARGV[2]  ttl in milliseconds (>= 1)
+-- ARGV[2]  ttl in milliseconds (>= 1; a hundred years at most are kept)
 -- ARGV[3]  "1" to hand out a fencing token, else "0"
 -- ARGV[4]  how many tokens may hold the key at once (>= 2)
 -- ARGV[5]  ttl of the fencing counter in milliseconds
@@ -24,7 +24,8 @@
 if redis.replicate_commands then redis.replicate_commands() end
 
 local key, fenceKey = KEYS[1], KEYS[2]
-local token, ttl = ARGV[1], tonumber(ARGV[2])
+-- Scores stay whole numbers: a place lasts a hundred years at most.
+local token, ttl = ARGV[1], math.min(tonumber(ARGV[2]), 3155760000000)
 local fenced, limit = ARGV[3] == "1", tonumber(ARGV[4])
 
 local kind = redis.call("TYPE", key).ok

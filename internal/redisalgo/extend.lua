@@ -19,7 +19,8 @@ if kind == "zset" then
   local t = redis.call("TIME")
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if not score or tonumber(score) <= now then return 3 end
-  redis.call("ZADD", key, "XX", now + tonumber(ARGV[2]), token)
+  -- Scores stay whole numbers: a place lasts a hundred years at most.
+  redis.call("ZADD", key, "XX", now + math.min(tonumber(ARGV[2]), 3155760000000), token)
   local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
   redis.call("PEXPIREAT", key, last[2])
   return 1
