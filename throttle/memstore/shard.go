@@ -31,10 +31,10 @@ func (c counter) size() int64           { return 1 }
 type shard struct {
 	mu      sync.Mutex
 	locks   locks
+	sems    semaphores // keys with several holders, beside the locks they exclude
 	fences  table[counter]
 	quotas  table[quota]
 	records table[record]
-	sems    semaphores // keys with several holders
 	waiters map[string][]chan struct{}
 	pols    policies
 	// fenceBase is the highest fence of the counters removed: new ones

@@ -114,7 +114,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if req.TTL <= 0 || req.Token == "" {
 		return store.Grant{}, fmt.Errorf("%w: memstore: empty token or ttl %v not positive", store.ErrInvalid, req.TTL)
 	}
-	if req.Holders > 1 || req.Holders < 0 {
+	if uint(req.Holders) > 1 { // several holders, or a negative count to refuse
 		return s.acquireHolders(req)
 	}
 	ttl := ceilMillis(req.TTL)
