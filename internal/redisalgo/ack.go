@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -26,13 +27,16 @@ type Waiter interface {
 // write (a retry found our token: the reply is the PTTL, not the TTL asked)
 // is rewritten by the extend script and WAIT, so that the replicas have it.
 func (s *Store) acquireAcked(ctx context.Context, req store.Request, ms int64) (store.Grant, error) {
+	if err := storekit.CheckHolders(s.name, req); err != nil {
+		return store.Grant{}, err
+	}
 	w := s.conn.(Waiter)
-	keys, args := s.acquireArgs(req, ms)
-	res, acked, waitErr, err := w.EvalWait(ctx, acquireScript, s.cfg.replicas, s.cfg.ackTimeout, keys, args...)
+	script, keys, args := s.acquireCall(req, ms)
+	res, acked, waitErr, err := w.EvalWait(ctx, script, s.cfg.replicas, s.cfg.ackTimeout, keys, args...)
 	if err != nil {
 		return store.Grant{}, s.fail("acquire", err, true)
 	}
-	g, err := s.grant(res)
+	g, err := s.grantOf(req, res)
 	if err == nil && g.Acquired && !req.Fence && !req.Reentrant && res[3] != ms {
 		var n []int64
 		n, acked, waitErr, err = w.EvalWait(ctx, extendScript, s.cfg.replicas, s.cfg.ackTimeout,

@@ -69,7 +69,8 @@ func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 
 // Acquire takes req.Key in one round trip: SET NX PX, pipelined with GET and
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
-// or the acquire script for a fenced or reentrant request.
+// or the acquire script for a fenced or reentrant request; a semaphore
+// (Holders above 1) is a sorted set that its own script changes.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
@@ -78,6 +79,8 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	switch {
 	case s.cfg.replicas > 0:
 		return s.acquireAcked(ctx, req, ms)
+	case semaphore(req):
+		return s.acquireHolders(ctx, req, ms)
 	case req.Fence || req.Reentrant || s.cfg.path == "script":
 		return s.acquireScript(ctx, req, ms, true)
 	}
@@ -130,8 +133,8 @@ func (s *Store) grant(res []int64) (store.Grant, error) {
 	return store.Grant{Acquired: true, TTL: duration(res[3]), Fence: res[1], Holds: int(res[2])}, nil
 }
 
-// Release frees key and its record if token holds it, and publishes on
-// key+":released", in one script.
+// Release frees key and its record if token holds it (or token's place of a
+// semaphore), and publishes on key+":released", in one script.
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
@@ -157,7 +160,8 @@ func (s *Store) releaseMoving(ctx context.Context, key, token string, moving err
 	return s.conn.Eval(ctx, releaseScript, []string{key}, token, channel(key))
 }
 
-// Extend sets key's TTL if token holds it (raising a reentrant key's only).
+// Extend sets key's TTL if token holds it (raising a reentrant key's only),
+// or the time of token's place of a semaphore.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err

@@ -8,7 +8,7 @@ import (
 )
 
 // Delete removes keys whoever holds them (see store.Store): each key's lock,
-// with its hold count, its record and its quota, and wakes its watchers. The
+// with its hold count or its holders, its record and its quota, and wakes its watchers. The
 // fence counters stay, so that fences keep increasing.
 func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	if err := ctx.Err(); err != nil {
@@ -25,7 +25,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-// delete removes key's lock, record and quota under its shard's lock.
+// delete removes key's lock or holders, record and quota under its shard's lock.
 func (s *Store) delete(key string) {
 	now, _ := s.now(false)
 	sh, tag := s.locate(key)
@@ -39,6 +39,10 @@ func (s *Store) delete(key string) {
 	}
 	if q, ok := sh.quotas.m[key]; ok {
 		sh.quotas.drop(key, q)
+	}
+	if sm := sh.sems.m[key]; sm != nil {
+		sh.locks.count(sm.pol, -int64(len(sm.holders)))
+		delete(sh.sems.m, key)
 	}
 	sh.notify(key)
 }

@@ -43,7 +43,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 		sh.records.put(key, record{data: append([]byte{}, rec...), expires: l.expires, pol: l.pol}, true)
 		sh.notify(key)
 		return store.OK
-	})
+	}, nil)
 	if out == 0 && err == nil {
 		return 0, fmt.Errorf("%w: memstore: no room left for a record of %d bytes: %w", store.ErrInvalid, len(rec), errFull)
 	}

@@ -31,6 +31,7 @@ func (c counter) size() int64           { return 1 }
 type shard struct {
 	mu      sync.Mutex
 	locks   locks
+	sems    semaphores // keys with several holders, beside the locks they exclude
 	fences  table[counter]
 	quotas  table[quota]
 	records table[record]

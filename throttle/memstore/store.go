@@ -105,13 +105,17 @@ func ceilMillis(d time.Duration) time.Duration {
 }
 
 // Acquire takes req.Key for req.Token if it is free, or re-enters it for its
-// reentrant owner (see store.Store); a new lock that does not fit fails.
+// reentrant owner, or takes one of req.Holders places (see store.Store and
+// acquireHolders); a new lock or holder that does not fit fails.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
 	if req.TTL <= 0 || req.Token == "" {
 		return store.Grant{}, fmt.Errorf("%w: memstore: empty token or ttl %v not positive", store.ErrInvalid, req.TTL)
+	}
+	if uint(req.Holders) > 1 { // several holders, or a negative count to refuse
+		return s.acquireHolders(req)
 	}
 	ttl := ceilMillis(req.TTL)
 	now, wall := s.now(req.Fence)
@@ -121,8 +125,13 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if l, i, held := sh.locks.get(req.Key, tag, now); held {
 		return s.acquireHeld(sh, req, l, i, ttl, now, wall)
 	}
+	if len(sh.sems.m) > 0 {
+		if g, held := sh.semHeld(req.Key, now); held {
+			return g, nil
+		}
+	}
 	pol := sh.pols.id(req.Key)
-	if !sh.locks.room(pol, now) {
+	if !sh.locks.room(pol, now) && !sh.sweepSems(pol, now) {
 		return store.Grant{}, errFull
 	}
 	l := lock{token: req.Token, expires: now + ttl, pol: pol}
@@ -163,8 +172,8 @@ func (s *Store) acquireHeld(sh *shard, req store.Request, l lock, i int, ttl, no
 	return g, nil
 }
 
-// Release frees key and its record if token holds it, and wakes its
-// watchers (see store.Store).
+// Release frees key and its record if token holds it, or token's place of a
+// key with several holders, and wakes its watchers (see store.Store).
 func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, error) {
 	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		if l.holds > 1 {
@@ -178,10 +187,11 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 		}
 		sh.notify(key)
 		return store.OK
-	})
+	}, releaseHolder)
 }
 
-// Extend sets key's time to live to ttl if token holds it (see store.Store).
+// Extend sets key's time to live to ttl if token holds it, or the time of
+// token's place of a key with several holders (see store.Store).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
@@ -192,13 +202,15 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 		}
 		sh.locks.update(i, l, now)
 		return store.OK
-	})
+	}, extendHolder(ttl))
 }
 
 // ifOwned runs change under key's shard lock when token holds key, and
-// otherwise reports store.Gone or store.HeldByOther, changing nothing.
+// otherwise reports store.Gone or store.HeldByOther, changing nothing. A
+// key with several holders has holder run instead (see ifHolder).
 func (s *Store) ifOwned(ctx context.Context, key, token string,
-	change func(sh *shard, i int, l lock, now time.Duration) store.Outcome) (store.Outcome, error) {
+	change func(sh *shard, i int, l lock, now time.Duration) store.Outcome,
+	holder func(sh *shard, key string, sm *semaphore, i int, now time.Duration) store.Outcome) (store.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -209,7 +221,7 @@ func (s *Store) ifOwned(ctx context.Context, key, token string,
 	l, i, held := sh.locks.get(key, tag, now)
 	switch {
 	case !held:
-		return store.Gone, nil
+		return sh.ifHolder(key, token, now, holder), nil
 	case l.token != token:
 		return store.HeldByOther, nil
 	}

@@ -139,14 +139,21 @@ func (s *Store) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // Refuses returns the error, matching store.ErrInvalid, that Acquire gives
-// for req, or nil: fencing tokens and reentrancy are refused, so that a
-// limiter rejects a config asking for them at construction.
+// for req, or nil: fencing tokens, reentrancy and several holders per key
+// (Request.Holders above 1) are refused, so that a limiter rejects a config
+// asking for them at construction.
 func (s *Store) Refuses(req store.Request) error {
 	switch {
 	case req.Fence:
 		return invalid("fencing tokens refused: no number from independent nodes strictly increases across holders")
 	case req.Reentrant:
 		return invalid("reentrant requests refused: hold counts on several nodes drift apart")
+	case req.Holders > 1:
+		return invalid("several holders per key refused: independent nodes would each admit " +
+			"their own set of holders, and no quorum bounds how many hold the key at once")
+	}
+	if err := storekit.CheckHolders("redlock", req); err != nil {
+		return err
 	}
 	return storekit.CheckLock("redlock", req.Key, req.Token, req.TTL)
 }

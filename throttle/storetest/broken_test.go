@@ -24,6 +24,7 @@ type naiveStore struct {
 	locks   map[string]*naiveLock
 	fences  map[string]int64
 	waiters map[string][]chan struct{}
+	sems    map[string]map[string]time.Time // see places
 }
 
 type naiveLock struct {
@@ -35,7 +36,8 @@ type naiveLock struct {
 }
 
 func newNaive(bug string) *naiveStore {
-	return &naiveStore{bug: bug, locks: map[string]*naiveLock{}, fences: map[string]int64{}, waiters: map[string][]chan struct{}{}}
+	return &naiveStore{bug: bug, locks: map[string]*naiveLock{}, fences: map[string]int64{}, waiters: map[string][]chan struct{}{},
+		sems: map[string]map[string]time.Time{}}
 }
 
 func (s *naiveStore) held(key string) *naiveLock {
@@ -51,8 +53,14 @@ func (s *naiveStore) Acquire(ctx context.Context, req store.Request) (store.Gran
 	if err := ctx.Err(); err != nil && s.bug != "ignores-context" {
 		return store.Grant{}, err
 	}
+	if req.Holders > 1 || req.Holders < 0 {
+		return s.acquirePlace(req)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if rem, ok := s.semHeld(req.Key); ok {
+		return store.Grant{Remaining: rem}, nil
+	}
 	if l := s.held(req.Key); l != nil {
 		if req.Reentrant && l.reentrant && l.token == req.Token && s.bug != "no-reentry" {
 			l.holds++
@@ -109,7 +117,7 @@ func (s *naiveStore) Release(ctx context.Context, key, token string) (store.Outc
 	l := s.held(key)
 	switch {
 	case l == nil:
-		return store.Gone, nil
+		return s.releasePlace(key, token, 0), nil
 	case l.token != token && s.bug != "unchecked-release":
 		return store.HeldByOther, nil
 	case l.holds > 1:
@@ -142,7 +150,7 @@ func (s *naiveStore) Extend(ctx context.Context, key, token string, ttl time.Dur
 	l := s.held(key)
 	switch {
 	case l == nil:
-		return store.Gone, nil
+		return s.releasePlace(key, token, ttl), nil
 	case l.token != token && s.bug != "unchecked-extend":
 		return store.HeldByOther, nil
 	}
@@ -206,6 +214,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		"retry-contended":     "own-token-retry",
 		"reentry-shortens":    "reentry-ttl",
 		"delete-resets-fence": "delete-fence",
+		"holders-unbounded":   "holders",
+		"holders-no-expiry":   "holders-expiry",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
@@ -226,6 +236,7 @@ func (s *naiveStore) Delete(ctx context.Context, keys ...string) error {
 	defer s.mu.Unlock()
 	for _, k := range keys {
 		delete(s.locks, k)
+		delete(s.sems, k)
 		if s.bug == "delete-resets-fence" {
 			delete(s.fences, k)
 		}

@@ -89,3 +89,21 @@ func testDeleteNotify(t *testing.T, s store.Store) {
 	watchThen(t, n, key, "delete", func() { mustDelete(t, s, key) })
 	mustBeFree(t, s, key)
 }
+
+// testDeleteHolders: Delete frees every place of a key with several
+// holders; the old holders find their places gone.
+func testDeleteHolders(t *testing.T, s store.Store) {
+	key := newKey("delete-holders")
+	toks := []string{storekit.NewToken(), storekit.NewToken(), storekit.NewToken()}
+	for _, tok := range toks {
+		acquire(t, s, place(key, tok, longTTL), true)
+	}
+	acquire(t, s, place(key, storekit.NewToken(), longTTL), false)
+	mustDelete(t, s, key)
+	for range places {
+		acquire(t, s, place(key, storekit.NewToken(), longTTL), true)
+	}
+	mustOutcome(t, "Release by a holder before Delete", store.Gone)(s.Release(bg, key, toks[0]))
+	mustDelete(t, s, key)
+	mustBeFree(t, s, key)
+}

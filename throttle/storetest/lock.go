@@ -82,9 +82,10 @@ func testOwnTokenRetry(t *testing.T, s store.Store) {
 // testRefusals: what a store refuses (see Run) it refuses with
 // store.ErrInvalid, as Refuses says, and without taking the key.
 func testRefusals(t *testing.T, s store.Store) {
-	for _, kind := range []store.Request{fenced, reentrant} {
+	for _, kind := range []store.Request{fenced, reentrant, holders} {
 		if refuses(s, kind) != nil {
-			req := store.Request{Key: newKey("refusals"), Token: storekit.NewToken(), TTL: longTTL, Fence: kind.Fence, Reentrant: kind.Reentrant}
+			req := store.Request{Key: newKey("refusals"), Token: storekit.NewToken(), TTL: longTTL,
+				Fence: kind.Fence, Reentrant: kind.Reentrant, Holders: kind.Holders}
 			_, err := s.Acquire(bg, req)
 			require.ErrorIs(t, err, store.ErrInvalid, "Acquire(%+v) of a refused kind", req)
 			require.ErrorIs(t, refuses(s, kind), store.ErrInvalid, "Refuses(%+v)", kind)

@@ -14,9 +14,10 @@ import (
 // Run runs the conformance suite against the stores newStore makes, each
 // check a subtest: acquisition, token-checked release and extend, expiry,
 // contention, fences, retries, reentrancy, cancelled contexts, odd keys,
-// Delete, and Notifier, Recorder and Quota (AllowAll) when the store
-// implements them. newStore gets the
-// subtest's t; every check uses fresh keys, so it may return a shared store.
+// keys with several holders (Request.Holders), Delete, and Notifier,
+// Recorder and Quota (AllowAll) when the store implements them. newStore
+// gets the subtest's t; every check uses fresh keys, so it may return a
+// shared store.
 // A store with a method Refuses(store.Request) error (see package store) has
 // the checks that need what it refuses skipped, and the refusal checked.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
@@ -65,6 +66,13 @@ var cases = []struct {
 	{"delete-record", testDeleteRecord, none},
 	{"delete-quota", testDeleteQuota, none},
 	{"delete-notify", testDeleteNotify, none},
+	{"holders", testHolders, holders},
+	{"holders-expiry", testHoldersExpiry, holders},
+	{"holders-extend", testHoldersExtend, holders},
+	{"holders-contention", testHoldersContention, holders},
+	{"holders-fence", testHoldersFence, fencedHolders},
+	{"holders-invalid", testHoldersInvalid, none},
+	{"delete-holders", testDeleteHolders, holders},
 }
 
 // refuses returns what s's Refuses method (see Run) says of req, if any.
