@@ -100,7 +100,7 @@ func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 // rejection left to answer and what was written.
 func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Rejection, *httptest.ResponseRecorder) {
 	w := httptest.NewRecorder()
-	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), key, nil,
+	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), "/orders", key, nil,
 		func(r *http.Request, c *guard.Capture) int {
 			rec := httptest.NewRecorder()
 			h(rec, r)

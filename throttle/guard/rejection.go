@@ -101,6 +101,9 @@ func (rej *Rejection) setHeaders(h http.Header) {
 		if rej.Reason == ReasonContended {
 			h["Ratelimit"] = g.rejectedField(rej)
 		}
+		if g.legacyLimit != nil {
+			rej.setLegacy(h)
+		}
 	}
 }
 
