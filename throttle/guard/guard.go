@@ -299,7 +299,7 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 // Replay duplicate is always answered here. ran reports whether next ran.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, route, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
-	if g.skip != nil && g.skip(r) {
+	if g.skipped(r) {
 		next(r, nil)
 		return true, nil
 	}

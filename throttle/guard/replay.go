@@ -196,7 +196,7 @@ func (r *response) write(w http.ResponseWriter) {
 		h["Content-Length"] = []string{strconv.Itoa(len(r.body))}
 	}
 	w.WriteHeader(r.status)
-	_, _ = w.Write(r.body)
+	_, _ = w.Write(r.body) //nolint:gosec // the recorded response, as its handler sent it
 }
 
 // A record is what a Replay key's first request leaves for its duplicates:

@@ -12,3 +12,8 @@ import "net/http"
 func Skip(skip func(r *http.Request) bool) Option {
 	return func(g *Guard) { g.skip = skip }
 }
+
+// skipped reports whether Skip lets r through unguarded.
+func (g *Guard) skipped(r *http.Request) bool {
+	return g.skip != nil && g.skip(r)
+}
