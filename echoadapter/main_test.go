@@ -35,6 +35,13 @@ var adapter = adaptertest.Adapter{
 				return c.NoContent(adaptertest.CustomStatus)
 			})))
 	},
+	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
+		e := echo.New()
+		for path, h := range routes {
+			e.Any(path, echo.WrapHandler(h), echoadapter.Middleware(g, key))
+		}
+		return e
+	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
 }
 

@@ -70,7 +70,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	}
 	id, err := m.key(c)
 	var herr error // the handler's
-	_, rej := m.g.Serve(c.Response(), c.Request(), id, err, func(r *http.Request, capture *guard.Capture) int {
+	_, rej := m.g.Serve(c.Response(), c.Request(), c.Path(), id, err, func(r *http.Request, capture *guard.Capture) int {
 		herr = run(c, next, r, capture)
 		return status(c, herr)
 	}, m.reject == nil)

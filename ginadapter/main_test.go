@@ -38,6 +38,13 @@ var adapter = adaptertest.Adapter{
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))
 	},
+	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
+		e := gin.New()
+		for path, h := range routes {
+			e.Any(path, ginadapter.Middleware(g, key), gin.WrapH(h))
+		}
+		return e
+	},
 	Bare: func(h http.Handler) http.Handler { return engine(h) },
 }
 

@@ -35,7 +35,7 @@ func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gi
 	}
 	return func(c *gin.Context) {
 		id, err := m.key(c)
-		ran, rej := g.Serve(c.Writer, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
+		ran, rej := g.Serve(c.Writer, c.Request, c.FullPath(), id, err, func(r *http.Request, capture *guard.Capture) int {
 			return next(c, r, capture)
 		}, m.reject == nil)
 		if rej != nil {

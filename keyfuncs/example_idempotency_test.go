@@ -40,8 +40,10 @@ func ExampleIdempotencyKey() {
 }
 
 // The client's key scoped by user and route, and the body's hash for a
-// request without one. gin and echo set no r.Pattern: there the same Join
-// is built in the adapter's key function type, such as
+// request without one, for a Lock (a guard.Replay scopes its stored keys by
+// method and route itself, so its key is Join(user, idem), alike in every
+// adapter). gin and echo set no r.Pattern: there the same Join is built in
+// the adapter's key function type, such as
 // keyfuncs.Join(ginadapter.Value("user"), ginadapter.Request(keyfuncs.Method()),
 // ginadapter.FullPath(), ginadapter.Request(idem)).
 func ExampleIdempotencyKey_scoped() {

@@ -3,6 +3,7 @@
 // takes an *http.Request, so net/http, gin and echo build the same keys:
 //
 //	// one submission per user and route, whatever the path values
+//	// (net/http; gin: ginadapter.FullPath(), echo: echoadapter.Path())
 //	key := keyfuncs.Join(keyfuncs.ContextValue(userKey{}), keyfuncs.Method(), keyfuncs.Pattern())
 package keyfuncs
 
@@ -128,7 +129,10 @@ func PathValue(name string) Func {
 }
 
 // Pattern keys on the http.ServeMux pattern matched, one limit per route;
-// the mux sets it as it dispatches, so wrap each route, not the mux.
+// the mux sets it as it dispatches, so wrap each route, not the mux. gin
+// and echo set no r.Pattern, so there it refuses every request (400): use
+// ginadapter.FullPath() or echoadapter.Path() instead. A Replay guard
+// needs neither: it scopes its keys by method and route itself.
 func Pattern() Func {
 	return nonEmpty("route pattern", func(r *http.Request) string { return r.Pattern })
 }

@@ -28,6 +28,13 @@ var adapter = adaptertest.Adapter{
 				w.WriteHeader(adaptertest.CustomStatus)
 			}))(h))
 	},
+	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
+		m := http.NewServeMux()
+		for path, h := range routes {
+			m.Handle(path, nethttp.Middleware(g, key)(h))
+		}
+		return m
+	},
 	Bare: func(h http.Handler) http.Handler { return mux(h) },
 }
 

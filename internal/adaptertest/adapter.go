@@ -24,6 +24,14 @@ type Adapter struct {
 	// CustomStatus and the header CustomHeader set to rej.Reason.String().
 	WrapCustom func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler
 
+	// Routes serves each handler of routes on a route of its own of the
+	// framework's router, for every method: the map's keys are the
+	// routes' paths, plain ("/orders"), each handler behind the adapter's
+	// middleware for g and key with default options, so that the
+	// middleware sees the route the router matched. The suite skips the
+	// cases that need it when it is nil.
+	Routes func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler
+
 	// Bare serves h on the same engine without the middleware, the
 	// baseline of the benchmarks.
 	Bare func(h http.Handler) http.Handler

@@ -68,6 +68,10 @@ func Run(t *testing.T, a Adapter) {
 		{"ReplayNoBody", testReplayNoBody},
 		{"ReplayUnrecordable", testReplayUnrecordable},
 		{"ReplayCustomReject", testReplayCustomReject},
+		{"ReplayScopedByRoute", testReplayRoutes},
+		{"ReplayFieldsOfNow", testReplayFieldsNow},
+		{"Skip", testSkip},
+		{"LegacyHeaders", testLegacyHeaders},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, a) })

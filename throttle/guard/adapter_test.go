@@ -33,6 +33,17 @@ var miniAdapter = adaptertest.Adapter{
 		}
 		return miniServer(throttleMini(g, key, reject), miniHTTP(h))
 	},
+	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h, ok := routes[r.URL.Path]
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			route := func(c *miniCtx) { c.Route = r.URL.Path } // mini's router, for routes without wildcards
+			miniServer(route, throttleMini(g, key, nil), miniHTTP(h)).ServeHTTP(w, r)
+		})
+	},
 	Bare:     func(h http.Handler) http.Handler { return miniServer(miniHTTP(h)) },
 	Buffered: true, // mini collects the whole response in its context
 }
@@ -100,7 +111,7 @@ func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 // rejection left to answer and what was written.
 func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Rejection, *httptest.ResponseRecorder) {
 	w := httptest.NewRecorder()
-	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), key, nil,
+	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), "/orders", key, nil,
 		func(r *http.Request, c *guard.Capture) int {
 			rec := httptest.NewRecorder()
 			h(rec, r)

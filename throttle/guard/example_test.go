@@ -17,7 +17,8 @@ import (
 // handlers runs through Next until one calls Abort.
 type miniCtx struct {
 	Request *http.Request
-	Status  int // 0 until something is written
+	Route   string // the route matched, such as "/orders/:id"
+	Status  int    // 0 until something is written
 	Header  http.Header
 	Body    bytes.Buffer
 
@@ -58,7 +59,7 @@ func (c *miniCtx) String(status int, s string) {
 func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	return func(c *miniCtx) {
 		id, err := key(c.Request)
-		ran, rej := g.Serve(miniWriter{c}, c.Request, id, err, func(r *http.Request, capture *guard.Capture) int {
+		ran, rej := g.Serve(miniWriter{c}, c.Request, c.Route, id, err, func(r *http.Request, capture *guard.Capture) int {
 			// mini collects the whole response before sending it, so the
 			// capture of a Replay's first request gets it once the chain
 			// returned.

@@ -25,6 +25,9 @@ type Guard struct {
 	// holds: requests hold their keys with Lock.Hold (see Lock).
 	countOnlyFailures, fence, reentrant, dryRun, holds bool
 
+	skip   func(*http.Request) bool // Skip's; nil: none skipped
+	legacy bool                     // LegacyHeaders
+
 	lock   *throttle.Lock // one of the three is set
 	quota  *throttle.Quota
 	replay *throttle.Replay
@@ -109,6 +112,7 @@ func (g *Guard) init(o throttle.Options, opts []Option) *Guard {
 		g.status = http.StatusConflict
 	}
 	g.failed = func(status int) bool { return status >= 400 }
+	g.holders = max(g.holders, 1)
 	for _, o := range opts {
 		o(g)
 	}
@@ -236,6 +240,14 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 
 // Serve decides the request r, whose identity the adapter's key function
 // built as id or failed to build with keyErr: it answers on w, or runs next.
+// route is the route template the framework matched, such as "/orders/{id}"
+// (net/http's r.Pattern without its method and host), "/orders/:id" (gin's
+// c.FullPath(), echo's c.Path()), or "" when none matched: a Replay scopes
+// its stored keys by method and route, so that one Replay on two routes
+// never answers one route's request with the other's response (""
+// stands for r.URL.Path). Locks and Quotas store id alone. A request Skip
+// lets through goes to next at once, without a store call or RateLimit
+// fields.
 //
 // next runs the rest of the chain with r (carrying the context the hold
 // needs) and returns the client's status, 200 when nothing was written. For
@@ -248,8 +260,12 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 // Rejection.Write when write is true, else sets its Retry-After and
 // RateLimit fields on w and returns it for the adapter's own handler; a
 // Replay duplicate is always answered here. ran reports whether next ran.
-func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr error,
+func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, route, id string, keyErr error,
 	next func(r *http.Request, c *Capture) (status int), write bool) (ran bool, rej *Rejection) {
+	if g.skipped(r) {
+		next(r, nil)
+		return true, nil
+	}
 	var t ticket
 	cost, fp, err := 1, "", keyErr
 	switch {
@@ -263,6 +279,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 		if fp, err = idempotencyFingerprint(r); err != nil {
 			rej = g.badInput(err, ReasonBadKey)
 		}
+		id = replayID(r, route, id)
 	}
 	ctx := r.Context()
 	if err == nil {
@@ -273,7 +290,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, id string, keyErr 
 	}
 	switch {
 	case rej != nil && rej.replay != nil:
-		rej.replay.write(w)
+		rej.writeReplay(w)
 		return false, nil
 	case rej != nil && write:
 		rej.Write(w)
@@ -335,6 +352,9 @@ func (t *ticket) setHeaders(h http.Header) {
 		h["Ratelimit"] = t.g.heldField
 	default:
 		h["Ratelimit-Policy"] = t.g.policyField
+	}
+	if t.g.legacy {
+		t.setLegacy(h)
 	}
 }
 

@@ -105,6 +105,9 @@ func (rej *Rejection) setHeaders(h http.Header) {
 	} else if g := rej.g; g != nil && g.policyField != nil {
 		h["Ratelimit-Policy"] = g.policyField
 	}
+	if g := rej.g; g != nil && g.legacy {
+		rej.setLegacy(h)
+	}
 }
 
 // setFields sets the RateLimit fields of a refused request.

@@ -68,7 +68,9 @@ func (g *Guard) replayed(b []byte, fp string) *Rejection {
 		rej.RetryAfter = max(time.Until(rec.expires), time.Millisecond)
 		return rej
 	}
-	return &Rejection{Status: rec.resp.status, Policy: g.name, replay: rec.resp, g: g}
+	// RetryAfter: how long the key is still held, for the RateLimit field
+	// of now (see writeReplay).
+	return &Rejection{Status: rec.resp.status, Policy: g.name, RetryAfter: untilExpiry(rec.expires), replay: rec.resp, g: g}
 }
 
 // recordRetry bounds the retries of a record while the store fails.
@@ -115,9 +117,15 @@ type Capture struct {
 }
 
 // recordedHeaders are the fields replayed: what describes the content and
-// where it points; never Set-Cookie, the first sender's.
+// where it points; never Set-Cookie, the first sender's, nor the RateLimit
+// fields, which a replay gets as of its own time (see writeReplay).
 var recordedHeaders = map[string]bool{"Content-Type": true, "Location": true, "Cache-Control": true,
-	"Content-Language": true, "Ratelimit": true, "Ratelimit-Policy": true}
+	"Content-Language": true}
+
+// notReplayed are the fields a replay never repeats from a record, which
+// older versions kept: the guard sets them as of the replay.
+var notReplayed = map[string]bool{"Ratelimit": true, "Ratelimit-Policy": true, "Retry-After": true,
+	"X-Ratelimit-Limit": true, "X-Ratelimit-Remaining": true, "X-Ratelimit-Reset": true}
 
 // maxRecordedBody is the largest body recorded; the store may keep less.
 const maxRecordedBody = 64 << 10
@@ -179,14 +187,16 @@ var replayedField = []string{"true"}
 func (r *response) write(w http.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range r.header {
-		h[k] = vs
+		if !notReplayed[k] {
+			h[k] = vs
+		}
 	}
 	h["Idempotent-Replayed"] = replayedField
 	if len(r.body) > 0 {
 		h["Content-Length"] = []string{strconv.Itoa(len(r.body))}
 	}
 	w.WriteHeader(r.status)
-	_, _ = w.Write(r.body)
+	_, _ = w.Write(r.body) //nolint:gosec // the recorded response, as its handler sent it
 }
 
 // A record is what a Replay key's first request leaves for its duplicates:
