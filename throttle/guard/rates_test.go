@@ -24,7 +24,7 @@ func serveAs(g *guard.Guard, id string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/api/items", nil)
 	r.Header.Set("X-User-ID", id)
-	g.Serve(w, r, id, nil, func(*http.Request, *guard.Capture) int {
+	g.Serve(w, r, "/api/items", id, nil, func(*http.Request, *guard.Capture) int {
 		w.WriteHeader(http.StatusOK)
 		return http.StatusOK
 	}, true)
@@ -172,7 +172,7 @@ func TestHoldersFields(t *testing.T) {
 		wg.Go(func() {
 			w := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodPost, "/exports", nil)
-			g.Serve(w, r, "u", nil, func(*http.Request, *guard.Capture) int {
+			g.Serve(w, r, "/exports", "u", nil, func(*http.Request, *guard.Capture) int {
 				fields[i] = w.Header().Get("RateLimit")
 				inside <- struct{}{}
 				<-release
