@@ -76,7 +76,7 @@ func TestAllowAll(t *testing.T) {
 	ds, err = q.AllowAll(ctx, "u", rates, 1)
 	require.NoError(t, err)
 	assert.False(t, ds[0].Allowed, "the daily rate refuses now")
-	assert.Equal(t, 2, ds[0].Remaining, "a refusal by the daily rate was charged to the burst rate")
+	assert.Equal(t, 3, ds[0].Remaining, "a refusal by the daily rate was charged to the burst rate (full again)")
 
 	for name, bad := range map[string][]throttle.Rate{
 		"none":        nil,
