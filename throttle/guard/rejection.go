@@ -250,6 +250,9 @@ func contendedDetail(g *Guard) string {
 	if g.countOnlyFailures {
 		return "Too many failed attempts. Retry after the time Retry-After gives."
 	}
+	if g.holders > 1 {
+		return "As many of the same requests as may run at once are already in progress. Retry after one finishes."
+	}
 	return cmp.Or(contendedDetails[g.mode], "The same request was received moments ago. Retry after the window ends.")
 }
 
