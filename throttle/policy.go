@@ -138,14 +138,20 @@ func (p *policy) check() error {
 		return invalid("policy %q: TTL %v is too short", p.Name, p.TTL)
 	case p.MaxHold < 0 || (p.Wait < 0 && p.Mode != ModeReplay) || p.Timeout < 0:
 		return invalid("policy %q: durations must not be negative", p.Name)
-	case p.Holders < 0 || p.Holders > 1 && (p.Mode != Exclusive || p.Reentrant):
-		return invalid("policy %q: Holders %d: above 1 only for an Exclusive lock that is not Reentrant", p.Name, p.Holders)
 	case strings.ContainsAny(p.Prefix, "{}"):
 		return invalid("prefix %q must not contain '{' or '}'", p.Prefix)
 	case p.WhenStoreFails > FailOver:
 		return invalid("unknown WhenStoreFails %d", p.WhenStoreFails)
 	case p.WhenStoreFails == FailOver && p.Fallback == nil:
 		return invalid("FailOver needs a Fallback store")
+	}
+	return p.checkHolders()
+}
+
+// checkHolders checks LockConfig.Holders.
+func (p *policy) checkHolders() error {
+	if p.Holders < 0 || p.Holders > 1 && (p.Mode != Exclusive || p.Reentrant) {
+		return invalid("policy %q: Holders %d: above 1 only for an Exclusive lock that is not Reentrant", p.Name, p.Holders)
 	}
 	return nil
 }
