@@ -3,7 +3,6 @@ package nethttp
 import (
 	"cmp"
 	"net/http"
-	"strings"
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -52,7 +51,7 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	_, rej := h.g.Serve(w, r, route(r.Pattern), id, err, func(r *http.Request, c *guard.Capture) int {
+	_, rej := h.g.Serve(w, r, r.Pattern, id, err, func(r *http.Request, c *guard.Capture) int {
 		rec := recorders.Get().(*recorder)
 		*rec = recorder{ResponseWriter: w, capture: c}
 		h.next.ServeHTTP(rec, r)
@@ -64,18 +63,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rej != nil {
 		h.reject(w, r, rej)
 	}
-}
-
-// route is the path of a ServeMux pattern ("POST example.com/orders/{id}"
-// is "/orders/{id}"), the route a Replay scopes its keys by; "" for none
-// (the middleware wraps the mux rather than a route: the mux sets
-// r.Pattern as it dispatches).
-func route(pattern string) string {
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
-		pattern = strings.TrimLeft(pattern[i+1:], " \t")
-	}
-	if i := strings.IndexByte(pattern, '/'); i > 0 {
-		pattern = pattern[i:]
-	}
-	return pattern
 }

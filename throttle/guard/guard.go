@@ -240,9 +240,10 @@ func (g *Guard) observe(ctx context.Context, e throttle.Event) {
 
 // Serve decides the request r, whose identity the adapter's key function
 // built as id or failed to build with keyErr: it answers on w, or runs next.
-// route is the route template the framework matched, such as "/orders/{id}"
-// (net/http's r.Pattern without its method and host), "/orders/:id" (gin's
-// c.FullPath(), echo's c.Path()), or "" when none matched: a Replay scopes
+// route is the route template the framework matched, such as net/http's
+// r.Pattern ("POST /orders/{id}": its method and host are dropped),
+// "/orders/:id" (gin's c.FullPath(), echo's c.Path()), or "" when none
+// matched: a Replay scopes
 // its stored keys by method and route, so that one Replay on two routes
 // never answers one route's request with the other's response (""
 // stands for r.URL.Path). Locks and Quotas store id alone. A request Skip
@@ -318,10 +319,9 @@ type ticket struct {
 	lease       *throttle.Lease
 	hold        throttle.Hold // when g.holds
 	stop        context.CancelFunc
-	plan        *plan
-	quota       store.Decision // if hasQuota (a pointer would be an allocation)
-	hasQuota    bool
-	quotas      []store.Decision // of a plan of several rates
+	plan        *plan            // a Quota's rates when it decided,
+	quota       store.Decision   // and its decision (a pointer would be an allocation),
+	quotas      []store.Decision // or, for several rates, theirs
 	id          string           // and refund: what CountOnlyFailures gives back
 	refund      int
 	dryRun      *Rejection // that a dry run let through, for its fields
@@ -333,27 +333,25 @@ type ticket struct {
 // setHeaders sets an admitted request's RateLimit fields: r=0 for a key's
 // holder, what remains of a quota, only RateLimit-Policy when unguarded.
 func (t *ticket) setHeaders(h http.Header) {
-	if t.g == nil {
-		return
-	}
+	g := t.g
 	switch {
+	case g == nil:
+		return
 	case t.dryRun != nil:
 		t.dryRun.setFields(h)
-	case t.hasQuota:
-		t.plan.setFields(h, &t.quota, nil)
-	case t.quotas != nil:
-		t.plan.setFields(h, nil, t.quotas)
-	case t.g.policyField == nil: // rates of a failed-open request's own
-	case t.lease != nil && t.g.holders > 1:
-		h["Ratelimit-Policy"] = t.g.policyField
-		h["Ratelimit"] = t.g.placeFields.get(int64(t.g.holders - t.lease.Holders()))
-	case t.lease != nil || (t.hold != throttle.Hold{}):
-		h["Ratelimit-Policy"] = t.g.policyField
-		h["Ratelimit"] = t.g.heldField
+	case t.plan != nil:
+		t.plan.setFields(h, &t.quota, t.quotas)
+	case g.policyField == nil: // rates of a failed-open request's own
+	case t.lease == nil && (t.hold == throttle.Hold{}): // unguarded
+		h["Ratelimit-Policy"] = g.policyField
+	case g.holders > 1 && t.lease != nil:
+		h["Ratelimit-Policy"] = g.policyField
+		h["Ratelimit"] = g.placeFields.get(int64(g.holders - t.lease.Holders()))
 	default:
-		h["Ratelimit-Policy"] = t.g.policyField
+		h["Ratelimit-Policy"] = g.policyField
+		h["Ratelimit"] = g.heldField
 	}
-	if t.g.legacy {
+	if g.legacy {
 		t.setLegacy(h)
 	}
 }

@@ -29,10 +29,8 @@ func (t *ticket) setLegacy(h http.Header) {
 	switch {
 	case t.dryRun != nil:
 		t.dryRun.setLegacy(h)
-	case t.hasQuota:
-		t.plan.setLegacy(h, &t.quota, nil)
-	case t.quotas != nil:
-		t.plan.setLegacy(h, nil, t.quotas)
+	case t.plan != nil:
+		t.plan.setLegacy(h, &t.quota, t.quotas)
 	case g.policyField == nil:
 	case t.lease != nil && g.holders > 1:
 		setLegacy(h, g.holders, g.holders-t.lease.Holders(), -1)

@@ -68,6 +68,7 @@ func mustPlan(name string, rates []throttle.Rate) *plan {
 // values its answers repeat, built once per set.
 type plan struct {
 	rates  []throttle.Rate // Burst filled in
+	stored []store.Rate    // the same, as stores take them
 	names  []string        // in the fields: each rate's Name, or the Quota's
 	burst  int             // the least Burst: a dearer request never fits
 	policy []string        // RateLimit-Policy, the rates in their order
@@ -93,6 +94,7 @@ func newPlan(name string, rates []throttle.Rate) (*plan, error) {
 			}
 		}
 		p.rates[i] = r
+		p.stored = append(p.stored, r.Store())
 		p.names = append(p.names, cmpName(r.Name, name))
 		if p.burst < 0 || r.Burst < p.burst {
 			p.burst = r.Burst
@@ -153,7 +155,7 @@ func quotaFields(name string, burst int) fieldCache {
 // limit returns rate i's RateLimit item for d.
 func (p *plan) limit(i int, d *store.Decision) []string {
 	t := int64(-1)
-	if wait := storekit.NextRefill(p.rates[i].Store(), *d); wait > 0 {
+	if wait := storekit.NextRefill(p.stored[i], *d); wait > 0 {
 		t = seconds(wait)
 	}
 	return p.quotaLimit(i, d.Remaining, t)
@@ -332,7 +334,7 @@ func (g *Guard) beginQuota(ctx context.Context, t *ticket, r *http.Request, id s
 	}
 	t.g = g
 	if d != nil {
-		t.plan, t.quota, t.hasQuota = p, *d, true
+		t.plan, t.quota = p, *d
 		if g.countOnlyFailures {
 			t.id, t.refund = id, cost
 		}

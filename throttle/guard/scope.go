@@ -3,6 +3,7 @@ package guard
 import (
 	"cmp"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -13,10 +14,24 @@ import (
 // Replay guarding two routes, or two methods of one, never answers a
 // request with another route's response.
 func replayID(r *http.Request, route, id string) string {
+	route = routePath(route)
 	if route == "" {
 		route = r.URL.Path
 	}
 	return storekit.JoinID(cmp.Or(r.Method, http.MethodGet), route, id)
+}
+
+// routePath is the path of a route: a net/http ServeMux pattern without
+// its method and host ("POST example.com/orders/{id}": "/orders/{id}"); a
+// gin or echo route as it is.
+func routePath(pattern string) string {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		pattern = strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		pattern = pattern[i:]
+	}
+	return pattern
 }
 
 // writeReplay answers a Replay duplicate with the recorded response under

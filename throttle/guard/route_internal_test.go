@@ -1,4 +1,4 @@
-package nethttp
+package guard
 
 import (
 	"testing"
@@ -19,6 +19,6 @@ func TestRoute(t *testing.T) {
 		"example.com/orders/":             "/orders/",
 		"POST api.example.com/orders/{$}": "/orders/{$}",
 	} {
-		assert.Equal(t, want, route(pattern), "route(%q)", pattern)
+		assert.Equal(t, want, routePath(pattern), "routePath(%q)", pattern)
 	}
 }
