@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -63,11 +64,11 @@ func (q *Quota) Allow(ctx context.Context, id string, r Rate, cost int) (store.D
 // under its Name; the names must differ. The decisions come in the order of
 // rates, and are all refused, or all allowed. With one rate it is Allow.
 func (q *Quota) AllowAll(ctx context.Context, id string, rates []Rate, cost int) ([]store.Decision, error) {
-	c, err := q.l.all(id, rates, cost)
-	if err != nil {
+	c := quotaCall{cost: cost}
+	if err := q.l.all(&c, id, rates); err != nil {
 		return nil, err
 	}
-	if _, _, err = q.l.decide(ctx, c); err != nil {
+	if _, _, err := q.l.decide(ctx, &c); err != nil {
 		return nil, err
 	}
 	return c.out, nil
@@ -88,11 +89,11 @@ func (q *Quota) Admit(ctx context.Context, id string, r Rate, cost int) (*store.
 // refused request gets every rate's Decision and a *ContendedError whose
 // RetryAfter is when the cost would fit them all.
 func (q *Quota) AdmitAll(ctx context.Context, id string, rates []Rate, cost int) ([]store.Decision, error) {
-	c, err := q.l.all(id, rates, cost)
-	if err != nil {
+	c := quotaCall{cost: cost}
+	if err := q.l.all(&c, id, rates); err != nil {
 		return nil, q.l.admitted(ctx, false, cost, err)
 	}
-	d, fallback, err := q.l.decide(ctx, c)
+	d, fallback, err := q.l.decide(ctx, &c)
 	if err != nil {
 		return nil, q.l.admitted(ctx, fallback, cost, err)
 	}
@@ -177,25 +178,42 @@ func (l *limiter) one(c *quotaCall, id, name string) error {
 	return nil
 }
 
-// all returns the call of several rates, checked.
-func (l *limiter) all(id string, rates []Rate, cost int) (*quotaCall, error) {
+// all returns the call of several rates, checked. Their keys (rateKey's)
+// are built into one string.
+func (l *limiter) all(c *quotaCall, id string, rates []Rate) error {
 	if len(rates) == 0 || len(rates) > maxRates {
-		return nil, invalid("policy %q: AllowAll takes 1 to %d rates, not %d", l.p.Name, maxRates, len(rates))
+		return invalid("policy %q: AllowAll takes 1 to %d rates, not %d", l.p.Name, maxRates, len(rates))
 	}
-	c := &quotaCall{cost: cost, limits: make([]store.Limit, len(rates)), out: make([]store.Decision, len(rates))}
+	c.limits = make([]store.Limit, len(rates))
+	cost := c.cost
+	var buf [512]byte
+	var ends [maxRates]int
+	b := buf[:0]
 	for i, r := range rates {
-		one := quotaCall{r: r.Store(), cost: cost}
-		if err := l.one(&one, id, r.Name); err != nil {
-			return nil, err
+		name := cmp.Or(r.Name, l.p.Name)
+		if !headerToken(name) {
+			return invalid("policy %q: rate name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", l.p.Name, r.Name)
 		}
 		for _, prev := range rates[:i] {
-			if prev.Name == r.Name || l.rateKey("", prev.Name) == l.rateKey("", r.Name) {
-				return nil, invalid("policy %q: two rates named %q", l.p.Name, r.Name)
+			if cmp.Or(prev.Name, l.p.Name) == name {
+				return invalid("policy %q: two rates named %q", l.p.Name, name)
 			}
 		}
-		c.limits[i] = store.Limit{Key: one.key, Rate: one.r}
+		c.limits[i].Rate = r.Store()
+		if err := storekit.Check(c.limits[i].Rate, cost); err != nil {
+			return fmt.Errorf("policy %q: %w", l.p.Name, err)
+		}
+		b = storekit.AppendKey(b, l.p.Prefix, l.p.Name, id)
+		if name != l.p.Name {
+			b = append(append(b, ':'), name...)
+		}
+		ends[i] = len(b)
 	}
-	return c, nil
+	keys, start := string(b), 0
+	for i := range rates {
+		c.limits[i].Key, start = keys[start:ends[i]], ends[i]
+	}
+	return nil
 }
 
 // maxRates bounds the rates of one decision, which a store decides in one
@@ -285,8 +303,7 @@ func (l *limiter) decideIn(ctx context.Context, st store.Store, c *quotaCall) (s
 			err = fmt.Errorf("AllowAll gave %d decisions for %d limits", len(ds), len(c.limits))
 		}
 		if err == nil {
-			copy(c.out, ds)
-			d = sum(ds)
+			c.out, d = ds, sum(ds)
 		}
 		return err
 	})

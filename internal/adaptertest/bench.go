@@ -2,6 +2,7 @@ package adaptertest
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,10 @@ var fixedRejection = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Reques
 //   - quota-65536-users: a Quota of 10000 an hour over 65536 users taken
 //     in turn, so every request is admitted and charged, and answered
 //     with its RateLimit fields;
+//   - quota-2-rates-65536-users: the same users under two rates decided
+//     as one (10000 a minute and 100000 a day), listed in one field each;
+//   - quota-per-plan-65536-users: one rate chosen per request by a
+//     function of the request (a user's plan);
 //   - replay-distinct-users: a Replay and b.N distinct users, so
 //     every request runs, is captured and recorded (two store calls);
 //   - replay-hot-user-replayed: one user whose first answer is recorded,
@@ -127,6 +132,20 @@ func Bench(b *testing.B, a Adapter) {
 		g := guard.Quota(q, throttle.Rate{Limit: 10_000, Window: time.Hour})
 		Drive(b, a.Wrap(g, UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
 	})
+	b.Run("quota-2-rates-65536-users", func(b *testing.B) {
+		rates := []throttle.Rate{{Name: "minute", Limit: 10_000, Window: time.Minute}, {Name: "day", Limit: 100_000, Window: 24 * time.Hour}}
+		Drive(b, a.Wrap(guard.Quota(benchQuota(b), rates), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
+	})
+	b.Run("quota-per-plan-65536-users", func(b *testing.B) {
+		free, pro := throttle.Rate{Limit: 10_000, Window: time.Hour}, throttle.Rate{Limit: 40_000, Window: time.Hour}
+		plan := func(r *http.Request, _ string) throttle.Rate {
+			if strings.HasPrefix(r.Header.Get(UserHeader), "pro-") {
+				return pro
+			}
+			return free
+		}
+		Drive(b, a.Wrap(guard.Quota(benchQuota(b), plan), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
+	})
 	b.Run("replay-distinct-users", func(b *testing.B) {
 		Drive(b, a.Wrap(replayGuard(b, b.N), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(b.N))
 	})
@@ -135,6 +154,13 @@ func Bench(b *testing.B, a Adapter) {
 		Status(b, Serve(h, Submit("hot")), http.StatusCreated)
 		Drive(b, h, http.StatusCreated, []string{"hot"})
 	})
+}
+
+// benchQuota is the Quota of the quota cases, on a store of its own.
+func benchQuota(b *testing.B) *throttle.Quota {
+	q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "search", Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	return q
 }
 
 // The steady state of the admitted-distinct cases: steadyClients clients

@@ -198,14 +198,15 @@ func (p *plan) setFields(h http.Header, d *store.Decision, ds []store.Decision) 
 		}
 		h["Ratelimit-Policy"] = []string{strings.Join(items, ", ")}
 	}
-	var b strings.Builder
+	var field [256]byte
+	b := field[:0]
 	for k, i := range order {
 		if k > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		b.WriteString(p.limit(i, &ds[i])[0])
+		b = append(b, p.limit(i, &ds[i])[0]...)
 	}
-	h["Ratelimit"] = []string{b.String()}
+	h["Ratelimit"] = []string{string(b)}
 }
 
 // order appends the rates' indices to dst, fewest requests left first.
@@ -256,18 +257,15 @@ func (p *plan) violated(ds []store.Decision) []string {
 }
 
 // plans makes the plan of each request of a guard whose rates are a
-// function, keeping the plans of the first maxPlans sets of up to four rates.
+// function, keeping the plans of the first maxPlans rates (one) or sets of
+// up to four rates (all).
 type plans struct {
-	name  string
-	one   func(*http.Request, string) throttle.Rate
-	all   func(*http.Request, string) []throttle.Rate
-	mu    sync.RWMutex
-	cache map[planKey]*plan
-}
-
-type planKey struct {
-	n     int
-	rates [4]throttle.Rate
+	name string
+	one  func(*http.Request, string) throttle.Rate
+	all  func(*http.Request, string) []throttle.Rate
+	mu   sync.RWMutex
+	ones map[throttle.Rate]*plan
+	alls map[[4]throttle.Rate]*plan
 }
 
 // maxPlans bounds the plans a guard keeps: a function that returns ever
@@ -275,35 +273,39 @@ type planKey struct {
 const maxPlans = 256
 
 func (ps *plans) get(r *http.Request, id string) (*plan, error) {
-	var one [1]throttle.Rate
-	rates := one[:]
 	if ps.one != nil {
-		one[0] = ps.one(r, id)
-	} else {
-		rates = ps.all(r, id)
+		rate := ps.one(r, id)
+		return cached(ps, &ps.ones, rate, func() []throttle.Rate { return []throttle.Rate{rate} })
 	}
-	k := planKey{n: len(rates)}
-	if k.n > len(k.rates) {
-		return newPlan(ps.name, rates)
+	rates := ps.all(r, id)
+	var k [4]throttle.Rate
+	if len(rates) > len(k) || len(rates) == 0 || rates[0] == (throttle.Rate{}) {
+		return newPlan(ps.name, rates) // not cached: an empty rate stands for none
 	}
-	copy(k.rates[:], rates)
+	copy(k[:], rates)
+	return cached(ps, &ps.alls, k, func() []throttle.Rate { return rates })
+}
+
+// cached returns the plan of the rates of k, kept in *m; rates returns
+// them for a new plan.
+func cached[K comparable](ps *plans, m *map[K]*plan, k K, rates func() []throttle.Rate) (*plan, error) {
 	ps.mu.RLock()
-	p := ps.cache[k]
+	p := (*m)[k]
 	ps.mu.RUnlock()
 	if p != nil {
 		return p, nil
 	}
-	p, err := newPlan(ps.name, rates)
+	p, err := newPlan(ps.name, rates())
 	if err != nil {
 		return nil, err
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if ps.cache == nil {
-		ps.cache = map[planKey]*plan{}
+	if *m == nil {
+		*m = map[K]*plan{}
 	}
-	if len(ps.cache) < maxPlans {
-		ps.cache[k] = p
+	if len(*m) < maxPlans {
+		(*m)[k] = p
 	}
 	return p, nil
 }

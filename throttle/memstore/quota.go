@@ -67,13 +67,16 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 	if err := checkLimits(ctx, limits, cost); err != nil {
 		return nil, err
 	}
-	shs := make([]*shard, len(limits))
+	var shBuf [storekit.MaxLimits]*shard // checkLimits bounds the limits: all on the stack
+	var gBuf [storekit.MaxLimits]gcraStep
+	var idxBuf [storekit.MaxLimits]int
+	shs, gs := shBuf[:len(limits)], gBuf[:len(limits)]
 	for i, l := range limits {
 		shs[i] = s.shard(l.Key)
 	}
-	defer s.lockAll(shs)()
+	idx := s.lockAll(idxBuf[:0], shs)
+	defer s.unlockAll(idx)
 	now, _ := s.now(false)
-	gs := make([]gcraStep, len(limits))
 	allowed := true
 	for i, l := range limits {
 		gs[i].decide(shs[i], l.Key, l.Rate, cost, now)
@@ -94,10 +97,10 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 	return ds, nil
 }
 
-// lockAll locks each of shs once, in the order of their addresses (their
-// index in Store.shards), and returns the function that unlocks them.
-func (s *Store) lockAll(shs []*shard) func() {
-	idx := make([]int, 0, len(shs))
+// lockAll locks each of shs once, in the order of their index in
+// Store.shards, so that two calls cannot wait for each other, and returns
+// the indices locked, appended to idx.
+func (s *Store) lockAll(idx []int, shs []*shard) []int {
 	for _, sh := range shs {
 		idx = append(idx, s.index(sh))
 	}
@@ -106,10 +109,13 @@ func (s *Store) lockAll(shs []*shard) func() {
 	for _, i := range idx {
 		s.shards[i].mu.Lock()
 	}
-	return func() {
-		for _, i := range idx {
-			s.shards[i].mu.Unlock()
-		}
+	return idx
+}
+
+// unlockAll unlocks the shards lockAll locked.
+func (s *Store) unlockAll(idx []int) {
+	for _, i := range idx {
+		s.shards[i].mu.Unlock()
 	}
 }
 
