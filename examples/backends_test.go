@@ -3,6 +3,7 @@ package examples_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 )
@@ -11,7 +12,8 @@ import (
 // set-up its flags name: a Redis Cluster (-redis-cluster), a Sentinel group
 // (-redis-sentinel master@...) and Redlock over three independent masters
 // (-redis a,b,c). A duplicate is turned away in each, and a gin example on
-// the same set-up shares the key, and the quota of GET /search.
+// the same set-up shares the key, the quota of GET /search, the two quotas
+// of GET /api/items, the exports in flight and the admin reset.
 func TestBackendFlags(t *testing.T) {
 	skipUnlessProcesses(t)
 	for _, c := range []struct {
@@ -35,7 +37,7 @@ func TestBackendFlags(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			args := append(c.args(t), "-window", window.String())
+			args := append(c.args(t), "-window", window.String(), "-work", "1s", "-admin-token", adminToken)
 			a, b := startApp(t, "nethttp", args...), startApp(t, "gin", args...)
 			cl := newClient(t)
 			checkAccepted(t, a, "first submit", submit(cl, a, "carol"))
@@ -46,6 +48,10 @@ func TestBackendFlags(t *testing.T) {
 			// (over Redlock, kept on its first master): r goes 9, 8.
 			checkSearchRun(t, "erin", []reply{search(cl, a, "erin", "gcra"), search(cl, b, "erin", "rate")},
 				[]string{"gcra", "rate"})
+			apps := []*app{a, b}
+			checkItems(t, cl, apps, "fay")
+			checkExports(t, cl, apps, "fay", time.Second)
+			checkAdmin(t, cl, apps, "gus")
 			if out := a.output(); !strings.Contains(out, "kind="+c.name) {
 				t.Errorf("the example did not log the %s store:\n%s", c.name, out)
 			}
