@@ -168,45 +168,35 @@ type quotaCall struct {
 
 // one checks a call of one rate named name and sets its key.
 func (l *limiter) one(c *quotaCall, id, name string) error {
-	if name != "" && !headerToken(name) {
-		return invalid("policy %q: rate name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", l.p.Name, name)
-	}
-	if err := storekit.Check(c.r, c.cost); err != nil {
-		return fmt.Errorf("policy %q: %w", l.p.Name, err)
+	if err := l.checkRate(name, c.r, c.cost); err != nil {
+		return err
 	}
 	c.key = l.rateKey(id, name)
 	return nil
 }
 
-// all returns the call of several rates, checked. Their keys (rateKey's)
-// are built into one string.
+// all checks a call of several rates and sets its limits, their keys
+// (rateKey's) built into one string.
 func (l *limiter) all(c *quotaCall, id string, rates []Rate) error {
-	if len(rates) == 0 || len(rates) > maxRates {
-		return invalid("policy %q: AllowAll takes 1 to %d rates, not %d", l.p.Name, maxRates, len(rates))
+	if len(rates) == 0 || len(rates) > storekit.MaxLimits {
+		return invalid("policy %q: AllowAll takes 1 to %d rates, not %d", l.p.Name, storekit.MaxLimits, len(rates))
 	}
 	c.limits = make([]store.Limit, len(rates))
-	cost := c.cost
 	var buf [512]byte
-	var ends [maxRates]int
+	var ends [storekit.MaxLimits]int
 	b := buf[:0]
 	for i, r := range rates {
 		name := cmp.Or(r.Name, l.p.Name)
-		if !headerToken(name) {
-			return invalid("policy %q: rate name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", l.p.Name, r.Name)
-		}
 		for _, prev := range rates[:i] {
 			if cmp.Or(prev.Name, l.p.Name) == name {
 				return invalid("policy %q: two rates named %q", l.p.Name, name)
 			}
 		}
 		c.limits[i].Rate = r.Store()
-		if err := storekit.Check(c.limits[i].Rate, cost); err != nil {
-			return fmt.Errorf("policy %q: %w", l.p.Name, err)
+		if err := l.checkRate(name, c.limits[i].Rate, c.cost); err != nil {
+			return err
 		}
-		b = storekit.AppendKey(b, l.p.Prefix, l.p.Name, id)
-		if name != l.p.Name {
-			b = append(append(b, ':'), name...)
-		}
+		b = l.appendRateKey(b, id, name)
 		ends[i] = len(b)
 	}
 	keys, start := string(b), 0
@@ -216,9 +206,16 @@ func (l *limiter) all(c *quotaCall, id string, rates []Rate) error {
 	return nil
 }
 
-// maxRates bounds the rates of one decision, which a store decides in one
-// script or under its shards' locks.
-const maxRates = 16
+// checkRate checks r, named name ("" for the policy's), for cost.
+func (l *limiter) checkRate(name string, r store.Rate, cost int) error {
+	if name != "" && !headerToken(name) {
+		return invalid("policy %q: rate name %q: 1 to 64 bytes of printable ASCII without quotes or backslashes", l.p.Name, name)
+	}
+	if err := storekit.Check(r, cost); err != nil {
+		return fmt.Errorf("policy %q: %w", l.p.Name, err)
+	}
+	return nil
+}
 
 // rateKey returns the key of id's quota under the rate named name: the
 // policy's key for its plain rate, a sibling in its hash tag for another.
@@ -226,7 +223,17 @@ func (l *limiter) rateKey(id, name string) string {
 	if name == "" || name == l.p.Name {
 		return l.key(id)
 	}
-	return l.key(id) + ":" + name
+	var buf [keyTokenBuf]byte
+	return string(l.appendRateKey(buf[:0], id, name))
+}
+
+// appendRateKey appends rateKey(id, name) to b.
+func (l *limiter) appendRateKey(b []byte, id, name string) []byte {
+	b = storekit.AppendKey(b, l.p.Prefix, l.p.Name, id)
+	if name != "" && name != l.p.Name {
+		b = append(append(b, ':'), name...)
+	}
+	return b
 }
 
 // decide makes a checked call's decision, waiting up to Wait for a refill,

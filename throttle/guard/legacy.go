@@ -44,11 +44,7 @@ func (t *ticket) setLegacy(h http.Header) {
 // setLegacy sets the legacy fields of a rejection, from the values its
 // RateLimit field is made of (see Rejection.setFields).
 func (rej *Rejection) setLegacy(h http.Header) {
-	g := rej.g
-	p := rej.plan
-	if p == nil {
-		p = g.plan
-	}
+	g, p := rej.g, rej.quotaPlan()
 	switch {
 	case rej.Reason == ReasonContended && p != nil && rej.Decision != nil:
 		p.setLegacy(h, rej.Decision, rej.decisions)

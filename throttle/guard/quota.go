@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -68,19 +69,16 @@ func mustPlan(name string, rates []throttle.Rate) *plan {
 // values its answers repeat, built once per set.
 type plan struct {
 	rates  []throttle.Rate // Burst filled in
-	stored []store.Rate    // the same, as stores take them
 	names  []string        // in the fields: each rate's Name, or the Quota's
 	burst  int             // the least Burst: a dearer request never fits
 	policy []string        // RateLimit-Policy, the rates in their order
-	// swapped is RateLimit-Policy for two rates, the second first.
-	swapped []string
-	items   []string     // each rate's RateLimit-Policy item
-	fields  []fieldCache // each rate's RateLimit item, by r and t
+	items  []string        // each rate's RateLimit-Policy item
+	fields []fieldCache    // each rate's RateLimit item, by r and t
 }
 
 func newPlan(name string, rates []throttle.Rate) (*plan, error) {
-	if len(rates) == 0 || len(rates) > maxRates {
-		return nil, invalidf("a Quota guard takes 1 to %d rates, not %d", maxRates, len(rates))
+	if len(rates) == 0 || len(rates) > storekit.MaxLimits {
+		return nil, invalidf("a Quota guard takes 1 to %d rates, not %d", storekit.MaxLimits, len(rates))
 	}
 	p := &plan{rates: make([]throttle.Rate, len(rates)), burst: -1}
 	for i, r := range rates {
@@ -89,13 +87,12 @@ func newPlan(name string, rates []throttle.Rate) (*plan, error) {
 			return nil, err
 		}
 		for _, prev := range p.names {
-			if prev == cmpName(r.Name, name) {
+			if prev == cmp.Or(r.Name, name) {
 				return nil, invalidf("two rates named %q", prev)
 			}
 		}
 		p.rates[i] = r
-		p.stored = append(p.stored, r.Store())
-		p.names = append(p.names, cmpName(r.Name, name))
+		p.names = append(p.names, cmp.Or(r.Name, name))
 		if p.burst < 0 || r.Burst < p.burst {
 			p.burst = r.Burst
 		}
@@ -103,20 +100,7 @@ func newPlan(name string, rates []throttle.Rate) (*plan, error) {
 		p.fields = append(p.fields, quotaFields(p.names[i], r.Burst))
 	}
 	p.policy = []string{strings.Join(p.items, ", ")}
-	if len(p.items) == 2 {
-		p.swapped = []string{p.items[1] + ", " + p.items[0]}
-	}
 	return p, nil
-}
-
-// maxRates is throttle's bound on the rates of one decision.
-const maxRates = 16
-
-func cmpName(name, quota string) string {
-	if name == "" {
-		return quota
-	}
-	return name
 }
 
 func invalidf(format string, args ...any) error {
@@ -155,7 +139,7 @@ func quotaFields(name string, burst int) fieldCache {
 // limit returns rate i's RateLimit item for d.
 func (p *plan) limit(i int, d *store.Decision) []string {
 	t := int64(-1)
-	if wait := storekit.NextRefill(p.stored[i], *d); wait > 0 {
+	if wait := storekit.NextRefill(p.rates[i].Store(), *d); wait > 0 {
 		t = seconds(wait)
 	}
 	return p.quotaLimit(i, d.Remaining, t)
@@ -184,14 +168,11 @@ func (p *plan) setFields(h http.Header, d *store.Decision, ds []store.Decision) 
 		h["Ratelimit"] = p.limit(0, d)
 		return
 	}
-	var buf [maxRates]int
+	var buf [storekit.MaxLimits]int
 	order := p.order(buf[:0], ds)
-	switch {
-	case order[0] == 0 && sorted(order):
+	if sorted(order) {
 		h["Ratelimit-Policy"] = p.policy
-	case len(order) == 2:
-		h["Ratelimit-Policy"] = p.swapped
-	default:
+	} else {
 		items := make([]string, len(order))
 		for k, i := range order {
 			items[k] = p.items[i]
@@ -233,7 +214,7 @@ func sorted(order []int) bool {
 
 // first returns the index of the most restrictive rate of ds.
 func (p *plan) first(ds []store.Decision) int {
-	var buf [maxRates]int
+	var buf [storekit.MaxLimits]int
 	return p.order(buf[:0], ds)[0]
 }
 

@@ -116,11 +116,7 @@ func (rej *Rejection) setFields(h http.Header) {
 	if g == nil {
 		return
 	}
-	p := rej.plan
-	if p == nil {
-		p = g.plan
-	}
-	switch {
+	switch p := rej.quotaPlan(); {
 	case p != nil && rej.Decision != nil:
 		p.setFields(h, rej.Decision, rej.decisions)
 	case g.policyField != nil:
@@ -197,10 +193,13 @@ func (rej *Rejection) buildBody() []byte {
 	return append(b, "}\n"...)
 }
 
+// quotaPlan is the plan of the rates that decided a Quota's rejection: its
+// own, or, for one made elsewhere with a Decision, the guard's fixed one.
+func (rej *Rejection) quotaPlan() *plan { return cmp.Or(rej.plan, rej.g.plan) }
+
 // violated names the policies that refused the request.
 func (rej *Rejection) violated() []string {
-	p := cmp.Or(rej.plan, rej.g.plan)
-	switch {
+	switch p := rej.quotaPlan(); {
 	case p != nil && rej.decisions != nil:
 		return p.violated(rej.decisions)
 	case p != nil:
