@@ -43,8 +43,13 @@ type Proxy struct {
 	mu      sync.Mutex
 	closed  bool
 	links   map[*link]struct{}
+	resetN  uint64 // ResetAll calls so far; see handle
 	f       faults
 	changed chan struct{} // closed and replaced whenever f changes
+
+	// beforeLink, when set (by tests of this package), runs in handle
+	// between the dial to the target and the link's registration.
+	beforeLink func()
 
 	accepted, refused, resets       atomic.Int64
 	clientBytes, serverBytes, drops atomic.Int64
@@ -181,6 +186,7 @@ func (p *Proxy) SetRefuse(on bool) {
 // usual. It returns how many connections it reset.
 func (p *Proxy) ResetAll() int {
 	p.mu.Lock()
+	p.resetN++
 	links := p.snapshotLocked()
 	p.mu.Unlock()
 	n := 0
@@ -253,7 +259,7 @@ func (p *Proxy) serve() {
 		}
 		p.accepted.Add(1)
 		p.mu.Lock()
-		closed, refuse := p.closed, p.f.refuse
+		closed, refuse, gen := p.closed, p.f.refuse, p.resetN
 		if !closed && !refuse {
 			p.wg.Add(1) // under mu, so never after Close's Wait began
 		}
@@ -265,13 +271,16 @@ func (p *Proxy) serve() {
 			reset(c)
 			continue
 		}
-		go p.handle(c)
+		go p.handle(c, gen)
 	}
 }
 
 // handle connects client to the target and forwards both ways until either
-// side closes or the link is reset.
-func (p *Proxy) handle(client net.Conn) {
+// side closes or the link is reset. gen is the count of ResetAll calls when
+// client was accepted: a connection accepted before a ResetAll (or a
+// SetRefuse) but not yet registered when it ran is reset here, so that no
+// connection escapes a fault by being in the middle of its dial.
+func (p *Proxy) handle(client net.Conn, gen uint64) {
 	defer p.wg.Done()
 	d := net.Dialer{Timeout: dialTimeout}
 	server, err := d.DialContext(p.ctx, "tcp", p.target)
@@ -282,9 +291,18 @@ func (p *Proxy) handle(client net.Conn) {
 	}
 	l := &link{client: client, server: server, done: make(chan struct{})}
 	p.mu.Lock()
-	if p.closed {
+	hook := p.beforeLink
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	p.mu.Lock()
+	if p.closed || p.f.refuse || p.resetN != gen {
+		closed := p.closed
 		p.mu.Unlock()
-		l.close(false)
+		if l.close(!closed) && !closed {
+			p.resets.Add(1)
+		}
 		return
 	}
 	p.links[l] = struct{}{}

@@ -351,3 +351,38 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	_ = c.Close()
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestResetAllDuringDial proves that a connection accepted before ResetAll
+// and SetRefuse, but still dialling the server when they ran, is reset too
+// and forwards nothing: a fail-closed test that refuses the store must not
+// have a connection slip through to the real server.
+func TestResetAllDuringDial(t *testing.T) {
+	e := setup(t)
+	reached, release := make(chan struct{}), make(chan struct{})
+	faultproxy.SetBeforeLink(e.proxy, func() {
+		close(reached)
+		<-release
+	})
+	c, err := net.Dial("tcp", e.proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("SET dialled yes\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-reached // accepted and dialled, not yet registered
+	e.proxy.SetRefuse(true)
+	e.proxy.ResetAll()
+	close(release)
+
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if err == nil || isTimeout(err) {
+		t.Fatalf("read on a connection accepted before ResetAll: %q, %v; want it reset", buf[:n], err)
+	}
+	if got, err := e.direct.Exists(ctxFor(t, 5*time.Second), "dialled").Result(); err != nil || got != 0 {
+		t.Fatalf("EXISTS dialled = %d, %v; the SET reached the server through a reset connection", got, err)
+	}
+}
