@@ -261,6 +261,7 @@ func TestClaimStoreFaults(t *testing.T) {
 	isOnly(t, err, throttle.ErrContended)
 	require.Nil(t, dup, "after a lost record")
 	require.Nil(t, rec, "after a lost record")
+	require.NoError(t, lease.Release(ctx), "the key whose record was lost")
 
 	// A recorded answer is replayed only to its own key.
 	lease, _, err = r.Claim(ctx, "c")
@@ -270,6 +271,7 @@ func TestClaimStoreFaults(t *testing.T) {
 	require.NoError(t, err, "another key")
 	require.NotNil(t, other, "another key")
 	require.Nil(t, rec, "another key")
+	require.NoError(t, other.Release(ctx), "another key")
 
 	// Redis restarts empty: the record is gone with the lock.
 	srv.Kill(t)
@@ -281,6 +283,7 @@ func TestClaimStoreFaults(t *testing.T) {
 		if err == nil {
 			require.NotNil(t, next, "after the restart: want the key afresh")
 			require.Nil(t, rec, "after the restart: want no record")
+			require.NoError(t, next.Release(ctx), "after the restart")
 		}
 		return err == nil
 	}), "the store did not come back")
