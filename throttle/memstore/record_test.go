@@ -147,41 +147,41 @@ func TestRecordBytesBound(t *testing.T) {
 	for i := range 5 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
-	_, err := s.Record(bg, "k0", "t", bytesOf(1001), time.Minute)
+	_, err := s.Record(bg, "k0", "t", bytesOf(1001), time.Second)
 	require.ErrorIs(t, err, store.ErrInvalid, "1001 bytes into a bound of 1000")
 	require.NotErrorIs(t, err, errFull)
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(600), time.Minute))
-	_, err = s.Record(bg, "k1", "t", bytesOf(600), time.Minute)
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(600), time.Second))
+	_, err = s.Record(bg, "k1", "t", bytesOf(600), time.Second)
 	require.ErrorIs(t, err, errFull, "600 bytes next to 600 in a bound of 1000")
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, found := recorded(t, s, "k1")
 	require.False(t, found, "a Record that failed with errFull wrote a record")
 	// A full shard keeps the earlier record of a key that failed to record
 	// more.
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(1000), time.Minute))
-	_, err = s.Record(bg, "k0", "t", bytesOf(1001), time.Minute)
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(1000), time.Second))
+	_, err = s.Record(bg, "k0", "t", bytesOf(1001), time.Second)
 	require.ErrorIs(t, err, store.ErrInvalid)
 	rec, _ := recorded(t, s, "k0")
 	require.Len(t, rec, 1000, "the earlier record after a refused replacement")
 	// A small record (a Replay's mark that a response was not kept) fits
 	// a full shard.
-	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(smallRecord), time.Minute))
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(smallRecord), time.Second))
 	// Replacing by a shorter record frees the difference (1000+64 bytes
 	// held, then 300+64, then 300+600+64).
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(300), time.Minute))
-	outcome(t, store.OK)(s.Record(bg, "k1", "t", bytesOf(600), time.Minute))
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(300), time.Second))
+	outcome(t, store.OK)(s.Record(bg, "k1", "t", bytesOf(600), time.Second))
 	// Release gives the bytes back (600+64, then 600+300).
 	outcome(t, store.OK)(s.Release(bg, "k0", "t"))
-	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(300), time.Minute))
-	_, err = s.Record(bg, "k3", "t", bytesOf(101), time.Minute)
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(300), time.Second))
+	_, err = s.Record(bg, "k3", "t", bytesOf(101), time.Second)
 	require.ErrorIs(t, err, errFull, "Record into a full shard")
 	// Expired records are swept when the shard is full: k1 and k2 expire
 	// with their locks; k3 and k4 are acquired anew.
 	clk.Advance(time.Second)
 	acquire(t, s, "k3", "t2", time.Second)
 	acquire(t, s, "k4", "t2", time.Second)
-	outcome(t, store.OK)(s.Record(bg, "k3", "t2", bytesOf(400), time.Minute))
-	outcome(t, store.OK)(s.Record(bg, "k4", "t2", bytesOf(400), time.Minute))
+	outcome(t, store.OK)(s.Record(bg, "k3", "t2", bytesOf(400), time.Second))
+	outcome(t, store.OK)(s.Record(bg, "k4", "t2", bytesOf(400), time.Second))
 	require.Equal(t, 2, s.checkRecordBytes(t), "k3's and k4's records")
 }
 
