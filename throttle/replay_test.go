@@ -288,3 +288,24 @@ func TestClaimStoreFaults(t *testing.T) {
 		return err == nil
 	}), "the store did not come back")
 }
+
+// TestReplayLease: the in-flight mark's lease defaults to 10 s, or the TTL
+// when that is shorter, and must lie between 3 ms and the TTL.
+func TestReplayLease(t *testing.T) {
+	for c, want := range map[throttle.ReplayConfig]time.Duration{
+		{Name: "r"}:                                     5 * time.Second,
+		{Name: "r", TTL: 24 * time.Hour}:                10 * time.Second,
+		{Name: "r", TTL: time.Hour, Lease: time.Hour}:   time.Hour,
+		{Name: "r", TTL: time.Hour, Lease: time.Second}: time.Second,
+	} {
+		assert.Equal(t, want, newReplay(t, memstore.New(), c).Config().Lease, "%+v", c)
+	}
+	for _, c := range []throttle.ReplayConfig{
+		{Name: "r", Lease: -time.Second},
+		{Name: "r", Lease: 2 * time.Millisecond},
+		{Name: "r", TTL: time.Minute, Lease: time.Minute + 1},
+	} {
+		_, err := throttle.NewReplay(memstore.New(), c)
+		isOnly(t, err, store.ErrInvalid)
+	}
+}
