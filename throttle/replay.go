@@ -35,10 +35,11 @@ type ReplayConfig struct {
 }
 
 // Replay answers a duplicate with the first request's response instead of
-// turning it away: the first request of a key runs under the key and, when
-// it succeeds, records its response next to the key for the TTL
-// (Lease.Record); a duplicate gets that record, waiting for it while the
-// first is in flight. It needs a store that keeps records (store.Recorder:
+// turning it away: the first request of a key runs under the key, held by a
+// Lease refreshed while it runs, and, when it succeeds, records its
+// response next to the key for the TTL (Lease.Record); a duplicate gets
+// that record, waiting for it while the first is in flight. A process that
+// dies mid-request leaves the key for at most a Lease. It needs a store that keeps records (store.Recorder:
 // memstore and redisstore, not redlock) and fails closed by default: an
 // order must not be placed twice because the store is down.
 type Replay struct {
