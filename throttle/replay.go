@@ -35,11 +35,12 @@ type ReplayConfig struct {
 }
 
 // Replay answers a duplicate with the first request's response instead of
-// turning it away: the first request of a key runs under the key, held by a
-// Lease refreshed while it runs, and, when it succeeds, records its
-// response next to the key for the TTL (Lease.Record); a duplicate gets
-// that record, waiting for it while the first is in flight. A process that
-// dies mid-request leaves the key for at most a Lease. It needs a store that keeps records (store.Recorder:
+// turning it away: the first request of a key runs under the key, marked in
+// flight under a lease refreshed while it runs, and, when it succeeds,
+// records its response next to the key for the TTL (Lease.Record); a
+// duplicate gets that record, waiting for it while the first is in flight.
+// A process that dies mid-request leaves the key marked for at most
+// ReplayConfig.Lease. It needs a store that keeps records (store.Recorder:
 // memstore and redisstore, not redlock) and fails closed by default: an
 // order must not be placed twice because the store is down.
 type Replay struct {
@@ -80,8 +81,8 @@ func (r *Replay) Stats() Stats { return r.l.Stats() }
 // Claim decides a request. The first request of a key gets a lease, kept
 // alive (Lease.KeepAlive) until it is recorded or released: it runs, then
 // records its answer with Lease.Record if it succeeded, or releases the
-// lease if it failed, so that a retry runs afresh. A
-// duplicate gets the holder's record (an empty record is a record); one
+// lease if it failed, so that a retry runs afresh. A duplicate gets the
+// holder's record (an empty record is a record); one
 // that finds no record yet waits for it up to Wait, woken when the holder
 // records or releases (then one waiter gets the key), and then fails with
 // a *ContendedError. Claim applies WhenStoreFails (failing open: no lease,
@@ -196,8 +197,8 @@ func (l *limiter) readRecord(ctx context.Context, st store.Store, key string) ([
 // a Replay's request succeeded, and holds the key for the TTL in the same
 // atomic step: the record lives as long as the key. It is written only if
 // the lease still holds the key, so a late holder never records over its
-// successor's. It fails with ErrNotHeld when the key was
-// lost, store.ErrInvalid when the store refuses rec (too large) or keeps no
+// successor's. It fails with ErrNotHeld when the key was lost,
+// store.ErrInvalid when the store refuses rec (too large) or keeps no
 // records, or ErrStore. It runs even when ctx is cancelled: the client may
 // have left, but its retry still wants the answer.
 func (ls *Lease) Record(ctx context.Context, rec []byte) error {
