@@ -25,6 +25,7 @@ type Lease struct {
 	onFallback bool // the Fallback granted the lease (FailOver while the store is down)
 	mirrored   bool // the Fallback mirrors the store's hold (see tryFailOver)
 	reentrant  bool
+	keep       *refresher // a Replay's in-flight mark: refreshed until recorded or released
 }
 
 // newLease returns the lease of req, sent at sent, that the store (or the
@@ -84,6 +85,7 @@ func (ls *Lease) ValidFor() time.Duration {
 // (nothing is freed, and a second Release gets it too) or with ErrStore. It
 // runs even when ctx is cancelled, bounded by Options.Timeout instead.
 func (ls *Lease) Release(ctx context.Context) error {
+	ls.keep.halt()
 	if ls.released.Swap(true) {
 		return ErrNotHeld
 	}

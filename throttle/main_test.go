@@ -45,6 +45,8 @@ func runHelper(mode string) int {
 		err = runFencer()
 	case "quota":
 		err = runQuota()
+	case "replayer":
+		err = runReplayer()
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}

@@ -261,6 +261,7 @@ func TestClaimStoreFaults(t *testing.T) {
 	isOnly(t, err, throttle.ErrContended)
 	require.Nil(t, dup, "after a lost record")
 	require.Nil(t, rec, "after a lost record")
+	require.NoError(t, lease.Release(ctx), "the key whose record was lost")
 
 	// A recorded answer is replayed only to its own key.
 	lease, _, err = r.Claim(ctx, "c")
@@ -270,6 +271,7 @@ func TestClaimStoreFaults(t *testing.T) {
 	require.NoError(t, err, "another key")
 	require.NotNil(t, other, "another key")
 	require.Nil(t, rec, "another key")
+	require.NoError(t, other.Release(ctx), "another key")
 
 	// Redis restarts empty: the record is gone with the lock.
 	srv.Kill(t)
@@ -281,7 +283,29 @@ func TestClaimStoreFaults(t *testing.T) {
 		if err == nil {
 			require.NotNil(t, next, "after the restart: want the key afresh")
 			require.Nil(t, rec, "after the restart: want no record")
+			require.NoError(t, next.Release(ctx), "after the restart")
 		}
 		return err == nil
 	}), "the store did not come back")
+}
+
+// TestReplayLease: the in-flight mark's lease defaults to 10 s, or the TTL
+// when that is shorter, and must lie between 3 ms and the TTL.
+func TestReplayLease(t *testing.T) {
+	for c, want := range map[throttle.ReplayConfig]time.Duration{
+		{Name: "r"}:                                     5 * time.Second,
+		{Name: "r", TTL: 24 * time.Hour}:                10 * time.Second,
+		{Name: "r", TTL: time.Hour, Lease: time.Hour}:   time.Hour,
+		{Name: "r", TTL: time.Hour, Lease: time.Second}: time.Second,
+	} {
+		assert.Equal(t, want, newReplay(t, memstore.New(), c).Config().Lease, "%+v", c)
+	}
+	for _, c := range []throttle.ReplayConfig{
+		{Name: "r", Lease: -time.Second},
+		{Name: "r", Lease: 2 * time.Millisecond},
+		{Name: "r", TTL: time.Minute, Lease: time.Minute + 1},
+	} {
+		_, err := throttle.NewReplay(memstore.New(), c)
+		isOnly(t, err, store.ErrInvalid)
+	}
 }

@@ -170,13 +170,15 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	return s.result("extend", res, err)
 }
 
-// Record stores rec as key's record if token holds key, expiring with the
-// lock (PEXPIRETIME, Redis 7.0), and wakes the key's watchers, in one script.
-func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
-	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
+// Record stores rec as key's record and sets key's TTL to ttl if token
+// holds key, the record expiring with the lock (PEXPIRETIME, Redis 7.0),
+// and wakes the key's watchers, in one script.
+func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl time.Duration) (store.Outcome, error) {
+	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
-	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key))
+	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key),
+		strconv.FormatInt(millis(ttl), 10))
 	return s.result("record", res, err)
 }
 

@@ -28,14 +28,14 @@ type failingRecords struct {
 	refuse bool
 }
 
-func (s *failingRecords) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
+func (s *failingRecords) Record(ctx context.Context, key, token string, rec []byte, ttl time.Duration) (store.Outcome, error) {
 	if s.fails.Add(-1) >= 0 {
 		return 0, errors.New("connection reset by peer")
 	}
 	if s.refuse && len(rec) > 40 { // the mark that says "not kept" is smaller
 		return 0, store.ErrInvalid
 	}
-	return s.Store.Record(ctx, key, token, rec)
+	return s.Store.Record(ctx, key, token, rec, ttl)
 }
 
 // runOriginal serves the first request of key k1 on g, a success whose

@@ -81,7 +81,7 @@ const recordRetry = 2 * time.Second
 // backoff, then once a second in the background while the key is held:
 // meanwhile its duplicates get 409, never a second run.
 func (t *ticket) record(ctx context.Context) {
-	expires := time.Now().Add(t.lease.ValidFor())
+	expires := time.Now().Add(t.g.replay.Config().TTL) // Record holds the key for the TTL
 	rec := encodeRecord(t.capture.recorded(), t.fingerprint, expires)
 	notKept := false
 	for pause := recordRetry / 32; ; pause *= 2 {

@@ -62,7 +62,7 @@ func TestDeleteAccounting(t *testing.T) {
 	ctx := context.Background()
 	g, err := s.Acquire(ctx, store.Request{Key: "k", Token: "t", TTL: time.Minute, Fence: true})
 	require.NoError(t, err)
-	_, err = s.Record(ctx, "k", "t", make([]byte, 1000))
+	_, err = s.Record(ctx, "k", "t", make([]byte, 1000), time.Minute)
 	require.NoError(t, err)
 	_, err = s.AllowN(ctx, "q", store.Rate{Limit: 1, Window: time.Second, Burst: 2}, 1)
 	require.NoError(t, err)

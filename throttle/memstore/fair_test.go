@@ -219,14 +219,14 @@ func TestRecordPolicyShare(t *testing.T) {
 	for _, k := range []string{a0, a1, b0} {
 		acquire(t, s, k, "t", time.Minute)
 	}
-	_, err := s.Record(bg, a0, "t", b(501))
+	_, err := s.Record(bg, a0, "t", b(501), time.Minute)
 	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than a policy's share")
-	outcome(t, store.OK)(s.Record(bg, a0, "t", b(500)))
-	_, err = s.Record(bg, a1, "t", b(smallRecord+1))
+	outcome(t, store.OK)(s.Record(bg, a0, "t", b(500), time.Minute))
+	_, err = s.Record(bg, a1, "t", b(smallRecord+1), time.Minute)
 	require.ErrorIs(t, err, errFull, "policy a past its share")
-	outcome(t, store.OK)(s.Record(bg, b0, "t", b(500)))
+	outcome(t, store.OK)(s.Record(bg, b0, "t", b(500), time.Minute))
 	outcome(t, store.OK)(s.Release(bg, a0, "t"))
-	outcome(t, store.OK)(s.Record(bg, a1, "t", b(500)))
+	outcome(t, store.OK)(s.Record(bg, a1, "t", b(500), time.Minute))
 	s.checkPolicyCounts(t)
 }
 
@@ -272,7 +272,7 @@ func TestPolicyCountsModel(t *testing.T) {
 					require.NoError(t, err, "step %d", step)
 				}
 			case op < 8:
-				_, err := s.Record(bg, key, tok, make([]byte, rng.IntN(60)))
+				_, err := s.Record(bg, key, tok, make([]byte, rng.IntN(60)), time.Minute)
 				if !errors.Is(err, errFull) {
 					require.NoError(t, err, "step %d", step)
 				}

@@ -75,7 +75,7 @@ func TestHoldersKind(t *testing.T) {
 		_, err := s.Acquire(bg, place("sem", "t"+strconv.Itoa(i), ttl, 2))
 		require.NoError(t, err)
 	}
-	outcome(t, store.HeldByOther)(s.Record(bg, "sem", "t0", []byte("r")))
+	outcome(t, store.HeldByOther)(s.Record(bg, "sem", "t0", []byte("r"), time.Minute))
 	require.Equal(t, store.Grant{Remaining: 3 * time.Second}, acquire(t, s, "sem", "t0", time.Second), "a plain lock on a semaphore")
 	g, err := s.Acquire(bg, place("sem", "t2", time.Second, 2))
 	require.NoError(t, err)

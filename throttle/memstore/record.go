@@ -22,17 +22,18 @@ func (r record) expiry() time.Duration { return r.expires }
 func (r record) policy() uint16        { return r.pol }
 func (r record) size() int64           { return int64(len(r.data)) }
 
-// Record keeps a copy of rec as key's record if token holds key (see
-// store.Recorder). A rec that does not fit WithMaxRecordBytes writes nothing.
-func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (store.Outcome, error) {
-	if key == "" || token == "" {
-		return 0, fmt.Errorf("%w: memstore: empty key or token", store.ErrInvalid)
+// Record keeps a copy of rec as key's record and sets key's TTL to ttl if
+// token holds key (see store.Recorder). A rec that does not fit
+// WithMaxRecordBytes changes nothing.
+func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl time.Duration) (store.Outcome, error) {
+	if key == "" || token == "" || ttl <= 0 {
+		return 0, fmt.Errorf("%w: memstore: empty key or token, or ttl %v not positive", store.ErrInvalid, ttl)
 	}
 	sh := s.shard(key)
 	if n := int64(len(rec)); n > sh.records.polLimit {
 		return 0, fmt.Errorf("%w: memstore: a record of %d bytes, above WithMaxRecordBytes's %d per policy and shard", store.ErrInvalid, n, sh.records.polLimit)
 	}
-	out, err := s.ifOwned(ctx, key, token, func(sh *shard, _ int, l lock, now time.Duration) store.Outcome {
+	out, err := s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		old, had := sh.records.get(key, now)
 		if len(rec) > smallRecord && !sh.records.room(l.pol, int64(len(rec)-len(old.data)), now) {
 			return 0 // full
@@ -40,6 +41,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte) (stor
 		if had {
 			sh.records.drop(key, old)
 		}
+		l = extended(sh, i, l, now, ttl)
 		sh.records.put(key, record{data: append([]byte{}, rec...), expires: l.expires, pol: l.pol}, true)
 		sh.notify(key)
 		return store.OK

@@ -49,7 +49,7 @@ func TestRecordKeepsACopy(t *testing.T) {
 	s := New()
 	acquire(t, s, "k", "a", time.Minute)
 	rec := []byte("HTTP/1.1 201\x00body")
-	outcome(t, store.OK)(s.Record(bg, "k", "a", rec))
+	outcome(t, store.OK)(s.Record(bg, "k", "a", rec, time.Minute))
 	rec[0] = 'X' // the caller reuses its buffer
 	got, found := recorded(t, s, "k")
 	require.True(t, found)
@@ -63,10 +63,12 @@ func TestRecordKeepsACopy(t *testing.T) {
 func TestRecordInvalid(t *testing.T) {
 	s := New()
 	acquire(t, s, "k", "a", time.Minute)
-	_, err := s.Record(bg, "", "a", nil)
+	_, err := s.Record(bg, "", "a", nil, time.Minute)
 	assert.ErrorIs(t, err, store.ErrInvalid, "Record with an empty key")
-	_, err = s.Record(bg, "k", "", nil)
+	_, err = s.Record(bg, "k", "", nil, time.Minute)
 	assert.ErrorIs(t, err, store.ErrInvalid, "Record with an empty token")
+	_, err = s.Record(bg, "k", "a", nil, 0)
+	assert.ErrorIs(t, err, store.ErrInvalid, "Record with a zero ttl")
 	_, _, err = s.Recorded(bg, "")
 	assert.ErrorIs(t, err, store.ErrInvalid, "Recorded with an empty key")
 	_, found := recorded(t, s, "k")
@@ -78,7 +80,7 @@ func TestRecordExpiresWithTheLock(t *testing.T) {
 	s := New(WithClock(clk.Now))
 	acquire(t, s, "k", "a", time.Second)
 	clk.Advance(400 * time.Millisecond)
-	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r")))
+	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r"), 600*time.Millisecond))
 	clk.Advance(599 * time.Millisecond)
 	_, found := recorded(t, s, "k")
 	require.True(t, found, "1ms before its lock expires")
@@ -90,7 +92,7 @@ func TestRecordExpiresWithTheLock(t *testing.T) {
 	// A lock that expires takes its record with it when it is next
 	// touched, here by the next holder.
 	acquire(t, s, "k2", "a", time.Second)
-	outcome(t, store.OK)(s.Record(bg, "k2", "a", []byte("r")))
+	outcome(t, store.OK)(s.Record(bg, "k2", "a", []byte("r"), time.Second))
 	clk.Advance(time.Second)
 	require.True(t, acquire(t, s, "k2", "b", time.Second).Acquired)
 	require.Zero(t, s.checkRecordBytes(t), "records once the expired lock was replaced")
@@ -104,13 +106,13 @@ func TestRecordKeepsItsExpiry(t *testing.T) {
 	clk := newFakeClock()
 	s := New(WithClock(clk.Now))
 	acquire(t, s, "k", "a", time.Second)
-	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r")))
+	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r"), time.Second))
 	outcome(t, store.OK)(s.Extend(bg, "k", "a", time.Minute))
 	clk.Advance(time.Second)
 	_, found := recorded(t, s, "k")
 	require.False(t, found, "record outlived the expiry its lock had when it was written")
 	// Recording again gives it the extended lock's expiry.
-	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r2")))
+	outcome(t, store.OK)(s.Record(bg, "k", "a", []byte("r2"), time.Minute))
 	clk.Advance(58 * time.Second)
 	rec, found := recorded(t, s, "k")
 	require.True(t, found)
@@ -125,8 +127,8 @@ func TestRecordReentrant(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, g.Acquired)
 	}
-	outcome(t, store.HeldByOther)(s.Record(bg, "k", "other", []byte("r")))
-	outcome(t, store.OK)(s.Record(bg, "k", "owner", []byte("r")))
+	outcome(t, store.HeldByOther)(s.Record(bg, "k", "other", []byte("r"), time.Minute))
+	outcome(t, store.OK)(s.Record(bg, "k", "owner", []byte("r"), time.Minute))
 	outcome(t, store.StillHeld)(s.Release(bg, "k", "owner"))
 	_, found := recorded(t, s, "k")
 	require.True(t, found, "a release that left the key held deleted its record")
@@ -145,41 +147,41 @@ func TestRecordBytesBound(t *testing.T) {
 	for i := range 5 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
-	_, err := s.Record(bg, "k0", "t", bytesOf(1001))
+	_, err := s.Record(bg, "k0", "t", bytesOf(1001), time.Second)
 	require.ErrorIs(t, err, store.ErrInvalid, "1001 bytes into a bound of 1000")
 	require.NotErrorIs(t, err, errFull)
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(600)))
-	_, err = s.Record(bg, "k1", "t", bytesOf(600))
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(600), time.Second))
+	_, err = s.Record(bg, "k1", "t", bytesOf(600), time.Second)
 	require.ErrorIs(t, err, errFull, "600 bytes next to 600 in a bound of 1000")
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, found := recorded(t, s, "k1")
 	require.False(t, found, "a Record that failed with errFull wrote a record")
 	// A full shard keeps the earlier record of a key that failed to record
 	// more.
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(1000)))
-	_, err = s.Record(bg, "k0", "t", bytesOf(1001))
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(1000), time.Second))
+	_, err = s.Record(bg, "k0", "t", bytesOf(1001), time.Second)
 	require.ErrorIs(t, err, store.ErrInvalid)
 	rec, _ := recorded(t, s, "k0")
 	require.Len(t, rec, 1000, "the earlier record after a refused replacement")
 	// A small record (a Replay's mark that a response was not kept) fits
 	// a full shard.
-	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(smallRecord)))
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(smallRecord), time.Second))
 	// Replacing by a shorter record frees the difference (1000+64 bytes
 	// held, then 300+64, then 300+600+64).
-	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(300)))
-	outcome(t, store.OK)(s.Record(bg, "k1", "t", bytesOf(600)))
+	outcome(t, store.OK)(s.Record(bg, "k0", "t", bytesOf(300), time.Second))
+	outcome(t, store.OK)(s.Record(bg, "k1", "t", bytesOf(600), time.Second))
 	// Release gives the bytes back (600+64, then 600+300).
 	outcome(t, store.OK)(s.Release(bg, "k0", "t"))
-	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(300)))
-	_, err = s.Record(bg, "k3", "t", bytesOf(101))
+	outcome(t, store.OK)(s.Record(bg, "k2", "t", bytesOf(300), time.Second))
+	_, err = s.Record(bg, "k3", "t", bytesOf(101), time.Second)
 	require.ErrorIs(t, err, errFull, "Record into a full shard")
 	// Expired records are swept when the shard is full: k1 and k2 expire
 	// with their locks; k3 and k4 are acquired anew.
 	clk.Advance(time.Second)
 	acquire(t, s, "k3", "t2", time.Second)
 	acquire(t, s, "k4", "t2", time.Second)
-	outcome(t, store.OK)(s.Record(bg, "k3", "t2", bytesOf(400)))
-	outcome(t, store.OK)(s.Record(bg, "k4", "t2", bytesOf(400)))
+	outcome(t, store.OK)(s.Record(bg, "k3", "t2", bytesOf(400), time.Second))
+	outcome(t, store.OK)(s.Record(bg, "k4", "t2", bytesOf(400), time.Second))
 	require.Equal(t, 2, s.checkRecordBytes(t), "k3's and k4's records")
 }
 
@@ -188,16 +190,16 @@ func TestRecordDefaultBound(t *testing.T) {
 	acquire(t, s, "k", "t", time.Minute)
 	// One policy's share of one shard's share.
 	share := int(float64(defaultMaxRecordBytes/len(s.shards)) * defaultPolicyShare)
-	_, err := s.Record(bg, "k", "t", make([]byte, share+1))
+	_, err := s.Record(bg, "k", "t", make([]byte, share+1), time.Minute)
 	require.ErrorIs(t, err, store.ErrInvalid)
-	outcome(t, store.OK)(s.Record(bg, "k", "t", make([]byte, share)))
+	outcome(t, store.OK)(s.Record(bg, "k", "t", make([]byte, share), time.Minute))
 }
 
 func TestLenCountsRecords(t *testing.T) {
 	s := New()
 	acquire(t, s, "a", "t", time.Minute)
 	acquire(t, s, "b", "t", time.Minute)
-	outcome(t, store.OK)(s.Record(bg, "a", "t", nil))
+	outcome(t, store.OK)(s.Record(bg, "a", "t", nil, time.Minute))
 	require.Equal(t, 3, s.Len(), "two locks and one record")
 	outcome(t, store.OK)(s.Release(bg, "a", "t"))
 	require.Equal(t, 1, s.Len(), "after the release")
@@ -217,7 +219,7 @@ func TestRecordConcurrent(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, err = s.Record(bg, key, tok, bytes.Repeat([]byte{byte(g)}, i%97))
+				_, err = s.Record(bg, key, tok, bytes.Repeat([]byte{byte(g)}, i%97), time.Minute)
 				if err != nil && !assert.ErrorIs(t, err, errFull) {
 					return
 				}

@@ -197,12 +197,19 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 		return 0, fmt.Errorf("%w: memstore: ttl %v must be positive", store.ErrInvalid, ttl)
 	}
 	return s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
-		if l.holds == 0 || now+ceilMillis(ttl) > l.expires {
-			l.expires = now + ceilMillis(ttl)
-		}
-		sh.locks.update(i, l, now)
+		extended(sh, i, l, now, ttl)
 		return store.OK
 	}, extendHolder(ttl))
+}
+
+// extended sets the held lock l, at i in sh, to expire ttl after now (a
+// reentrant lock's expiry is raised, never lowered), and returns it.
+func extended(sh *shard, i int, l lock, now, ttl time.Duration) lock {
+	if l.holds == 0 || now+ceilMillis(ttl) > l.expires {
+		l.expires = now + ceilMillis(ttl)
+	}
+	sh.locks.update(i, l, now)
+	return l
 }
 
 // ifOwned runs change under key's shard lock when token holds key, and

@@ -53,7 +53,7 @@ func TestRecordDataModel(t *testing.T) {
 
 	k, tok := key(t), storekit.NewToken()
 	mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
-	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("\x00\xffrec")))
+	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("\x00\xffrec"), time.Minute))
 	if got, err := c.Get(ctx, storekit.RecordKey(k)).Result(); err != nil || got != "\x00\xffrec" {
 		t.Fatalf("GET record key = %q, %v", got, err)
 	}
@@ -69,7 +69,7 @@ func TestRecordDataModel(t *testing.T) {
 	req := store.Request{Key: k, Token: tok, TTL: time.Minute, Reentrant: true, Fence: true}
 	mustAcquire(t, s, req)
 	mustAcquire(t, s, req)
-	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
+	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r"), time.Minute))
 	sameExpiry(k)
 	mustOutcome(t, store.StillHeld)(s.Release(ctx, k, tok))
 	mustRecorded(t, s, k, []byte("r"))
@@ -77,20 +77,19 @@ func TestRecordDataModel(t *testing.T) {
 	mustNotExist(t, c, k, storekit.RecordKey(k))
 
 	// A lock stored without an expiry (by something other than throttle)
-	// gives its record none either; the release deletes both.
+	// gets the record's ttl, and its record the same expiry; the release
+	// deletes both.
 	k, tok = key(t), storekit.NewToken()
 	require.NoError(t, c.Set(ctx, k, tok, 0).Err())
-	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
-	if ttl, err := c.PTTL(ctx, storekit.RecordKey(k)).Result(); err != nil || ttl != -1 {
-		t.Fatalf("PTTL of the record of a lock without expiry = %v, %v; want -1", ttl, err)
-	}
+	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r"), time.Minute))
+	sameExpiry(k)
 	mustOutcome(t, store.OK)(s.Release(ctx, k, tok))
 	mustNotExist(t, c, k, storekit.RecordKey(k))
 
 	// A key of another type is nobody's lock.
 	k = key(t)
 	require.NoError(t, c.RPush(ctx, k, "x").Err())
-	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, "x", []byte("r")))
+	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, "x", []byte("r"), time.Minute))
 	mustNotExist(t, c, storekit.RecordKey(k))
 }
 
@@ -98,7 +97,7 @@ func TestRecordRefusals(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
 	k := key(t)
-	if _, err := s.Record(ctx, k, ":fence", nil); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.Record(ctx, k, ":fence", nil, time.Minute); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("Record with the reserved token: %v, want store.ErrInvalid", err)
 	}
 	// A record key that is not a string (written by something else) is an
@@ -122,10 +121,10 @@ func TestRecordPublishes(t *testing.T) {
 	}
 	// Neither a refused record nor a read publishes: the marker published
 	// after them is the first message.
-	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, storekit.NewToken(), []byte("r")))
+	mustOutcome(t, store.HeldByOther)(s.Record(ctx, k, storekit.NewToken(), []byte("r"), time.Minute))
 	mustRecorded(t, s, k, nil)
 	require.NoError(t, c.Publish(ctx, k+":released", "marker").Err())
-	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r")))
+	mustOutcome(t, store.OK)(s.Record(ctx, k, tok, []byte("r"), time.Minute))
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	for _, want := range []string{"marker", "1"} {
@@ -163,14 +162,14 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 		mustAcquire(t, s, store.Request{Key: key, Token: toks[key], TTL: time.Minute})
 	}
 	for _, key := range []string{both, split, moved} {
-		mustOutcome(t, store.OK)(s.Record(ctx, key, toks[key], []byte("rec "+key)))
+		mustOutcome(t, store.OK)(s.Record(ctx, key, toks[key], []byte("rec "+key), time.Minute))
 	}
 
 	m := env.BeginMigration(t, slot, from, to)
 	m.Move(t, split, moved, storekit.RecordKey(moved), movedBare)
 
 	// Lock and record on one node: the script runs there.
-	mustOutcome(t, store.OK)(s.Record(ctx, both, toks[both], []byte("again")))
+	mustOutcome(t, store.OK)(s.Record(ctx, both, toks[both], []byte("again"), time.Minute))
 	mustOutcome(t, store.OK)(s.Release(ctx, both, toks[both]))
 	mustOutcome(t, store.OK)(s.Release(ctx, moved, toks[moved]))
 	mustRecorded(t, s, both, nil)
@@ -195,7 +194,7 @@ func TestReleaseWhileSlotMigrates(t *testing.T) {
 	mustRecorded(t, s, split, []byte("rec "+split))
 	// Record on a lock without a record on the same node fails, writing
 	// nothing (see Store.Record).
-	if out, err := s.Record(ctx, unrecorded, toks[unrecorded], []byte("r")); err == nil {
+	if out, err := s.Record(ctx, unrecorded, toks[unrecorded], []byte("r"), time.Minute); err == nil {
 		t.Fatalf("Record during the migration: %v, want an error", out)
 	}
 	mustRecorded(t, s, unrecorded, nil)

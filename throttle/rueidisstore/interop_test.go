@@ -61,7 +61,7 @@ func TestInterop(t *testing.T) {
 	t.Run("record", func(t *testing.T) {
 		k, tok := key(t), storekit.NewToken()
 		mustAcquire(t, s, store.Request{Key: k, Token: tok, TTL: time.Minute})
-		out, err := s.Record(ctx, k, tok, []byte("201 Created"))
+		out, err := s.Record(ctx, k, tok, []byte("201 Created"), time.Minute)
 		require.NoError(t, err, "record")
 		require.Equal(t, store.OK, out, "record")
 		rec, found, err := rs.Recorded(ctx, k)

@@ -52,7 +52,7 @@ func testNotifier(t *testing.T, s store.Store) {
 
 func mustRecord(t testing.TB, r store.Recorder, key, token string, rec []byte, want store.Outcome) {
 	t.Helper()
-	mustOutcome(t, "Record("+key+")", want)(r.Record(bg, key, token, rec))
+	mustOutcome(t, "Record("+key+")", want)(r.Record(bg, key, token, rec, longTTL))
 }
 
 // mustHaveRecord fails the test unless key's record is want (nil: none).
@@ -82,10 +82,12 @@ func testRecord(t *testing.T, s store.Store) {
 	}
 	mustBeHeld(t, s, key)
 	mustHaveRecord(t, r, key[:len(key)-1]+"\x00", nil)
-	_, err := r.Record(bg, "", tok, all)
+	_, err := r.Record(bg, "", tok, all, longTTL)
 	require.ErrorIs(t, err, store.ErrInvalid, "Record with an empty key")
-	_, err = r.Record(bg, key, "", all)
+	_, err = r.Record(bg, key, "", all, longTTL)
 	require.ErrorIs(t, err, store.ErrInvalid, "Record with an empty token")
+	_, err = r.Record(bg, key, tok, all, 0)
+	require.ErrorIs(t, err, store.ErrInvalid, "Record with a zero ttl")
 	_, _, err = r.Recorded(bg, "")
 	require.ErrorIs(t, err, store.ErrInvalid, "Recorded with an empty key")
 	mustHaveRecord(t, r, key, []byte("second"))
@@ -114,7 +116,7 @@ func testRecordOthers(t *testing.T, s store.Store) {
 	// A slow store may reach Record after a short TTL (Gone): try longer.
 	for ttl := 100 * time.Millisecond; ; ttl *= 2 {
 		acquire(t, s, store.Request{Key: key, Token: a, TTL: ttl}, true)
-		out, err := r.Record(bg, key, a, []byte("A"))
+		out, err := r.Record(bg, key, a, []byte("A"), ttl)
 		require.NoError(t, err, "Record")
 		if out == store.OK {
 			break
@@ -158,5 +160,26 @@ func testRecordRelease(t *testing.T, s store.Store) {
 	mustOutcome(t, "first reentrant Release", store.StillHeld)(s.Release(bg, key, owner))
 	mustHaveRecord(t, r, key, []byte("owner"))
 	mustOutcome(t, "last reentrant Release", store.OK)(s.Release(bg, key, owner))
+	mustHaveRecord(t, r, key, nil)
+}
+
+// testRecordRetention: Record gives a key held under a short lease, and its
+// record, the ttl it is passed (a Replay's retention), in one step, as seen
+// by a contender's Remaining; a Record refused changes no expiry.
+func testRecordRetention(t *testing.T, s store.Store) {
+	r := as[store.Recorder](t, s)
+	const lease = 200 * time.Millisecond
+	key, tok := newKey("record-retention"), storekit.NewToken()
+	acquire(t, s, store.Request{Key: key, Token: tok, TTL: lease}, true)
+	mustRecord(t, r, key, storekit.NewToken(), []byte("not the holder"), store.HeldByOther)
+	require.LessOrEqual(t, mustBeHeld(t, s, key), lease, "Remaining after a refused Record")
+	mustRecord(t, r, key, tok, []byte("answer"), store.OK)
+	left := mustBeHeld(t, s, key)
+	require.True(t, left > longTTL-patience && left <= longTTL,
+		"Remaining %v after a Record with ttl %v, on a key held for %v", left, longTTL, lease)
+	time.Sleep(2 * lease) // the lease the key was taken with runs out
+	mustBeHeld(t, s, key)
+	mustHaveRecord(t, r, key, []byte("answer"))
+	mustOutcome(t, "Release", store.OK)(s.Release(bg, key, tok))
 	mustHaveRecord(t, r, key, nil)
 }

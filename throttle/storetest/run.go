@@ -57,6 +57,7 @@ var cases = []struct {
 	{"record", testRecord, none},
 	{"record-others", testRecordOthers, none},
 	{"record-release", testRecordRelease, none},
+	{"record-retention", testRecordRetention, none},
 	{"allow-all", testAllowAll, none},
 	{"allow-all-one", testAllowAllOne, none},
 	{"allow-all-invalid", testAllowAllInvalid, none},
