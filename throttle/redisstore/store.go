@@ -31,10 +31,10 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		panic("redisstore: a *redis.Ring cannot hold locks (its clients may disagree on a key's shard): " +
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
-	var c redisalgo.Conn = waitConn{conn{client}}
+	var c redisalgo.Conn = waitConn{conn{client, redisalgo.NewDigests()}}
 	cc, cluster := client.(*redis.ClusterClient)
 	if cluster {
-		c = conn{client}
+		c = conn{client, redisalgo.NewDigests()}
 	}
 	if rc, ok := client.(*redis.Client); cluster && !cc.Options().ContextTimeoutEnabled ||
 		ok && !rc.Options().ContextTimeoutEnabled {
@@ -70,7 +70,10 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
 // adds WAIT, which a Cluster client would send to an arbitrary node.
 type (
-	conn     struct{ c redis.UniversalClient }
+	conn struct {
+		c   redis.UniversalClient
+		sha *redisalgo.Digests
+	}
 	waitConn struct{ conn }
 )
 
@@ -89,8 +92,26 @@ func evalCmd(ctx context.Context, name, script string, keys, args []string) *red
 	return cmd
 }
 
+// load sends SCRIPT LOAD to the master of key (a Cluster client's
+// ScriptLoad would need every master up), returning the script's SHA1.
+func (a conn) load(ctx context.Context, key, src string) (string, error) {
+	var c redis.Scripter = a.c
+	if cc, ok := a.c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		c = m
+	}
+	return c.ScriptLoad(ctx, src).Result()
+}
+
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
-	cmd := evalCmd(ctx, "evalsha", s.SHA, keys, args)
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, err
+	}
+	cmd := evalCmd(ctx, "evalsha", sha, keys, args)
 	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
 		cmd = evalCmd(ctx, "eval", s.Src, keys, args)
 		_ = a.c.Process(ctx, cmd)
@@ -100,10 +121,14 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 
 func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
 	keys []string, args ...string) ([]int64, int64, error, error) {
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	for _, script := range []string{s.SHA, s.Src} {
-		name := map[bool]string{true: "evalsha", false: "eval"}[script == s.SHA]
+	for _, script := range []string{sha, s.Src} {
+		name := map[bool]string{true: "evalsha", false: "eval"}[script == sha]
 		cmd, wait = evalCmd(ctx, name, script, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
 		_ = p.BatchProcess(ctx, cmd, wait)

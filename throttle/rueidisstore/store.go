@@ -21,15 +21,27 @@ func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	return redisalgo.New("rueidisstore", conn{client}, opts...)
+	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests()}, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.
-type conn struct{ c rueidis.Client }
+type conn struct {
+	c   rueidis.Client
+	sha *redisalgo.Digests
+}
+
+// load sends SCRIPT LOAD to the node of key, returning the script's SHA1.
+func (a conn) load(ctx context.Context, key, src string) (string, error) {
+	return a.c.Do(ctx, a.c.B().ScriptLoad().Script(src).Build().SetSlot(key)).ToString()
+}
 
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, err
+	}
 	n := int64(len(keys))
-	res := a.c.Do(ctx, a.c.B().Evalsha().Sha1(s.SHA).Numkeys(n).Key(keys...).Arg(args...).Build())
+	res := a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
 	if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
 		res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
 	}
