@@ -19,10 +19,13 @@ import (
 // rueidisstore.New returns one too. Make one per client and share it.
 type Store = redisalgo.Store
 
-// New returns a Store on client, which it does not own. It panics when client
-// is nil or a *redis.Ring, whose clients each route a key by their own view
-// of which shards are up, so that two processes could take one lock on two
-// servers. It warns when client was made without ContextTimeoutEnabled.
+// New returns a Store on client, which it does not own (Dial makes a client
+// as the store needs it, and owns it). It panics when client is nil or a
+// *redis.Ring, whose clients each route a key by their own view of which
+// shards are up, so that two processes could take one lock on two servers.
+// It warns when client was made without ContextTimeoutEnabled: each call to
+// a hung Redis then waits for the client's ReadTimeout (3 s by default), or
+// longer, whatever the policy's Timeout.
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	switch client.(type) {
 	case nil:
