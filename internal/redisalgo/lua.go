@@ -49,10 +49,11 @@ type Digests struct{ sha []atomic.Pointer[string] }
 func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[string], len(scripts))} }
 
 // SHA returns s's digest, asking load (SCRIPT LOAD of s.Src on the node of
-// key) the first time; calls racing to be first may each load it. A server
-// that lacks the script later (restarted, or a Cluster node that never ran
-// it) answers EVALSHA with NOSCRIPT: the adapter then sends EVAL, which runs
-// the script and caches it on that node in one round trip.
+// key) until it answers; calls racing to be first may each load it. ""
+// (load's answer when Redis refused SCRIPT LOAD) has the adapter send EVAL.
+// A server that lacks the script later (restarted, or a Cluster node that
+// never ran it) answers EVALSHA with NOSCRIPT: the adapter then sends EVAL,
+// which runs the script and caches it on that node in one round trip.
 func (d *Digests) SHA(ctx context.Context, s *Script, key string,
 	load func(ctx context.Context, key, src string) (string, error)) (string, error) {
 	if sha := d.sha[s.id].Load(); sha != nil {

@@ -80,10 +80,15 @@ type (
 	waitConn struct{ conn }
 )
 
-// evalCmd builds EVALSHA (or EVAL) of script, routed by its first key.
-func evalCmd(ctx context.Context, name, script string, keys, args []string) *redis.Cmd {
+// evalCmd builds EVALSHA sha, or EVAL of s without a SHA1, routed by its
+// first key.
+func evalCmd(ctx context.Context, s *redisalgo.Script, sha string, keys, args []string) *redis.Cmd {
+	var name, body any = "evalsha", sha
+	if sha == "" {
+		name, body = "eval", s.Src
+	}
 	all := make([]any, 0, 3+len(keys)+len(args))
-	all = append(all, name, script, len(keys))
+	all = append(all, name, body, len(keys))
 	for _, k := range keys {
 		all = append(all, k)
 	}
@@ -96,7 +101,8 @@ func evalCmd(ctx context.Context, name, script string, keys, args []string) *red
 }
 
 // load sends SCRIPT LOAD to the master of key (a Cluster client's
-// ScriptLoad would need every master up), returning the script's SHA1.
+// ScriptLoad would need every master up), returning the script's SHA1, or
+// "" when Redis refused it (an ACL, a proxy): the call then sends EVAL.
 func (a conn) load(ctx context.Context, key, src string) (string, error) {
 	var c redis.Scripter = a.c
 	if cc, ok := a.c.(*redis.ClusterClient); ok {
@@ -106,7 +112,11 @@ func (a conn) load(ctx context.Context, key, src string) (string, error) {
 		}
 		c = m
 	}
-	return c.ScriptLoad(ctx, src).Result()
+	sha, err := c.ScriptLoad(ctx, src).Result()
+	if re := redis.Error(nil); errors.As(err, &re) {
+		return "", nil
+	}
+	return sha, err
 }
 
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
@@ -114,9 +124,9 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 	if err != nil {
 		return nil, err
 	}
-	cmd := evalCmd(ctx, "evalsha", sha, keys, args)
+	cmd := evalCmd(ctx, s, sha, keys, args)
 	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
-		cmd = evalCmd(ctx, "eval", s.Src, keys, args)
+		cmd = evalCmd(ctx, s, "", keys, args)
 		_ = a.c.Process(ctx, cmd)
 	}
 	return ints(cmd)
@@ -130,9 +140,8 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	for _, script := range []string{sha, s.Src} {
-		name := map[bool]string{true: "evalsha", false: "eval"}[script == sha]
-		cmd, wait = evalCmd(ctx, name, script, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+	for _, sha := range []string{sha, ""} { // EVAL after NOSCRIPT
+		cmd, wait = evalCmd(ctx, s, sha, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
 		_ = p.BatchProcess(ctx, cmd, wait)
 		_, _ = p.Exec(ctx)

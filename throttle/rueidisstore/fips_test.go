@@ -27,10 +27,10 @@ const fipsChild = "THROTTLE_TEST_FIPS140_CHILD"
 // TestFIPS140Only runs this test binary again under GODEBUG=fips140=only,
 // which only a process's start reads, and which makes crypto/sha1 panic: the
 // stores used to hash their scripts at init, so the binary died before any
-// test. There both stores (go-redis and rueidis) must decide right on one
-// server, on a Cluster whose second master never saw a script, and on a
+// test. There both stores (go-redis and rueidis) must decide right on a
 // server restarted in the middle, whose empty script cache answers EVALSHA
-// with NOSCRIPT.
+// with NOSCRIPT, on a server that refuses SCRIPT LOAD to their user, and on
+// a Cluster whose other masters never saw a script.
 func TestFIPS140Only(t *testing.T) {
 	if os.Getenv(fipsChild) == "" {
 		if testing.Short() {
@@ -72,6 +72,25 @@ func TestFIPS140Only(t *testing.T) {
 			reach()
 			decide(t, s, key(t))
 			require.Positive(t, calls(t, gc, "eval"), "EVAL after NOSCRIPT")
+		}
+	})
+
+	// An ACL (or a proxy) refuses SCRIPT LOAD: the stores send EVAL.
+	t.Run("script-load-refused", func(t *testing.T) {
+		srv := redistest.Start(t)
+		gc := srv.Client(t)
+		require.NoError(t, gc.Do(ctx, "acl", "setuser", "noload", "on", ">pw", "~*", "&*", "+@all", "-script|load").Err())
+		limited := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "noload", Password: "pw", ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = limited.Close() })
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, Username: "noload", Password: "pw",
+			DisableCache: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		for _, s := range []*redisstore.Store{redisstore.New(limited), rueidisstore.New(rc)} {
+			t.Cleanup(func() { _ = s.Close() })
+			require.NoError(t, gc.ConfigResetStat(ctx).Err())
+			decide(t, s, key(t))
+			require.Positive(t, calls(t, gc, "eval"), "EVAL after a refused SCRIPT LOAD")
 		}
 	})
 

@@ -30,9 +30,14 @@ type conn struct {
 	sha *redisalgo.Digests
 }
 
-// load sends SCRIPT LOAD to the node of key, returning the script's SHA1.
+// load sends SCRIPT LOAD to the node of key, returning the script's SHA1,
+// or "" when Redis refused it (an ACL, a proxy): the call then sends EVAL.
 func (a conn) load(ctx context.Context, key, src string) (string, error) {
-	return a.c.Do(ctx, a.c.B().ScriptLoad().Script(src).Build().SetSlot(key)).ToString()
+	sha, err := a.c.Do(ctx, a.c.B().ScriptLoad().Script(src).Build().SetSlot(key)).ToString()
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		return "", nil
+	}
+	return sha, err
 }
 
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
@@ -41,8 +46,14 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 		return nil, err
 	}
 	n := int64(len(keys))
-	res := a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
-	if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
+	var res rueidis.RedisResult
+	eval := sha == ""
+	if !eval {
+		res = a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
+		re, ok := rueidis.IsRedisErr(res.Error())
+		eval = ok && re.IsNoScript()
+	}
+	if eval {
 		res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
 	}
 	if m, err := res.ToMessage(); err != nil || m.IsArray() {
