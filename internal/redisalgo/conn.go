@@ -8,7 +8,8 @@ import (
 // Conn is what the store needs of a Redis client (go-redis and rueidis
 // adapters give it); each command's keys share a Cluster slot.
 type Conn interface {
-	// Eval runs s with EVALSHA, and with EVAL (which caches it) after
+	// Eval runs s with EVALSHA (its digest from Script.SHA, which loads it
+	// on keys[0]'s node once), and with EVAL (which caches it) after
 	// NOSCRIPT; an integer reply comes back as a slice of one.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
 	// SetNX sends SET key value NX PX ms; with lookup, GET key and PTTL key

@@ -1,11 +1,11 @@
 package redisalgo
 
 import (
-	"crypto/sha1" //nolint:gosec // Redis names scripts by SHA1; no security rests on it.
+	"context"
 	"embed"
-	"encoding/hex"
 	"maps"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/store"
@@ -28,14 +28,42 @@ var (
 	deleteScript  = newScript("delete")
 )
 
-// Script is a Lua script and its SHA1, which EVALSHA sends.
-type Script struct{ Src, SHA string }
+// Script is a Lua script, which EVALSHA names by its SHA1.
+type Script struct {
+	Src string
+	id  int // its index in a Digests
+}
 
 func newScript(name string) *Script {
 	src, _ := lua.ReadFile(name + ".lua") // embedded: it cannot fail
-	sum := sha1.Sum(src)                  //nolint:gosec // see the import
-	scripts[name] = &Script{Src: string(src), SHA: hex.EncodeToString(sum[:])}
+	scripts[name] = &Script{Src: string(src), id: len(scripts)}
 	return scripts[name]
+}
+
+// Digests holds the SHA1 of each script as SCRIPT LOAD returned it on one
+// client: Redis computes them (hashing here would panic under
+// GODEBUG=fips140=only). Each adapter of a store keeps one.
+type Digests struct{ sha []atomic.Pointer[string] }
+
+// NewDigests returns Digests that know no script yet.
+func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[string], len(scripts))} }
+
+// SHA returns s's digest, asking load (SCRIPT LOAD of s.Src on the node of
+// key) until it answers; calls racing to be first may each load it. ""
+// (load's answer when Redis refused SCRIPT LOAD) has the adapter send EVAL.
+// A server that lacks the script later (restarted, or a Cluster node that
+// never ran it) answers EVALSHA with NOSCRIPT: the adapter then sends EVAL,
+// which runs the script and caches it on that node in one round trip.
+func (d *Digests) SHA(ctx context.Context, s *Script, key string,
+	load func(ctx context.Context, key, src string) (string, error)) (string, error) {
+	if sha := d.sha[s.id].Load(); sha != nil {
+		return *sha, nil
+	}
+	sha, err := load(ctx, key, s.Src)
+	if err == nil && sha != "" {
+		d.sha[s.id].Store(&sha)
+	}
+	return sha, err
 }
 
 // Scripts returns every script by its file's name (tests).

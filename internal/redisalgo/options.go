@@ -15,6 +15,7 @@ type config struct {
 	replicas                           int
 	now                                func() time.Time // a test clock for quotas
 	path                               string           // see WithPath
+	close                              func() error     // see WithClose
 }
 
 // configure applies opts over the defaults.
@@ -50,6 +51,10 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // WithPath holds plain acquisitions and quota charges on one path (tests):
 // "set", "pipeline", "script", or "store", the default, which chooses by Share.
 func WithPath(p string) Option { return func(c *config) { c.path = p } }
+
+// WithClose makes Store.Close call f once the store stopped: it closes a
+// client the store made (redisstore.Dial).
+func WithClose(f func() error) Option { return func(c *config) { c.close = f } }
 
 // Logger returns the logger opts configure.
 func Logger(opts ...Option) *slog.Logger { return configure(opts).log }

@@ -2,6 +2,7 @@ package redisalgo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,8 +40,15 @@ func New(name string, conn Conn, opts ...Option) *Store {
 }
 
 // Close stops the store's background goroutines, waiting at most twice the
-// watch timeout; the client stays open and the store keeps serving the rest.
-func (s *Store) Close() error { return s.watch.close() }
+// watch timeout. A client the store made (redisstore.Dial) is closed too;
+// any other stays open, and the store keeps serving the rest.
+func (s *Store) Close() error {
+	err := s.watch.close()
+	if s.cfg.close != nil {
+		err = errors.Join(err, s.cfg.close())
+	}
+	return err
+}
 
 // checkEviction warns once, in the background, unless every master's
 // maxmemory-policy is noeviction: any other may drop a lock. New calls it,

@@ -20,9 +20,7 @@ import (
 func TestAllowAllRoundTrip(t *testing.T) {
 	s, _, c := newStore(t)
 	ctx := context.Background()
-	for _, src := range redisstore.Scripts() {
-		require.NoError(t, c.ScriptLoad(ctx, src[0]).Err())
-	}
+	loadScripts(t, s, c)
 	trips := &tripCounter{}
 	c.AddHook(trips)
 	base := key(t)

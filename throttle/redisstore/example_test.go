@@ -26,16 +26,19 @@ func exampleAddr() string {
 // A Lock on Redis rejects a duplicate within the window, whichever
 // process it reaches.
 func Example() {
-	client := redis.NewClient(&redis.Options{Addr: exampleAddr(), ContextTimeoutEnabled: true})
-	defer client.Close()
-	store := redisstore.New(client)
+	ctx := context.Background()
+	// Dial makes the client as the store needs it; Close closes both.
+	store, err := redisstore.Dial(ctx, &redis.UniversalOptions{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println("unavailable:", err)
+		return
+	}
 	defer store.Close()
 
 	l, err := throttle.NewLock(store, throttle.LockConfig{Name: "example-submit", TTL: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}
-	ctx := context.Background()
 	id := "user-" + strconv.Itoa(os.Getpid()) // stands for a user ID
 	lease, err := l.Acquire(ctx, id)
 	if err != nil {
@@ -51,17 +54,20 @@ func Example() {
 // A fenced, exclusive job: the fencing token goes to the resource, which
 // refuses writes with an older token.
 func ExampleWithFenceTTL() {
-	client := redis.NewClient(&redis.Options{Addr: exampleAddr(), ContextTimeoutEnabled: true})
-	defer client.Close()
+	ctx := context.Background()
 	// Counters of keys nobody fenced for an hour are dropped.
-	store := redisstore.New(client, redisstore.WithFenceTTL(time.Hour))
+	store, err := redisstore.Dial(ctx, &redis.UniversalOptions{Addrs: []string{exampleAddr()}},
+		redisstore.WithFenceTTL(time.Hour))
+	if err != nil {
+		fmt.Println("unavailable:", err)
+		return
+	}
 	defer store.Close()
 
 	l, err := throttle.NewLock(store, throttle.LockConfig{Name: "example-sync", Mode: throttle.Exclusive, Fence: true})
 	if err != nil {
 		panic(err)
 	}
-	ctx := context.Background()
 	first, err := l.Acquire(ctx, "customer-42")
 	if err != nil {
 		fmt.Println("unavailable:", err)

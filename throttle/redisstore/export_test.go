@@ -23,12 +23,12 @@ var WithWatchTimeout = redisalgo.WithWatchTimeout
 // replicas acknowledged (WithReplicaAck).
 var ErrNotReplicated = redisalgo.ErrNotReplicated
 
-// Scripts returns the embedded scripts' sources and the SHA1s sent with
-// EVALSHA, by name.
+// Scripts returns the embedded scripts' sources by name, each first of a
+// pair whose second is "" (a store learns the SHA1s from SCRIPT LOAD).
 func Scripts() map[string][2]string {
 	m := map[string][2]string{}
 	for name, s := range redisalgo.Scripts() {
-		m[name] = [2]string{s.Src, s.SHA}
+		m[name] = [2]string{s.Src}
 	}
 	return m
 }

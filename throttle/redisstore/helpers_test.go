@@ -2,8 +2,8 @@ package redisstore_test
 
 import (
 	"context"
-
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -55,3 +55,24 @@ func mustOutcome(t testing.TB, want store.Outcome) func(store.Outcome, error) {
 // plainPaths are the paths of plain acquisitions that the tests cover (see
 // redisstore.WithPath).
 var plainPaths = []string{"store", "set", "pipeline", "script"}
+
+// loadScripts runs every script once through s, on keys of its own, and
+// checks that s loaded each with SCRIPT LOAD on c's server: s knows their
+// SHA1s from then on, and no load adds a round trip or a command later.
+func loadScripts(t testing.TB, s *redisstore.Store, c *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	before := commandStats(t, c)["script|load"]
+	k, tok := key(t), storekit.NewToken()
+	ms := store.Rate{Limit: 1, Window: time.Second, Burst: 1}
+	_, _ = s.Acquire(ctx, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
+	_, _ = s.Acquire(ctx, store.Request{Key: k + ":holders", Token: tok, TTL: time.Minute, Holders: 2})
+	_, _ = s.Extend(ctx, k, tok, time.Minute)
+	_, _ = s.Record(ctx, k, tok, nil)
+	_, _ = s.Release(ctx, k, tok)
+	_, _ = s.AllowN(ctx, k+":ms", ms, 0)
+	_, _ = s.AllowN(ctx, k+":us", store.Rate{Limit: 3, Window: time.Millisecond, Burst: 1}, 0)
+	_, _ = s.AllowAll(ctx, []store.Limit{{Key: k + ":all", Rate: ms}}, 1)
+	_ = s.Delete(ctx, k)
+	require.Len(t, redisstore.Scripts(), commandStats(t, c)["script|load"]-before, "scripts loaded")
+}

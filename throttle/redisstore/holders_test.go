@@ -21,15 +21,6 @@ func placeReq(key string, ttl time.Duration) store.Request {
 	return store.Request{Key: key, Token: storekit.NewToken(), TTL: ttl, Holders: 3}
 }
 
-// loadScripts loads every script, so that no NOSCRIPT fallback adds a
-// round trip or a command.
-func loadScripts(t testing.TB, c *redis.Client) {
-	t.Helper()
-	for _, src := range redisstore.Scripts() {
-		require.NoError(t, c.ScriptLoad(context.Background(), src[0]).Err())
-	}
-}
-
 // requirePTTL fails the test unless key's PTTL is in (want-slack, want].
 func requirePTTL(t testing.TB, c *redis.Client, key string, want time.Duration, what string) {
 	t.Helper()
@@ -45,7 +36,7 @@ func requirePTTL(t testing.TB, c *redis.Client, key string, want time.Duration, 
 func TestHoldersDataModel(t *testing.T) {
 	s, srv, sc := newStore(t)
 	ctx := context.Background()
-	loadScripts(t, sc)
+	loadScripts(t, s, sc)
 	trips := &tripCounter{}
 	sc.AddHook(trips)
 	c := srv.Client(t) // looks, without counting as the store's round trips
@@ -109,7 +100,7 @@ func commandStats(t testing.TB, c *redis.Client) map[string]int {
 func TestPlainLockCommands(t *testing.T) {
 	s, _, c := newStore(t, redisstore.WithPath("set"))
 	ctx := context.Background()
-	loadScripts(t, c)
+	loadScripts(t, s, c)
 	for _, tc := range []struct {
 		name string
 		call func(key, token string) (store.Outcome, error)

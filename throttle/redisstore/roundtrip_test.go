@@ -39,12 +39,8 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // the plain SET path, where it costs two (SET NX, then the acquire script).
 // It fails as soon as any of them grows.
 func TestRoundTrips(t *testing.T) {
-	_, srv, c := newStore(t)
+	_, srv, _ := newStore(t)
 	ctx := context.Background()
-	// Loaded scripts: no NOSCRIPT fallback adds a round trip.
-	for _, src := range redisstore.Scripts() {
-		require.NoError(t, c.ScriptLoad(ctx, src[0]).Err())
-	}
 	cases := []struct {
 		name   string
 		path   string // of plain acquisitions: "set", "pipeline" or "script"
@@ -65,6 +61,7 @@ func TestRoundTrips(t *testing.T) {
 			s := redisstore.New(c, redisstore.WithPath(tc.path))
 			t.Cleanup(func() { _ = s.Close() })
 			<-redisstore.ConfigChecked(s) // its CONFIG GET would count as a command
+			loadScripts(t, s, c)          // no SCRIPT LOAD adds a round trip
 			l, err := throttle.NewLock(s, tc.config)
 			require.NoError(t, err)
 

@@ -19,10 +19,13 @@ import (
 // rueidisstore.New returns one too. Make one per client and share it.
 type Store = redisalgo.Store
 
-// New returns a Store on client, which it does not own. It panics when client
-// is nil or a *redis.Ring, whose clients each route a key by their own view
-// of which shards are up, so that two processes could take one lock on two
-// servers. It warns when client was made without ContextTimeoutEnabled.
+// New returns a Store on client, which it does not own (Dial makes a client
+// as the store needs it, and owns it). It panics when client is nil or a
+// *redis.Ring, whose clients each route a key by their own view of which
+// shards are up, so that two processes could take one lock on two servers.
+// It warns when client was made without ContextTimeoutEnabled: each call to
+// a hung Redis then waits for the client's ReadTimeout (3 s by default), or
+// longer, whatever the policy's Timeout.
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	switch client.(type) {
 	case nil:
@@ -31,10 +34,10 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		panic("redisstore: a *redis.Ring cannot hold locks (its clients may disagree on a key's shard): " +
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
-	var c redisalgo.Conn = waitConn{conn{client}}
+	var c redisalgo.Conn = waitConn{conn{client, redisalgo.NewDigests()}}
 	cc, cluster := client.(*redis.ClusterClient)
 	if cluster {
-		c = conn{client}
+		c = conn{client, redisalgo.NewDigests()}
 	}
 	if rc, ok := client.(*redis.Client); cluster && !cc.Options().ContextTimeoutEnabled ||
 		ok && !rc.Options().ContextTimeoutEnabled {
@@ -70,14 +73,22 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
 // adds WAIT, which a Cluster client would send to an arbitrary node.
 type (
-	conn     struct{ c redis.UniversalClient }
+	conn struct {
+		c   redis.UniversalClient
+		sha *redisalgo.Digests
+	}
 	waitConn struct{ conn }
 )
 
-// evalCmd builds EVALSHA (or EVAL) of script, routed by its first key.
-func evalCmd(ctx context.Context, name, script string, keys, args []string) *redis.Cmd {
+// evalCmd builds EVALSHA sha, or EVAL of s without a SHA1, routed by its
+// first key.
+func evalCmd(ctx context.Context, s *redisalgo.Script, sha string, keys, args []string) *redis.Cmd {
+	var name, body any = "evalsha", sha
+	if sha == "" {
+		name, body = "eval", s.Src
+	}
 	all := make([]any, 0, 3+len(keys)+len(args))
-	all = append(all, name, script, len(keys))
+	all = append(all, name, body, len(keys))
 	for _, k := range keys {
 		all = append(all, k)
 	}
@@ -89,10 +100,33 @@ func evalCmd(ctx context.Context, name, script string, keys, args []string) *red
 	return cmd
 }
 
+// load sends SCRIPT LOAD to the master of key (a Cluster client's
+// ScriptLoad would need every master up), returning the script's SHA1, or
+// "" when Redis refused it (an ACL, a proxy): the call then sends EVAL.
+func (a conn) load(ctx context.Context, key, src string) (string, error) {
+	var c redis.Scripter = a.c
+	if cc, ok := a.c.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		c = m
+	}
+	sha, err := c.ScriptLoad(ctx, src).Result()
+	if re := redis.Error(nil); errors.As(err, &re) {
+		return "", nil
+	}
+	return sha, err
+}
+
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
-	cmd := evalCmd(ctx, "evalsha", s.SHA, keys, args)
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, err
+	}
+	cmd := evalCmd(ctx, s, sha, keys, args)
 	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
-		cmd = evalCmd(ctx, "eval", s.Src, keys, args)
+		cmd = evalCmd(ctx, s, "", keys, args)
 		_ = a.c.Process(ctx, cmd)
 	}
 	return ints(cmd)
@@ -100,11 +134,14 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 
 func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
 	keys []string, args ...string) ([]int64, int64, error, error) {
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	for _, script := range []string{s.SHA, s.Src} {
-		name := map[bool]string{true: "evalsha", false: "eval"}[script == s.SHA]
-		cmd, wait = evalCmd(ctx, name, script, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+	for _, sha := range []string{sha, ""} { // EVAL after NOSCRIPT
+		cmd, wait = evalCmd(ctx, s, sha, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
 		_ = p.BatchProcess(ctx, cmd, wait)
 		_, _ = p.Exec(ctx)

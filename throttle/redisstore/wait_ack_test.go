@@ -59,8 +59,8 @@ var ackModes = []struct {
 }
 
 // ackStore returns a store on the master with opts and a round-trip
-// counter on its client, after loading the three scripts into the server
-// (so that no NOSCRIPT fallback adds a round trip later).
+// counter on its client, after the store loaded its scripts (so that no
+// SCRIPT LOAD adds a round trip later).
 func ackStore(t testing.TB, r replicated, scripted bool, opts ...redisstore.Option) (*redisstore.Store, *tripCounter) {
 	t.Helper()
 	c := r.master.Client(t)
@@ -69,11 +69,8 @@ func ackStore(t testing.TB, r replicated, scripted bool, opts ...redisstore.Opti
 	s := redisstore.New(c, opts...)
 	t.Cleanup(func() { _ = s.Close() })
 	<-redisstore.ConfigChecked(s)
-	ctx := context.Background()
-	for _, src := range redisstore.Scripts() {
-		require.NoError(t, c.ScriptLoad(ctx, src[0]).Err())
-	}
-	_ = c.Ping(ctx) // the connection's handshake is not a round trip of the store
+	loadScripts(t, s, c)
+	_ = c.Ping(context.Background()) // the connection's handshake is not a round trip of the store
 	trips.n.Store(0)
 	return s, trips
 }

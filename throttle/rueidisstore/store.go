@@ -21,16 +21,39 @@ func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	return redisalgo.New("rueidisstore", conn{client}, opts...)
+	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests()}, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.
-type conn struct{ c rueidis.Client }
+type conn struct {
+	c   rueidis.Client
+	sha *redisalgo.Digests
+}
+
+// load sends SCRIPT LOAD to the node of key, returning the script's SHA1,
+// or "" when Redis refused it (an ACL, a proxy): the call then sends EVAL.
+func (a conn) load(ctx context.Context, key, src string) (string, error) {
+	sha, err := a.c.Do(ctx, a.c.B().ScriptLoad().Script(src).Build().SetSlot(key)).ToString()
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		return "", nil
+	}
+	return sha, err
+}
 
 func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args ...string) ([]int64, error) {
+	sha, err := a.sha.SHA(ctx, s, keys[0], a.load)
+	if err != nil {
+		return nil, err
+	}
 	n := int64(len(keys))
-	res := a.c.Do(ctx, a.c.B().Evalsha().Sha1(s.SHA).Numkeys(n).Key(keys...).Arg(args...).Build())
-	if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
+	var res rueidis.RedisResult
+	eval := sha == ""
+	if !eval {
+		res = a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
+		re, ok := rueidis.IsRedisErr(res.Error())
+		eval = ok && re.IsNoScript()
+	}
+	if eval {
 		res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
 	}
 	if m, err := res.ToMessage(); err != nil || m.IsArray() {

@@ -301,7 +301,6 @@ func splitAddrs(flagName, list string) ([]string, error) {
 // in-memory store, which only this process sees. It also returns the store
 // of quotas (Settings.Quotas): the same store, but for Redlock.
 func openStore(ctx context.Context, b backend) (locks, quotas store.Store, closeAll func(), err error) {
-	var client redis.UniversalClient
 	switch b.kind {
 	case "memory":
 		slog.Info("using the in-memory store: locks are not shared with other processes")
@@ -309,27 +308,22 @@ func openStore(ctx context.Context, b backend) (locks, quotas store.Store, close
 		return st, st, func() {}, nil // nothing to close: no goroutines
 	case "redlock":
 		return openRedlock(ctx, b.addrs)
-	case "redis":
-		// ContextTimeoutEnabled lets the policy's short store timeout
-		// (100 ms by default) end a Redis call; without it go-redis
-		// waits up to 3 s. MinIdleConns (warmConns) dials the pool at
-		// start-up: a burst on a cold process then queues for ready
-		// connections instead of dialling them all at once.
-		client = redis.NewClient(&redis.Options{Addr: b.addrs[0], ContextTimeoutEnabled: true, MinIdleConns: warmConns()})
-	case "cluster":
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.addrs, ContextTimeoutEnabled: true,
-			MinIdleConns: warmConns()})
-	case "sentinel":
-		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: b.master, SentinelAddrs: b.addrs,
-			ContextTimeoutEnabled: true, MinIdleConns: warmConns()})
 	}
-	if err := ping(ctx, client); err != nil {
-		_ = client.Close()
+	// One server, a Cluster or a Sentinel group. Dial makes the client as
+	// the store needs it: ContextTimeoutEnabled lets the policy's short
+	// store timeout (100 ms by default) end a Redis call, where go-redis
+	// would wait up to 3 s, and the whole pool is dialled at start-up, so
+	// that a burst on a cold process queues for ready connections instead
+	// of dialling them all at once. The store owns the client.
+	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	opts := &redis.UniversalOptions{Addrs: b.addrs, MasterName: b.master, IsClusterMode: b.kind == "cluster"}
+	st, err := redisstore.Dial(pingCtx, opts, redisstore.WithReplicaAck(b.replicaAck, 0))
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	slog.Info("using the Redis store", "kind", b.kind, "redis", strings.Join(b.addrs, ","), "replica_ack", b.replicaAck)
-	store := redisstore.New(client, redisstore.WithReplicaAck(b.replicaAck, 0))
-	return store, store, func() { _ = store.Close(); _ = client.Close() }, nil
+	return st, st, func() { _ = st.Close() }, nil
 }
 
 // warmConns is how many connections a Redis client keeps open and idle:
