@@ -50,7 +50,8 @@ func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[string],
 
 // SHA returns s's digest, asking load (SCRIPT LOAD of s.Src on the node of
 // key) until it answers; calls racing to be first may each load it. ""
-// (load's answer when Redis refused SCRIPT LOAD) has the adapter send EVAL.
+// (load's answer when Redis refused SCRIPT LOAD) is kept too: the adapter
+// then sends EVAL, one round trip, instead of asking again on every call.
 // A server that lacks the script later (restarted, or a Cluster node that
 // never ran it) answers EVALSHA with NOSCRIPT: the adapter then sends EVAL,
 // which runs the script and caches it on that node in one round trip.
@@ -60,7 +61,7 @@ func (d *Digests) SHA(ctx context.Context, s *Script, key string,
 		return *sha, nil
 	}
 	sha, err := load(ctx, key, s.Src)
-	if err == nil && sha != "" {
+	if err == nil {
 		d.sha[s.id].Store(&sha)
 	}
 	return sha, err

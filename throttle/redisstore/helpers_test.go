@@ -68,7 +68,7 @@ func loadScripts(t testing.TB, s *redisstore.Store, c *redis.Client) {
 	_, _ = s.Acquire(ctx, store.Request{Key: k, Token: tok, TTL: time.Minute, Fence: true})
 	_, _ = s.Acquire(ctx, store.Request{Key: k + ":holders", Token: tok, TTL: time.Minute, Holders: 2})
 	_, _ = s.Extend(ctx, k, tok, time.Minute)
-	_, _ = s.Record(ctx, k, tok, nil)
+	_, _ = s.Record(ctx, k, tok, nil, time.Minute)
 	_, _ = s.Release(ctx, k, tok)
 	_, _ = s.AllowN(ctx, k+":ms", ms, 0)
 	_, _ = s.AllowN(ctx, k+":us", store.Rate{Limit: 3, Window: time.Millisecond, Burst: 1}, 0)

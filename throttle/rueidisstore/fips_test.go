@@ -137,7 +137,7 @@ func decide(t *testing.T, s *redisstore.Store, key string) {
 		want store.Outcome
 	}{
 		{func() (store.Outcome, error) { return s.Extend(ctx, key, mine.Token, 2*time.Minute) }, store.OK},
-		{func() (store.Outcome, error) { return s.Record(ctx, key, mine.Token, []byte("done")) }, store.OK},
+		{func() (store.Outcome, error) { return s.Record(ctx, key, mine.Token, []byte("done"), 2*time.Minute) }, store.OK},
 		{func() (store.Outcome, error) { return s.Release(ctx, key, other.Token) }, store.HeldByOther},
 		{func() (store.Outcome, error) { return s.Release(ctx, key, mine.Token) }, store.OK},
 	} {
