@@ -42,6 +42,7 @@ type limiter struct {
 	orphans            orphans
 	stats              counters
 	live, fallbackLive *liveness // what this process knows of the stores' answers
+	name               *nameUse  // the limiter's claim on its name (names.go)
 }
 
 // newLimiter returns a limiter on st under p, defaults filled in.
@@ -56,7 +57,11 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if err := servable(st, p); err != nil {
 		return nil, err
 	}
-	l := &limiter{store: st, p: p, live: livenessOf(st)}
+	use, err := claimName(st, p)
+	if err != nil {
+		return nil, err
+	}
+	l := &limiter{store: st, p: p, live: livenessOf(st), name: use}
 	if p.Fallback != nil {
 		l.fallbackLive = livenessOf(p.Fallback)
 	}

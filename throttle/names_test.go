@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -10,13 +11,14 @@ import (
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // TestKeysOfJobsNeverMeet runs a Lock, a Quota and a Replay of one name in
-// two "processes" (two stores on one Redis, where no registry can see both)
-// and checks that none of them touches another's keys: the quota decides
+// three "processes" (three stores on one Redis, which no registry can see
+// as one) and checks that none touches another's keys: the quota decides
 // on a held lock's id (before: "ERR quota key holds no TAT", and so failed
 // open), a rate named "fence" leaves the lock's fencing counter alone, a
 // quota's reset frees no lock, a Replay's claim does not find the lock's
@@ -65,7 +67,7 @@ func TestKeysOfJobsNeverMeet(t *testing.T) {
 	_, err = lock.Acquire(ctx, "u")
 	require.NoError(t, err)
 
-	replay := newReplay(t, two, throttle.ReplayConfig{Name: "shared", Wait: -1, Options: fail})
+	replay := newReplay(t, newStore(), throttle.ReplayConfig{Name: "shared", Wait: -1, Options: fail})
 	claim, rec, err := replay.Claim(ctx, "u")
 	require.NoError(t, err, "a Replay on the id of a held lock of its name")
 	require.Nil(t, rec)
@@ -74,4 +76,42 @@ func TestKeysOfJobsNeverMeet(t *testing.T) {
 	_, rec, err = replay.Claim(ctx, "u")
 	require.NoError(t, err)
 	require.Equal(t, "answer", string(rec), "a lock's reset deleted the Replay's record")
+}
+
+// TestNameIsOnePolicy checks that a name reused on one store and prefix
+// for another kind of policy or another config is refused where it is
+// made, and that the same policy built twice, or the name on another store
+// or prefix, is not.
+func TestNameIsOnePolicy(t *testing.T) {
+	st := memstore.New()
+	lock := newLock(t, st, throttle.LockConfig{Name: "n"})
+	refused := map[string]func() error{
+		"quota":  func() error { _, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "n"}); return err },
+		"replay": func() error { _, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "n"}); return err },
+		"exclusive": func() error {
+			_, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Mode: throttle.Exclusive})
+			return err
+		},
+		"ttl": func() error {
+			_, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", TTL: time.Minute})
+			return err
+		},
+		"fence": func() error { _, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Fence: true}); return err },
+		"fallback": func() error {
+			_, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Options: throttle.Options{
+				WhenStoreFails: throttle.FailOver, Fallback: memstore.New()}})
+			return err
+		},
+	}
+	for name, make := range refused {
+		err := make()
+		require.ErrorIs(t, err, store.ErrInvalid, "%s: a second policy named n", name)
+		require.ErrorContains(t, err, `policy "n"`, name)
+	}
+	same := newLock(t, st, throttle.LockConfig{Name: "n", TTL: 5 * time.Second, Options: throttle.Options{Logger: slog.Default()}})
+	require.Equal(t, lock.Config().TTL, same.Config().TTL)
+	newQuota(t, st, throttle.QuotaConfig{Name: "n", Options: throttle.Options{Prefix: "other"}})
+	newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "n"})
+	newQuota(t, st, throttle.QuotaConfig{Name: "m"})
+	newQuota(t, st, throttle.QuotaConfig{Name: "m"})
 }
