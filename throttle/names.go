@@ -14,22 +14,24 @@ import (
 // by identity. Every limiter of the name holds it; names holds it weakly.
 type nameUse struct {
 	p        policy
-	fallback uintptr
+	fallback weak.Pointer[byte]
 }
 
-// nameAt is where a name is claimed: a store (by address: a limiter holding
-// the claim holds the store, so a live claim's address is not reused), a
-// prefix and the name.
+// nameAt is where a name is claimed: a store, a prefix and the name. The
+// store is held weakly, by a pointer that no later store compares equal to
+// even at the same address.
 type nameAt struct {
-	store        uintptr
+	store        weak.Pointer[byte]
 	prefix, name string
 }
 
 // names maps each name in use to its claim, weakly: the claim goes when the
-// last limiter holding it does, and its entry at the next claim.
+// last limiter holding it does, and its entry when a claim finds the map
+// grown to sweep entries: twice what the last sweep left.
 var names = struct {
 	sync.Mutex
-	m map[nameAt]weak.Pointer[nameUse]
+	m     map[nameAt]weak.Pointer[nameUse]
+	sweep int
 }{m: map[nameAt]weak.Pointer[nameUse]{}}
 
 // claimName claims p's name in st for a new limiter, which must hold the
@@ -38,10 +40,10 @@ var names = struct {
 // (two adapters may build one policy twice). A store that is not a pointer
 // cannot be told apart from another, and is not checked.
 func claimName(st store.Store, p policy) (*nameUse, error) {
-	use := &nameUse{p: p, fallback: address(p.Fallback)}
+	use := &nameUse{p: p, fallback: identity(p.Fallback)}
 	use.p.Backoff, use.p.Logger, use.p.Observer, use.p.Fallback = nil, nil, nil, nil
-	at := nameAt{address(st), p.Prefix, p.Name}
-	if at.store == 0 {
+	at := nameAt{identity(st), p.Prefix, p.Name}
+	if at.store == (weak.Pointer[byte]{}) {
 		return use, nil
 	}
 	names.Lock()
@@ -53,19 +55,25 @@ func claimName(st store.Store, p policy) (*nameUse, error) {
 		}
 		return prev, nil
 	}
-	for k, w := range names.m {
-		if w.Value() == nil {
-			delete(names.m, k)
+	if len(names.m) >= names.sweep {
+		// Rarely: reading a weak pointer keeps its object for the
+		// collection under way, if one is.
+		for k, w := range names.m {
+			if k.store.Value() == nil || w.Value() == nil {
+				delete(names.m, k)
+			}
 		}
+		names.sweep = max(2*len(names.m), 64)
 	}
 	names.m[at] = weak.Make(use)
 	return use, nil
 }
 
-// address returns the address st points to, or 0 when it is not a pointer.
-func address(st store.Store) uintptr {
+// identity returns a weak pointer to what st points to, or none when it
+// is not a pointer.
+func identity(st store.Store) weak.Pointer[byte] {
 	if v := reflect.ValueOf(st); v.Kind() == reflect.Pointer {
-		return v.Pointer()
+		return weak.Make((*byte)(v.UnsafePointer()))
 	}
-	return 0
+	return weak.Pointer[byte]{}
 }
