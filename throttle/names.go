@@ -3,18 +3,24 @@ package throttle
 import (
 	"reflect"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// nameUse is one policy's claim on its name in a store under a prefix: its
-// config with defaults, less the handles that only shape how this process
-// waits and reports (Backoff, Logger, Observer), with the Fallback compared
-// by identity. Every limiter of the name holds it; names holds it weakly.
+// nameUse is one policy's claim on its name in a store under a prefix:
+// what the name's keys hold and for how long, which every policy of the
+// name must agree on. How a caller waits (Wait, Backoff), caps its work
+// (MaxHold), fails (Timeout, WhenStoreFails, Fallback, DryRun) and reports
+// (Logger, Observer) is its own: a worker may wait for a key that a
+// handler only tries. Every limiter of the name holds the claim; names
+// holds it weakly.
 type nameUse struct {
-	p        policy
-	fallback weak.Pointer[byte]
+	mode             Mode
+	ttl              time.Duration
+	fence, reentrant bool
+	holders          int
 }
 
 // nameAt is where a name is claimed: a store, a prefix and the name. The
@@ -36,12 +42,12 @@ var names = struct {
 
 // claimName claims p's name in st for a new limiter, which must hold the
 // claim as long as it lives. The keys of one name are one policy's: a
-// second limiter of the name is refused unless its config is the first's
-// (two adapters may build one policy twice). A store that is not a pointer
-// cannot be told apart from another, and is not checked.
+// second limiter of the name is refused when its kind, Mode, TTL, Fence,
+// Reentrant or Holders differ (two adapters may build one policy twice). A
+// store that is not a pointer cannot be told apart from another, and is
+// not checked.
 func claimName(st store.Store, p policy) (*nameUse, error) {
-	use := &nameUse{p: p, fallback: identity(p.Fallback)}
-	use.p.Backoff, use.p.Logger, use.p.Observer, use.p.Fallback = nil, nil, nil, nil
+	use := &nameUse{mode: p.Mode, ttl: p.TTL, fence: p.Fence, reentrant: p.Reentrant, holders: max(p.Holders, 1)}
 	at := nameAt{identity(st), p.Prefix, p.Name}
 	if at.store == (weak.Pointer[byte]{}) {
 		return use, nil
@@ -49,9 +55,9 @@ func claimName(st store.Store, p policy) (*nameUse, error) {
 	names.Lock()
 	defer names.Unlock()
 	if prev := names.m[at].Value(); prev != nil {
-		if prev.fallback != use.fallback || !reflect.DeepEqual(prev.p, use.p) {
-			return nil, invalid("policy %q: this store already has a %v policy of this name and prefix with another config: "+
-				"one name is one policy's keys, so share that policy or name this one otherwise", p.Name, prev.p.Mode)
+		if *prev != *use {
+			return nil, invalid("policy %q: this store already has a %v policy of this name and prefix whose keys differ "+
+				"(mode, TTL, Fence, Reentrant or Holders): share that policy, or name this one otherwise", p.Name, prev.mode)
 		}
 		return prev, nil
 	}

@@ -79,9 +79,9 @@ func TestKeysOfJobsNeverMeet(t *testing.T) {
 }
 
 // TestNameIsOnePolicy checks that a name reused on one store and prefix
-// for another kind of policy or another config is refused where it is
-// made, and that the same policy built twice, or the name on another store
-// or prefix, is not.
+// for another kind of policy, or keys kept otherwise, is refused where it
+// is made, and that the same policy built twice (or by a caller that waits
+// or fails otherwise), or the name on another store or prefix, is not.
 func TestNameIsOnePolicy(t *testing.T) {
 	st := memstore.New()
 	lock := newLock(t, st, throttle.LockConfig{Name: "n"})
@@ -97,9 +97,8 @@ func TestNameIsOnePolicy(t *testing.T) {
 			return err
 		},
 		"fence": func() error { _, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Fence: true}); return err },
-		"fallback": func() error {
-			_, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Options: throttle.Options{
-				WhenStoreFails: throttle.FailOver, Fallback: memstore.New()}})
+		"reentrant": func() error {
+			_, err := throttle.NewLock(st, throttle.LockConfig{Name: "n", Reentrant: true})
 			return err
 		},
 	}
@@ -108,7 +107,9 @@ func TestNameIsOnePolicy(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrInvalid, "%s: a second policy named n", name)
 		require.ErrorContains(t, err, `policy "n"`, name)
 	}
-	same := newLock(t, st, throttle.LockConfig{Name: "n", TTL: 5 * time.Second, Options: throttle.Options{Logger: slog.Default()}})
+	// The same keys, as another caller waits for them, fails and reports.
+	same := newLock(t, st, throttle.LockConfig{Name: "n", TTL: 5 * time.Second, Wait: time.Second, Holders: 1,
+		Options: throttle.Options{Logger: slog.Default(), WhenStoreFails: throttle.FailClosed, DryRun: true}})
 	require.Equal(t, lock.Config().TTL, same.Config().TTL)
 	newQuota(t, st, throttle.QuotaConfig{Name: "n", Options: throttle.Options{Prefix: "other"}})
 	newQuota(t, memstore.New(), throttle.QuotaConfig{Name: "n"})
