@@ -116,3 +116,7 @@ func TestNameIsOnePolicy(t *testing.T) {
 	newQuota(t, st, throttle.QuotaConfig{Name: "m"})
 	newQuota(t, st, throttle.QuotaConfig{Name: "m"})
 }
+
+// handle is another handle on a store, as another process has on one
+// Redis: the names of one process are claimed per handle.
+type handle struct{ store.Store }
