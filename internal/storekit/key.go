@@ -50,10 +50,11 @@ const (
 // AppendJobKey appends the key of job for policy and id to dst; rate is a
 // QuotaJob's rate name (the policy's own rate is the one named policy), and
 // other jobs ignore it. Keys never meet across jobs, policies, ids or rates,
-// nor meet another key's FenceKey or RecordKey: the hash tag of a lock key
-// holds one ':', the others' two; after the tag, a lock or replay key ends,
-// and a quota key has one ':' and the escaped rate, while a sibling adds
-// one more ':' (TestKeyFamiliesNeverMeet).
+// nor meet another key's FenceKey or RecordKey (TestKeyFamiliesNeverMeet),
+// since no escaped component holds ':', '{' or '}': the hash tag names the
+// job (a lock's holds one ':', a replay's ends in ":replay", a quota's in
+// ":quota"); after it a lock or replay key ends, a quota key holds one ':'
+// before its rate, and a sibling adds one more.
 func AppendJobKey(dst []byte, job Job, prefix, policy, id, rate string) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, ":{"...)
