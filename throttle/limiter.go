@@ -42,6 +42,7 @@ type limiter struct {
 	orphans            orphans
 	stats              counters
 	live, fallbackLive *liveness // what this process knows of the stores' answers
+	name               *nameUse  // the limiter's claim on its name (names.go)
 }
 
 // newLimiter returns a limiter on st under p, defaults filled in.
@@ -56,7 +57,11 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if err := servable(st, p); err != nil {
 		return nil, err
 	}
-	l := &limiter{store: st, p: p, live: livenessOf(st)}
+	use, err := claimName(st, p)
+	if err != nil {
+		return nil, err
+	}
+	l := &limiter{store: st, p: p, live: livenessOf(st), name: use}
 	if p.Fallback != nil {
 		l.fallbackLive = livenessOf(p.Fallback)
 	}
@@ -112,7 +117,24 @@ func servable(st store.Store, p policy) error {
 	return nil
 }
 
-func (l *limiter) key(id string) string { return storekit.Key(l.p.Prefix, l.p.Name, id) }
+// key returns the key of id: a lock's, a Replay's, or a Quota's under its
+// own rate (storekit.AppendJobKey).
+func (l *limiter) key(id string) string {
+	var buf [keyTokenBuf]byte
+	return string(l.appendKey(buf[:0], id, l.p.Name))
+}
+
+// appendKey appends key(id) to b, under the rate named rate for a Quota.
+func (l *limiter) appendKey(b []byte, id, rate string) []byte {
+	job := storekit.LockJob
+	switch l.p.Mode {
+	case ModeQuota:
+		job = storekit.QuotaJob
+	case ModeReplay:
+		job = storekit.ReplayJob
+	}
+	return storekit.AppendJobKey(b, job, l.p.Prefix, l.p.Name, id, rate)
+}
 
 // keyTokenBuf is request's stack buffer size; a longer key and token go to the heap.
 const keyTokenBuf = 160
@@ -126,7 +148,7 @@ func (l *limiter) request(ctx context.Context, id string, ttl time.Duration) sto
 		req.Token = ownerFrom(ctx)
 	}
 	var buf [keyTokenBuf]byte
-	b := storekit.AppendKey(buf[:0], l.p.Prefix, l.p.Name, id)
+	b := l.appendKey(buf[:0], id, "")
 	n := len(b)
 	switch {
 	case req.Token != "":

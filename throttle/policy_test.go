@@ -195,8 +195,9 @@ func TestRemoteWindow(t *testing.T) {
 		})
 	}
 
-	// A quota's window of 1 ms is fine in memory too.
-	q := newQuota(t, local, throttle.QuotaConfig{Name: "a"})
+	// A quota's window of 1 ms is fine in memory too (named apart from the
+	// locks above: one name is one policy on a store).
+	q := newQuota(t, local, throttle.QuotaConfig{Name: "q"})
 	d, err := q.Allow(context.Background(), "u", throttle.Rate{Limit: 1, Window: time.Millisecond}, 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)

@@ -196,7 +196,7 @@ func (l *limiter) all(c *quotaCall, id string, rates []Rate) error {
 		if err := l.checkRate(name, c.limits[i].Rate, c.cost); err != nil {
 			return err
 		}
-		b = l.appendRateKey(b, id, name)
+		b = l.appendKey(b, id, name)
 		ends[i] = len(b)
 	}
 	keys, start := string(b), 0
@@ -217,23 +217,11 @@ func (l *limiter) checkRate(name string, r store.Rate, cost int) error {
 	return nil
 }
 
-// rateKey returns the key of id's quota under the rate named name: the
-// policy's key for its plain rate, a sibling in its hash tag for another.
+// rateKey returns the key of id's quota under the rate named name ("" for
+// the policy's own): every rate's key in one hash tag.
 func (l *limiter) rateKey(id, name string) string {
-	if name == "" || name == l.p.Name {
-		return l.key(id)
-	}
 	var buf [keyTokenBuf]byte
-	return string(l.appendRateKey(buf[:0], id, name))
-}
-
-// appendRateKey appends rateKey(id, name) to b.
-func (l *limiter) appendRateKey(b []byte, id, name string) []byte {
-	b = storekit.AppendKey(b, l.p.Prefix, l.p.Name, id)
-	if name != "" && name != l.p.Name {
-		b = append(append(b, ':'), name...)
-	}
-	return b
+	return string(l.appendKey(buf[:0], id, cmp.Or(name, l.p.Name)))
 }
 
 // decide makes a checked call's decision, waiting up to Wait for a refill,

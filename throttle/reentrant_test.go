@@ -159,14 +159,16 @@ func TestNonReentrantNestedDoIsContended(t *testing.T) {
 }
 
 // TestReentryNeverShortensDo: a re-entry with a shorter TTL (through
-// another Lock of the same name, whose TTL is a second) inside Do, which
+// another Lock of the same name, whose TTL is a second, on another handle
+// on the store) inside Do, which
 // holds the key for a minute, neither cuts the hold short nor leaves the
 // inner lease believing in a shorter life than the key's.
 func TestReentryNeverShortensDo(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	l := newLock(t, st, throttle.LockConfig{Name: "re", Reentrant: true, TTL: time.Minute})
-	short := newLock(t, st, throttle.LockConfig{Name: "re", Reentrant: true, TTL: time.Second})
+	// As another process's: in one, a store refuses a second config of a name.
+	short := newLock(t, &handle{st}, throttle.LockConfig{Name: "re", Reentrant: true, TTL: time.Second})
 	err := l.Do(ctx, "k", func(ctx context.Context) error {
 		inner, err := short.Acquire(ctx, "k")
 		if err != nil {

@@ -141,7 +141,7 @@ func testQuota(t *testing.T, a Adapter) {
 		noRetryAfter(t, rec.Header())
 	}
 	rec := Serve(h, Submit("u1"))
-	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "u1", StoredKey("search", "u1"))
+	p := CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded, "u1", QuotaKey("search", "u1"))
 	checkViolated(t, p, "search")
 	CheckPolicy(t, rec.Header(), WindowPolicy("search", 3, 60))
 	ra := CheckRejectedLimit(t, rec.Header(), "search", 0)
@@ -252,7 +252,7 @@ func testCostAboveBurst(t *testing.T, a Adapter) {
 			}
 
 			rec := Serve(h, costly("u1", burst+1))
-			CheckProblem(t, rec, http.StatusRequestEntityTooLarge, "about:blank", "u1", StoredKey("batch", "u1"))
+			CheckProblem(t, rec, http.StatusRequestEntityTooLarge, "about:blank", "u1", QuotaKey("batch", "u1"))
 			CheckPolicy(t, rec.Header(), want)
 			NoLimit(t, rec.Header())
 			noRetryAfter(t, rec.Header())

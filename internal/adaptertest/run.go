@@ -84,6 +84,12 @@ func StoredKey(name, id string) string {
 	return storekit.Key("throttle", name, id)
 }
 
+// QuotaKey returns the key a Quota named name stores for the identity id
+// under its own rate and the default prefix.
+func QuotaKey(name, id string) string {
+	return string(storekit.AppendJobKey(nil, storekit.QuotaJob, "throttle", name, id, name))
+}
+
 // tokenLog is a store that remembers the first token it was asked to
 // acquire with, so that a test can check that no answer shows it.
 type tokenLog struct {

@@ -154,15 +154,15 @@ func guardedByRedis(t testing.TB, r *Redis, name string, h http.Handler, user st
 }
 
 // eventuallyGuarded waits (up to 15 s) until a fresh user is admitted once,
-// rejected next, and has the key of the limiter named name in Redis: Redis
-// guards requests again.
-func eventuallyGuarded(t testing.TB, r *Redis, name string, h http.Handler) {
+// rejected next, and has key(name, user) in Redis: Redis guards requests
+// again.
+func eventuallyGuarded(t testing.TB, r *Redis, key func(name, id string) string, name string, h http.Handler) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; ; i++ {
 		user := fmt.Sprintf("after-restart-%d", i)
 		first, second := Serve(h, Submit(user)).Code, Serve(h, Submit(user)).Code
-		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, StoredKey(name, user)) {
+		if first == http.StatusCreated && second == http.StatusTooManyRequests && r.Held(t, key(name, user)) {
 			return
 		}
 		require.False(t, time.Now().After(deadline), "Redis does not guard requests after restart (last: %d then %d)", first, second)
@@ -189,7 +189,7 @@ func testFailOpen(t *testing.T, a Adapter) {
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, "submit", h)
+	eventuallyGuarded(t, r, StoredKey, "submit", h)
 }
 
 func testFailClosed(t *testing.T, a Adapter) {
@@ -214,7 +214,7 @@ func testFailClosed(t *testing.T, a Adapter) {
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, "submit", h)
+	eventuallyGuarded(t, r, StoredKey, "submit", h)
 }
 
 func testFailOver(t *testing.T, a Adapter) {
@@ -236,7 +236,7 @@ func testFailOver(t *testing.T, a Adapter) {
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, "submit", h)
+	eventuallyGuarded(t, r, StoredKey, "submit", h)
 }
 
 // testQuotaStoreFails runs a Quota of one request a minute on Redis, stops
@@ -259,7 +259,7 @@ func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 	rec = Serve(h, Submit("before"))
 	CheckProblem(t, rec, http.StatusTooManyRequests, QuotaExceeded)
 	CheckRejectedLimit(t, rec.Header(), "search", 0)
-	require.True(t, r.Held(t, StoredKey("search", "before")), "the quota is not in Redis")
+	require.True(t, r.Held(t, QuotaKey("search", "before")), "the quota is not in Redis")
 
 	r.Server.Stop(t)
 	calls, failedOpen := c.calls.Load(), q.Stats().FailedOpen
@@ -284,7 +284,7 @@ func testQuotaStoreFails(t *testing.T, a Adapter, mode throttle.FailMode) {
 	logged(t, logs)
 
 	r.Server.Restart(t)
-	eventuallyGuarded(t, r, "search", h)
+	eventuallyGuarded(t, r, QuotaKey, "search", h)
 }
 
 // testReplayStoreFails: a Replay fails closed by default. With Redis

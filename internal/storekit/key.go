@@ -25,11 +25,49 @@ const keyBuf = 128
 // AppendKey appends Key(prefix, policy, id) to dst, for a caller that builds
 // the key and other bytes into one string.
 func AppendKey(dst []byte, prefix, policy, id string) []byte {
+	return AppendJobKey(dst, LockJob, prefix, policy, id, "")
+}
+
+// Job is the kind of policy a key belongs to. Each kind has a family of
+// keys of its own, so that a Lock, a Quota and a Replay of one name never
+// touch each other's keys.
+type Job uint8
+
+// The jobs, and so the key families.
+const (
+	// LockJob keys are Key's: <prefix>:{<policy>:<id>}, with the
+	// FenceKey and RecordKey siblings.
+	LockJob Job = iota
+	// QuotaJob keys are <prefix>:{<policy>:<id>:quota}:<rate>, the rate's
+	// name escaped as a component: every rate of one identity shares the
+	// hash tag, and so one Cluster slot.
+	QuotaJob
+	// ReplayJob keys are <prefix>:{<policy>:<id>:replay}, with a lock's
+	// siblings.
+	ReplayJob
+)
+
+// AppendJobKey appends the key of job for policy and id to dst; rate is a
+// QuotaJob's rate name (the policy's own rate is the one named policy), and
+// other jobs ignore it. Keys never meet across jobs, policies, ids or rates,
+// nor meet another key's FenceKey or RecordKey (TestKeyFamiliesNeverMeet),
+// since no escaped component holds ':', '{' or '}': the hash tag names the
+// job (a lock's holds one ':', a replay's ends in ":replay", a quota's in
+// ":quota"); after it a lock or replay key ends, a quota key holds one ':'
+// before its rate, and a sibling adds one more.
+func AppendJobKey(dst []byte, job Job, prefix, policy, id, rate string) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, ":{"...)
 	dst = appendComponent(dst, policy)
 	dst = append(dst, ':')
 	dst = appendComponent(dst, id)
+	switch job {
+	case QuotaJob:
+		dst = append(dst, ":quota}:"...)
+		return appendComponent(dst, rate)
+	case ReplayJob:
+		dst = append(dst, ":replay"...)
+	}
 	return append(dst, '}')
 }
 

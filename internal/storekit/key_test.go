@@ -32,6 +32,20 @@ func TestKeyFormat(t *testing.T) {
 		{"p", "s", "two words\n", "p:{s:two%20words%0A}"},
 		{"p", "s", "é", "p:{s:%C3%A9}"},
 	}
+	for _, c := range []struct {
+		job  storekit.Job
+		rate string
+		want string
+	}{
+		{storekit.QuotaJob, "search", "throttle:{search:42:quota}:search"},
+		{storekit.QuotaJob, "fence", "throttle:{search:42:quota}:fence"},
+		{storekit.QuotaJob, "a:b", "throttle:{search:42:quota}:a%3Ab"},
+		{storekit.ReplayJob, "", "throttle:{search:42:replay}"},
+	} {
+		if got := string(storekit.AppendJobKey(nil, c.job, "throttle", "search", "42", c.rate)); got != c.want {
+			t.Errorf("AppendJobKey(%v, %q) = %q, want %q", c.job, c.rate, got, c.want)
+		}
+	}
 	for _, c := range cases {
 		if got := storekit.Key(c.prefix, c.policy, c.id); got != c.want {
 			t.Errorf("Key(%q, %q, %q) = %q, want %q", c.prefix, c.policy, c.id, got, c.want)
@@ -81,6 +95,65 @@ func TestFenceKeySharesSlot(t *testing.T) {
 	k := storekit.Key("throttle", "jobs", "customer:7")
 	if hashTag(storekit.FenceKey(k)) != hashTag(k) {
 		t.Fatalf("fence key %q and lock key %q hash differently", storekit.FenceKey(k), k)
+	}
+}
+
+// TestKeyFamiliesNeverMeet checks, over a generated set of every job,
+// prefix, policy, id and rate name, the tricky ones included (separators,
+// the family and sibling words, escapes, hashed lengths), that two
+// different (job, prefix, policy, id, rate) never share a key, that no key
+// is another's FenceKey or RecordKey, and that the hash tag of every key
+// starts with its escaped policy and is shared by a quota's rates.
+func TestKeyFamiliesNeverMeet(t *testing.T) {
+	long := strings.Repeat("z", storekit.MaxComponent+1)
+	parts := []string{"", "a", "fence", "record", "quota", "replay", "a:b", "a%3Ab", ":quota", "quota}:x",
+		"{x}", "%", "%!", "a:quota}:fence", "x:replay", long, long + "y", strings.Repeat(":", 22)}
+	type origin struct {
+		job                      storekit.Job
+		prefix, policy, id, rate string
+	}
+	owner := map[string]origin{}
+	tags := map[[3]string]string{} // prefix, policy, id: the hash tag of its quota keys
+	var siblings []string
+	for _, job := range []storekit.Job{storekit.LockJob, storekit.QuotaJob, storekit.ReplayJob} {
+		for _, prefix := range []string{"throttle", "t:x"} {
+			for _, policy := range parts {
+				for _, id := range parts {
+					rates := parts
+					if job != storekit.QuotaJob {
+						rates = []string{""} // ignored
+					}
+					for _, rate := range rates {
+						o := origin{job, prefix, policy, id, rate}
+						k := string(storekit.AppendJobKey(nil, job, prefix, policy, id, rate))
+						if prev, ok := owner[k]; ok {
+							t.Fatalf("%+v and %+v share key %q", prev, o, k)
+						}
+						owner[k] = o
+						siblings = append(siblings, storekit.FenceKey(k), storekit.RecordKey(k))
+						tag := hashTag(k)
+						if want := hashTag(storekit.Key("", policy, id)); tag != want && !strings.HasPrefix(tag, want+":") {
+							t.Fatalf("key %q of %+v: hash tag %q", k, o, tag)
+						}
+						if job == storekit.QuotaJob {
+							at := [3]string{prefix, policy, id}
+							if prev, ok := tags[at]; ok && prev != tag {
+								t.Fatalf("quota keys of %q in hash tags %q and %q", at, prev, tag)
+							}
+							tags[at] = tag
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, s := range siblings {
+		if o, ok := owner[s]; ok {
+			t.Fatalf("sibling %q is the key of %+v", s, o)
+		}
+	}
+	if got := string(storekit.AppendJobKey(nil, storekit.LockJob, "p", "s", "1", "x")); got != storekit.Key("p", "s", "1") {
+		t.Fatalf("a lock's key %q is not Key's", got)
 	}
 }
 

@@ -20,11 +20,11 @@ func TestInputs(t *testing.T) {
 	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "p"})
 	require.NoError(t, err)
 	assert.NotNil(t, Quota(q, throttle.Rate{Limit: 10, Window: time.Minute}, cost).cost, "Quota: cost kept")
-	r, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "p"})
+	r, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "r"}) // a name is one policy's
 	require.NoError(t, err)
 	assert.Nil(t, Replay(r, cost).cost, "Replay: cost kept")
 	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown, throttle.Exclusive} {
-		l, err := throttle.NewLock(st, throttle.LockConfig{Name: "p", Mode: mode})
+		l, err := throttle.NewLock(st, throttle.LockConfig{Name: mode.String(), Mode: mode})
 		require.NoError(t, err)
 		assert.Nil(t, Lock(l, cost).cost, "%v: cost kept", mode)
 	}

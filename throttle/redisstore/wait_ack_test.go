@@ -166,10 +166,11 @@ func TestReplicaAckRefusesUnreplicated(t *testing.T) {
 	t.Run("limiter", func(t *testing.T) {
 		on := stores["pipeline"].on
 		for _, tc := range []struct {
+			name string // one policy per name on a store
 			mode throttle.FailMode
 			want error // nil: admitted unguarded
-		}{{throttle.FailOpen, nil}, {throttle.FailClosed, throttle.ErrStore}} {
-			l, err := throttle.NewLock(on, throttle.LockConfig{Name: "ack",
+		}{{"ack-open", throttle.FailOpen, nil}, {"ack-closed", throttle.FailClosed, throttle.ErrStore}} {
+			l, err := throttle.NewLock(on, throttle.LockConfig{Name: tc.name,
 				Options: throttle.Options{WhenStoreFails: tc.mode, Timeout: time.Second}})
 			require.NoError(t, err)
 			lease, err := l.Admit(ctx, storekit.NewToken())
