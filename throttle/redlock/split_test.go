@@ -1,0 +1,172 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// TestExactlyOneWithMinorityDown is issue 35's double click on five nodes:
+// all up, two killed (SIGKILL) or two stopped (SIGSTOP). For each of many
+// keys, 20 duplicates race over two Stores (two processes), each call's
+// context cancelled as soon as it returns, as the limiter does. Exactly one
+// must be admitted, never none, and the winner must hold the key on at
+// least three live nodes; nobody gets an error, since a quorum is alive.
+func TestExactlyOneWithMinorityDown(t *testing.T) {
+	const keys, racers, ttl = 30, 20, 3 * time.Second
+	for _, fault := range []string{"none", "killed", "stopped"} {
+		t.Run(fault, func(t *testing.T) {
+			ns := startNodes(t, 5, fault == "killed") // a proxy answers for a killed server at once
+			stores := []*redlock.Store{ns.store(t), ns.store(t)}
+			for _, s := range stores {
+				warmUp(s, racers)
+			}
+			live := []int{0, 1, 2, 3, 4}
+			if fault != "none" {
+				live = live[:3]
+				for _, srv := range ns.srvs[3:] {
+					if fault == "killed" {
+						srv.Kill(t)
+					} else {
+						srv.Pause(t)
+						defer srv.Resume(t)
+					}
+				}
+			}
+			for k := range keys {
+				key := newKey(t)
+				var (
+					wg      sync.WaitGroup
+					mu      sync.Mutex
+					winners []string
+					start   = make(chan struct{})
+				)
+				for i := range racers {
+					wg.Go(func() {
+						r := req(key, ttl)
+						ctx, cancel := context.WithCancel(context.Background())
+						<-start
+						time.Sleep(rand.N(3 * time.Millisecond)) // requests arrive spread out
+						g, err := stores[i%2].Acquire(ctx, r)
+						cancel()
+						assert.NoError(t, err, "key %d: racer %d", k, i)
+						if g.Acquired {
+							mu.Lock()
+							winners = append(winners, r.Token)
+							mu.Unlock()
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				require.Len(t, winners, 1, "key %d: admissions of %d duplicates", k, racers)
+				held := 0
+				for _, i := range live {
+					if ns.holder(t, i, key) == winners[0] {
+						held++
+					}
+				}
+				require.GreaterOrEqual(t, held, 3, "key %d: live nodes that hold the winner's key", k)
+			}
+		})
+	}
+}
+
+// warmUp makes n acquisitions at once on s, so that its clients have their
+// connections before a test counts errors: a cold start's dials can take
+// longer than a node timeout on a loaded machine.
+func warmUp(s *redlock.Store, n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { _, _ = s.Acquire(context.Background(), store.Request{Key: storekit.NewToken(), Token: "warm-up", TTL: time.Second}) })
+	}
+	wg.Wait()
+}
+
+// TestExtendReachesEveryNode extends a lock held on every node of 5 and 8
+// and cancels the caller's context as soon as Extend returns, as the
+// limiter does: every node's PTTL must still be extended, not only the
+// quorum's that answered first.
+func TestExtendReachesEveryNode(t *testing.T) {
+	const ttl, longer, rounds = 10 * time.Second, time.Minute, 15
+	for _, n := range []int{5, 8} {
+		t.Run(fmt.Sprint(n, "-nodes"), func(t *testing.T) {
+			ns := startNodes(t, n, false)
+			s := ns.store(t)
+			for round := range rounds {
+				key := newKey(t)
+				r := req(key, ttl)
+				mustAcquire(t, s, r)
+				ns.eventuallyHeldEverywhere(t, key, r.Token)
+				ctx, cancel := context.WithCancel(context.Background())
+				out, err := s.Extend(ctx, key, r.Token, longer)
+				cancel()
+				mustOutcome(t, "Extend", store.OK)(out, err)
+				for i, c := range ns.direct {
+					eventually(t, func() bool {
+						d, err := c.PTTL(context.Background(), key).Result()
+						return err == nil && d > ttl
+					}, "round %d: node %d of %d was not extended", round, i, n)
+				}
+			}
+		})
+	}
+}
+
+// TestCancelledAcquireLeavesNoKey cancels acquisitions at once, while their
+// node calls are in flight: whatever each returns, once it is not a grant
+// the key must soon be on no node (a grant is released by the test).
+func TestCancelledAcquireLeavesNoKey(t *testing.T) {
+	ns := startNodes(t, 5, false)
+	s := ns.store(t)
+	for range 20 {
+		key := newKey(t)
+		r := req(key, time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		go cancel()
+		g, _ := s.Acquire(ctx, r)
+		if g.Acquired {
+			mustOutcome(t, "Release", store.OK)(s.Release(context.Background(), key, r.Token))
+		}
+		ns.eventuallyFree(t, key, r.Token)
+	}
+}
+
+// TestSplitVoteResolves: three contenders each hold one of three nodes (a
+// split vote, as after a race): the one holding the lowest node keeps it and
+// wins once the others released theirs, and each other gets a refusal, not
+// an error nor a grant.
+func TestSplitVoteResolves(t *testing.T) {
+	ns := startNodes(t, 3, false)
+	s := ns.store(t)
+	key := newKey(t)
+	tokens := []string{storekit.NewToken(), storekit.NewToken(), storekit.NewToken()}
+	for i, tok := range tokens {
+		ns.hold(t, key, tok, time.Minute, i)
+	}
+	grants := make([]store.Grant, len(tokens))
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		wg.Go(func() {
+			var err error
+			grants[i], err = s.Acquire(context.Background(), store.Request{Key: key, Token: tok, TTL: time.Minute})
+			assert.NoError(t, err, "contender %d", i)
+		})
+	}
+	wg.Wait()
+	require.True(t, grants[0].Acquired, "the holder of the lowest node: %+v", grants[0])
+	for i := 1; i < len(tokens); i++ {
+		require.False(t, grants[i].Acquired, "contender %d", i)
+	}
+	require.Equal(t, 3, ns.holding(t, key, tokens[0]))
+}
