@@ -7,24 +7,43 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
+// acquisition is one Acquire's state across the attempts of a split vote.
+type acquisition struct {
+	req   store.Request
+	busy  []atomic.Bool  // a node whose last call is still out: the next attempt skips it
+	calls sync.WaitGroup // every node call and its clean-up
+}
+
 // round is one attempt of an acquisition.
 type round struct {
 	tally
 	decided chan struct{}
 	keep    bool // set before decided closes: the grants stay ours
-	done    sync.WaitGroup
+	split   bool // a split vote to retry: no token may hold a quorum yet
 	took    time.Duration
 }
 
+// errBusy is a node's answer in an attempt while the last attempt's call to
+// it is still out: asking again could let that call's clean-up free the
+// new grant, which has the same token.
+var errBusy = fmt.Errorf("%w: the last attempt's call is still out", store.ErrNotApplied)
+
+// maxTries bounds the attempts of a split vote.
+const maxTries = 8
+
 // Acquire holds req.Key once a quorum of nodes granted it (see the package
 // documentation); the grant's TTL is the lock's validity. It is refused once
-// a quorum answered and none can grant. A split vote is tried up to 3 times.
+// a quorum answered and none can grant. A split vote, where this token holds
+// some nodes and others hold the rest, is retried for up to a quarter of the
+// TTL; one that still stands then is no refusal (no token may hold a
+// quorum) but an error matching errNoQuorum.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -32,91 +51,107 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, notApplied("acquire", err)
 	}
-	var refusal store.Grant // the last split vote's answer
-	for try := 0; ; try++ {
+	a := &acquisition{req: req, busy: make([]atomic.Bool, len(s.nodes))}
+	end := time.Now().Add(req.TTL / 4)
+	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
-		g, split, err := s.attempt(ctx, r, req, try < 3)
-		switch {
-		case try > 0 && err != nil: // a retry's failure leaves the refusal
-			return refusal, nil
-		case !split:
+		g, err := s.attempt(ctx, a, r)
+		if err != nil || !r.split {
 			return g, err
 		}
-		if refusal = g; !s.pause(ctx, r, req) {
-			return refusal, nil
+		// The holder of the lowest node retries first, once the others
+		// released theirs; they look again later. Pauses grow with tries.
+		lo := time.Duration(try) * max(r.took, time.Millisecond)
+		if r.keep {
+			lo /= 2
+		} else {
+			lo *= 2
 		}
+		wait := lo + rand.N(lo)
+		timer := time.NewTimer(wait)
+		var cause error
+		if try < maxTries && time.Now().Add(wait).Before(end) {
+			select {
+			case <-timer.C:
+				continue
+			case <-ctx.Done():
+				cause = ctx.Err()
+			}
+		}
+		timer.Stop()
+		if r.keep { // release every grant, late ones too, without making the caller wait
+			s.spawn(func() {
+				a.calls.Wait()
+				s.release(ctx, req, func(int) bool { return true })
+			})
+		}
+		err = fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
+		if cause != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return store.Grant{}, err
 	}
 }
 
-// attempt asks every node for req and decides; split marks a split vote to
-// retry, where the holder of the lowest node that answered keeps its grants.
-func (s *Store) attempt(ctx context.Context, r *round, req store.Request, mayRetry bool) (g store.Grant, split bool, err error) {
+// attempt asks every node for a.req and decides. In a split vote r.split is
+// set and the holder of the lowest node that answered keeps its grants.
+func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Grant, error) {
+	req, t := a.req, &r.tally
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
-	r.done.Add(len(s.nodes))
-	t := &r.tally
-	cause := s.fan(ctx, ctx, timeout, t, func() bool {
+	a.calls.Add(len(s.nodes))
+	cause := s.fan(ctx, timeout, t, func() bool {
 		// A failure without grants waits for the other quick refusals.
 		v := t.verdict()
-		return v != pending && (v != failed || t.ours > 0 || t.outstanding() == 0 || slices.ContainsFunc(t.errs, applied))
-	}, func(ctx context.Context, node store.Store) (a answer) {
-		a.grant, a.err = node.Acquire(ctx, req)
-		return a
-	}, func(a answer) { s.cleanUp(ctx, r, req, a) })
-	v, took := t.verdict(), time.Since(start)
-	r.took = took // for the pause before a retry
-	if left := validity(req.TTL, t.quorum, t.ttls, took); v == won && left > 0 {
+		return t.split() || v != pending && (v != failed || t.ours > 0 || t.outstanding() == 0 || slices.ContainsFunc(t.errs, applied))
+	}, func(ctx context.Context, i int, node store.Store) (an answer) {
+		if !a.busy[i].CompareAndSwap(false, true) {
+			an.err = errBusy
+			return an
+		}
+		an.grant, an.err = node.Acquire(ctx, req)
+		return an
+	}, func(an answer) { s.cleanUp(ctx, a, r, an) })
+	v := t.verdict()
+	r.took = time.Since(start)
+	if left := validity(req.TTL, t.quorum, t.ttls, r.took); v == won && left > 0 {
 		r.keep = true
 		close(r.decided)
-		return store.Grant{Acquired: true, TTL: left, Holds: 1}, false, nil
+		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
-	split = v == refused && t.ours > 0 && mayRetry
+	// In a split vote the holder of the lowest node keeps its grants and
+	// retries; the others release theirs, and retry only when the other
+	// holders have no quorum between them (else one of them may hold it).
+	split := t.split() && cause == nil
 	r.keep = split && slices.Min(t.oursAt) < t.firstOther
+	r.split = r.keep || split && t.other < t.quorum
 	close(r.decided)
 	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
 	}
-	switch v {
-	case won:
-		return g, false, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
-			errNoQuorum, t.ours, took, req.TTL)
-	case refused:
-		return store.Grant{Remaining: retryAfter(t.quorum, t.ours, t.remaining)}, split, nil
+	switch {
+	case r.split:
+		return store.Grant{}, nil
+	case v == won:
+		return store.Grant{}, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
+			errNoQuorum, t.ours, r.took, req.TTL)
+	case v == refused || split:
+		return store.Grant{Remaining: retryAfter(t.quorum, 0, t.remaining)}, nil
 	}
-	return g, false, noQuorum("acquire", t, cause)
+	return store.Grant{}, noQuorum("acquire", t, cause)
 }
 
-// pause waits before a split vote's retry: half to one attempt's time if r
-// kept its grants, else one to three after r's releases (which must not free
-// the retry's lock). If ctx ends first, it releases what r kept.
-func (s *Store) pause(ctx context.Context, r *round, req store.Request) bool {
-	lo, span := r.took, 2*r.took
-	if r.keep {
-		lo, span = r.took/2, r.took/2
-	} else {
-		r.done.Wait()
+// cleanUp releases, once r is decided and drops its grants, an's uncounted
+// grant or an error that may hide one; then the node may be asked again.
+func (s *Store) cleanUp(ctx context.Context, a *acquisition, r *round, an answer) {
+	defer a.calls.Done()
+	if errors.Is(an.err, errBusy) {
+		return
 	}
-	t := time.NewTimer(lo + rand.N(span+time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	}
-	if r.keep {
-		r.done.Wait() // its late grants are kept too
-		s.release(ctx, req, func(int) bool { return true })
-	}
-	return false
-}
-
-// cleanUp releases, once r is decided and drops its grants, a's uncounted
-// grant or an error that may hide one.
-func (s *Store) cleanUp(ctx context.Context, r *round, req store.Request, a answer) {
-	defer r.done.Done()
 	<-r.decided
-	if !r.keep && (applied(a.err) || a.grant.Acquired && !r.seen[a.i]) {
-		s.release(ctx, req, func(i int) bool { return i == a.i })
+	if !r.keep && (applied(an.err) || an.grant.Acquired && !r.seen[an.i]) {
+		s.release(ctx, a.req, func(i int) bool { return i == an.i })
 	}
+	a.busy[an.i].Store(false)
 }
 
 // release frees req's key on the nodes that match, in parallel, and waits:
@@ -152,9 +187,9 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 
 // update releases key (ttl 0) or extends it on every node.
 func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
-	op, parent := "extend", ctx
+	op := "extend"
 	if ttl == 0 {
-		op, parent = "release", context.WithoutCancel(ctx)
+		op = "release"
 	}
 	if err := storekit.CheckLock("redlock", key, token, max(ttl, 1)); err != nil {
 		return 0, err
@@ -164,8 +199,8 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	}
 	start, timeout := time.Now(), s.nodeTimeout(ttl)
 	t := newTally(len(s.nodes))
-	cause := s.fan(ctx, parent, timeout, &t, func() bool { return t.ours >= t.quorum || t.outstanding() == 0 },
-		func(ctx context.Context, node store.Store) (a answer) {
+	cause := s.fan(ctx, timeout, &t, func() bool { return t.ours >= t.quorum || t.outstanding() == 0 },
+		func(ctx context.Context, _ int, node store.Store) (a answer) {
 			if ttl == 0 {
 				a.out, a.err = node.Release(ctx, key, token)
 			} else {

@@ -54,7 +54,14 @@ func (t *tally) add(a answer) {
 	}
 }
 
-func (t *tally) answered() int    { return t.ours + t.other + t.gone }
+func (t *tally) answered() int { return t.ours + t.other + t.gone }
+
+// split reports a split vote: a quorum answered, and this token and others
+// each hold some of the nodes but none a quorum.
+func (t *tally) split() bool {
+	return t.ours > 0 && t.other > 0 && t.ours < t.quorum && t.answered() >= t.quorum
+}
+
 func (t *tally) outstanding() int { return t.n - t.answered() - t.failed }
 
 type verdict uint8
@@ -118,16 +125,19 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 	return remaining[k-1]
 }
 
-// fan runs call, then then, on every node in parallel, bounded by timeout
-// and parent, and counts the answers into t until settled, or until the node
-// timeout (with a margin) or ctx ends the wait: the silent nodes then fail.
-func (s *Store) fan(ctx, parent context.Context, timeout time.Duration, t *tally, settled func() bool,
-	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
+// fan runs call, then then, on every node in parallel, each bounded by
+// timeout alone: ctx's cancellation ends the wait, never a node call, so
+// that every call completes or is cleaned up. It counts the answers into t
+// until settled, or until the node timeout (with a margin) or ctx ends the
+// wait: the silent nodes then fail.
+func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() bool,
+	call func(context.Context, int, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))
+	parent := context.WithoutCancel(ctx)
 	for i, node := range s.nodes {
 		s.spawn(func() {
 			nctx, cancel := context.WithTimeout(parent, timeout)
-			a := call(nctx, node)
+			a := call(nctx, i, node)
 			cancel()
 			a.i = i
 			answers <- a
