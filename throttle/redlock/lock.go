@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -17,8 +16,8 @@ import (
 // acquisition is one Acquire's state across the attempts of a split vote.
 type acquisition struct {
 	req   store.Request
-	busy  []atomic.Bool  // a node whose last call is still out: the next attempt skips it
 	calls sync.WaitGroup // every node call and its clean-up
+	kept  bool           // some attempt kept its grants
 }
 
 // round is one attempt of an acquisition.
@@ -30,20 +29,15 @@ type round struct {
 	took    time.Duration
 }
 
-// errBusy is a node's answer in an attempt while the last attempt's call to
-// it is still out: asking again could let that call's clean-up free the
-// new grant, which has the same token.
-var errBusy = fmt.Errorf("%w: the last attempt's call is still out", store.ErrNotApplied)
-
 // maxTries bounds the attempts of a split vote.
 const maxTries = 8
 
 // Acquire holds req.Key once a quorum of nodes granted it (see the package
 // documentation); the grant's TTL is the lock's validity. It is refused once
 // a quorum answered and none can grant. A split vote, where this token holds
-// some nodes and others hold the rest, is retried for up to a quarter of the
-// TTL; one that still stands then is no refusal (no token may hold a
-// quorum) but an error matching errNoQuorum.
+// some nodes and others the rest, is retried for up to a quarter of the TTL;
+// one that still stands then is a refusal if the others hold a quorum of
+// nodes, else an error matching errNoQuorum: no token holds the key.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -51,7 +45,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, notApplied("acquire", err)
 	}
-	a := &acquisition{req: req, busy: make([]atomic.Bool, len(s.nodes))}
+	a := &acquisition{req: req}
 	end := time.Now().Add(req.TTL / 4)
 	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
@@ -59,18 +53,17 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		if err != nil || !r.split {
 			return g, err
 		}
-		// The holder of the lowest node retries first, once the others
-		// released theirs; they look again later. Pauses grow with tries.
+		// The keeper retries once the others released their grants; they
+		// look again later, after their late answers were cleaned up (a
+		// late release must not free the next grant: same token).
 		lo := time.Duration(try) * max(r.took, time.Millisecond)
-		if r.keep {
-			lo /= 2
-		} else {
-			lo *= 2
+		if !r.keep {
+			a.calls.Wait()
+			lo *= 3
 		}
-		wait := lo + rand.N(lo)
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(min(lo+rand.N(lo), time.Until(end)))
 		var cause error
-		if try < maxTries && time.Now().Add(wait).Before(end) {
+		if try < maxTries && time.Now().Before(end) {
 			select {
 			case <-timer.C:
 				continue
@@ -79,11 +72,14 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			}
 		}
 		timer.Stop()
-		if r.keep { // release every grant, late ones too, without making the caller wait
+		if a.kept { // every grant, late ones too, without making the caller wait
 			s.spawn(func() {
 				a.calls.Wait()
 				s.release(ctx, req, func(int) bool { return true })
 			})
+		}
+		if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
+			return r.refusal(), nil
 		}
 		err = fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
 		if cause != nil {
@@ -93,21 +89,26 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 }
 
-// attempt asks every node for a.req and decides. In a split vote r.split is
-// set and the holder of the lowest node that answered keeps its grants.
+// attempt asks every node for a.req and decides, deciding a split vote as
+// soon as a quorum answered: it sets r.split when r is to be retried.
 func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Grant, error) {
 	req, t := a.req, &r.tally
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
 	a.calls.Add(len(s.nodes))
-	cause := s.fan(ctx, timeout, t, func() bool {
-		// A failure without grants waits for the other quick refusals.
-		v := t.verdict()
-		return t.split() || v != pending && (v != failed || t.ours > 0 || t.outstanding() == 0 || slices.ContainsFunc(t.errs, applied))
-	}, func(ctx context.Context, i int, node store.Store) (an answer) {
-		if !a.busy[i].CompareAndSwap(false, true) {
-			an.err = errBusy
-			return an
+	cause := s.fan(ctx, timeout, t, func() (bool, bool) {
+		// A refusal or a split vote waits briefly for the last nodes (they
+		// may be down), which may be ours: then we may be the keeper. A
+		// failure without grants waits for the other quick refusals.
+		switch all := t.outstanding() == 0; t.verdict() {
+		case won:
+			return true, false
+		case refused:
+			return all, true
+		case failed:
+			return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
 		}
+		return false, t.split()
+	}, func(ctx context.Context, node store.Store) (an answer) {
 		an.grant, an.err = node.Acquire(ctx, req)
 		return an
 	}, func(an answer) { s.cleanUp(ctx, a, r, an) })
@@ -118,12 +119,14 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		close(r.decided)
 		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
-	// In a split vote the holder of the lowest node keeps its grants and
-	// retries; the others release theirs, and retry only when the other
-	// holders have no quorum between them (else one of them may hold it).
+	// In a split vote the holder of the lowest node that answered (the
+	// keeper) keeps its grants and retries while the others release
+	// theirs. The others are refused when the other holders may make a
+	// quorum (the keeper may win), and otherwise retry, lest it fail.
 	split := t.split() && cause == nil
 	r.keep = split && slices.Min(t.oursAt) < t.firstOther
-	r.split = r.keep || split && t.other < t.quorum
+	r.split = r.keep || split && t.other+t.outstanding() < t.quorum
+	a.kept = a.kept || r.keep
 	close(r.decided)
 	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
@@ -135,23 +138,25 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		return store.Grant{}, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
 			errNoQuorum, t.ours, r.took, req.TTL)
 	case v == refused || split:
-		return store.Grant{Remaining: retryAfter(t.quorum, 0, t.remaining)}, nil
+		return r.refusal(), nil
 	}
 	return store.Grant{}, noQuorum("acquire", t, cause)
 }
 
+// refusal is r's answer when other tokens hold the key: when the first
+// quorum of the nodes they hold may be free.
+func (r *round) refusal() store.Grant {
+	return store.Grant{Remaining: retryAfter(min(r.quorum, r.other), 0, r.remaining)}
+}
+
 // cleanUp releases, once r is decided and drops its grants, an's uncounted
-// grant or an error that may hide one; then the node may be asked again.
+// grant or an error that may hide one.
 func (s *Store) cleanUp(ctx context.Context, a *acquisition, r *round, an answer) {
 	defer a.calls.Done()
-	if errors.Is(an.err, errBusy) {
-		return
-	}
 	<-r.decided
 	if !r.keep && (applied(an.err) || an.grant.Acquired && !r.seen[an.i]) {
 		s.release(ctx, a.req, func(i int) bool { return i == an.i })
 	}
-	a.busy[an.i].Store(false)
 }
 
 // release frees req's key on the nodes that match, in parallel, and waits:
@@ -199,8 +204,8 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	}
 	start, timeout := time.Now(), s.nodeTimeout(ttl)
 	t := newTally(len(s.nodes))
-	cause := s.fan(ctx, timeout, &t, func() bool { return t.ours >= t.quorum || t.outstanding() == 0 },
-		func(ctx context.Context, _ int, node store.Store) (a answer) {
+	cause := s.fan(ctx, timeout, &t, func() (bool, bool) { return t.ours >= t.quorum || t.outstanding() == 0, false },
+		func(ctx context.Context, node store.Store) (a answer) {
 			if ttl == 0 {
 				a.out, a.err = node.Release(ctx, key, token)
 			} else {

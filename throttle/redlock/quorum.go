@@ -128,29 +128,40 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 // fan runs call, then then, on every node in parallel, each bounded by
 // timeout alone: ctx's cancellation ends the wait, never a node call, so
 // that every call completes or is cleaned up. It counts the answers into t
-// until settled, or until the node timeout (with a margin) or ctx ends the
-// wait: the silent nodes then fail.
-func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() bool,
-	call func(context.Context, int, store.Store) answer, then func(answer)) (cause error) {
+// until settled says done, or for twice as long again as it took when it
+// says early, or until the node timeout (with a margin) or ctx ends the wait:
+// the silent nodes then fail.
+func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() (done, early bool),
+	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))
 	parent := context.WithoutCancel(ctx)
 	for i, node := range s.nodes {
 		s.spawn(func() {
 			nctx, cancel := context.WithTimeout(parent, timeout)
-			a := call(nctx, i, node)
+			a := call(nctx, node)
 			cancel()
 			a.i = i
 			answers <- a
 			then(a)
 		})
 	}
-	timer := time.NewTimer(timeout + timeout/4 + 2*time.Millisecond)
+	start, timer := time.Now(), time.NewTimer(timeout+timeout/4+2*time.Millisecond)
 	defer timer.Stop()
-	for !settled() {
+	var grace <-chan time.Time
+	for {
+		done, early := settled()
+		switch {
+		case done:
+			return cause
+		case early && grace == nil:
+			grace = time.After(2*time.Since(start) + time.Millisecond)
+		}
 		select {
 		case a := <-answers:
 			t.add(a)
 			continue
+		case <-grace:
+			return cause
 		case <-timer.C:
 		case <-ctx.Done():
 			cause = ctx.Err()
@@ -162,5 +173,4 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 			}
 		}
 	}
-	return cause
 }
