@@ -158,3 +158,26 @@ func TestCancelledAcquireLeavesNoKey(t *testing.T) {
 		ns.eventuallyFree(t, key, r.Token)
 	}
 }
+
+// TestUnresolvedSplitIsNoRefusal: four nodes (a quorum of three), two of
+// them held by two other tokens each (contenders that crashed mid-way): no
+// token can hold a quorum, so an acquisition that takes the other two is
+// neither granted nor told the key is held, but fails with ErrNoQuorum after
+// its retries, and leaves its own part on no node, whether it kept it for
+// the retries (it holds the lowest node) or released it at once.
+func TestUnresolvedSplitIsNoRefusal(t *testing.T) {
+	ns := startNodes(t, 4, false)
+	s := ns.store(t)
+	for name, others := range map[string][]int{"keeper": {1, 2}, "releaser": {0, 2}} {
+		t.Run(name, func(t *testing.T) {
+			key := newKey(t)
+			r := req(key, 10*time.Second)
+			for _, i := range others {
+				ns.hold(t, key, storekit.NewToken(), time.Minute, i)
+			}
+			g, err := s.Acquire(context.Background(), r)
+			require.ErrorIs(t, err, redlock.ErrNoQuorum, "a split vote that cannot resolve: %+v", g)
+			ns.eventuallyFree(t, key, r.Token)
+		})
+	}
+}
