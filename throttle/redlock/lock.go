@@ -182,7 +182,9 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 
 // Extend sets key's time to live to ttl on every node where token holds it,
 // with Release's outcomes; an OK that comes after the new validity ran out
-// is an error, since some node may have let the key go already.
+// is an error, since some node may have let the key go already. As for
+// Release, ctx's cancellation ends the wait, not the node calls: every node
+// that answers is extended, not only the first quorum.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, invalid("ttl %v is not positive", ttl)
