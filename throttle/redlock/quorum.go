@@ -128,9 +128,9 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 // fan runs call, then then, on every node in parallel, each bounded by
 // timeout alone: ctx's cancellation ends the wait, never a node call, so
 // that every call completes or is cleaned up. It counts the answers into t
-// until settled says done, or for twice as long again as it took when it
-// says early, or until the node timeout (with a margin) or ctx ends the wait:
-// the silent nodes then fail.
+// until settled says done; once it says early, for at most twice as long
+// again as it took (the silent nodes stay outstanding); and until the node
+// timeout (with a margin) or ctx ends the wait: the silent nodes then fail.
 func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() (done, early bool),
 	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))
@@ -145,24 +145,26 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 			then(a)
 		})
 	}
-	start, timer := time.Now(), time.NewTimer(timeout+timeout/4+2*time.Millisecond)
+	start, wait := time.Now(), timeout+timeout/4+2*time.Millisecond
+	timer, early := time.NewTimer(wait), false
 	defer timer.Stop()
-	var grace <-chan time.Time
 	for {
-		done, early := settled()
-		switch {
-		case done:
+		done, soon := settled()
+		if done {
 			return cause
-		case early && grace == nil:
-			grace = time.After(2*time.Since(start) + time.Millisecond)
+		}
+		if soon && !early {
+			early = true
+			timer.Reset(min(2*time.Since(start)+time.Millisecond, wait-time.Since(start)))
 		}
 		select {
 		case a := <-answers:
 			t.add(a)
 			continue
-		case <-grace:
-			return cause
 		case <-timer.C:
+			if early {
+				return cause
+			}
 		case <-ctx.Done():
 			cause = ctx.Err()
 		}
