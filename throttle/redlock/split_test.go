@@ -110,10 +110,10 @@ func warmUp(s *redlock.Store, n int) {
 	wg.Wait()
 }
 
-// TestExtendReachesEveryNode extends a lock held on every node of 5 and 8
-// and cancels the caller's context as soon as Extend returns, as the
-// limiter does: every node's PTTL must still be extended, not only the
-// quorum's that answered first.
+// TestExtendReachesEveryNode acquires and then extends a lock on 5 and 8
+// nodes, cancelling the caller's context as soon as each call returns, as
+// the limiter does: every node must still get the key, and every node's
+// PTTL must be extended, not only the first quorum's.
 func TestExtendReachesEveryNode(t *testing.T) {
 	const ttl, longer, rounds = 10 * time.Second, time.Minute, 15
 	for _, n := range []int{5, 8} {
@@ -123,9 +123,13 @@ func TestExtendReachesEveryNode(t *testing.T) {
 			for round := range rounds {
 				key := newKey(t)
 				r := req(key, ttl)
-				mustAcquire(t, s, r)
-				ns.eventuallyHeldEverywhere(t, key, r.Token)
 				ctx, cancel := context.WithCancel(context.Background())
+				g, err := s.Acquire(ctx, r)
+				cancel()
+				require.NoError(t, err)
+				require.True(t, g.Acquired)
+				ns.eventuallyHeldEverywhere(t, key, r.Token)
+				ctx, cancel = context.WithCancel(context.Background())
 				out, err := s.Extend(ctx, key, r.Token, longer)
 				cancel()
 				mustOutcome(t, "Extend", store.OK)(out, err)
