@@ -13,18 +13,31 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
+// acquisition is one Acquire's state across the attempts of a split vote.
+type acquisition struct {
+	req   store.Request
+	calls sync.WaitGroup // every node call and its clean-up
+	kept  bool           // some attempt kept its grants
+}
+
 // round is one attempt of an acquisition.
 type round struct {
 	tally
 	decided chan struct{}
 	keep    bool // set before decided closes: the grants stay ours
-	done    sync.WaitGroup
+	split   bool // a split vote to retry: no token may hold a quorum yet
 	took    time.Duration
 }
 
+// maxTries bounds the attempts of a split vote.
+const maxTries = 8
+
 // Acquire holds req.Key once a quorum of nodes granted it (see the package
 // documentation); the grant's TTL is the lock's validity. It is refused once
-// a quorum answered and none can grant. A split vote is tried up to 3 times.
+// a quorum answered and none can grant. A split vote, where this token holds
+// some nodes and others the rest, is retried for up to a quarter of the TTL;
+// one that still stands then is a refusal if the others hold a quorum of
+// nodes, else an error matching errNoQuorum: no token holds the key.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -32,90 +45,117 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, notApplied("acquire", err)
 	}
-	var refusal store.Grant // the last split vote's answer
-	for try := 0; ; try++ {
+	a := &acquisition{req: req}
+	end := time.Now().Add(req.TTL / 4)
+	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
-		g, split, err := s.attempt(ctx, r, req, try < 3)
-		switch {
-		case try > 0 && err != nil: // a retry's failure leaves the refusal
-			return refusal, nil
-		case !split:
+		g, err := s.attempt(ctx, a, r)
+		if err != nil || !r.split {
 			return g, err
 		}
-		if refusal = g; !s.pause(ctx, r, req) {
-			return refusal, nil
+		// The keeper retries once the others released their grants; they
+		// look again later, after their late answers were cleaned up (a
+		// late release must not free the next grant: same token).
+		lo := time.Duration(try) * max(r.took, time.Millisecond)
+		if !r.keep {
+			a.calls.Wait()
+			lo *= 3
 		}
+		timer := time.NewTimer(min(lo+rand.N(lo), time.Until(end)))
+		var cause error
+		if try < maxTries && time.Now().Before(end) {
+			select {
+			case <-timer.C:
+				continue
+			case <-ctx.Done():
+				cause = ctx.Err()
+			}
+		}
+		timer.Stop()
+		if a.kept { // every grant, late ones too, without making the caller wait
+			s.spawn(func() {
+				a.calls.Wait()
+				s.release(ctx, req, func(int) bool { return true })
+			})
+		}
+		if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
+			return r.refusal(), nil
+		}
+		err = fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
+		if cause != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return store.Grant{}, err
 	}
 }
 
-// attempt asks every node for req and decides; split marks a split vote to
-// retry, where the holder of the lowest node that answered keeps its grants.
-func (s *Store) attempt(ctx context.Context, r *round, req store.Request, mayRetry bool) (g store.Grant, split bool, err error) {
+// attempt asks every node for a.req and decides, deciding a split vote as
+// soon as a quorum answered: it sets r.split when r is to be retried.
+func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Grant, error) {
+	req, t := a.req, &r.tally
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
-	r.done.Add(len(s.nodes))
-	t := &r.tally
-	cause := s.fan(ctx, ctx, timeout, t, func() bool {
-		// A failure without grants waits for the other quick refusals.
-		v := t.verdict()
-		return v != pending && (v != failed || t.ours > 0 || t.outstanding() == 0 || slices.ContainsFunc(t.errs, applied))
-	}, func(ctx context.Context, node store.Store) (a answer) {
-		a.grant, a.err = node.Acquire(ctx, req)
-		return a
-	}, func(a answer) { s.cleanUp(ctx, r, req, a) })
-	v, took := t.verdict(), time.Since(start)
-	r.took = took // for the pause before a retry
-	if left := validity(req.TTL, t.quorum, t.ttls, took); v == won && left > 0 {
+	a.calls.Add(len(s.nodes))
+	cause := s.fan(ctx, timeout, t, func() (bool, bool) {
+		// A refusal or a split vote waits briefly for the last nodes (they
+		// may be down), which may be ours: then we may be the keeper. A
+		// failure without grants waits for the other quick refusals.
+		switch all := t.outstanding() == 0; t.verdict() {
+		case won:
+			return true, false
+		case refused:
+			return all, true
+		case failed:
+			return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
+		}
+		return false, t.split()
+	}, func(ctx context.Context, node store.Store) (an answer) {
+		an.grant, an.err = node.Acquire(ctx, req)
+		return an
+	}, func(an answer) { s.cleanUp(ctx, a, r, an) })
+	v := t.verdict()
+	r.took = time.Since(start)
+	if left := validity(req.TTL, t.quorum, t.ttls, r.took); v == won && left > 0 {
 		r.keep = true
 		close(r.decided)
-		return store.Grant{Acquired: true, TTL: left, Holds: 1}, false, nil
+		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
-	split = v == refused && t.ours > 0 && mayRetry
+	// In a split vote the holder of the lowest node that answered (the
+	// keeper) keeps its grants and retries while the others release
+	// theirs. The others are refused when the other holders may make a
+	// quorum (the keeper may win), and otherwise retry, lest it fail.
+	split := t.split() && cause == nil
 	r.keep = split && slices.Min(t.oursAt) < t.firstOther
+	r.split = r.keep || split && t.other+t.outstanding() < t.quorum
+	a.kept = a.kept || r.keep
 	close(r.decided)
 	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
 	}
-	switch v {
-	case won:
-		return g, false, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
-			errNoQuorum, t.ours, took, req.TTL)
-	case refused:
-		return store.Grant{Remaining: retryAfter(t.quorum, t.ours, t.remaining)}, split, nil
+	switch {
+	case r.split:
+		return store.Grant{}, nil
+	case v == won:
+		return store.Grant{}, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
+			errNoQuorum, t.ours, r.took, req.TTL)
+	case v == refused || split:
+		return r.refusal(), nil
 	}
-	return g, false, noQuorum("acquire", t, cause)
+	return store.Grant{}, noQuorum("acquire", t, cause)
 }
 
-// pause waits before a split vote's retry: half to one attempt's time if r
-// kept its grants, else one to three after r's releases (which must not free
-// the retry's lock). If ctx ends first, it releases what r kept.
-func (s *Store) pause(ctx context.Context, r *round, req store.Request) bool {
-	lo, span := r.took, 2*r.took
-	if r.keep {
-		lo, span = r.took/2, r.took/2
-	} else {
-		r.done.Wait()
-	}
-	t := time.NewTimer(lo + rand.N(span+time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	}
-	if r.keep {
-		r.done.Wait() // its late grants are kept too
-		s.release(ctx, req, func(int) bool { return true })
-	}
-	return false
+// refusal is r's answer when other tokens hold the key: when the first
+// quorum of the nodes they hold may be free.
+func (r *round) refusal() store.Grant {
+	return store.Grant{Remaining: retryAfter(min(r.quorum, r.other), 0, r.remaining)}
 }
 
-// cleanUp releases, once r is decided and drops its grants, a's uncounted
+// cleanUp releases, once r is decided and drops its grants, an's uncounted
 // grant or an error that may hide one.
-func (s *Store) cleanUp(ctx context.Context, r *round, req store.Request, a answer) {
-	defer r.done.Done()
+func (s *Store) cleanUp(ctx context.Context, a *acquisition, r *round, an answer) {
+	defer a.calls.Done()
 	<-r.decided
-	if !r.keep && (applied(a.err) || a.grant.Acquired && !r.seen[a.i]) {
-		s.release(ctx, req, func(i int) bool { return i == a.i })
+	if !r.keep && (applied(an.err) || an.grant.Acquired && !r.seen[an.i]) {
+		s.release(ctx, a.req, func(i int) bool { return i == an.i })
 	}
 }
 
@@ -142,7 +182,9 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 
 // Extend sets key's time to live to ttl on every node where token holds it,
 // with Release's outcomes; an OK that comes after the new validity ran out
-// is an error, since some node may have let the key go already.
+// is an error, since some node may have let the key go already. As for
+// Release, ctx's cancellation ends the wait, not the node calls: every node
+// that answers is extended, not only the first quorum.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
 	if ttl <= 0 {
 		return 0, invalid("ttl %v is not positive", ttl)
@@ -152,9 +194,9 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 
 // update releases key (ttl 0) or extends it on every node.
 func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration) (store.Outcome, error) {
-	op, parent := "extend", ctx
+	op := "extend"
 	if ttl == 0 {
-		op, parent = "release", context.WithoutCancel(ctx)
+		op = "release"
 	}
 	if err := storekit.CheckLock("redlock", key, token, max(ttl, 1)); err != nil {
 		return 0, err
@@ -164,7 +206,7 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	}
 	start, timeout := time.Now(), s.nodeTimeout(ttl)
 	t := newTally(len(s.nodes))
-	cause := s.fan(ctx, parent, timeout, &t, func() bool { return t.ours >= t.quorum || t.outstanding() == 0 },
+	cause := s.fan(ctx, timeout, &t, func() (bool, bool) { return t.ours >= t.quorum || t.outstanding() == 0, false },
 		func(ctx context.Context, node store.Store) (a answer) {
 			if ttl == 0 {
 				a.out, a.err = node.Release(ctx, key, token)

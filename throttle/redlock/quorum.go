@@ -54,7 +54,14 @@ func (t *tally) add(a answer) {
 	}
 }
 
-func (t *tally) answered() int    { return t.ours + t.other + t.gone }
+func (t *tally) answered() int { return t.ours + t.other + t.gone }
+
+// split reports a split vote: a quorum answered, and this token and others
+// each hold some of the nodes but none a quorum.
+func (t *tally) split() bool {
+	return t.ours > 0 && t.other > 0 && t.ours < t.quorum && t.answered() >= t.quorum
+}
+
 func (t *tally) outstanding() int { return t.n - t.answered() - t.failed }
 
 type verdict uint8
@@ -118,12 +125,16 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 	return remaining[k-1]
 }
 
-// fan runs call, then then, on every node in parallel, bounded by timeout
-// and parent, and counts the answers into t until settled, or until the node
+// fan runs call, then then, on every node in parallel, each bounded by
+// timeout alone: ctx's cancellation ends the wait, never a node call, so
+// that every call completes or is cleaned up. It counts the answers into t
+// until settled says done; once it says early, for at most twice as long
+// again as it took (the silent nodes stay outstanding); and until the node
 // timeout (with a margin) or ctx ends the wait: the silent nodes then fail.
-func (s *Store) fan(ctx, parent context.Context, timeout time.Duration, t *tally, settled func() bool,
+func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() (done, early bool),
 	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))
+	parent := context.WithoutCancel(ctx)
 	for i, node := range s.nodes {
 		s.spawn(func() {
 			nctx, cancel := context.WithTimeout(parent, timeout)
@@ -134,14 +145,26 @@ func (s *Store) fan(ctx, parent context.Context, timeout time.Duration, t *tally
 			then(a)
 		})
 	}
-	timer := time.NewTimer(timeout + timeout/4 + 2*time.Millisecond)
+	start, wait := time.Now(), timeout+timeout/4+2*time.Millisecond
+	timer, early := time.NewTimer(wait), false
 	defer timer.Stop()
-	for !settled() {
+	for {
+		done, soon := settled()
+		if done {
+			return cause
+		}
+		if soon && !early {
+			early = true
+			timer.Reset(min(2*time.Since(start)+time.Millisecond, wait-time.Since(start)))
+		}
 		select {
 		case a := <-answers:
 			t.add(a)
 			continue
 		case <-timer.C:
+			if early {
+				return cause
+			}
 		case <-ctx.Done():
 			cause = ctx.Err()
 		}
@@ -152,5 +175,4 @@ func (s *Store) fan(ctx, parent context.Context, timeout time.Duration, t *tally
 			}
 		}
 	}
-	return cause
 }
