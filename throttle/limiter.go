@@ -41,7 +41,7 @@ type limiter struct {
 	logs               sync.Map // kind of log line to *logGate
 	orphans            orphans
 	stats              counters
-	live, fallbackLive *liveness // what this process knows of the stores' answers
+	live, fallbackLive *monitor // what this process knows of the stores' answers
 }
 
 // newLimiter returns a limiter on st under p, defaults filled in.
@@ -56,9 +56,9 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if err := servable(st, p); err != nil {
 		return nil, err
 	}
-	l := &limiter{store: st, p: p, live: livenessOf(st)}
+	l := &limiter{store: st, p: p, live: monitorOf(st)}
 	if p.Fallback != nil {
-		l.fallbackLive = livenessOf(p.Fallback)
+		l.fallbackLive = monitorOf(p.Fallback)
 	}
 	l.notifier, _ = st.(store.Notifier)
 	_, l.storeLocal = st.(storekit.InMemory)

@@ -2,16 +2,20 @@ package throttle_test
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -124,4 +128,72 @@ func TestSilenceIsAnOutage(t *testing.T) {
 	s := l.Stats()
 	assert.Equal(t, uint64(1), s.FailedOpen)
 	assert.Zero(t, s.Shed)
+}
+
+// fastClock is a clock whose every tick moves it a whole tick on, two real
+// milliseconds apart: the ten Timeouts before a store's first answer pass
+// in a few real milliseconds, long before go-redis gives up dialing.
+type fastClock struct{ at atomic.Int64 }
+
+func newFastClock() *fastClock {
+	c := &fastClock{}
+	c.at.Store(int64(time.Second))
+	return c
+}
+
+func (c *fastClock) Now() time.Duration { return time.Duration(c.at.Load()) }
+
+func (c *fastClock) After(d time.Duration) <-chan time.Time {
+	c.at.Add(int64(d))
+	return time.After(2 * time.Millisecond)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRefusedIsAnOutageAtOnce: a store where nothing listens on a fresh
+// process is an outage from the first call, decided without the grace given
+// to a store that has not answered yet (go-redis dials again for a while
+// before it returns: the store's dial hook tells the monitor), and the log
+// and the error name the refusal.
+func TestRefusedIsAnOutageAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	st := redisstore.New(client)
+	t.Cleanup(func() { _ = st.Close() })
+	var logs syncBuffer
+	const timeout = 100 * time.Millisecond
+	l := newLock(t, st, throttle.LockConfig{Name: "refused", Options: throttle.Options{Timeout: timeout,
+		WhenStoreFails: throttle.FailClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+	clk := newFastClock()
+	throttle.SetClock(l, clk.Now, clk.After)
+
+	start := clk.Now()
+	lease, err := l.Admit(context.Background(), "u")
+	waited := clk.Now() - start
+	require.ErrorIs(t, err, throttle.ErrStore)
+	assert.Nil(t, lease)
+	assert.ErrorContains(t, err, "connection refused")
+	assert.NotContains(t, err.Error(), "answered no call")
+	assert.Contains(t, logs.String(), "connection refused", "the log names the cause")
+	assert.Less(t, waited, throttle.BusyQuiets*timeout, "the decision waited for the grace of a store that has not answered yet")
 }
