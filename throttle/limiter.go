@@ -281,7 +281,7 @@ func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err e
 func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
-			"op", op, "waiting", l.live.waiting.Load())
+			"op", op, "waiting", l.live.waiting())
 		return
 	}
 	l.stats.storeErrors.Add(1)

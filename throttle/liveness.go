@@ -70,12 +70,11 @@ var realClock = clock{now: monoNow, after: time.After}
 // sees the store answer.
 type monitor struct {
 	clock    clock
-	answered atomic.Int64 // clock.now of the latest answer; 0: none yet
-	waiting  atomic.Int64 // calls sent and not returned
-	lateAt   atomic.Int64 // clock.now when a tick last came late
-	tick     atomic.Int64 // the period: a quarter of the shortest Timeout
-	running  atomic.Bool  // the goroutine that ticks
-	next     atomic.Uint32
+	answered atomic.Int64            // clock.now of the tick after the latest answer; 0: none yet
+	heard    atomic.Bool             // an answer came since the last tick
+	lateAt   atomic.Int64            // clock.now when a tick last came late
+	tick     atomic.Int64            // the period: a quarter of the shortest Timeout
+	running  atomic.Bool             // the goroutine that ticks
 	refused  atomic.Pointer[refusal] // the latest connection the client could not make
 	shards   [shards]shard
 }
@@ -86,7 +85,8 @@ type refusal struct {
 	err error
 }
 
-// shard holds calls in flight, each at its slot.
+// shard holds calls in flight, each at its slot; a pooled call keeps its
+// shard, so that callers on different processors seldom share one.
 type shard struct {
 	mu    sync.Mutex
 	calls []*storeCall
@@ -111,30 +111,61 @@ func monitorOf(st store.Store) *monitor {
 	return m
 }
 
-// answer records an answer now, skipping the shared write within a
-// millisecond of the last one, which a burst's calls would contend on.
+// answer records an answer; the next tick dates it. The shared write is
+// made once a tick, not by every call of a burst.
 func (m *monitor) answer() {
-	if now := m.clock.now(); now-m.answered.Load() > int64(time.Millisecond) {
-		m.answered.Store(now)
+	if !m.heard.Load() {
+		m.heard.Store(true)
 	}
+}
+
+// lastAnswer returns when the store last answered, as of now.
+func (m *monitor) lastAnswer(now int64) int64 {
+	if m.heard.Load() {
+		return now
+	}
+	return m.answered.Load()
 }
 
 // refuse records a connection the client could not make; the next tick
-// ends the calls sent before it unless the store answered since.
+// ends the calls sent before it unless the store answered since. Answers
+// heard before it are dated just before it.
 func (m *monitor) refuse(err error) {
-	m.refused.Store(&refusal{at: m.clock.now(), err: err})
+	now := m.clock.now()
+	if m.heard.Swap(false) {
+		m.answered.Store(now - 1)
+	}
+	m.refused.Store(&refusal{at: now, err: err})
 }
 
-// add registers c, and starts the ticks when they were stopped.
-func (m *monitor) add(c *storeCall) {
-	if t := c.timeout / 4; t < m.tick.Load() {
-		m.tick.Store(max(t, int64(time.Millisecond)))
+// waiting returns how many calls are in flight.
+func (m *monitor) waiting() int {
+	n := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.calls)
+		s.mu.Unlock()
 	}
-	s := &m.shards[m.next.Add(1)%shards]
+	return n
+}
+
+// add registers c, and starts the ticks when they were stopped. A call
+// beyond a shard's share of maxWaiting is shed.
+func (m *monitor) add(c *storeCall) {
+	for t, cur := max(c.timeout/4, int64(time.Millisecond)), m.tick.Load(); t < cur; cur = m.tick.Load() {
+		if m.tick.CompareAndSwap(cur, t) {
+			break
+		}
+	}
+	s := &m.shards[c.shardNo]
 	c.shard = s
 	s.mu.Lock()
 	c.slot = len(s.calls)
 	s.calls = append(s.calls, c)
+	if len(s.calls) > maxWaiting/shards {
+		c.cause = errShed
+	}
 	s.mu.Unlock()
 	if !m.running.Load() && m.running.CompareAndSwap(false, true) {
 		go m.run()
@@ -162,24 +193,28 @@ func (m *monitor) run() {
 		if now-due > max(lateTick, tick/2) {
 			m.lateAt.Store(now) // starved of CPU: answers may wait unread
 		}
-		m.check(now)
-		if m.waiting.Load() == 0 {
+		if m.check(now) == 0 {
 			m.running.Store(false)
 			// A call added meanwhile may have seen running still true.
-			if m.waiting.Load() == 0 || !m.running.CompareAndSwap(false, true) {
+			if m.waiting() == 0 || !m.running.CompareAndSwap(false, true) {
 				return
 			}
 		}
 	}
 }
 
-// check applies the rule to every call in flight at now.
-func (m *monitor) check(now int64) {
+// check applies the rule to every call in flight at now, and returns how
+// many there are.
+func (m *monitor) check(now int64) (n int) {
+	if m.heard.Swap(false) {
+		m.answered.Store(now)
+	}
 	answered := m.answered.Load()
 	r := m.refused.Load()
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
+		n += len(s.calls)
 		for _, c := range s.calls {
 			switch {
 			case r != nil && r.at >= c.start && answered < r.at:
@@ -197,6 +232,7 @@ func (m *monitor) check(now int64) {
 		}
 		s.mu.Unlock()
 	}
+	return n
 }
 
 // silent reports whether the store counts as silent for c at now: it
@@ -225,6 +261,7 @@ type storeCall struct {
 	retry           bool  // end may answer errRetry
 	suspect         bool  // silent at the monitor's last tick
 	shard           *shard
+	shardNo         uint32
 	slot            int // in shard.calls
 	deadline        atomic.Int64
 
@@ -237,7 +274,10 @@ type storeCall struct {
 	ownCancelable bool  // inner is the caller's, not bg
 }
 
-var calls = sync.Pool{New: func() any { return new(storeCall) }}
+var (
+	calls     = sync.Pool{New: func() any { return &storeCall{shardNo: nextShard.Add(1) % shards} }}
+	nextShard atomic.Uint32
+)
 
 // Deadline returns the call's deadline, or the caller's when sooner.
 func (c *storeCall) Deadline() (time.Time, bool) {
@@ -320,6 +360,11 @@ func (c *storeCall) stop(cause error) {
 // loadWaits Timeouts from first, or patience when longer. A call to a store
 // in this process cannot hang: it gets a nil *storeCall.
 func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patience time.Duration) (context.Context, *storeCall) {
+	return l.watchFrom(ctx, st, first, first, patience)
+}
+
+// watchFrom is watch for a call sent at start.
+func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start int64, patience time.Duration) (context.Context, *storeCall) {
 	if l.local(st) {
 		return ctx, nil
 	}
@@ -328,11 +373,8 @@ func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patien
 		m = l.fallbackLive
 	}
 	c := calls.Get().(*storeCall)
-	c.Context, c.m, c.timeout, c.start = ctx, m, int64(l.p.Timeout), m.clock.now()
+	c.Context, c.m, c.timeout, c.start = ctx, m, int64(l.p.Timeout), start
 	c.limit = first + max(loadWaits*c.timeout, int64(patience))
-	if m.waiting.Add(1) > maxWaiting {
-		c.cause = errShed
-	}
 	m.add(c)
 	return c, c
 }
@@ -373,7 +415,6 @@ func (c *storeCall) end(err error) error {
 	}
 	m := c.m
 	m.remove(c)
-	m.waiting.Add(-1)
 	if err == nil {
 		m.answer()
 	} else {
@@ -397,7 +438,7 @@ func (c *storeCall) verdict(err error) error {
 	case !isTimeout(err):
 		return err // the store's own answer: a script error, a closed client
 	case !sendTimeout(err):
-		if c.m.silent(c, now, c.m.answered.Load()) {
+		if c.m.silent(c, now, c.m.lastAnswer(now)) {
 			return errSilent
 		}
 	}
@@ -443,8 +484,8 @@ func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.D
 		return f(ctx)
 	}
 	first := l.now(st)
-	for {
-		cctx, c := l.watch(ctx, st, first, patience)
+	for start := first; ; start = l.now(st) {
+		cctx, c := l.watchFrom(ctx, st, first, start, patience)
 		c.retry = true
 		if err := c.end(f(cctx)); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
