@@ -325,7 +325,7 @@ var errLate = errors.New("the grant arrived after its validity ran out")
 // callStore; the store's own calls are timed for the Observer.
 func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, sent int64) (store.Grant, error) {
 	var g store.Grant
-	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
+	err := l.callStoreAt(ctx, st, sent, 0, func(ctx context.Context) (err error) {
 		g, err = st.Acquire(ctx, req)
 		return err
 	})

@@ -61,9 +61,10 @@ func isShed(err error) bool { return errors.Is(err, errShed) }
 type clock struct {
 	now   func() int64
 	after func(time.Duration) <-chan time.Time
+	real  bool // now is monoNow
 }
 
-var realClock = clock{now: monoNow, after: time.After}
+var realClock = clock{now: monoNow, after: time.After, real: true}
 
 // monitor is what this process knows of one store's answers, shared by all
 // its limiters: one whose first call queues behind another's burst still
@@ -368,10 +369,7 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 	if l.local(st) {
 		return ctx, nil
 	}
-	m := l.live
-	if st != l.store {
-		m = l.fallbackLive
-	}
+	m := l.monitor(st)
 	c := calls.Get().(*storeCall)
 	c.Context, c.m, c.timeout, c.start = ctx, m, int64(l.p.Timeout), start
 	c.limit = first + max(loadWaits*c.timeout, int64(patience))
@@ -387,13 +385,16 @@ func (l *limiter) local(st store.Store) bool {
 	return l.fallbackLocal
 }
 
-// now reads the clock of st's monitor.
-func (l *limiter) now(st store.Store) int64 {
+// monitor returns the monitor of st, the store or the Fallback.
+func (l *limiter) monitor(st store.Store) *monitor {
 	if st == l.store {
-		return l.live.clock.now()
+		return l.live
 	}
-	return l.fallbackLive.clock.now()
+	return l.fallbackLive
 }
+
+// now reads the clock of st's monitor.
+func (l *limiter) now(st store.Store) int64 { return l.monitor(st).clock.now() }
 
 // detach is watch for a call that must run even when the caller gave up
 // (Release, a mirror's Record): ctx's values without its cancellation.
@@ -480,10 +481,19 @@ func sendTimeout(err error) bool {
 // than the load limit, is how long the call may wait for a store that
 // answers (a Replay's record waits as long as its key is held).
 func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.Duration, f func(context.Context) error) error {
+	return l.callStoreAt(ctx, st, 0, patience, f)
+}
+
+// callStoreAt is callStore for a call sent at the monoNow stamp sent (0:
+// not read yet).
+func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, patience time.Duration, f func(context.Context) error) error {
 	if l.local(st) {
 		return f(ctx)
 	}
-	first := l.now(st)
+	first := sent
+	if m := l.monitor(st); first == 0 || !m.clock.real {
+		first = m.clock.now()
+	}
 	for start := first; ; start = l.now(st) {
 		cctx, c := l.watchFrom(ctx, st, first, start, patience)
 		c.retry = true
