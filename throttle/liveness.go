@@ -273,6 +273,7 @@ type storeCall struct {
 	bgCancel      context.CancelCauseFunc
 	cause         error // why the monitor ended the call
 	ownCancelable bool  // inner is the caller's, not bg
+	derived       bool  // a context derived from the call may outlive it
 }
 
 var (
@@ -331,13 +332,14 @@ func (c *storeCall) Err() error {
 }
 
 // Value looks in Done's context first: a context derived from the call
-// then joins its cancellation without a goroutine.
+// then joins its cancellation without a goroutine. Finding that context
+// itself (the context package does, to derive one) marks the call derived.
 func (c *storeCall) Value(key any) any {
 	c.mu.Lock()
-	inner := c.inner
-	c.mu.Unlock()
-	if inner != nil {
-		if v := inner.Value(key); v != nil {
+	defer c.mu.Unlock()
+	if c.inner != nil {
+		if v := c.inner.Value(key); v != nil {
+			c.derived = c.derived || v == any(c.inner)
 			return v
 		}
 	}
@@ -450,9 +452,15 @@ func (c *storeCall) verdict(err error) error {
 }
 
 // recycle puts the call back in the pool, keeping the cancellation made for
-// callers that cannot cancel unless it was used.
+// callers that cannot cancel unless it was used. A call that a context was
+// derived from is left to the collector: that context (a Redlock node's
+// call, say) may outlive the call, and must not see it reused.
 func (c *storeCall) recycle() {
 	c.mu.Lock()
+	if c.derived {
+		c.mu.Unlock()
+		return
+	}
 	if c.cause != nil && c.inner == c.bg {
 		c.bg, c.bgCancel = nil, nil
 	}
