@@ -191,7 +191,7 @@ func (m *monitor) run() {
 		due := m.clock.now() + tick
 		<-m.clock.after(time.Duration(tick))
 		now := m.clock.now()
-		if now-due > max(lateTick, tick/2) {
+		if now-due > lateTick {
 			m.lateAt.Store(now) // starved of CPU: answers may wait unread
 		}
 		if m.check(now) == 0 {
