@@ -51,7 +51,7 @@ var (
 // refusedError is the outage of a store whose client could not connect.
 type refusedError struct{ err error }
 
-func (e *refusedError) Error() string { return "the store refused the connection: " + e.err.Error() }
+func (e *refusedError) Error() string { return "no connection to the store: " + e.err.Error() }
 func (e *refusedError) Unwrap() error { return e.err }
 
 func isShed(err error) bool { return errors.Is(err, errShed) }
