@@ -41,8 +41,8 @@ type limiter struct {
 	logs               sync.Map // kind of log line to *logGate
 	orphans            orphans
 	stats              counters
-	live, fallbackLive *liveness // what this process knows of the stores' answers
-	name               *nameUse  // the limiter's claim on its name (names.go)
+	live, fallbackLive *monitor // what this process knows of the stores' answers
+	name               *nameUse // the limiter's claim on its name (names.go)
 }
 
 // newLimiter returns a limiter on st under p, defaults filled in.
@@ -61,9 +61,9 @@ func newLimiter(st store.Store, p policy) (*limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &limiter{store: st, p: p, live: livenessOf(st), name: use}
+	l := &limiter{store: st, p: p, live: monitorOf(st), name: use}
 	if p.Fallback != nil {
-		l.fallbackLive = livenessOf(p.Fallback)
+		l.fallbackLive = monitorOf(p.Fallback)
 	}
 	l.notifier, _ = st.(store.Notifier)
 	_, l.storeLocal = st.(storekit.InMemory)
@@ -303,7 +303,7 @@ func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err e
 func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
-			"op", op, "waiting", l.live.waiting.Load())
+			"op", op, "waiting", l.live.waiting())
 		return
 	}
 	l.stats.storeErrors.Add(1)
@@ -347,7 +347,7 @@ var errLate = errors.New("the grant arrived after its validity ran out")
 // callStore; the store's own calls are timed for the Observer.
 func (l *limiter) call(ctx context.Context, st store.Store, req store.Request, sent int64) (store.Grant, error) {
 	var g store.Grant
-	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
+	err := l.callStoreAt(ctx, st, sent, 0, func(ctx context.Context) (err error) {
 		g, err = st.Acquire(ctx, req)
 		return err
 	})

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"net"
 	"os"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -26,12 +25,19 @@ import (
 //   - while the store answers, it waits up to loadWaits Timeouts; past
 //     that, or with more than maxWaiting calls waiting, it is shed
 //     (errShed): turned away with 503, never let through;
-//   - an error the store returns (refused, reset) fails at once.
+//   - an error the store returns fails at once, and a connection the client
+//     could not make (refused, reset, no such host) fails the calls in
+//     flight that nothing answered since (a refusedError).
+//
+// One monitor per store applies the rule: the calls in flight sit in its
+// shards, and one goroutine, running only while there are any, looks at
+// them every quarter Timeout.
 const (
 	loadWaits  = 30
 	maxWaiting = 10000
 	busyQuiets = 10
-	lateTimer  = int64(2 * time.Millisecond) // how late a timer fires in a process not short of CPU
+	lateTick   = int64(2 * time.Millisecond) // how late a tick comes in a process not short of CPU
+	shards     = 8
 )
 
 var (
@@ -42,82 +48,244 @@ var (
 	errRetry = errors.New("the reply came too late: send the call again")
 )
 
+// refusedError is the outage of a store whose client could not connect.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "no connection to the store: " + e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
 func isShed(err error) bool { return errors.Is(err, errShed) }
 
-// liveness is what this process knows of one store, shared by all its
-// limiters: one whose first call queues behind another's burst still sees
-// the store answer.
-type liveness struct {
-	answered atomic.Int64 // monoNow of the latest answer; 0: none yet
-	waiting  atomic.Int64 // calls sent and not returned
-	lateAt   atomic.Int64 // monoNow when a call's timer last fired late
+// clock is the monitor's time: monoNow stamps, and a channel that a tick
+// later receives. Tests inject theirs.
+type clock struct {
+	now   func() int64
+	after func(time.Duration) <-chan time.Time
+	real  bool // now is monoNow
 }
 
-// answer records an answer now, skipping the shared write within a
-// millisecond of the last one, which a burst's calls would contend on.
-func (lv *liveness) answer() {
-	if now := monoNow(); now-lv.answered.Load() > int64(time.Millisecond) {
-		lv.answered.Store(now)
+var realClock = clock{now: monoNow, after: time.After, real: true}
+
+// monitor is what this process knows of one store's answers, shared by all
+// its limiters: one whose first call queues behind another's burst still
+// sees the store answer.
+type monitor struct {
+	clock    clock
+	answered atomic.Int64            // clock.now of the tick after the latest answer; 0: none yet
+	heard    atomic.Bool             // an answer came since the last tick
+	lateAt   atomic.Int64            // clock.now when a tick last came late
+	tick     atomic.Int64            // the period: a quarter of the shortest Timeout
+	running  atomic.Bool             // the goroutine that ticks
+	refused  atomic.Pointer[refusal] // the latest connection the client could not make
+	shards   [shards]shard
+}
+
+// refusal is a connection the client could not make, and when.
+type refusal struct {
+	at  int64
+	err error
+}
+
+// shard holds calls in flight, each at its slot; a pooled call keeps its
+// shard, so that callers on different processors seldom share one.
+type shard struct {
+	mu    sync.Mutex
+	calls []*storeCall
+}
+
+func newMonitor(c clock) *monitor {
+	m := &monitor{clock: c}
+	m.tick.Store(int64(time.Hour))
+	return m
+}
+
+// monitorOf returns st's monitor: the one st keeps when it has a
+// storekit.Liveness, else a new one (the limiter's).
+func monitorOf(st store.Store) *monitor {
+	lv, ok := st.(interface{ Liveness() *storekit.Liveness })
+	if !ok {
+		return newMonitor(realClock)
+	}
+	l := lv.Liveness()
+	m := l.Monitor(func() any { return newMonitor(realClock) }).(*monitor)
+	l.OnRefused(m.refuse)
+	return m
+}
+
+// answer records an answer; the next tick dates it. The shared write is
+// made once a tick, not by every call of a burst.
+func (m *monitor) answer() {
+	if !m.heard.Load() {
+		m.heard.Store(true)
 	}
 }
 
-// livenesses maps a store's address to its liveness, weakly: the limiter
-// that holds the liveness holds the store, so a live entry's address is
-// not reused.
-var livenesses = struct {
-	sync.Mutex
-	m map[uintptr]weak.Pointer[liveness]
-}{m: map[uintptr]weak.Pointer[liveness]{}}
+// lastAnswer returns when the store last answered, as of now.
+func (m *monitor) lastAnswer(now int64) int64 {
+	if m.heard.Load() {
+		return now
+	}
+	return m.answered.Load()
+}
 
-// livenessOf returns the liveness of st; a store that is not a pointer gets
-// its own.
-func livenessOf(st store.Store) *liveness {
-	v := reflect.ValueOf(st)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-	default:
-		return new(liveness)
+// refuse records a connection the client could not make; the next tick
+// ends the calls sent before it unless the store answered since. Answers
+// heard before it are dated just before it.
+func (m *monitor) refuse(err error) {
+	now := m.clock.now()
+	if m.heard.Swap(false) {
+		m.answered.Store(now - 1)
 	}
-	addr := v.Pointer()
-	livenesses.Lock()
-	defer livenesses.Unlock()
-	if lv := livenesses.m[addr].Value(); lv != nil {
-		return lv
+	m.refused.Store(&refusal{at: now, err: err})
+}
+
+// waiting returns how many calls are in flight.
+func (m *monitor) waiting() int {
+	n := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.calls)
+		s.mu.Unlock()
 	}
-	for a, w := range livenesses.m {
-		if w.Value() == nil {
-			delete(livenesses.m, a)
+	return n
+}
+
+// add registers c, and starts the ticks when they were stopped. A call
+// beyond a shard's share of maxWaiting is shed.
+func (m *monitor) add(c *storeCall) {
+	for t, cur := max(c.timeout/4, int64(time.Millisecond)), m.tick.Load(); t < cur; cur = m.tick.Load() {
+		if m.tick.CompareAndSwap(cur, t) {
+			break
 		}
 	}
-	lv := new(liveness)
-	livenesses.m[addr] = weak.Make(lv)
-	return lv
+	s := &m.shards[c.shardNo]
+	c.shard = s
+	s.mu.Lock()
+	c.slot = len(s.calls)
+	s.calls = append(s.calls, c)
+	if len(s.calls) > maxWaiting/shards {
+		c.cause = errShed
+	}
+	s.mu.Unlock()
+	if !m.running.Load() && m.running.CompareAndSwap(false, true) {
+		go m.run()
+	}
+}
+
+// remove unregisters c.
+func (m *monitor) remove(c *storeCall) {
+	s := c.shard
+	s.mu.Lock()
+	last := s.calls[len(s.calls)-1]
+	s.calls[c.slot], last.slot = last, c.slot
+	s.calls[len(s.calls)-1] = nil
+	s.calls = s.calls[:len(s.calls)-1]
+	s.mu.Unlock()
+}
+
+// run ticks while calls are in flight.
+func (m *monitor) run() {
+	for {
+		tick := m.tick.Load()
+		due := m.clock.now() + tick
+		<-m.clock.after(time.Duration(tick))
+		now := m.clock.now()
+		if now-due > lateTick {
+			m.lateAt.Store(now) // starved of CPU: answers may wait unread
+		}
+		if m.check(now) == 0 {
+			m.running.Store(false)
+			// A call added meanwhile may have seen running still true.
+			if m.waiting() == 0 || !m.running.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}
+}
+
+// check applies the rule to every call in flight at now, and returns how
+// many there are.
+func (m *monitor) check(now int64) (n int) {
+	if m.heard.Swap(false) {
+		m.answered.Store(now)
+	}
+	answered := m.answered.Load()
+	r := m.refused.Load()
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.calls)
+		for _, c := range s.calls {
+			switch {
+			case r != nil && r.at >= c.start && answered < r.at:
+				c.stop(&refusedError{r.err})
+			case m.silent(c, now, answered):
+				if c.suspect { // on two ticks in a row: replies already waiting count
+					c.stop(errSilent)
+				}
+				c.suspect = true
+			case now >= c.limit:
+				c.stop(errShed)
+			default:
+				c.suspect = false
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// silent reports whether the store counts as silent for c at now: it
+// answered nothing since c was sent for a Timeout, or for busyQuiets of
+// them before its first answer or while this process is starved of CPU.
+func (m *monitor) silent(c *storeCall, now, answered int64) bool {
+	q := now - max(answered, c.start)
+	if answered == 0 || now-m.lateAt.Load() < 2*c.timeout {
+		return q >= busyQuiets*c.timeout
+	}
+	return q >= c.timeout
 }
 
 // storeCall is the context of one call to a store outside this process,
-// cancelled by the caller or by a timer that applies the rule above. Its
-// Deadline is a Timeout after its first reading (go-redis reads it once it
-// has a connection): a call that queued behind a burst still gets a whole
-// Timeout for its reply.
+// ended by the caller or by the monitor. Its Deadline is a Timeout after
+// its first reading (go-redis reads it once it has a connection): a call
+// that queued behind a burst still gets a whole Timeout for its reply. Its
+// cancellation is made only when a client asks for Done, and the one for
+// callers that cannot cancel is kept for the next call.
 type storeCall struct {
-	context.Context
-	cancel   context.CancelCauseFunc
-	lv       *liveness
-	timeout  time.Duration
-	start    int64 // monoNow when sent
-	limit    int64 // monoNow past which the call is shed
-	retry    bool  // end may answer errRetry
-	due      int64 // monoNow when the timer is due
-	deadline atomic.Int64
-	timer    atomic.Pointer[time.Timer]
-	done     atomic.Bool
+	context.Context // the caller's
+	m               *monitor
+	timeout         int64
+	start           int64 // clock.now when sent
+	limit           int64 // clock.now past which the call is shed
+	retry           bool  // end may answer errRetry
+	suspect         bool  // silent at the monitor's last tick
+	shard           *shard
+	shardNo         uint32
+	slot            int // in shard.calls
+	deadline        atomic.Int64
+
+	mu            sync.Mutex
+	inner         context.Context // Done's: bg, or the caller's made cancellable
+	cancel        context.CancelCauseFunc
+	bg            context.Context // cancellable, for callers that are not
+	bgCancel      context.CancelCauseFunc
+	cause         error // why the monitor ended the call
+	ownCancelable bool  // inner is the caller's, not bg
+	derived       bool  // a context derived from the call may outlive it
 }
+
+var (
+	calls     = sync.Pool{New: func() any { return &storeCall{shardNo: nextShard.Add(1) % shards} }}
+	nextShard atomic.Uint32
+)
 
 // Deadline returns the call's deadline, or the caller's when sooner.
 func (c *storeCall) Deadline() (time.Time, bool) {
 	d := c.deadline.Load()
 	if d == 0 {
-		d = monoNow() + int64(c.timeout)
+		d = monoNow() + c.timeout
 		if !c.deadline.CompareAndSwap(0, d) {
 			d = c.deadline.Load()
 		}
@@ -129,26 +297,85 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
+// Done makes the call's cancellation on its first use.
+func (c *storeCall) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inner == nil {
+		if c.Context.Done() != nil {
+			c.inner, c.cancel = context.WithCancelCause(c.Context)
+			c.ownCancelable = true
+		} else {
+			if c.bg == nil {
+				c.bg, c.bgCancel = context.WithCancelCause(context.Background())
+			}
+			c.inner, c.cancel = c.bg, c.bgCancel
+		}
+		if c.cause != nil {
+			c.cancel(c.cause)
+		}
+	}
+	return c.inner.Done()
+}
+
+// Err is the caller's error, or Canceled once the monitor ended the call.
+func (c *storeCall) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.inner != nil:
+		return c.inner.Err()
+	case c.cause != nil:
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// Value looks in Done's context first: a context derived from the call
+// then joins its cancellation without a goroutine. Finding that context
+// itself (the context package does, to derive one) marks the call derived.
+func (c *storeCall) Value(key any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inner != nil {
+		if v := c.inner.Value(key); v != nil {
+			c.derived = c.derived || v == any(c.inner)
+			return v
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// stop ends the call for cause; the monitor's shard lock is held.
+func (c *storeCall) stop(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause == nil {
+		c.cause = cause
+		if c.inner != nil {
+			c.cancel(cause)
+		}
+	}
+}
+
 // watch returns the context of a call to st retried since first, and the
 // call, whose end must be given the call's error. Its load limit is
 // loadWaits Timeouts from first, or patience when longer. A call to a store
 // in this process cannot hang: it gets a nil *storeCall.
 func (l *limiter) watch(ctx context.Context, st store.Store, first int64, patience time.Duration) (context.Context, *storeCall) {
+	return l.watchFrom(ctx, st, first, first, patience)
+}
+
+// watchFrom is watch for a call sent at start.
+func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start int64, patience time.Duration) (context.Context, *storeCall) {
 	if l.local(st) {
 		return ctx, nil
 	}
-	lv := l.live
-	if st != l.store {
-		lv = l.fallbackLive
-	}
-	c := &storeCall{lv: lv, timeout: l.p.Timeout, start: monoNow()}
-	c.Context, c.cancel = context.WithCancelCause(ctx)
-	if lv.waiting.Add(1) > maxWaiting {
-		c.cancel(errShed)
-		return c, c
-	}
-	c.limit = first + max(loadWaits*int64(c.timeout), int64(patience))
-	c.arm(c.timeout / 2)
+	m := l.monitor(st)
+	c := calls.Get().(*storeCall)
+	c.Context, c.m, c.timeout, c.start = ctx, m, int64(l.p.Timeout), start
+	c.limit = first + max(loadWaits*c.timeout, int64(patience))
+	m.add(c)
 	return c, c
 }
 
@@ -160,45 +387,27 @@ func (l *limiter) local(st store.Store) bool {
 	return l.fallbackLocal
 }
 
+// monitor returns the monitor of st, the store or the Fallback.
+func (l *limiter) monitor(st store.Store) *monitor {
+	if st == l.store {
+		return l.live
+	}
+	return l.fallbackLive
+}
+
+// now reads the clock of st's monitor.
+func (l *limiter) now(st store.Store) int64 { return l.monitor(st).clock.now() }
+
 // detach is watch for a call that must run even when the caller gave up
 // (Release, a mirror's Record): ctx's values without its cancellation.
 func (l *limiter) detach(ctx context.Context, st store.Store) (context.Context, *storeCall) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	return l.watch(ctx, st, monoNow(), 0)
-}
-
-func (c *storeCall) arm(d time.Duration) {
-	c.due = monoNow() + int64(d)
-	c.timer.Store(time.AfterFunc(d, c.check))
-}
-
-// check applies the rule when the timer fires, and otherwise looks again
-// when the store would have been silent for a whole Timeout.
-func (c *storeCall) check() {
-	if c.done.Load() {
-		return
+	if l.local(st) {
+		return ctx, nil
 	}
-	now := monoNow()
-	timeout := int64(c.timeout)
-	if now-c.due > lateTimer {
-		c.lv.lateAt.Store(now) // starved of CPU: answers may wait unread
-	}
-	if now-c.start < timeout {
-		c.arm(time.Duration(c.start + timeout - now))
-		return
-	}
-	switch silent, quiet := c.silent(); {
-	case silent:
-		c.cancel(errSilent)
-	case now >= c.limit:
-		c.cancel(errShed)
-	case quiet >= timeout: // a saturated process: look again soon
-		c.arm(time.Duration(min(timeout, c.limit-now)))
-	default:
-		c.arm(time.Duration(min(timeout-quiet, c.limit-now)))
-	}
+	return l.watch(ctx, st, l.now(st), 0)
 }
 
 // end finishes the call that returned err, and returns err or the rule's
@@ -207,32 +416,62 @@ func (c *storeCall) end(err error) error {
 	if c == nil {
 		return err
 	}
-	c.done.Store(true)
-	if t := c.timer.Load(); t != nil {
-		t.Stop()
-	}
-	c.lv.waiting.Add(-1)
+	m := c.m
+	m.remove(c)
 	if err == nil {
-		c.lv.answer()
-		c.cancel(nil)
-		return nil
+		m.answer()
+	} else {
+		err = c.verdict(err)
 	}
-	cause := context.Cause(c.Context)
-	c.cancel(nil)
+	c.recycle()
+	return err
+}
+
+// verdict applies the rule to the call's error err.
+func (c *storeCall) verdict(err error) error {
+	c.mu.Lock()
+	cause := c.cause
+	c.mu.Unlock()
+	now := c.m.clock.now()
 	switch {
-	case errors.Is(cause, errSilent) || errors.Is(cause, errShed):
+	case cause != nil:
 		return cause
+	case storekit.Refusal(err):
+		return &refusedError{err}
 	case !isTimeout(err):
-		return err // the store's own answer: refused, reset, a script error
+		return err // the store's own answer: a script error, a closed client
 	case !sendTimeout(err):
-		if silent, _ := c.silent(); silent {
+		if c.m.silent(c, now, c.m.lastAnswer(now)) {
 			return errSilent
 		}
 	}
-	if c.retry && monoNow() < c.limit {
+	if c.retry && now < c.limit {
 		return errRetry
 	}
 	return errShed // this process did not get the CPU to send or read in time
+}
+
+// recycle puts the call back in the pool, keeping the cancellation made for
+// callers that cannot cancel unless it was used. A call that a context was
+// derived from is left to the collector: that context (a Redlock node's
+// call, say) may outlive the call, and must not see it reused.
+func (c *storeCall) recycle() {
+	c.mu.Lock()
+	if c.derived {
+		c.mu.Unlock()
+		return
+	}
+	if c.cause != nil && c.inner == c.bg {
+		c.bg, c.bgCancel = nil, nil
+	}
+	if c.ownCancelable {
+		c.cancel(nil) // detaches it from the caller's
+	}
+	c.inner, c.cancel, c.cause, c.ownCancelable = nil, nil, nil, false
+	c.mu.Unlock()
+	c.Context, c.m, c.shard, c.retry, c.suspect = nil, nil, nil, false, false
+	c.deadline.Store(0)
+	calls.Put(c)
 }
 
 // sendTimeout reports whether err is a write or dial timeout: this
@@ -243,28 +482,6 @@ func sendTimeout(err error) bool {
 	return errors.As(err, &oe) && (oe.Op == "write" || oe.Op == "dial")
 }
 
-// silent reports whether the store counts as silent for the call, and for
-// how long it has answered nothing since the call's start. Before it
-// reports a whole Timeout it sleeps a millisecond, so that replies already
-// waiting count. The process is busy when that sleep overran by lateTimer,
-// or a timer fired that late within two Timeouts; then, or before the
-// store's first answer, silence must last busyQuiets Timeouts.
-func (c *storeCall) silent() (bool, int64) {
-	timeout := int64(c.timeout)
-	q := monoNow() - max(c.lv.answered.Load(), c.start)
-	if q < timeout {
-		return false, q
-	}
-	before := monoNow()
-	time.Sleep(time.Millisecond)
-	after := monoNow()
-	q = after - max(c.lv.answered.Load(), c.start)
-	if after-before > lateTimer || after-c.lv.lateAt.Load() < 2*timeout || c.lv.answered.Load() == 0 {
-		return q >= busyQuiets*timeout, q
-	}
-	return q >= timeout, q
-}
-
 // callStore makes the call f to st under watch, again each time its reply
 // missed its deadline while the store answered others, until the load
 // limit: a burst then costs a second round trip, not a 503. Only for calls
@@ -272,12 +489,21 @@ func (c *storeCall) silent() (bool, int64) {
 // than the load limit, is how long the call may wait for a store that
 // answers (a Replay's record waits as long as its key is held).
 func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.Duration, f func(context.Context) error) error {
+	return l.callStoreAt(ctx, st, 0, patience, f)
+}
+
+// callStoreAt is callStore for a call sent at the monoNow stamp sent (0:
+// not read yet).
+func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, patience time.Duration, f func(context.Context) error) error {
 	if l.local(st) {
 		return f(ctx)
 	}
-	first := monoNow()
-	for {
-		cctx, c := l.watch(ctx, st, first, patience)
+	first := sent
+	if m := l.monitor(st); first == 0 || !m.clock.real {
+		first = m.clock.now()
+	}
+	for start := first; ; start = l.now(st) {
+		cctx, c := l.watchFrom(ctx, st, first, start, patience)
 		c.retry = true
 		if err := c.end(f(cctx)); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err

@@ -3,6 +3,8 @@ package redisalgo
 import (
 	"context"
 	"time"
+
+	"github.com/go-throttle/throttle/internal/storekit"
 )
 
 // Conn is what the store needs of a Redis client (go-redis and rueidis
@@ -36,3 +38,7 @@ type PubSub interface {
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// Liveness returns what the watch of the store's calls shares (see
+// storekit.Liveness).
+func (s *Store) Liveness() *storekit.Liveness { return &s.live }

@@ -23,6 +23,7 @@ type Store struct {
 	cfg                 config
 	refusals, returning Share // of plain acquisitions, of quota charges
 	watch               watcher
+	live                storekit.Liveness
 }
 
 // New returns a Store named name (its package) on conn; it panics when

@@ -244,6 +244,46 @@ func BenchmarkLimiterAcquire(b *testing.B) {
 	}
 }
 
+// BenchmarkLimiterCycle measures an Exclusive Lock's whole cycle,
+// Lock.Acquire then Lease.Release of a new id ("limiter"), beside the raw
+// two-round-trip lock of BenchmarkAcquireRelease ("raw") on one client, at
+// 16 and 64 goroutines: alone for allocs/op, and paired (see
+// benchload.Paired) for limiter/raw.
+func BenchmarkLimiterCycle(b *testing.B) {
+	s, _, c := newStore(b)
+	l, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench", Mode: throttle.Exclusive, TTL: 10 * time.Second,
+		Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	ctx := context.Background()
+	require.NoError(b, rawRelease.Load(ctx, c).Err())
+	var seq atomic.Int64
+	impls := []benchload.Op{
+		{Name: "raw", Call: func() error {
+			k := storekit.Key("bench", "raw", strconv.FormatInt(seq.Add(1), 10))
+			if ok, err := c.SetNX(ctx, k, "token", 10*time.Second).Result(); err != nil || !ok {
+				return fmt.Errorf("raw: SETNX %s = %v, %v", k, ok, err)
+			}
+			if n, err := rawRelease.Run(ctx, c, []string{k}, "token").Int64(); err != nil || n != 1 {
+				return fmt.Errorf("raw: release %s = %v, %v", k, n, err)
+			}
+			return nil
+		}},
+		{Name: "limiter", Call: func() error {
+			lease, err := l.Acquire(ctx, strconv.FormatInt(seq.Add(1), 10))
+			if err != nil || lease == nil {
+				return fmt.Errorf("limiter: acquire = %v, %v", lease, err)
+			}
+			return lease.Release(ctx)
+		}},
+	}
+	for _, conc := range []int{16, 64} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("%s/c%d", impl.Name, conc), func(b *testing.B) { benchload.Bench(b, conc, impl.Call) })
+		}
+		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, impls) })
+	}
+}
+
 // BenchmarkAdmit measures a whole Lock.Admit plus Lease.Release on
 // distinct keys (every admission succeeds; two round trips per operation:
 // one to admit, one to release) at concurrency 16, for the overhead of the

@@ -44,7 +44,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		redisalgo.Logger(opts...).Warn("redisstore: the Redis client was made without ContextTimeoutEnabled: " +
 			"store calls wait for its ReadTimeout instead of the policy's short Timeout")
 	}
-	return redisalgo.New("redisstore", c, opts...)
+	s := redisalgo.New("redisstore", c, opts...)
+	hookRefusals(s, client)
+	return s
 }
 
 // Option configures a Store made by New or by rueidisstore.New.

@@ -2,12 +2,14 @@ package rueidisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
@@ -70,6 +72,72 @@ func BenchmarkAdmission(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/c%d", impl.name, conc), func(b *testing.B) {
 				benchload.Bench(b, conc, impl.op)
 			})
+		}
+	}
+}
+
+// BenchmarkLimiterPaired compares, interleaved (benchload.Paired) on one
+// redis-server at 16 and 64 callers, what a Lock adds to raw rueidis:
+//
+//   - acquire: raw SET NX PX of a new key ("raw"), then Lock.Acquire of a
+//     new id on the store ("limiter"), as the README's ratios count them;
+//   - cycle: the raw two-round-trip lock (SET NX PX, then a token-checked
+//     release script by EVALSHA) against an Exclusive Lock's Acquire and
+//     Lease.Release.
+//
+// The alone runs (acquire/..., cycle/...) give allocs/op of each; the
+// paired runs give limiter/raw, the Lock's throughput relative to raw.
+func BenchmarkLimiterPaired(b *testing.B) {
+	s, srv := newStore(b)
+	rc := newClient(b, srv)
+	dedupe, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench", TTL: 10 * time.Second,
+		Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	exclusive, err := throttle.NewLock(s, throttle.LockConfig{Name: "bench-x", Mode: throttle.Exclusive,
+		TTL: 10 * time.Second, Options: throttle.Options{Timeout: time.Second}})
+	require.NoError(b, err)
+	ctx := context.Background()
+	release := rueidis.NewLuaScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+	var seq atomic.Int64
+	next := func() string { return strconv.FormatInt(seq.Add(1), 10) }
+	set := func(k string) error {
+		return rc.Do(ctx, rc.B().Set().Key(k).Value("token").Nx().PxMilliseconds(10000).Build()).Error()
+	}
+	pairs := map[string][]benchload.Op{
+		"acquire": {
+			{Name: "raw", Call: func() error { return set(storekit.Key("bench", "raw", next())) }},
+			{Name: "limiter", Call: func() error { _, err := dedupe.Acquire(ctx, next()); return err }},
+		},
+		"cycle": {
+			{Name: "raw", Call: func() error {
+				k := storekit.Key("bench", "cycle", next())
+				if err := set(k); err != nil {
+					return err
+				}
+				n, err := release.Exec(ctx, rc, []string{k}, []string{"token"}).AsInt64()
+				if err == nil && n != 1 {
+					err = fmt.Errorf("raw: release %s = %d", k, n)
+				}
+				return err
+			}},
+			{Name: "limiter", Call: func() error {
+				lease, err := exclusive.Acquire(ctx, next())
+				if err != nil {
+					return err
+				}
+				if lease == nil {
+					return errors.New("limiter: a new id was not granted")
+				}
+				return lease.Release(ctx)
+			}},
+		},
+	}
+	for _, name := range []string{"acquire", "cycle"} {
+		for _, conc := range []int{16, 64} {
+			for _, op := range pairs[name] {
+				b.Run(fmt.Sprintf("%s/%s/c%d", name, op.Name, conc), func(b *testing.B) { benchload.Bench(b, conc, op.Call) })
+			}
+			b.Run(fmt.Sprintf("%s/paired/c%d", name, conc), func(b *testing.B) { benchload.Paired(b, conc, pairs[name]) })
 		}
 	}
 }
