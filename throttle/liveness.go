@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -86,8 +87,8 @@ type refusal struct {
 	err error
 }
 
-// shard holds calls in flight, each at its slot; a pooled call keeps its
-// shard, so that callers on different processors seldom share one.
+// shard holds calls in flight, each at its slot; a call picks its shard at
+// random, so that callers on different processors seldom share one.
 type shard struct {
 	mu    sync.Mutex
 	calls []*storeCall
@@ -251,8 +252,9 @@ func (m *monitor) silent(c *storeCall, now, answered int64) bool {
 // ended by the caller or by the monitor. Its Deadline is a Timeout after
 // its first reading (go-redis reads it once it has a connection): a call
 // that queued behind a burst still gets a whole Timeout for its reply. Its
-// cancellation is made only when a client asks for Done, and the one for
-// callers that cannot cancel is kept for the next call.
+// cancellation is made only when a client asks for Done. A call is never
+// reused: a client may keep its context past the call (a Redlock node's
+// call derives one that outlives it).
 type storeCall struct {
 	context.Context // the caller's
 	m               *monitor
@@ -266,20 +268,11 @@ type storeCall struct {
 	slot            int // in shard.calls
 	deadline        atomic.Int64
 
-	mu            sync.Mutex
-	inner         context.Context // Done's: bg, or the caller's made cancellable
-	cancel        context.CancelCauseFunc
-	bg            context.Context // cancellable, for callers that are not
-	bgCancel      context.CancelCauseFunc
-	cause         error // why the monitor ended the call
-	ownCancelable bool  // inner is the caller's, not bg
-	derived       bool  // a context derived from the call may outlive it
+	mu     sync.Mutex
+	inner  context.Context // Done's: the caller's made cancellable
+	cancel context.CancelCauseFunc
+	cause  error // why the monitor ended the call
 }
-
-var (
-	calls     = sync.Pool{New: func() any { return &storeCall{shardNo: nextShard.Add(1) % shards} }}
-	nextShard atomic.Uint32
-)
 
 // Deadline returns the call's deadline, or the caller's when sooner.
 func (c *storeCall) Deadline() (time.Time, bool) {
@@ -302,15 +295,7 @@ func (c *storeCall) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner == nil {
-		if c.Context.Done() != nil {
-			c.inner, c.cancel = context.WithCancelCause(c.Context)
-			c.ownCancelable = true
-		} else {
-			if c.bg == nil {
-				c.bg, c.bgCancel = context.WithCancelCause(context.Background())
-			}
-			c.inner, c.cancel = c.bg, c.bgCancel
-		}
+		c.inner, c.cancel = context.WithCancelCause(c.Context)
 		if c.cause != nil {
 			c.cancel(c.cause)
 		}
@@ -332,14 +317,13 @@ func (c *storeCall) Err() error {
 }
 
 // Value looks in Done's context first: a context derived from the call
-// then joins its cancellation without a goroutine. Finding that context
-// itself (the context package does, to derive one) marks the call derived.
+// then joins its cancellation without a goroutine.
 func (c *storeCall) Value(key any) any {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inner != nil {
-		if v := c.inner.Value(key); v != nil {
-			c.derived = c.derived || v == any(c.inner)
+	inner := c.inner
+	c.mu.Unlock()
+	if inner != nil {
+		if v := inner.Value(key); v != nil {
 			return v
 		}
 	}
@@ -372,8 +356,7 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 		return ctx, nil
 	}
 	m := l.monitor(st)
-	c := calls.Get().(*storeCall)
-	c.Context, c.m, c.timeout, c.start = ctx, m, int64(l.p.Timeout), start
+	c := &storeCall{Context: ctx, m: m, timeout: int64(l.p.Timeout), start: start, shardNo: rand.Uint32() % shards}
 	c.limit = first + max(loadWaits*c.timeout, int64(patience))
 	m.add(c)
 	return c, c
@@ -451,27 +434,15 @@ func (c *storeCall) verdict(err error) error {
 	return errShed // this process did not get the CPU to send or read in time
 }
 
-// recycle puts the call back in the pool, keeping the cancellation made for
-// callers that cannot cancel unless it was used. A call that a context was
-// derived from is left to the collector: that context (a Redlock node's
-// call, say) may outlive the call, and must not see it reused.
+// recycle detaches the call's cancellation, if it made one, from the
+// caller's context.
 func (c *storeCall) recycle() {
 	c.mu.Lock()
-	if c.derived {
-		c.mu.Unlock()
-		return
-	}
-	if c.cause != nil && c.inner == c.bg {
-		c.bg, c.bgCancel = nil, nil
-	}
-	if c.ownCancelable {
-		c.cancel(nil) // detaches it from the caller's
-	}
-	c.inner, c.cancel, c.cause, c.ownCancelable = nil, nil, nil, false
+	cancel, ended := c.cancel, c.cause != nil
 	c.mu.Unlock()
-	c.Context, c.m, c.shard, c.retry, c.suspect = nil, nil, nil, false, false
-	c.deadline.Store(0)
-	calls.Put(c)
+	if cancel != nil && !ended {
+		cancel(nil)
+	}
 }
 
 // sendTimeout reports whether err is a write or dial timeout: this
