@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -84,8 +85,13 @@ func TestLimiterDoAcrossTTLs(t *testing.T) {
 				return err
 			}
 			assert.Positive(t, lease.ValidFor(), "lease validity while the work runs")
-			_, err := other.Acquire(ctx, "job-1")
-			assert.ErrorIs(t, err, throttle.ErrContended, "another process's Acquire while the job runs")
+			// Refused, or, when a loaded machine makes nodes miss their
+			// 40 ms, failed closed: never admitted.
+			got, err := other.Acquire(ctx, "job-1")
+			assert.Nil(t, got, "another process's Acquire while the job runs")
+			if !errors.Is(err, throttle.ErrStore) {
+				assert.ErrorIs(t, err, throttle.ErrContended, "another process's Acquire while the job runs")
+			}
 			checks++
 		}
 		return nil
