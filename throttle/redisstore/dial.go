@@ -33,9 +33,11 @@ func Dial(ctx context.Context, opts *redis.UniversalOptions, options ...Option) 
 		o.MinIdleConns = cmp.Or(o.PoolSize, 10*runtime.GOMAXPROCS(0)) // go-redis's default PoolSize
 	}
 	client := redis.NewUniversalClient(&o)
+	// The store first, so that its hooks see every node the PING makes.
+	s := New(client, append(slices.Clip(options), redisalgo.WithClose(client.Close))...)
 	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("redisstore: Redis does not answer: %w", err)
 	}
-	return New(client, append(slices.Clip(options), redisalgo.WithClose(client.Close))...), nil
+	return s, nil
 }
