@@ -13,7 +13,6 @@ type config struct {
 	maxRecordBytes int64
 	clock          func() time.Time
 	fenceTTL       time.Duration // how long a fence counter outlives its last use
-	policyShare    float64       // the part of a shard's bounds one policy may use
 }
 
 // WithMaxKeys bounds the live locks to about n, and apart the quotas and the
