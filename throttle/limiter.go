@@ -302,7 +302,7 @@ func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err e
 // store's health. A shed call is no store error: the store answers.
 func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isFull(err) {
-		l.logLimited(slog.LevelWarn, "full", "throttle: request refused: the store is full, and nothing of this policy's it holds can be dropped",
+		l.logLimited(slog.LevelWarn, "full", "throttle: request refused: the store is full (no room for a new key)",
 			"op", op, "err", err)
 		return
 	}
