@@ -139,7 +139,7 @@ func TestRecordBudgetSpent(t *testing.T) {
 	require.NoError(t, err)
 	g := guard.Replay(l)
 	runKey(t, g, "k1", strings.Repeat("x", 1800)) // most of the record bytes (one policy alone may use them all)
-	runKey(t, g, "k2", strings.Repeat("y", 300)) // does not fit
+	runKey(t, g, "k2", strings.Repeat("y", 300))  // does not fit
 	done := make(chan *guard.Rejection, 1)
 	go func() {
 		rej, _ := duplicate(t, g, "k2")
