@@ -36,8 +36,8 @@ func (l *limiter) tryPrimary(ctx context.Context, req store.Request, gf *store.G
 	fb := l.p.Fallback
 	g, err := l.call(ctx, l.store, req, monoNow())
 	if err != nil {
-		if ctx.Err() != nil || gf == nil || isShed(err) {
-			// A shed call's store answers: the fallback must not grant
+		if ctx.Err() != nil || gf == nil || isShed(err) || isFull(err) {
+			// A shed or full call's store answers: the fallback must not grant
 			// what the store may be granting to another process.
 			if gf != nil {
 				l.releaseLocal(fb, req)

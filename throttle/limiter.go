@@ -301,6 +301,11 @@ func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err e
 // countFailure counts and logs a store error of op, and records it in the
 // store's health. A shed call is no store error: the store answers.
 func (l *limiter) countFailure(st store.Store, op string, err error) {
+	if isFull(err) {
+		l.logLimited(slog.LevelWarn, "full", "throttle: request refused: the store is full (no room for a new key)",
+			"op", op, "err", err)
+		return
+	}
 	if isShed(err) {
 		l.logLimited(slog.LevelWarn, "shed", "throttle: request shed: this process waited too long for a store that answers, or with too many calls",
 			"op", op, "waiting", l.live.waiting())
@@ -385,13 +390,18 @@ func (l *limiter) admitted(ctx context.Context, fallback bool, cost int, err err
 }
 
 // storeFailed applies the policy to a store error of an admission. A shed
-// request is turned away whatever WhenStoreFails says: its store answers,
-// and letting it through would admit a burst's duplicates.
+// request, or one a full store had no room for, is turned away whatever
+// WhenStoreFails says: its store answers, and letting it through would
+// admit a burst's duplicates.
 func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	switch {
 	case isShed(err):
 		l.stats.shed.Add(1)
 		l.observe(ctx, Event{Kind: "shed"})
+		return err
+	case isFull(err):
+		l.stats.full.Add(1)
+		l.observe(ctx, Event{Kind: "full"})
 		return err
 	case l.p.WhenStoreFails == FailOpen:
 		l.stats.failedOpen.Add(1)
@@ -401,6 +411,13 @@ func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	l.observe(ctx, Event{Kind: "failed_closed"})
 	return err
 }
+
+// isFull reports a store that answered but had no room for a new key
+// (store.ErrFull): load, not an outage. Like a shed call, the request is
+// turned away whatever WhenStoreFails says and the store's health is
+// untouched: letting it through would let a flood of distinct clients
+// through unguarded.
+func isFull(err error) bool { return errors.Is(err, store.ErrFull) }
 
 // isStoreError is errors.Is(err, ErrStore) without reflection for the
 // acquisition path's own errors: a rejection is a hot key's common case.

@@ -24,6 +24,7 @@ type Observer interface {
 //	"failed_open"       the store failed; the request went ahead unguarded
 //	"failed_closed"     the store failed; the request was turned away
 //	"shed"              the store answers, but this process waited too long or with too many calls (503)
+//	"full"              the store answers, but had no room for the request's key (503)
 //	"fallback"          under FailOver, the Fallback store admitted the request
 //	"key_error"         the request's key or cost could not be built (4xx, store not asked)
 //	"replayed"          a Replay duplicate got the first request's recorded answer

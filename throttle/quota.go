@@ -266,9 +266,10 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 			l.count(d, c.cost, false)
 			return d, false, nil
 		}
-		// The Fallback decides unless ctx ended or the call was shed.
+		// The Fallback decides unless ctx ended or the call was shed or
+		// found the store full.
 		err = l.storeErr(ctx, l.store, "quota", err)
-		if !failOver || !isStoreError(err) || isShed(err) {
+		if !failOver || !isStoreError(err) || isShed(err) || isFull(err) {
 			return store.Decision{}, false, err
 		}
 	}

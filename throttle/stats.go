@@ -9,13 +9,14 @@ type Stats struct {
 	StoreErrors uint64 // acquisitions the store could not answer
 	FailedOpen  uint64 // requests let through unguarded under FailOpen
 	Shed        uint64 // requests turned away (503) because this process waited too long for a store that answers
+	Full        uint64 // requests turned away (503) because the store had no room for their key (store.ErrFull)
 	Fallback    uint64 // acquisitions granted by the fallback under FailOver
 	Lost        uint64 // leases lost while held
 	NotKept     uint64 // Replay responses the store refused to keep (too large, record budget spent)
 }
 
 type counters struct {
-	acquired, rejected, storeErrors, failedOpen, shed, fallback, lost, notKept atomic.Uint64
+	acquired, rejected, storeErrors, failedOpen, shed, full, fallback, lost, notKept atomic.Uint64
 }
 
 func (l *limiter) Stats() Stats {
@@ -26,6 +27,7 @@ func (l *limiter) Stats() Stats {
 		StoreErrors: c.storeErrors.Load(),
 		FailedOpen:  c.failedOpen.Load(),
 		Shed:        c.shed.Load(),
+		Full:        c.full.Load(),
 		Fallback:    c.fallback.Load(),
 		Lost:        c.lost.Load(),
 		NotKept:     c.notKept.Load(),

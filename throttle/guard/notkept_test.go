@@ -138,8 +138,8 @@ func TestRecordBudgetSpent(t *testing.T) {
 	l, err := throttle.NewReplay(st, throttle.ReplayConfig{Name: "orders", TTL: time.Minute, Wait: time.Minute})
 	require.NoError(t, err)
 	g := guard.Replay(l)
-	runKey(t, g, "k1", strings.Repeat("x", 900)) // most of the policy's share
-	runKey(t, g, "k2", strings.Repeat("y", 200)) // does not fit
+	runKey(t, g, "k1", strings.Repeat("x", 1800)) // most of the record bytes (one policy alone may use them all)
+	runKey(t, g, "k2", strings.Repeat("y", 300))  // does not fit
 	done := make(chan *guard.Rejection, 1)
 	go func() {
 		rej, _ := duplicate(t, g, "k2")

@@ -122,7 +122,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.GC()
 					runtime.ReadMemStats(&before)
-					s := New(WithMaxKeys(n), withPolicyShare(1)) // the keys are of one policy
+					s := New(WithMaxKeys(n)) // the keys are of one policy
 					for i, p := range shape.phases {
 						keys = fill(b, s, n, i*n, p.fence, p.release)
 					}
@@ -204,7 +204,7 @@ func BenchmarkFill(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := New(withPolicyShare(1))
+		s := New()
 		start := time.Now()
 		for _, key := range keys {
 			t0 := time.Now()

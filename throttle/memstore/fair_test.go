@@ -35,13 +35,28 @@ func floodPolicy(t *testing.T, s *Store, policy string, n int) (refused int) {
 	return refused
 }
 
-// TestFloodOfOnePolicy (issue 27, part 2): one policy's keys fill the store
-// up to its limit; a new key of another policy is still granted, and its
-// second acquisition is still refused as held: the other policy's answers do
-// not change. Before, the flood filled every shard and the other policy got
-// errFull.
+// seePolicies acquires and releases keys of each policy until every shard
+// of s has seen it, as a service's routes do in normal use.
+func seePolicies(t *testing.T, s *Store, policies ...string) {
+	t.Helper()
+	for _, policy := range policies {
+		for i := range 64 * len(s.shards) {
+			key := storekit.Key("throttle", policy, "seen-"+strconv.Itoa(i))
+			acquire(t, s, key, "t", time.Minute)
+			outcome(t, store.OK)(s.Release(bg, key, "t"))
+		}
+	}
+}
+
+// TestFloodOfOnePolicy (issue 27, part 2; issue 36): one policy's keys fill
+// the store up to its fair share, as the other policies of the service
+// have used every shard; a new key of another policy is still granted, and
+// its second acquisition is still refused as held: the other policy's
+// answers do not change.
 func TestFloodOfOnePolicy(t *testing.T) {
 	s := New(WithMaxKeys(1000))
+	others := []string{"other", "orders", "jobs", "password-reset"}
+	seePolicies(t, s, others...)
 	refused := floodPolicy(t, s, "flood", 5000)
 	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
 
@@ -55,7 +70,7 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	assert.Equal(t, time.Minute, g.Remaining)
 
 	// Many other keys of other policies still fit, all of them.
-	for _, policy := range []string{"orders", "jobs", "password-reset"} {
+	for _, policy := range others[1:] {
 		for i := range 100 {
 			k := storekit.Key("throttle", policy, "user-"+strconv.Itoa(i))
 			g, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i%2 == 0})
@@ -67,37 +82,58 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	g, err = s.Acquire(bg, store.Request{Key: storekit.Key("throttle", "flood", "user-0"), Token: "dup", TTL: time.Minute})
 	require.NoError(t, err)
 	assert.False(t, g.Acquired, "a held key of the flooded policy was given to a duplicate")
-
-	// No policy holds more than its share of any shard.
 	s.checkPolicyCounts(t)
-	for i := range s.shards {
-		sh := &s.shards[i]
-		for id, n := range sh.locks.byPolicy {
-			assert.LessOrEqual(t, n, sh.locks.polLimit, "shard %d policy %d", i, id)
-		}
+}
+
+// TestOnePolicyFillsTheStore (issue 36): a policy alone in a store may use
+// its whole bound; a policy first seen once the store is full of live locks
+// is refused (nothing held is evicted) until room is made.
+func TestOnePolicyFillsTheStore(t *testing.T) {
+	s := New(WithMaxKeys(16)) // one shard
+	require.Zero(t, floodPolicy(t, s, "flood", 16), "a policy alone was refused before the bound")
+	require.Equal(t, 16, floodPolicy(t, s, "flood", 32), "past the bound")
+	key := storekit.Key("throttle", "late", "1")
+	_, err := s.Acquire(bg, store.Request{Key: key, Token: "t", TTL: time.Minute})
+	require.ErrorIs(t, err, store.ErrFull, "a newcomer to a store full of live locks")
+	outcome(t, store.OK)(s.Release(bg, storekit.Key("throttle", "flood", "user-0"), "flood"))
+	acquire(t, s, key, "t", time.Minute)
+	// Now seen, "late" is owed half of the store: the flood is held at its half.
+	for i := range 8 {
+		outcome(t, store.OK)(s.Release(bg, storekit.Key("throttle", "flood", "user-"+strconv.Itoa(1+i)), "flood"))
 	}
+	require.Equal(t, 8, floodPolicy(t, s, "flood", 16), "the flood past its fair share with another policy owed room")
+	for i := range 7 {
+		acquire(t, s, storekit.Key("throttle", "late", "x"+strconv.Itoa(i)), "t", time.Minute)
+	}
+	s.checkPolicyCounts(t)
 }
 
 // TestFloodOfOnePolicyThroughLimiters is the issue's report: one store
-// serves several policies; after a flood of distinct users on the Dedupe
-// policy "submit", new users of "orders" (Dedupe), "jobs" (Exclusive) and
+// serves several policies, each seen in every shard; after a flood of
+// distinct users on the Dedupe policy "submit" (refused past its fair
+// share, never let through), new users of "orders" (Dedupe), "jobs" (Exclusive) and
 // "password-reset" (Cooldown) are admitted and their duplicates turned
 // away, and "submit" still turns away the duplicates of the keys it holds.
 func TestFloodOfOnePolicyThroughLimiters(t *testing.T) {
 	s := New(WithMaxKeys(1000))
+	seePolicies(t, s, "orders", "jobs", "password-reset")
 	limiter := func(p throttle.LockConfig) *throttle.Lock {
 		l, err := throttle.NewLock(s, p)
 		require.NoError(t, err)
 		return l
 	}
-	// The flood's fail-opens are logged: not into the test's output.
+	// The flood's refusals are logged: not into the test's output.
 	submit := limiter(throttle.LockConfig{Name: "submit", TTL: time.Minute, Options: throttle.Options{Logger: slog.New(slog.DiscardHandler)}})
 	for i := range 5000 {
 		lease, err := submit.Admit(bg, "flood-"+strconv.Itoa(i))
-		require.NoError(t, err, "the flood fails open on its own policy")
-		_ = lease // held for the Window
+		if err != nil {
+			require.ErrorIs(t, err, store.ErrFull, "the flood past its share")
+			continue
+		}
+		require.NotNil(t, lease, "flood-%d let through unguarded", i) // held for the Window
 	}
-	require.Positive(t, submit.Stats().FailedOpen, "the flood never filled its share: the test proves nothing")
+	require.Positive(t, submit.Stats().Full, "the flood never filled its share: the test proves nothing")
+	require.Zero(t, submit.Stats().FailedOpen)
 
 	for _, l := range []*throttle.Lock{
 		limiter(throttle.LockConfig{Name: "orders", TTL: time.Minute}),
@@ -181,35 +217,36 @@ func TestFencesIncreaseAcrossRemovedCounters(t *testing.T) {
 	assert.LessOrEqual(t, fences, 16)
 }
 
-// TestQuotaFloodOfOnePolicy: quotas are shared the same way: a flood of new
-// quota keys on one policy is refused past its share, and another policy's
-// new quota is still kept and still counts.
+// TestQuotaFloodOfOnePolicy (issue 36): a flood of new quota keys on one
+// policy is never refused: past the bound each evicts the policy's least
+// recently used quota. Another policy's new quota takes room from the flood
+// up to its fair share, and still counts.
 func TestQuotaFloodOfOnePolicy(t *testing.T) {
-	s := New(WithMaxKeys(1000))
+	s := New(WithMaxKeys(16)) // one shard
 	r := store.Rate{Limit: 1, Window: time.Hour, Burst: 1}
-	refused := 0
-	for i := range 5000 {
+	for i := range 100 {
 		d, err := s.AllowN(bg, storekit.Key("throttle", "flood", strconv.Itoa(i)), r, 1)
-		if errors.Is(err, errFull) {
-			refused++
-			continue
-		}
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	require.Positive(t, refused, "the flood never reached its policy's limit: the test proves nothing")
-	key := storekit.Key("throttle", "other", "user-1")
-	d, err := s.AllowN(bg, key, r, 1)
-	require.NoError(t, err, "a new quota of another policy after the flood")
-	require.True(t, d.Allowed)
-	d, err = s.AllowN(bg, key, r, 1)
-	require.NoError(t, err)
-	assert.False(t, d.Allowed, "the other policy's quota must still count")
+	for i := range 12 {
+		key := storekit.Key("throttle", "other", "user-"+strconv.Itoa(i))
+		d, err := s.AllowN(bg, key, r, 1)
+		require.NoError(t, err, "a new quota of another policy after the flood")
+		require.True(t, d.Allowed)
+		d, err = s.AllowN(bg, key, r, 1)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, "the other policy's quota must still count")
+	}
+	sh := &s.shards[0]
+	flood, other := sh.pols.id(storekit.Key("throttle", "flood", "")), sh.pols.id(storekit.Key("throttle", "other", ""))
+	require.Equal(t, int64(8), sh.quotas.policyUsed(flood), "the flood keeps its fair share")
+	require.Equal(t, int64(8), sh.quotas.policyUsed(other), "past its share, a policy evicts its own")
 	s.checkPolicyCounts(t)
 }
 
-// TestRecordPolicyShare: one policy's records take at most its share of the
-// record bytes, so another policy's records still fit.
+// TestRecordPolicyShare: one policy's records may use the whole record
+// bound while alone, and leave another policy seen its fair share.
 func TestRecordPolicyShare(t *testing.T) {
 	s := New(WithMaxKeys(16), WithMaxRecordBytes(1000)) // one shard
 	require.Len(t, s.shards, 1)
@@ -219,14 +256,16 @@ func TestRecordPolicyShare(t *testing.T) {
 	for _, k := range []string{a0, a1, b0} {
 		acquire(t, s, k, "t", time.Minute)
 	}
-	_, err := s.Record(bg, a0, "t", b(501), time.Minute)
-	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than a policy's share")
-	outcome(t, store.OK)(s.Record(bg, a0, "t", b(500), time.Minute))
-	_, err = s.Record(bg, a1, "t", b(smallRecord+1), time.Minute)
-	require.ErrorIs(t, err, errFull, "policy a past its share")
-	outcome(t, store.OK)(s.Record(bg, b0, "t", b(500), time.Minute))
+	_, err := s.Record(bg, a0, "t", b(1001), time.Minute)
+	require.ErrorIs(t, err, store.ErrInvalid, "a record larger than the bound")
+	outcome(t, store.OK)(s.Record(bg, a0, "t", b(900), time.Minute))
 	outcome(t, store.OK)(s.Release(bg, a0, "t"))
+	outcome(t, store.OK)(s.Record(bg, b0, "t", b(100), time.Minute)) // b is seen: owed 500
 	outcome(t, store.OK)(s.Record(bg, a1, "t", b(500), time.Minute))
+	acquire(t, s, a0, "t", time.Minute)
+	_, err = s.Record(bg, a0, "t", b(smallRecord+1), time.Minute)
+	require.ErrorIs(t, err, errFull, "policy a past its share")
+	outcome(t, store.OK)(s.Record(bg, b0, "t", b(400), time.Minute))
 	s.checkPolicyCounts(t)
 }
 
@@ -285,27 +324,65 @@ func TestPolicyCountsModel(t *testing.T) {
 }
 
 // checkFull fails unless key's shard, when Acquire refused key with errFull,
-// had no room for it: as many live locks as its bound, or as many live
-// locks of key's policy as its share.
+// had no room for it: its live locks leave none under bounds.fits's rule.
 func (s *Store) checkFull(t *testing.T, key string, step int) {
 	t.Helper()
 	now, _ := s.now(false)
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	pol := sh.pols.id(key)
-	live, livePol := int64(0), int64(0)
+	live := map[uint16]int64{}
 	for _, l := range sh.locks.all() {
 		if l.expires > now {
-			live++
-			if l.pol == pol {
-				livePol++
-			}
+			live[l.pol]++
 		}
 	}
-	require.True(t, live >= sh.locks.limit || livePol >= sh.locks.polLimit,
-		"step %d: errFull for %q with %d live locks (bound %d), %d of its policy (share %d)",
-		step, key, live, sh.locks.limit, livePol, sh.locks.polLimit)
+	for _, sm := range sh.sems.m {
+		live[sm.pol] += int64(len(sm.holders))
+	}
+	require.False(t, sh.locks.wantFits(live, sh.pols.id(key), 1),
+		"step %d: errFull for %q with live locks %v (bound %d)", step, key, live, sh.locks.limit)
+}
+
+// wantFits is bounds.fits worked out from scratch for the entries live:
+// within the limit, and leaving every other policy seen the part of its
+// fair share it lacks.
+func (b *bounds) wantFits(live map[uint16]int64, p uint16, n int64) bool {
+	seen, used := int64(0), int64(0)
+	for _, s := range b.seen {
+		if s {
+			seen++
+		}
+	}
+	for _, c := range live {
+		used += c
+	}
+	fair, owed := b.limit/max(seen, 1), int64(0)
+	for q, s := range b.seen {
+		if s && uint16(q) != p {
+			owed += max(fair-live[uint16(q)], 0)
+		}
+	}
+	return used+n <= b.limit && used+n+owed <= b.limit
+}
+
+// checkOwed fails unless b's fair share and the room it owes are those of
+// its counts.
+func (b *bounds) checkOwed(t *testing.T) {
+	t.Helper()
+	seen, owed := int64(0), int64(0)
+	for _, s := range b.seen {
+		if s {
+			seen++
+		}
+	}
+	require.Equal(t, b.limit/max(seen, 1), b.fair)
+	for q, s := range b.seen {
+		if s {
+			owed += max(b.fair-b.byPolicy[q], 0)
+		}
+	}
+	require.Equal(t, owed, b.owed)
 }
 
 // checkPolicyCounts fails unless every shard's counts of locks, quotas and
@@ -321,38 +398,36 @@ func (s *Store) checkPolicyCounts(t *testing.T) {
 			require.Equal(t, sh.pols.id(k), l.pol, "lock %q", k)
 			byPolicy[l.pol]++
 		}
+		for _, sm := range sh.sems.m {
+			byPolicy[sm.pol] += int64(len(sm.holders))
+		}
 		for p := range max(len(sh.locks.byPolicy), len(byPolicy)) {
 			require.Equal(t, byPolicy[uint16(p)], sh.locks.policyUsed(uint16(p)), "locks of policy %d", p)
-			require.LessOrEqual(t, byPolicy[uint16(p)], sh.locks.polLimit)
 		}
-		checkCounts(t, &sh.pols, &sh.quotas, 0)
-		checkCounts(t, &sh.pols, &sh.records, smallRecord)
+		sh.locks.checkOwed(t)
+		require.LessOrEqual(t, sh.locks.used, sh.locks.limit)
+		checkCounts(t, &sh.pols, &sh.quotas)
+		checkCounts(t, &sh.pols, &sh.records)
 		sh.mu.Unlock()
 	}
 }
 
-// checkCounts fails unless tb's counts are those of its entries, each entry
-// counts for its key's policy, and no policy holds more than its share,
-// entries of at most small bytes aside (they always fit).
-func checkCounts[V item](t *testing.T, pols *policies, tb *table[V], small int64) {
+// checkCounts fails unless tb's counts are those of its entries and each
+// entry counts for its key's policy.
+func checkCounts[V item](t *testing.T, pols *policies, tb *table[V]) {
 	t.Helper()
 	byPolicy := map[uint16]int64{}
-	smalls := map[uint16]int64{}
 	var used int64
 	for k, v := range tb.m {
 		require.Equal(t, pols.id(k), v.policy(), "entry %q", k)
 		byPolicy[v.policy()] += v.size()
 		used += v.size()
-		if v.size() <= small {
-			smalls[v.policy()] += v.size()
-		}
 	}
 	require.Equal(t, used, tb.used)
 	for p := range max(len(tb.byPolicy), len(byPolicy)) {
-		id := uint16(p)
-		require.Equal(t, byPolicy[id], tb.policyUsed(id), "policy %d", id)
-		require.LessOrEqual(t, byPolicy[id], tb.polLimit+smalls[id], "policy %d", id)
+		require.Equal(t, byPolicy[uint16(p)], tb.policyUsed(uint16(p)), "policy %d", p)
 	}
+	tb.checkOwed(t)
 }
 
 func TestPolicyOf(t *testing.T) {
@@ -367,17 +442,4 @@ func TestPolicyOf(t *testing.T) {
 	} {
 		assert.Equal(t, want, policyOf(key), "policyOf(%q)", key)
 	}
-}
-
-// TestPolicyShareOption: WithPolicyShare's bounds, and the share of a
-// shard's capacity it gives a policy.
-func TestPolicyShareOption(t *testing.T) {
-	for opt, want := range map[float64]int64{
-		0.25: 4, 0.5: 8, 1: 16, 2: 16, 0: 8, -1: 8, 0.001: 1,
-	} {
-		s := New(WithMaxKeys(16), withPolicyShare(opt)) // one shard of 16
-		require.Len(t, s.shards, 1)
-		assert.Equal(t, want, s.shards[0].locks.polLimit, "withPolicyShare(%v)", opt)
-	}
-	assert.Equal(t, int64(8), New(WithMaxKeys(16)).shards[0].locks.polLimit, "the default share")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestFullStoreRefusesNewKeys(t *testing.T) {
 	clk := newFakeClock()
 	// One policy may fill the store here (see TestFloodOfOnePolicy for
 	// the default share).
-	s := New(WithClock(clk.Now), WithMaxKeys(4), withPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(4))
 	for i := range 4 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
 	}
@@ -53,14 +54,16 @@ func TestFullStoreIsAStoreErrorForTheLimiter(t *testing.T) {
 	_, err = l.Acquire(bg, "b")
 	require.ErrorIs(t, err, throttle.ErrStore, "Acquire on a full store")
 	require.ErrorIs(t, err, errFull, "Acquire on a full store")
+	require.ErrorIs(t, err, store.ErrFull, "Acquire on a full store")
 	lease, err := l.Admit(bg, "c")
 	require.ErrorIs(t, err, throttle.ErrStore, "Admit on a full store under FailClosed")
 	require.Nil(t, lease)
+	require.Zero(t, l.Stats().StoreErrors, "a full store counted as failing")
 }
 
 func TestMaxKeysAcrossShards(t *testing.T) {
 	const max = 1 << 12
-	s := New(WithMaxKeys(max), withPolicyShare(1)) // the keys are of one policy
+	s := New(WithMaxKeys(max)) // the keys are of one policy
 	full := 0
 	for i := range 2 * max {
 		_, err := s.Acquire(bg, store.Request{Key: strconv.Itoa(i), Token: "t", TTL: time.Hour})
@@ -97,15 +100,13 @@ func (w *logBuffer) String() string {
 }
 
 // fullLimiter returns a Limiter on a store bounded to 16 keys (one shard),
-// which its one policy may fill (withPolicyShare(1)), with the 16 keys
-// "held0".."held15" admitted and their leases, and the log it writes to.
-// (With the default share the policy's half is full after 8 keys: the same
-// answers for it, see TestFloodOfOnePolicy.)
+// which its one policy fills, with the 16 keys "held0".."held15" admitted
+// and their leases, and the log it writes to.
 func fullLimiter(t *testing.T, p throttle.LockConfig) (*throttle.Lock, []*throttle.Lease, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
 	p.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	l, err := throttle.NewLock(New(WithMaxKeys(16), withPolicyShare(1)), p)
+	l, err := throttle.NewLock(New(WithMaxKeys(16)), p)
 	require.NoError(t, err)
 	var leases []*throttle.Lease
 	for i := range 16 {
@@ -145,53 +146,47 @@ func stillHeld(t *testing.T, l *throttle.Lock) {
 	}
 }
 
-// TestFullStoreFailsOpenByDefault: for Dedupe and Cooldown, a full store is
-// a store failure that the default WhenStoreFails lets through unguarded,
-// logged and counted in Stats.FailedOpen, while the held keys stay held.
-func TestFullStoreFailsOpenByDefault(t *testing.T) {
-	for _, mode := range []throttle.Mode{throttle.Dedupe, throttle.Cooldown} {
-		t.Run(mode.String(), func(t *testing.T) {
-			l, _, logs := fullLimiter(t, throttle.LockConfig{Name: "submit", Mode: mode, TTL: time.Minute})
-			flood(t, l, func(lease *throttle.Lease, err error) bool { return lease == nil && err == nil })
+// TestFullStoreIsLoad (issue 36): a full store is load, not an outage:
+// whatever WhenStoreFails says, each request it has no room for is turned
+// away (never let through unguarded, never handed to the Fallback) with an
+// error matching store.ErrFull, counted in Stats.Full and not as a store
+// error, and logged with the policy's name; the held keys stay held.
+// Before, Dedupe and Cooldown failed open and FailOver granted from the
+// Fallback.
+func TestFullStoreIsLoad(t *testing.T) {
+	for _, tc := range []struct {
+		mode throttle.Mode
+		fail throttle.FailMode
+	}{{throttle.Dedupe, 0}, {throttle.Cooldown, 0}, {throttle.Exclusive, 0},
+		{throttle.Dedupe, throttle.FailOpen}, {throttle.Dedupe, throttle.FailClosed}, {throttle.Dedupe, throttle.FailOver}} {
+		t.Run(tc.mode.String()+"-"+strconv.Itoa(int(tc.fail)), func(t *testing.T) {
+			p := throttle.LockConfig{Name: "submit", Mode: tc.mode, Options: throttle.Options{WhenStoreFails: tc.fail}}
+			if tc.mode != throttle.Exclusive {
+				p.TTL = time.Minute
+			}
+			if tc.fail == throttle.FailOver {
+				p.Fallback = New()
+			}
+			l, _, logs := fullLimiter(t, p)
+			flood(t, l, func(lease *throttle.Lease, err error) bool {
+				return lease == nil && errors.Is(err, store.ErrFull) && errors.Is(err, throttle.ErrStore)
+			})
 			s := l.Stats()
-			require.Equal(t, uint64(100), s.FailedOpen, "%+v", s)
-			require.Equal(t, uint64(100), s.StoreErrors, "%+v", s)
-			require.Contains(t, logs.String(), "store error")
-			require.Contains(t, logs.String(), errFull.Error())
+			require.Equal(t, uint64(100), s.Full, "%+v", s)
+			require.Zero(t, s.FailedOpen+s.StoreErrors+s.Fallback+s.Acquired-16, "%+v", s)
+			require.Contains(t, logs.String(), "the store is full")
+			require.Contains(t, logs.String(), "policy=submit")
+			require.Equal(t, 1, strings.Count(logs.String(), "the store is full"), "one line a second")
 			stillHeld(t, l)
 		})
 	}
-}
-
-// TestFullStoreFailsClosedForExclusive: for Exclusive, the default
-// WhenStoreFails turns the request away with a store error.
-func TestFullStoreFailsClosedForExclusive(t *testing.T) {
-	l, _, _ := fullLimiter(t, throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive})
-	flood(t, l, func(lease *throttle.Lease, err error) bool {
-		return lease == nil && errors.Is(err, throttle.ErrStore) && errors.Is(err, errFull)
-	})
-	s := l.Stats()
-	require.Zero(t, s.FailedOpen, "%+v", s)
-	require.Equal(t, uint64(100), s.StoreErrors, "%+v", s)
-	stillHeld(t, l)
-}
-
-// TestFullStoreFailsOver: under FailOver a full store hands the request to
-// the fallback store, which grants it, and the held keys stay held.
-func TestFullStoreFailsOver(t *testing.T) {
-	l, _, _ := fullLimiter(t, throttle.LockConfig{Name: "submit", TTL: time.Minute, Options: throttle.Options{WhenStoreFails: throttle.FailOver, Fallback: New()}})
-	flood(t, l, func(lease *throttle.Lease, err error) bool { return lease != nil && err == nil })
-	s := l.Stats()
-	require.Zero(t, s.FailedOpen, "%+v", s)
-	require.Equal(t, uint64(100), s.Fallback, "%+v", s)
-	stillHeld(t, l)
 }
 
 // TestFullStoreKeepsHeldKeys: at the store itself, a flood of new keys into a
 // full store evicts no live lock, plain, reentrant or fenced.
 func TestFullStoreKeepsHeldKeys(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(16), withPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(16))
 	for i := range 16 {
 		req := store.Request{Key: "held" + strconv.Itoa(i), Token: "owner", TTL: time.Minute,
 			Reentrant: i%2 == 1, Fence: i%3 == 0}

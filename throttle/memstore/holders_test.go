@@ -19,7 +19,7 @@ func place(key, tok string, ttl time.Duration, n int) store.Request {
 // errFull and writes nothing; expired holders are swept for a new entry.
 func TestHoldersCountAsKeys(t *testing.T) {
 	clk := newFakeClock()
-	s := New(WithClock(clk.Now), WithMaxKeys(4), withPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(4))
 	for i := range 3 {
 		g, err := s.Acquire(bg, place("sem", "t"+strconv.Itoa(i), time.Second, 10))
 		require.NoError(t, err)

@@ -19,7 +19,7 @@ func TestLocksModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ttls := []time.Duration{1, 3, 40, 100}
 	for round := range 10 {
-		lk := locks{bounds: newBounds(1<<20, 1)}
+		lk := locks{bounds: newBounds(1 << 20)}
 		lk.grow()
 		model := map[string]lock{}
 		tags := map[string]uint32{}

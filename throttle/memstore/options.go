@@ -13,18 +13,18 @@ type config struct {
 	maxRecordBytes int64
 	clock          func() time.Time
 	fenceTTL       time.Duration // how long a fence counter outlives its last use
-	policyShare    float64       // the part of a shard's bounds one policy may use
 }
 
 // WithMaxKeys bounds the live locks to about n, and apart the quotas and the
 // fence counters, so that a flood of new keys cannot grow the store without
-// bound. n < 1 means the default, 1<<20.
+// bound (about 144 bytes a held lock, 107 a quota). One policy alone may use
+// all of it. n < 1 means the default, 1<<20.
 func WithMaxKeys(n int) Option {
 	return func(c *config) { c.maxKeys = cmp.Or(max(n, 0), c.maxKeys) }
 }
 
 // WithMaxRecordBytes bounds the bytes of the records kept at once to about n
-// (default 64 MiB). A record above one policy's part of a shard fails with
+// (default 64 MiB). A record above a shard's part fails with
 // store.ErrInvalid; one of at most 64 bytes (a Replay's mark that a response
 // was not kept) always fits.
 func WithMaxRecordBytes(n int64) Option {

@@ -10,10 +10,13 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// quota is a key's GCRA TAT in microseconds since Store.epoch, its expiry.
+// quota is a key's GCRA TAT in microseconds since Store.epoch, its expiry,
+// and the shard's tick at its last decision, for the eviction of the least
+// recently used (in what would be padding: no memory more).
 type quota struct {
-	tat int64
-	pol uint16
+	tat  int64
+	used uint32
+	pol  uint16
 }
 
 func (q quota) expiry() time.Duration { return time.Duration(q.tat) * time.Microsecond }
@@ -39,22 +42,26 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	q, present := sh.quotas.m[key] // an expired entry, its quota full again, is reused by a charge
 	tat := max(q.tat, nowUS)
 	d, newTAT := storekit.Decide(tat, nowUS, r, cost)
+	sh.tick++
 	switch {
 	case !d.Allowed || newTAT == tat:
 		if present && q.tat <= nowUS {
 			sh.quotas.drop(key, q)
+		} else if present {
+			q.used = sh.tick
+			sh.quotas.m[key] = q
 		}
 	case newTAT <= nowUS: // a refund filled the quota again
 		sh.quotas.drop(key, q)
 	case present:
-		q.tat = newTAT
+		q.tat, q.used = newTAT, sh.tick
 		sh.quotas.put(key, q, false)
 	default:
 		pol := sh.pols.id(key)
-		if !sh.quotas.room(pol, 1, now) {
+		if !sh.quotaRoom(pol, 1, now) {
 			return store.Decision{}, errFull
 		}
-		sh.quotas.put(key, quota{tat: newTAT, pol: pol}, true)
+		sh.quotas.put(key, quota{tat: newTAT, used: sh.tick, pol: pol}, true)
 	}
 	return d, nil
 }
@@ -129,8 +136,9 @@ func (s *Store) index(sh *shard) int {
 }
 
 // reserve makes room for the entries that gs add, each counted with the
-// others of its shard and policy, and reports whether they all fit. A room
-// sweep may remove an expired entry a step found: each step looks again.
+// others of its shard and policy, and reports whether they all fit. Making
+// room may remove an entry a step found: each step looks again (one found
+// live and evicted is added back, a little past the bound).
 func reserve(shs []*shard, gs []gcraStep, now time.Duration) bool {
 	for i := range gs {
 		if !gs[i].adds() {
@@ -143,7 +151,7 @@ func reserve(shs []*shard, gs []gcraStep, now time.Duration) bool {
 				n++
 			}
 		}
-		if !shs[i].quotas.room(gs[i].q.pol, n, now) {
+		if !shs[i].quotaRoom(gs[i].q.pol, n, now) {
 			return false
 		}
 	}
@@ -220,17 +228,75 @@ func (g *gcraStep) refuse(r store.Rate) {
 // write stores g's decision in sh: the new TAT, or, when the quota is full,
 // no entry; room for an added one was made.
 func (g *gcraStep) write(sh *shard) {
+	sh.tick++
 	switch {
 	case !g.d.Allowed || g.newTAT == g.tat:
 		if g.present && g.q.tat <= g.nowUS {
 			sh.quotas.drop(g.key, g.q)
+		} else if g.present {
+			g.q.used = sh.tick
+			sh.quotas.m[g.key] = g.q
 		}
 	case g.newTAT <= g.nowUS: // a refund filled the quota again
 		if g.present {
 			sh.quotas.drop(g.key, g.q)
 		}
 	default:
-		g.q.tat = g.newTAT
+		g.q.tat, g.q.used = g.newTAT, sh.tick
 		sh.quotas.put(g.key, g.q, !g.present)
 	}
+}
+
+// evictScan is how many quotas an eviction looks at: all of a shard that
+// holds no more, so the order is exact; in a larger one, as many from a
+// random place in the map (as Redis's allkeys-lru samples).
+const evictScan = 64
+
+// quotaRoom makes room for n new quotas of policy p if need be and reports
+// whether they fit. Quotas are state that can be dropped: a refilled one is
+// the same as none, and forgetting an old one forgives at most its debt.
+// Held locks are in another table and never evicted.
+func (sh *shard) quotaRoom(p uint16, n int64, now time.Duration) bool {
+	t := &sh.quotas
+	t.sample(now)
+	for !t.fits(p, n) {
+		if !sh.evictQuota(p, now) {
+			return false
+		}
+	}
+	return true
+}
+
+// evictQuota removes the refilled quotas among evictScan of the shard's,
+// or, when none had refilled, the least recently decided among them of the
+// policy that gives way: p itself once it has its fair share, else the
+// policy with the most. It reports whether it removed any.
+func (sh *shard) evictQuota(p uint16, now time.Duration) bool {
+	t := &sh.quotas
+	victim := p
+	if t.policyUsed(p) < t.fair {
+		for q, n := range t.byPolicy {
+			if n > t.policyUsed(victim) {
+				victim = uint16(q)
+			}
+		}
+	}
+	oldest, age, dropped, i := "", uint32(0), false, 0
+	for k, q := range t.m {
+		if i++; i > evictScan {
+			break
+		}
+		switch {
+		case q.expiry() <= now:
+			t.drop(k, q)
+			dropped = true
+		case q.pol == victim && (oldest == "" || sh.tick-q.used > age):
+			oldest, age = k, sh.tick-q.used
+		}
+	}
+	if !dropped && oldest != "" {
+		t.drop(oldest, t.m[oldest])
+		dropped = true
+	}
+	return dropped
 }

@@ -187,46 +187,62 @@ func TestQuotaEntryExpires(t *testing.T) {
 	require.Zero(t, s.quotaCount(), "entries after reset")
 }
 
-// TestQuotaFull checks WithMaxKeys for quotas: a new quota entry in a full
-// shard fails with errFull until entries expire, while peeks, refusals and
-// charges of live keys go on, and locks are counted apart.
-func TestQuotaFull(t *testing.T) {
+// TestQuotaEvictionOrder (issue 36): a new quota in a full shard is never
+// refused; room is made by dropping a refilled quota first, the same as
+// none, even a recently used one, then the least recently decided quota
+// (a charge, a refusal and a peek each count as use), and never a held
+// lock. Peeks, refusals and refunds need no room. Before, the new quota
+// failed with errFull.
+func TestQuotaEvictionOrder(t *testing.T) {
 	clk := newFakeClock()
-	// One shard, which one policy may fill (see TestQuotaFullPolicy).
-	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(minPerShard)) // one shard of 16
 	ctx := context.Background()
 	r := store.Rate{Limit: 1, Window: time.Second, Burst: 2}
-	allow := func(key string, cost int) store.Decision {
+	allow := func(key string, r store.Rate, cost int) store.Decision {
 		t.Helper()
+		clk.Advance(time.Millisecond)
 		d, err := s.AllowN(ctx, key, r, cost)
 		require.NoError(t, err, "AllowN(%q, %d)", key, cost)
 		return d
 	}
+	kept := func(key string) bool { _, ok := s.shards[0].quotas.m[key]; return ok }
+	mustAcquire(t, s, store.Request{Key: "lock", Token: "t", TTL: time.Hour})
 	for i := range minPerShard {
-		allow(fmt.Sprint("k", i), 1)
+		allow(fmt.Sprint("k", i), r, 1)
 	}
-	_, err := s.AllowN(ctx, "new", r, 1)
-	require.ErrorIs(t, err, errFull, "new key in a full store")
-	require.Equal(t, 2, allow("new", 0).Remaining, "peek in a full store")
-	require.True(t, allow("k0", 1).Allowed, "live key in a full store")
-	require.False(t, allow("k0", 1).Allowed, "refusal in a full store")
-	mustAcquire(t, s, store.Request{Key: "lock", Token: "t", TTL: time.Minute})
-	clk.Advance(time.Second) // every key but k0 is full again
-	require.True(t, allow("new", 1).Allowed, "new key once others expired")
-	require.LessOrEqual(t, s.quotaCount(), minPerShard)
+	// k0 charged again, k1 refused, k2 peeked: k3 is now the least recent.
+	require.True(t, allow("k0", r, 1).Allowed)
+	require.False(t, allow("k1", r, 2).Allowed, "k1 refused")
+	require.Equal(t, 1, allow("k2", r, 0).Remaining, "peek")
+	require.True(t, allow("new1", r, 1).Allowed, "a new quota in a full store")
+	require.False(t, kept("k3"), "the least recently used quota is the one dropped")
+	for _, k := range []string{"k0", "k1", "k2", "k4", "k15", "new1"} {
+		require.True(t, kept(k), "%s dropped out of order", k)
+	}
+	require.False(t, allow("k0", r, 1).Allowed, "k0's spent quota is kept")
+	require.False(t, kept("k3"))
 
-	// Refunds never need a new entry, so a full shard never refuses one.
-	s = New(WithClock(clk.Now), WithMaxKeys(minPerShard), withPolicyShare(1))
-	for i := range minPerShard {
-		allow(fmt.Sprint("k", i), 2)
+	// k9 under a short rate refills in 10ms; used last, it still goes first.
+	short := store.Rate{Limit: 1, Window: 10 * time.Millisecond, Burst: 1}
+	require.NoError(t, s.Delete(ctx, "k9"))
+	require.True(t, allow("k9", short, 1).Allowed)
+	require.Zero(t, allow("k9", short, 0).Remaining, "peek of k9, spent")
+	clk.Advance(20 * time.Millisecond)
+	require.True(t, allow("new2", r, 1).Allowed)
+	require.False(t, kept("k9"), "the refilled quota is dropped first")
+	require.True(t, kept("k4"), "the least recently used quota went before the refilled one")
+
+	// Refunds and peeks of unknown keys need no room; a flood of new
+	// quotas is never refused, and the lock stays held.
+	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("other", r, -1), "refund on a new key")
+	for i := range 100 {
+		require.True(t, allow(fmt.Sprint("flood", i), r, 1).Allowed, "flood %d", i)
 	}
-	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("new", -1), "refund on a new key in a full store")
-	d := allow("k0", -1)
-	require.True(t, d.Allowed, "refund on a live key in a full store")
-	require.Equal(t, 1, d.Remaining)
 	require.Equal(t, minPerShard, s.quotaCount())
-	require.Equal(t, store.Decision{Allowed: true, Remaining: 2}, allow("k0", -2), "refund filling a quota")
-	require.True(t, allow("new", 1).Allowed, "new key once a refund freed an entry")
+	g, err := s.Acquire(ctx, store.Request{Key: "lock", Token: "u", TTL: time.Minute})
+	require.NoError(t, err)
+	require.False(t, g.Acquired, "a held lock was evicted")
+	s.checkPolicyCounts(t)
 }
 
 // TestQuotaConcurrent charges one key from many goroutines at one instant:

@@ -30,8 +30,8 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl t
 		return 0, fmt.Errorf("%w: memstore: empty key or token, or ttl %v not positive", store.ErrInvalid, ttl)
 	}
 	sh := s.shard(key)
-	if n := int64(len(rec)); n > sh.records.polLimit {
-		return 0, fmt.Errorf("%w: memstore: a record of %d bytes, above WithMaxRecordBytes's %d per policy and shard", store.ErrInvalid, n, sh.records.polLimit)
+	if n := int64(len(rec)); n > sh.records.limit {
+		return 0, fmt.Errorf("%w: memstore: a record of %d bytes, above WithMaxRecordBytes's %d per shard", store.ErrInvalid, n, sh.records.limit)
 	}
 	out, err := s.ifOwned(ctx, key, token, func(sh *shard, i int, l lock, now time.Duration) store.Outcome {
 		old, had := sh.records.get(key, now)

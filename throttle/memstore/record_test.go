@@ -142,7 +142,7 @@ func TestRecordBytesBound(t *testing.T) {
 	clk := newFakeClock()
 	// 16 keys make a store of one shard, so the whole bound is its share,
 	// and the keys' one policy may fill it (see TestRecordPolicyShare).
-	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(1000), withPolicyShare(1))
+	s := New(WithClock(clk.Now), WithMaxKeys(16), WithMaxRecordBytes(1000))
 	require.Len(t, s.shards, 1)
 	for i := range 5 {
 		acquire(t, s, "k"+strconv.Itoa(i), "t", time.Second)
@@ -188,8 +188,8 @@ func TestRecordBytesBound(t *testing.T) {
 func TestRecordDefaultBound(t *testing.T) {
 	s := New()
 	acquire(t, s, "k", "t", time.Minute)
-	// One policy's share of one shard's share.
-	share := int(float64(defaultMaxRecordBytes/len(s.shards)) * defaultPolicyShare)
+	// One shard's share: a policy alone may use all of it.
+	share := defaultMaxRecordBytes / len(s.shards)
 	_, err := s.Record(bg, "k", "t", make([]byte, share+1), time.Minute)
 	require.ErrorIs(t, err, store.ErrInvalid)
 	outcome(t, store.OK)(s.Record(bg, "k", "t", make([]byte, share), time.Minute))

@@ -37,6 +37,7 @@ type shard struct {
 	records table[record]
 	waiters map[string][]chan struct{}
 	pols    policies
+	tick    uint32 // counts quota decisions, to order them by last use (wraps)
 	// fenceBase is the highest fence of the counters removed: new ones
 	// start above it, so that a key's fences only increase.
 	fenceBase int64
@@ -44,12 +45,12 @@ type shard struct {
 
 func (sh *shard) init(c *config, n int) {
 	per := int64((c.maxKeys + n - 1) / n)
-	sh.locks = locks{bounds: newBounds(per, c.policyShare), onDrop: sh.lockDropped}
+	sh.locks = locks{bounds: newBounds(per), onDrop: sh.lockDropped}
 	sh.locks.grow()
-	sh.fences = newTable[counter](per, 1)
+	sh.fences = newTable[counter](per)
 	sh.fences.onDrop = func(_ string, c counter) { sh.fenceBase = max(sh.fenceBase, c.last) }
-	sh.quotas = newTable[quota](per, c.policyShare)
-	sh.records = newTable[record]((c.maxRecordBytes+int64(n)-1)/int64(n), c.policyShare)
+	sh.quotas = newTable[quota](per)
+	sh.records = newTable[record]((c.maxRecordBytes + int64(n) - 1) / int64(n))
 	sh.waiters = map[string][]chan struct{}{}
 	sh.pols = policies{ids: map[string]uint16{}}
 }

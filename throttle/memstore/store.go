@@ -20,7 +20,6 @@ const (
 	defaultMaxKeys        = 1 << 20
 	defaultMaxRecordBytes = 64 << 20
 	defaultFenceTTL       = 24 * time.Hour
-	defaultPolicyShare    = 0.5
 )
 
 // Store is an in-memory store.Store, store.Notifier, store.Quota and
@@ -35,7 +34,7 @@ type Store struct {
 }
 
 // errFull is the error of a new entry the bounds refuse: nothing was written.
-var errFull = fmt.Errorf("memstore: store is full: %w", store.ErrNotApplied)
+var errFull = fmt.Errorf("memstore: %w", store.ErrFull)
 
 var _ interface {
 	storekit.InMemory
@@ -48,7 +47,7 @@ var _ interface {
 // reads time.Now.
 func New(opts ...Option) *Store {
 	c := config{maxKeys: defaultMaxKeys, maxRecordBytes: defaultMaxRecordBytes,
-		fenceTTL: defaultFenceTTL, policyShare: defaultPolicyShare}
+		fenceTTL: defaultFenceTTL}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -22,28 +22,51 @@ const (
 )
 
 // bounds counts what a shard's entries of one kind use, in all and per
-// policy, against their limits.
+// policy, against their limit. Each policy that has had an entry in the
+// shard is owed a fair share, the limit divided by their number; a policy
+// may grow past its share only into room no other is owed (see fits).
 type bounds struct {
 	used, limit int64
 	byPolicy    []int64
-	polLimit    int64         // the most one policy's entries may use
+	seen        []bool        // the policies that have had an entry
+	fair        int64         // limit / policies seen
+	owed        int64         // the sum over the policies seen of fair - use, where positive
 	floor       time.Duration // at most every entry's expiry: before it, nothing expired
 }
 
-func newBounds(limit int64, share float64) bounds {
-	pl := limit
-	if share < 1 {
-		pl = max(int64(float64(limit)*share), 1)
-	}
-	return bounds{limit: limit, polLimit: pl, floor: math.MaxInt64}
+func newBounds(limit int64) bounds {
+	return bounds{limit: limit, fair: limit, floor: math.MaxInt64}
 }
 
 func (b *bounds) count(p uint16, n int64) {
-	if int(p) >= len(b.byPolicy) {
-		b.byPolicy = append(b.byPolicy, make([]int64, int(p)+1-len(b.byPolicy))...)
-	}
+	b.see(p)
+	b.owed -= b.owedTo(p)
 	b.used += n
 	b.byPolicy[p] += n
+	b.owed += b.owedTo(p)
+}
+
+// see counts p among the policies seen, if it was not, which shrinks the
+// fair share (O(policies), once per policy).
+func (b *bounds) see(p uint16) {
+	if int(p) >= len(b.byPolicy) {
+		b.byPolicy = append(b.byPolicy, make([]int64, int(p)+1-len(b.byPolicy))...)
+		b.seen = append(b.seen, make([]bool, int(p)+1-len(b.seen))...)
+	}
+	if b.seen[p] {
+		return
+	}
+	b.seen[p] = true
+	k := int64(0)
+	for _, s := range b.seen {
+		if s {
+			k++
+		}
+	}
+	b.fair, b.owed = b.limit/k, 0
+	for q := range b.byPolicy {
+		b.owed += b.owedTo(uint16(q))
+	}
 }
 
 func (b *bounds) policyUsed(p uint16) int64 {
@@ -53,8 +76,22 @@ func (b *bounds) policyUsed(p uint16) int64 {
 	return 0
 }
 
+// owedTo is the room policy p is owed: what its entries lack of its fair
+// share; 0 for a policy never seen or at its share.
+func (b *bounds) owedTo(p uint16) int64 {
+	if int(p) >= len(b.seen) || !b.seen[p] {
+		return 0
+	}
+	return max(b.fair-b.byPolicy[p], 0)
+}
+
+// fits reports whether n more of policy p fit: within the limit, and
+// leaving every other policy the room it is owed. A policy alone in the
+// shard may fill it; of several, one under its share takes any free room.
+// Asking counts p as seen: a newcomer is owed its share from now on.
 func (b *bounds) fits(p uint16, n int64) bool {
-	return b.used+n <= b.limit && b.policyUsed(p)+n <= b.polLimit
+	b.see(p)
+	return b.used+n <= b.limit && b.used+n+b.owed-b.owedTo(p) <= b.limit
 }
 
 // table is a map of expiring entries, bounded in total and per policy; the
@@ -67,8 +104,8 @@ type table[V item] struct {
 	news   uint8                 // new entries since the last sample, mod sampleEvery
 }
 
-func newTable[V item](limit int64, share float64) table[V] {
-	return table[V]{bounds: newBounds(limit, share), m: map[string]V{}}
+func newTable[V item](limit int64) table[V] {
+	return table[V]{bounds: newBounds(limit), m: map[string]V{}}
 }
 
 // get returns key's entry unless it expired at now, removing it then.
@@ -106,17 +143,7 @@ func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 	if now < t.floor {
 		return t.fits(p, n)
 	}
-	if t.news = (t.news + 1) % sampleEvery; t.news == 0 {
-		i := 0
-		for k, v := range t.m {
-			if i++; i > sampleEvery*sampleSize {
-				break
-			}
-			if v.expiry() <= now {
-				t.drop(k, v)
-			}
-		}
-	}
+	t.sample(now)
 	if t.fits(p, n) {
 		return true
 	}
@@ -129,4 +156,20 @@ func (t *table[V]) room(p uint16, n int64, now time.Duration) bool {
 		}
 	}
 	return t.fits(p, n)
+}
+
+// sample removes the expired among a few entries, every sampleEvery-th call.
+func (t *table[V]) sample(now time.Duration) {
+	if t.news = (t.news + 1) % sampleEvery; t.news != 0 || now < t.floor {
+		return
+	}
+	i := 0
+	for k, v := range t.m {
+		if i++; i > sampleEvery*sampleSize {
+			break
+		}
+		if v.expiry() <= now {
+			t.drop(k, v)
+		}
+	}
 }

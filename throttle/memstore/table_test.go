@@ -34,7 +34,7 @@ func (e testItem) size() int64           { return 1 }
 // when the live entries leave it.
 func TestTableModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	tb := newTable[testItem](12, 0.5)
+	tb := newTable[testItem](12)
 	model := map[string]testItem{}
 	for step := range 20_000 {
 		key := "k" + strconv.Itoa(rng.IntN(30))
@@ -52,15 +52,12 @@ func TestTableModel(t *testing.T) {
 				tb.put(key, l, true)
 				model[key] = l
 			} else {
-				live, livePol := 0, int64(0)
+				live := map[uint16]int64{}
 				for k, m := range tb.m {
 					require.Greater(t, m.expires, now, "step %d: expired %q kept by a refusal", step, k)
-					live++
-					if m.pol == l.pol {
-						livePol++
-					}
+					live[m.pol]++
 				}
-				require.True(t, live >= 12 || livePol >= 6, "step %d: room refused with %d live, %d of the policy", step, live, livePol)
+				require.False(t, tb.wantFits(live, l.pol, 1), "step %d: room refused with %v live", step, live)
 			}
 		case 2:
 			if l, ok := tb.m[key]; ok {

@@ -161,7 +161,7 @@ func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {
 	s := &limiterSets{policy: policyKey.String(policy), mode: modeKey.String(mode.String()),
 		counts: map[string][]metric.AddOption{}, store: map[string]storeSets{}, hold: map[string][]metric.RecordOption{}}
 	for _, k := range []string{"admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed",
-		"shed", "fallback", "key_error", "replayed"} {
+		"shed", "full", "fallback", "key_error", "replayed"} {
 		s.counts[k] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(s.policy, s.mode, outcomeKey.String(k)))}
 	}
 	for _, k := range []string{"extended", "lost"} {

@@ -121,7 +121,7 @@ func New(stores ...*memstore.Store) *Observer {
 func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	s := o.series(e.Policy, e.Mode)
 	switch e.Kind {
-	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "fallback",
+	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "full", "fallback",
 		"key_error", "replayed":
 		c, ok := s.outcomes.get(e.Kind)
 		if !ok {

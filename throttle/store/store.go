@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -173,3 +174,11 @@ var ErrInvalid = errors.New("throttle: invalid argument")
 // error of Acquire leaves the outcome unknown: the limiter releases the
 // request's token once the store answers again, lest a lock be left behind.
 var ErrNotApplied = errors.New("throttle: store call not applied")
+
+// ErrFull matches the error of a store that answered but had no room left
+// for a new key (a bounded in-memory store under a flood of distinct
+// clients); it changed nothing, so it also matches ErrNotApplied. It is
+// load, not an outage: the limiter turns the request away as a shed one
+// (503 with Retry-After), whatever Options.WhenStoreFails says, and does not
+// count it against the store's health.
+var ErrFull = fmt.Errorf("throttle: store full: %w", ErrNotApplied)
