@@ -222,7 +222,7 @@ func (rej *Rejection) detail() string {
 
 var details = map[Reason]string{
 	ReasonBadCost:          "The request's cost could not be worked out.",
-	ReasonStoreUnavailable: "Rate limiting is temporarily unavailable. Retry shortly.",
+	ReasonStoreUnavailable: "The request cannot be checked for duplicates or limits right now, so it was not processed. Retry shortly.",
 	ReasonBadRate:          "The server's rate limit is misconfigured.",
 	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
 	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",

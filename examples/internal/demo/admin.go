@@ -34,8 +34,9 @@ type AdminQuota struct {
 
 // ServeHTTP resets the user the user query parameter names.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || a.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || a.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
 		WriteProblem(w, http.StatusUnauthorized, "This route needs the admin token: Authorization: Bearer <token>.")
 		return
