@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,16 @@ func TestDoErrorsAreDistinguishable(t *testing.T) {
 			return nil
 		})
 		isOnly(t, err, throttle.ErrLost)
+	})
+
+	t.Run("lost, returned as the cause", func(t *testing.T) {
+		err := l.Do(ctx, "lost-cause", func(wctx context.Context) error {
+			mustRedis(t, b.rdb.Del(ctx, l.StoredKey("lost-cause")).Err())
+			<-wctx.Done()
+			return context.Cause(wctx)
+		})
+		isOnly(t, err, throttle.ErrLost)
+		assert.Equal(t, 1, strings.Count(err.Error(), throttle.ErrLost.Error()), "the loss said once: %v", err)
 	})
 
 	t.Run("invalid", func(t *testing.T) {

@@ -87,7 +87,8 @@ func (k *Lock) Admit(ctx context.Context, id string) (*Lease, error) {
 // runs, and releases when fn returns or panics. fn's context carries the
 // lease (LeaseFrom) and is cancelled with cause ErrLost if the lease is lost.
 // Do returns the acquisition's error when fn did not run; otherwise fn's
-// error, joined with ErrLost when the lease was lost meanwhile.
+// error, joined with ErrLost when the lease was lost meanwhile (once: fn
+// may return context.Cause of its context).
 func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error) error {
 	l := k.l
 	lease, err := l.acquire(ctx, id, l.p.TTL)
@@ -122,7 +123,7 @@ func (k *Lock) Do(ctx context.Context, id string, fn func(context.Context) error
 	if lost == nil && errors.Is(rerr, ErrNotHeld) {
 		lost = fmt.Errorf("%w: the key had expired or changed hands when the work returned", ErrLost)
 	}
-	if lost != nil {
+	if lost != nil && !errors.Is(err, lost) { // fn may return context.Cause(work) itself
 		return errors.Join(err, lost)
 	}
 	if err == nil && rerr != nil {
