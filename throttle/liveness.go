@@ -356,7 +356,7 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 		return ctx, nil
 	}
 	m := l.monitor(st)
-	c := &storeCall{Context: ctx, m: m, timeout: int64(l.p.Timeout), start: start, shardNo: rand.Uint32() % shards}
+	c := &storeCall{Context: ctx, m: m, timeout: int64(l.p.Timeout), start: start, shardNo: rand.Uint32() % shards} //nolint:gosec // a shard, not a secret
 	c.limit = first + max(loadWaits*c.timeout, int64(patience))
 	m.add(c)
 	return c, c

@@ -72,21 +72,28 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			}
 		}
 		timer.Stop()
-		if a.kept { // every grant, late ones too, without making the caller wait
-			s.spawn(func() {
-				a.calls.Wait()
-				s.release(ctx, req, func(int) bool { return true })
-			})
-		}
-		if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
-			return r.refusal(), nil
-		}
-		err = fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
-		if cause != nil {
-			err = fmt.Errorf("%w (%w)", err, cause)
-		}
-		return store.Grant{}, err
+		return s.unresolved(ctx, a, r, try, cause)
 	}
+}
+
+// unresolved gives up a split vote after try attempts, or when the caller
+// left (cause): it releases what a kept, and refuses when another token
+// may hold a quorum; else no token holds the key.
+func (s *Store) unresolved(ctx context.Context, a *acquisition, r *round, try int, cause error) (store.Grant, error) {
+	if a.kept { // every grant, late ones too, without making the caller wait
+		s.spawn(func() {
+			a.calls.Wait()
+			s.release(ctx, a.req, func(int) bool { return true })
+		})
+	}
+	if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
+		return r.refusal(), nil
+	}
+	err := fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
+	if cause != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return store.Grant{}, err
 }
 
 // attempt asks every node for a.req and decides, deciding a split vote as
@@ -95,20 +102,7 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 	req, t := a.req, &r.tally
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
 	a.calls.Add(len(s.nodes))
-	cause := s.fan(ctx, timeout, t, func() (bool, bool) {
-		// A refusal or a split vote waits briefly for the last nodes (they
-		// may be down), which may be ours: then we may be the keeper. A
-		// failure without grants waits for the other quick refusals.
-		switch all := t.outstanding() == 0; t.verdict() {
-		case won:
-			return true, false
-		case refused:
-			return all, true
-		case failed:
-			return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
-		}
-		return false, t.split()
-	}, func(ctx context.Context, node store.Store) (an answer) {
+	cause := s.fan(ctx, timeout, t, t.settled, func(ctx context.Context, node store.Store) (an answer) {
 		an.grant, an.err = node.Acquire(ctx, req)
 		return an
 	}, func(an answer) { s.cleanUp(ctx, a, r, an) })
@@ -119,15 +113,8 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		close(r.decided)
 		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
-	// In a split vote the holder of the lowest node that answered (the
-	// keeper) keeps its grants and retries while the others release
-	// theirs. The others are refused when the other holders may make a
-	// quorum (the keeper may win), and otherwise retry, lest it fail.
 	split := t.split() && cause == nil
-	r.keep = split && slices.Min(t.oursAt) < t.firstOther
-	r.split = r.keep || split && t.other+t.outstanding() < t.quorum
-	a.kept = a.kept || r.keep
-	close(r.decided)
+	r.decide(a, split)
 	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
 	}
@@ -141,6 +128,18 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		return r.refusal(), nil
 	}
 	return store.Grant{}, noQuorum("acquire", t, cause)
+}
+
+// decide settles a round that was not won. In a split vote the holder of
+// the lowest node that answered (the keeper) keeps its grants and retries
+// while the others release theirs. The others are refused when the other
+// holders may make a quorum (the keeper may win), and otherwise retry,
+// lest it fail.
+func (r *round) decide(a *acquisition, split bool) {
+	r.keep = split && slices.Min(r.oursAt) < r.firstOther
+	r.split = r.keep || split && r.other+r.outstanding() < r.quorum
+	a.kept = a.kept || r.keep
+	close(r.decided)
 }
 
 // refusal is r's answer when other tokens hold the key: when the first

@@ -54,6 +54,23 @@ func (t *tally) add(a answer) {
 	}
 }
 
+// settled is fan's rule for an acquisition: whether to stop waiting, and
+// whether to wait briefly for the last nodes first. A refusal or a split
+// vote waits briefly for them (they may be down), which may be ours: then
+// we may be the keeper. A failure without grants waits for the other quick
+// refusals.
+func (t *tally) settled() (bool, bool) {
+	switch all := t.outstanding() == 0; t.verdict() {
+	case won:
+		return true, false
+	case refused:
+		return all, true
+	case failed:
+		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
+	}
+	return false, t.split()
+}
+
 func (t *tally) answered() int { return t.ours + t.other + t.gone }
 
 // split reports a split vote: a quorum answered, and this token and others
