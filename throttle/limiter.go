@@ -302,7 +302,7 @@ func (l *limiter) storeErr(ctx context.Context, st store.Store, op string, err e
 // store's health. A shed call is no store error: the store answers.
 func (l *limiter) countFailure(st store.Store, op string, err error) {
 	if isFull(err) {
-		l.logLimited(slog.LevelWarn, "full", "throttle: request refused: the store is full (no room for a new key)",
+		l.logLimited(slog.LevelWarn, "full", "throttle: request refused: the store is full or busy (no room for a new key, or a Redlock split vote)",
 			"op", op, "err", err)
 		return
 	}
@@ -412,12 +412,12 @@ func (l *limiter) storeFailed(ctx context.Context, err error) error {
 	return err
 }
 
-// isFull reports a store that answered but had no room for a new key
-// (store.ErrFull): load, not an outage. Like a shed call, the request is
-// turned away whatever WhenStoreFails says and the store's health is
-// untouched: letting it through would let a flood of distinct clients
-// through unguarded.
-func isFull(err error) bool { return errors.Is(err, store.ErrFull) }
+// isFull reports a store that answered but could not take the request now
+// (store.ErrBusy: full, or a Redlock split vote): load, not an outage. Like
+// a shed call, the request is turned away whatever WhenStoreFails says and
+// the store's health is untouched: letting it through would let a flood of
+// distinct clients through unguarded, or a duplicate.
+func isFull(err error) bool { return errors.Is(err, store.ErrBusy) }
 
 // isStoreError is errors.Is(err, ErrStore) without reflection for the
 // acquisition path's own errors: a rejection is a hot key's common case.

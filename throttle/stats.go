@@ -9,7 +9,7 @@ type Stats struct {
 	StoreErrors uint64 // acquisitions the store could not answer
 	FailedOpen  uint64 // requests let through unguarded under FailOpen
 	Shed        uint64 // requests turned away (503) because this process waited too long for a store that answers
-	Full        uint64 // requests turned away (503) because the store had no room for their key (store.ErrFull)
+	Full        uint64 // requests turned away (503) because the store could not take them now: no room for their key, or a Redlock split vote (store.ErrBusy)
 	Fallback    uint64 // acquisitions granted by the fallback under FailOver
 	Lost        uint64 // leases lost while held
 	NotKept     uint64 // Replay responses the store refused to keep (too large, record budget spent)

@@ -37,7 +37,8 @@ const maxTries = 8
 // a quorum answered and none can grant. A split vote, where this token holds
 // some nodes and others the rest, is retried for up to a quarter of the TTL;
 // one that still stands then is a refusal if the others hold a quorum of
-// nodes, else an error matching errNoQuorum: no token holds the key.
+// nodes, else an error matching store.ErrBusy and errNoQuorum: no token
+// holds the key, and the limiter answers 503, never letting it through.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -89,7 +90,7 @@ func (s *Store) unresolved(ctx context.Context, a *acquisition, r *round, try in
 	if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
 		return r.refusal(), nil
 	}
-	err := fmt.Errorf("%w: acquire: a split vote: no token held a quorum after %d attempts", errNoQuorum, try)
+	err := fmt.Errorf("%w: %w: acquire: a split vote: no token held a quorum after %d attempts", store.ErrBusy, errNoQuorum, try)
 	if cause != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}

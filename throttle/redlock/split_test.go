@@ -185,3 +185,22 @@ func TestUnresolvedSplitIsNoRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestUnresolvedSplitIsNeverLetThrough: through a Lock whose store failures
+// fail open (a Dedupe's default), a split vote that cannot resolve is
+// turned away as load (503 in the guard), never let through: another copy
+// may win the key meanwhile, and a fail-open would admit it twice.
+func TestUnresolvedSplitIsNeverLetThrough(t *testing.T) {
+	ns := startNodes(t, 4, false)
+	l := newLock(t, ns.store(t), throttle.LockConfig{Name: "split-open", TTL: 10 * time.Second})
+	key := storekit.Key(l.Config().Prefix, "split-open", "user")
+	for _, i := range []int{1, 2} { // we get 0 and 3: the keeper, short of a quorum
+		ns.hold(t, key, storekit.NewToken(), time.Minute, i)
+	}
+	lease, err := l.Admit(context.Background(), "user")
+	require.Nil(t, lease)
+	require.ErrorIs(t, err, store.ErrBusy, "an unresolved split vote must be turned away, not failed open")
+	st := l.Stats()
+	require.Equal(t, uint64(1), st.Full, "%+v", st)
+	require.Zero(t, st.FailedOpen, "%+v", st)
+}

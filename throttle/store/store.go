@@ -175,10 +175,17 @@ var ErrInvalid = errors.New("throttle: invalid argument")
 // request's token once the store answers again, lest a lock be left behind.
 var ErrNotApplied = errors.New("throttle: store call not applied")
 
+// ErrBusy matches the error of a store that answered but could not decide
+// the request now, for contention or load rather than a failure: it changed
+// nothing, so it also matches ErrNotApplied. The limiter turns the request
+// away as a shed one (503 with Retry-After), whatever
+// Options.WhenStoreFails says, and does not count it against the store's
+// health: letting it through could admit a duplicate, refusing it as held
+// would say that a request holds the key when none does. A full store
+// (ErrFull) and a Redlock split vote that did not resolve match it.
+var ErrBusy = fmt.Errorf("throttle: store busy: %w", ErrNotApplied)
+
 // ErrFull matches the error of a store that answered but had no room left
 // for a new key (a bounded in-memory store under a flood of distinct
-// clients); it changed nothing, so it also matches ErrNotApplied. It is
-// load, not an outage: the limiter turns the request away as a shed one
-// (503 with Retry-After), whatever Options.WhenStoreFails says, and does not
-// count it against the store's health.
-var ErrFull = fmt.Errorf("throttle: store full: %w", ErrNotApplied)
+// clients); it is load, not an outage, and matches ErrBusy.
+var ErrFull = fmt.Errorf("throttle: store full: %w", ErrBusy)
