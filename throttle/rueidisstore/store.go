@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -23,35 +21,14 @@ func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests(), new(msTexts)}, opts...)
+	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.
 type conn struct {
 	c   rueidis.Client
 	sha *redisalgo.Digests
-	ms  *msTexts
-}
-
-// msTexts keeps the decimal text of the TTLs sent lately, a few by their
-// low bits: a policy sends one TTL on every call, and the typed builder
-// (PxMilliseconds) would format it each time, one allocation per call.
-type msTexts [8]atomic.Pointer[msText]
-
-type msText struct {
-	ms   int64
-	text string
-}
-
-// text returns ms in decimal.
-func (t *msTexts) text(ms int64) string {
-	p := &t[ms&7]
-	if v := p.Load(); v != nil && v.ms == ms {
-		return v.text
-	}
-	v := &msText{ms, strconv.FormatInt(ms, 10)}
-	p.Store(v)
-	return v.text
+	ms  *redisalgo.Millis
 }
 
 // load sends SCRIPT LOAD to the node of key, returning the script's SHA1,
@@ -95,7 +72,7 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 var smallInts = [...]int64{0, 1, 2, 3, 4, 5, 6, 7}
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
-	set := a.c.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", a.ms.text(ms)).Build()
+	set := a.c.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", a.ms.Text(ms)).Build()
 	if !lookup {
 		err := a.c.Do(ctx, set).Error()
 		if rueidis.IsRedisNil(err) {
