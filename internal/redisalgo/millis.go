@@ -33,3 +33,15 @@ func (m *Millis) Text(ms int64) string { return m.get(ms).text }
 
 // Arg returns ms in decimal as a command argument.
 func (m *Millis) Arg(ms int64) any { return m.get(ms).arg }
+
+// One returns the one-integer script reply v as a slice, without an
+// allocation when v is small (the scripts' outcomes). Conn.Eval's callers
+// only read its replies.
+func One(v int64) []int64 {
+	if v >= 0 && v < int64(len(small)) {
+		return small[v : v+1 : v+1]
+	}
+	return []int64{v}
+}
+
+var small = [...]int64{0, 1, 2, 3, 4, 5, 6, 7}

@@ -159,7 +159,7 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 // ints reads a script's integer or array of integers.
 func ints(cmd *redis.Cmd) ([]int64, error) {
 	if n, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
-		return []int64{n}, nil
+		return redisalgo.One(n), nil
 	}
 	return cmd.Int64Slice()
 }

@@ -61,15 +61,8 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 		return res.AsIntSlice()
 	}
 	v, err := res.AsInt64()
-	if v >= 0 && v < int64(len(smallInts)) {
-		return smallInts[v : v+1 : v+1], err // the scripts' outcomes, without an allocation
-	}
-	return []int64{v}, err
+	return redisalgo.One(v), err
 }
-
-// smallInts backs the one-integer replies of Eval that are small: its
-// callers only read them.
-var smallInts = [...]int64{0, 1, 2, 3, 4, 5, 6, 7}
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
 	set := a.c.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", a.ms.Text(ms)).Build()
