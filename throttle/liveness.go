@@ -32,9 +32,11 @@ import (
 //
 // One monitor per store applies the rule: the calls in flight sit in its
 // shards, and one goroutine, running only while there are any, looks at
-// them every quarter Timeout. Calls from context.Background sent within
-// shareWidth Timeouts of each other in one shard share one storeCall: one
-// context and one Done channel for a burst, not one per call.
+// them every quarter Timeout. Calls from context.Background sent within a
+// Timeout/shareWidth of each other in one shard share one storeCall: one
+// context and one Done channel for a burst, not one per call. The rule
+// then judges them together: silence from the last one's sending, the load
+// limit from the first one's, a refusal after the first one's.
 const (
 	loadWaits  = 30
 	maxWaiting = 10000
@@ -318,7 +320,8 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
-// Done makes the call's cancellation on its first use.
+// Done returns the call's own channel, or makes its cancellation (the
+// caller's made cancellable) on its first use.
 func (c *storeCall) Done() <-chan struct{} {
 	if c.done != nil {
 		return c.done
