@@ -21,15 +21,17 @@ import (
 // changes allocation counts, hence the build tag). On a memory store: the
 // key and token (one string) and the lease when admitted; the key and
 // token and the ContendedError when the key is held. On a remote store (the
-// fake of BenchmarkLimiterOverhead) the watch of the call (see watch) adds,
-// for a caller whose context can be cancelled and a store that waits on Done
-// (go-redis does), the call's context.WithCancelCause (context and cancel
-// function) and its Done channel; the call itself is pooled.
+// fake of BenchmarkLimiterOverhead) the watch of the call (see watch) adds
+// nothing for a caller on context.Background, whose calls share one
+// storeCall; for a caller whose context can be cancelled and a store that
+// waits on Done (go-redis and rueidis do) it adds the call, its
+// context.WithCancelCause (context and cancel function) and its Done
+// channel.
 //
 // The measured functions check their results without testify: its
 // t.Helper call and variadic arguments would allocate.
 func TestAllocs(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ids := make([]string, 4000)
 	for i := range ids {
@@ -38,11 +40,14 @@ func TestAllocs(t *testing.T) {
 	for _, c := range []struct {
 		name               string
 		st                 store.Store
+		ctx                context.Context
 		admitted, rejected float64
 	}{
-		{"memstore", memstore.New(), 2, 2},
-		{"remote", remote{}, 5, 5},
+		{"memstore", memstore.New(), cancellable, 2, 2},
+		{"remote", remote{}, cancellable, 6, 6},
+		{"remote-background", remote{}, context.Background(), 2, 2},
 	} {
+		ctx := c.ctx
 		t.Run(c.name, func(t *testing.T) {
 			config := throttle.LockConfig{Name: "allocs", Options: throttle.Options{Timeout: time.Second}}
 			l := newLock(t, c.st, config)
@@ -62,7 +67,7 @@ func TestAllocs(t *testing.T) {
 			assert.LessOrEqual(t, n, c.admitted, "allocations per admission")
 			t.Logf("%v allocations per admission", n)
 
-			if c.name == "remote" {
+			if c.st == (remote{}) {
 				l = newLock(t, remote{held: true}, config)
 			}
 			n = testing.AllocsPerRun(1000, func() {

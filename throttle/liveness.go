@@ -32,13 +32,18 @@ import (
 //
 // One monitor per store applies the rule: the calls in flight sit in its
 // shards, and one goroutine, running only while there are any, looks at
-// them every quarter Timeout.
+// them every quarter Timeout. Calls from context.Background sent within a
+// Timeout/shareWidth of each other in one shard share one storeCall: one
+// context and one Done channel for a burst, not one per call. The rule
+// then judges them together: silence from the last one's sending, the load
+// limit from the first one's, a refusal after the first one's.
 const (
 	loadWaits  = 30
 	maxWaiting = 10000
 	busyQuiets = 10
 	lateTick   = int64(2 * time.Millisecond) // how late a tick comes in a process not short of CPU
 	shards     = 8
+	shareWidth = 8 // a shared call takes joiners for a Timeout/shareWidth
 )
 
 var (
@@ -92,6 +97,8 @@ type refusal struct {
 type shard struct {
 	mu    sync.Mutex
 	calls []*storeCall
+	n     int        // callers in flight: a shared call counts each
+	open  *storeCall // the shared call that calls from context.Background join
 }
 
 func newMonitor(c clock) *monitor {
@@ -146,43 +153,73 @@ func (m *monitor) waiting() int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += len(s.calls)
+		n += s.n
 		s.mu.Unlock()
 	}
 	return n
 }
 
-// add registers c, and starts the ticks when they were stopped. A call
-// beyond a shard's share of maxWaiting is shed.
-func (m *monitor) add(c *storeCall) {
-	for t, cur := max(c.timeout/4, int64(time.Millisecond)), m.tick.Load(); t < cur; cur = m.tick.Load() {
+// tickAtMost lowers the tick to t when it is longer.
+func (m *monitor) tickAtMost(t int64) {
+	for cur := m.tick.Load(); t < cur; cur = m.tick.Load() {
 		if m.tick.CompareAndSwap(cur, t) {
-			break
+			return
 		}
 	}
-	s := &m.shards[c.shardNo]
-	c.shard = s
+}
+
+// add registers a call under ctx sent at start, shed past limit, and
+// starts the ticks when they were stopped. share lets a call from
+// context.Background join its shard's open shared call. A call beyond a
+// shard's share of maxWaiting is shed.
+func (m *monitor) add(ctx context.Context, timeout, start, limit int64, share bool) *storeCall {
+	m.tickAtMost(max(timeout/4, int64(time.Millisecond)))
+	s := &m.shards[rand.Uint32()%shards] //nolint:gosec // a shard, not a secret
 	s.mu.Lock()
-	c.slot = len(s.calls)
-	s.calls = append(s.calls, c)
-	if len(s.calls) > maxWaiting/shards {
-		c.cause = errShed
+	full := s.n >= maxWaiting/shards
+	share = share && !full && ctx == context.Background()
+	c := s.open
+	if share && c != nil && c.cause == nil && c.timeout == timeout && start-c.start < timeout/shareWidth {
+		c.start, c.last = min(c.start, start), max(c.last, start)
+	} else {
+		c = &storeCall{Context: ctx, m: m, timeout: timeout, start: start, last: start, limit: limit, shard: s}
+		if ctx.Done() == nil {
+			c.done = make(chan struct{})
+		}
+		if share {
+			s.open = c
+		}
+	}
+	if c.callers == 0 {
+		c.slot = len(s.calls)
+		s.calls = append(s.calls, c)
+	}
+	c.callers++
+	s.n++
+	if full {
+		c.stop(errShed)
 	}
 	s.mu.Unlock()
 	if !m.running.Load() && m.running.CompareAndSwap(false, true) {
 		go m.run()
 	}
+	return c
 }
 
-// remove unregisters c.
-func (m *monitor) remove(c *storeCall) {
+// remove unregisters a caller of c, and returns c.last.
+func (m *monitor) remove(c *storeCall) (last int64) {
 	s := c.shard
 	s.mu.Lock()
-	last := s.calls[len(s.calls)-1]
-	s.calls[c.slot], last.slot = last, c.slot
-	s.calls[len(s.calls)-1] = nil
-	s.calls = s.calls[:len(s.calls)-1]
+	last = c.last
+	s.n--
+	if c.callers--; c.callers == 0 {
+		last := s.calls[len(s.calls)-1]
+		s.calls[c.slot], last.slot = last, c.slot
+		s.calls[len(s.calls)-1] = nil
+		s.calls = s.calls[:len(s.calls)-1]
+	}
 	s.mu.Unlock()
+	return last
 }
 
 // run ticks while calls are in flight.
@@ -216,12 +253,12 @@ func (m *monitor) check(now int64) (n int) {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += len(s.calls)
+		n += s.n
 		for _, c := range s.calls {
 			switch {
 			case r != nil && r.at >= c.start && answered < r.at:
 				c.stop(&refusedError{r.err})
-			case m.silent(c, now, answered):
+			case m.silent(c.timeout, c.last, now, answered):
 				if c.suspect { // on two ticks in a row: replies already waiting count
 					c.stop(errSilent)
 				}
@@ -237,36 +274,41 @@ func (m *monitor) check(now int64) (n int) {
 	return n
 }
 
-// silent reports whether the store counts as silent for c at now: it
-// answered nothing since c was sent for a Timeout, or for busyQuiets of
-// them before its first answer or while this process is starved of CPU.
-func (m *monitor) silent(c *storeCall, now, answered int64) bool {
-	q := now - max(answered, c.start)
-	if answered == 0 || now-m.lateAt.Load() < 2*c.timeout {
-		return q >= busyQuiets*c.timeout
+// silent reports whether the store counts as silent at now for a call sent
+// (by its last caller) at last: it answered nothing since for a timeout, or
+// for busyQuiets of them before its first answer or while this process is
+// starved of CPU.
+func (m *monitor) silent(timeout, last, now, answered int64) bool {
+	q := now - max(answered, last)
+	if answered == 0 || now-m.lateAt.Load() < 2*timeout {
+		return q >= busyQuiets*timeout
 	}
-	return q >= c.timeout
+	return q >= timeout
 }
 
-// storeCall is the context of one call to a store outside this process,
-// ended by the caller or by the monitor. Its Deadline is a Timeout after
-// its first reading (go-redis reads it once it has a connection): a call
-// that queued behind a burst still gets a whole Timeout for its reply. Its
-// cancellation is made only when a client asks for Done. A call is never
-// reused: a client may keep its context past the call (a Redlock node's
-// call derives one that outlives it).
+// storeCall is the context of a call to a store outside this process (or
+// of calls from context.Background sent together, which share it), ended
+// by the caller or by the monitor. Its Deadline is a Timeout after each
+// reading (go-redis reads it once it has a connection): a call that queued
+// behind a burst still gets a whole Timeout for its reply. Under a caller
+// that cannot be cancelled it has a Done channel of its own; else its
+// cancellation is made only when a client asks for Done. Nothing in it is
+// ever reset: a client may keep its context past the call (a Redlock
+// node's call derives one that outlives it).
 type storeCall struct {
 	context.Context // the caller's
 	m               *monitor
 	timeout         int64
-	start           int64 // clock.now when sent
-	limit           int64 // clock.now past which the call is shed
-	retry           bool  // end may answer errRetry
-	suspect         bool  // silent at the monitor's last tick
-	shard           *shard
-	shardNo         uint32
-	slot            int // in shard.calls
-	deadline        atomic.Int64
+	done            chan struct{} // closed when the monitor ends the call; nil under a cancellable caller
+
+	// The monitor's, under shard.mu:
+	start   int64 // clock.now when the first caller sent it
+	last    int64 // clock.now when the last caller sent it
+	limit   int64 // clock.now past which the call is shed
+	suspect bool  // silent at the monitor's last tick
+	shard   *shard
+	slot    int // in shard.calls
+	callers int // in flight
 
 	mu     sync.Mutex
 	inner  context.Context // Done's: the caller's made cancellable
@@ -274,24 +316,21 @@ type storeCall struct {
 	cause  error // why the monitor ended the call
 }
 
-// Deadline returns the call's deadline, or the caller's when sooner.
+// Deadline returns a Timeout from now, or the caller's deadline when sooner.
 func (c *storeCall) Deadline() (time.Time, bool) {
-	d := c.deadline.Load()
-	if d == 0 {
-		d = monoNow() + c.timeout
-		if !c.deadline.CompareAndSwap(0, d) {
-			d = c.deadline.Load()
-		}
-	}
-	t := monoTime(d)
+	t := monoTime(monoNow() + c.timeout)
 	if pd, ok := c.Context.Deadline(); ok && pd.Before(t) {
 		return pd, true
 	}
 	return t, true
 }
 
-// Done makes the call's cancellation on its first use.
+// Done returns the call's own channel, or makes its cancellation (the
+// caller's made cancellable) on its first use.
 func (c *storeCall) Done() <-chan struct{} {
+	if c.done != nil {
+		return c.done
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner == nil {
@@ -305,6 +344,14 @@ func (c *storeCall) Done() <-chan struct{} {
 
 // Err is the caller's error, or Canceled once the monitor ended the call.
 func (c *storeCall) Err() error {
+	if c.done != nil {
+		select {
+		case <-c.done:
+			return context.Canceled
+		default:
+			return c.Context.Err()
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -319,6 +366,9 @@ func (c *storeCall) Err() error {
 // Value looks in Done's context first: a context derived from the call
 // then joins its cancellation without a goroutine.
 func (c *storeCall) Value(key any) any {
+	if c.done != nil {
+		return c.Context.Value(key)
+	}
 	c.mu.Lock()
 	inner := c.inner
 	c.mu.Unlock()
@@ -336,7 +386,9 @@ func (c *storeCall) stop(cause error) {
 	defer c.mu.Unlock()
 	if c.cause == nil {
 		c.cause = cause
-		if c.inner != nil {
+		if c.done != nil {
+			close(c.done)
+		} else if c.inner != nil {
 			c.cancel(cause)
 		}
 	}
@@ -355,10 +407,8 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 	if l.local(st) {
 		return ctx, nil
 	}
-	m := l.monitor(st)
-	c := &storeCall{Context: ctx, m: m, timeout: int64(l.p.Timeout), start: start, shardNo: rand.Uint32() % shards} //nolint:gosec // a shard, not a secret
-	c.limit = first + max(loadWaits*c.timeout, int64(patience))
-	m.add(c)
+	t := int64(l.p.Timeout)
+	c := l.monitor(st).add(ctx, t, start, first+max(loadWaits*t, int64(patience)), first == start && patience == 0)
 	return c, c
 }
 
@@ -395,23 +445,27 @@ func (l *limiter) detach(ctx context.Context, st store.Store) (context.Context, 
 
 // end finishes the call that returned err, and returns err or the rule's
 // verdict.
-func (c *storeCall) end(err error) error {
+func (c *storeCall) end(err error) error { return c.finish(err, false) }
+
+// finish is end for a call that may be sent again (retry: it may answer
+// errRetry).
+func (c *storeCall) finish(err error, retry bool) error {
 	if c == nil {
 		return err
 	}
 	m := c.m
-	m.remove(c)
+	last := m.remove(c)
 	if err == nil {
 		m.answer()
 	} else {
-		err = c.verdict(err)
+		err = c.verdict(err, last, retry)
 	}
 	c.recycle()
 	return err
 }
 
-// verdict applies the rule to the call's error err.
-func (c *storeCall) verdict(err error) error {
+// verdict applies the rule to the error err of a call sent at last.
+func (c *storeCall) verdict(err error, last int64, retry bool) error {
 	c.mu.Lock()
 	cause := c.cause
 	c.mu.Unlock()
@@ -424,11 +478,11 @@ func (c *storeCall) verdict(err error) error {
 	case !isTimeout(err):
 		return err // the store's own answer: a script error, a closed client
 	case !sendTimeout(err):
-		if c.m.silent(c, now, c.m.lastAnswer(now)) {
+		if c.m.silent(c.timeout, last, now, c.m.lastAnswer(now)) {
 			return errSilent
 		}
 	}
-	if c.retry && now < c.limit {
+	if retry && now < c.limit {
 		return errRetry
 	}
 	return errShed // this process did not get the CPU to send or read in time
@@ -437,6 +491,9 @@ func (c *storeCall) verdict(err error) error {
 // recycle detaches the call's cancellation, if it made one, from the
 // caller's context.
 func (c *storeCall) recycle() {
+	if c.done != nil {
+		return
+	}
 	c.mu.Lock()
 	cancel, ended := c.cancel, c.cause != nil
 	c.mu.Unlock()
@@ -475,8 +532,7 @@ func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, p
 	}
 	for start := first; ; start = l.now(st) {
 		cctx, c := l.watchFrom(ctx, st, first, start, patience)
-		c.retry = true
-		if err := c.end(f(cctx)); err != errRetry { //nolint:errorlint // end returns errRetry itself
+		if err := c.finish(f(cctx), true); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
 		}
 		select { // a client whose connections failed may fail the next call at once

@@ -250,6 +250,40 @@ func TestSilenceIsAnOutage(t *testing.T) {
 	}
 }
 
+// TestSharedCallsEachDecided: calls from context.Background sent together
+// share one context (see storeCall); a silent store still fails every one
+// of them within about a Timeout, each with its own decision (here: failing
+// open), whatever the order in which they leave the shared call.
+func TestSharedCallsEachDecided(t *testing.T) {
+	const callers = 20 // more than the monitor's shards: some surely share
+	st := &queueStore{release: make(chan struct{})}
+	defer close(st.release)
+	l, clk := lockOn(t, st, liveTimeout, throttle.FailOpen)
+	answers(t, l)()
+	leases := make([]*throttle.Lease, callers)
+	errs := make([]error, callers)
+	dones := make([]<-chan struct{}, callers)
+	for i := range callers {
+		dones[i] = slowAdmit(l, &leases[i], &errs[i])
+	}
+	require.Eventually(t, func() bool { return st.slow.Load() == callers }, 10*time.Second, time.Millisecond,
+		"the calls did not all reach the store")
+	all := make(chan struct{})
+	go func() {
+		for _, d := range dones {
+			<-d
+		}
+		close(all)
+	}()
+	tickFor(clk, 2*liveTimeout+liveTimeout/2, 0, nil, all)
+	decided(t, all, "a silent store held requests that shared a call")
+	for i := range callers {
+		require.NoError(t, errs[i], "failing open")
+		assert.Nil(t, leases[i])
+	}
+	assert.Equal(t, uint64(callers), l.Stats().FailedOpen)
+}
+
 // fastClock is a clock whose every tick moves it a whole tick on, two real
 // milliseconds apart: the ten Timeouts before a store's first answer pass
 // in a few real milliseconds, long before go-redis gives up dialing.

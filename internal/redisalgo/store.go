@@ -148,8 +148,13 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
-	res, err := s.conn.Eval(ctx, releaseScript, []string{key, storekit.RecordKey(key)}, token, channel(key))
-	if m := fmt.Sprint(err); strings.HasPrefix(m, "TRYAGAIN") || strings.HasPrefix(m, "ASK ") {
+	// Keys and args in one array, the key's two names in one string: two
+	// allocations, not five.
+	names := key + ":record" + key + ":released"
+	n := len(key) + len(":record")
+	v := &[4]string{key, names[:n], token, names[n:]} // storekit.RecordKey(key), channel(key)
+	res, err := s.conn.Eval(ctx, releaseScript, v[:2], v[2:]...)
+	if err != nil && (strings.HasPrefix(err.Error(), "TRYAGAIN") || strings.HasPrefix(err.Error(), "ASK ")) {
 		res, err = s.releaseMoving(ctx, key, token, err)
 	}
 	return s.result("release", res, err)

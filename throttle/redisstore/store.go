@@ -34,10 +34,10 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		panic("redisstore: a *redis.Ring cannot hold locks (its clients may disagree on a key's shard): " +
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
-	var c redisalgo.Conn = waitConn{conn{client, redisalgo.NewDigests()}}
+	var c redisalgo.Conn = waitConn{conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}}
 	cc, cluster := client.(*redis.ClusterClient)
 	if cluster {
-		c = conn{client, redisalgo.NewDigests()}
+		c = conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}
 	}
 	if rc, ok := client.(*redis.Client); cluster && !cc.Options().ContextTimeoutEnabled ||
 		ok && !rc.Options().ContextTimeoutEnabled {
@@ -78,6 +78,7 @@ type (
 	conn struct {
 		c   redis.UniversalClient
 		sha *redisalgo.Digests
+		ms  *redisalgo.Millis
 	}
 	waitConn struct{ conn }
 )
@@ -158,14 +159,14 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 // ints reads a script's integer or array of integers.
 func ints(cmd *redis.Cmd) ([]int64, error) {
 	if n, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
-		return []int64{n}, nil
+		return redisalgo.One(n), nil
 	}
 	return cmd.Int64Slice()
 }
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
 	// A BoolCmd reads the nil reply of a refused SET NX as false, no error.
-	set := redis.NewBoolCmd(ctx, "set", key, value, "px", ms, "nx")
+	set := redis.NewBoolCmd(ctx, "set", key, value, "px", a.ms.Arg(ms), "nx")
 	set.SetFirstKeyPos(1)
 	if !lookup {
 		_ = a.c.Process(ctx, set)

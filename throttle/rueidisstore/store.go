@@ -21,13 +21,14 @@ func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests()}, opts...)
+	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.
 type conn struct {
 	c   rueidis.Client
 	sha *redisalgo.Digests
+	ms  *redisalgo.Millis
 }
 
 // load sends SCRIPT LOAD to the node of key, returning the script's SHA1,
@@ -60,11 +61,11 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 		return res.AsIntSlice()
 	}
 	v, err := res.AsInt64()
-	return []int64{v}, err
+	return redisalgo.One(v), err
 }
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
-	set := a.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()
+	set := a.c.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", a.ms.Text(ms)).Build()
 	if !lookup {
 		err := a.c.Do(ctx, set).Error()
 		if rueidis.IsRedisNil(err) {
