@@ -54,6 +54,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 		}
 	}
 	for i, key := range keys {
+		s.forget(key)
 		if _, err := s.conn.Eval(ctx, deleteScript, []string{key, storekit.RecordKey(key)}, channel(key)); err != nil {
 			return s.fail("delete", err, i == 0)
 		}

@@ -23,6 +23,7 @@ type Store struct {
 	cfg                 config
 	refusals, returning Share // of plain acquisitions, of quota charges
 	watch               watcher
+	near                near
 }
 
 // New returns a Store named name (its package) on conn; it panics when
@@ -35,6 +36,7 @@ func New(name string, conn Conn, opts ...Option) *Store {
 	}
 	s := &Store{name: name, conn: conn, cfg: c, fenceMs: strconv.FormatInt(millis(c.fenceTTL), 10)}
 	s.watch.init(s)
+	s.near.init(s)
 	s.checkEviction()
 	return s
 }
@@ -79,10 +81,28 @@ func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
 // or the acquire script for a fenced or reentrant request; a semaphore
 // (Holders above 1) is a sorted set that its own script changes.
+// A plain or fenced refusal is remembered in the near cache, which answers
+// the next copies until Redis reports that the key changed.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
 	}
+	if semaphore(req) || req.Reentrant || s.cfg.replicas > 0 {
+		return s.acquire(ctx, req)
+	}
+	if g, ok := s.heldNear(req.Key); ok {
+		return g, nil
+	}
+	st := s.stamp(req.Key)
+	g, err := s.acquire(ctx, req)
+	if err == nil && !g.Acquired {
+		s.keep(req.Key, st, g.Remaining, store.Rate{})
+	}
+	return g, err
+}
+
+// acquire is Acquire without the near cache.
+func (s *Store) acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	ms := millis(req.TTL)
 	switch {
 	case s.cfg.replicas > 0:
@@ -147,6 +167,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
+	defer s.forget(key)
 	res, err := s.conn.Eval(ctx, releaseScript, []string{key, storekit.RecordKey(key)}, token, channel(key))
 	if m := fmt.Sprint(err); strings.HasPrefix(m, "TRYAGAIN") || strings.HasPrefix(m, "ASK ") {
 		res, err = s.releaseMoving(ctx, key, token, err)

@@ -70,6 +70,16 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }
 
+// WithNearCache bounds the near cache of refusals to entries (16,384 by
+// default, a few MB at most); entries <= 0 turns it off. The cache
+// remembers a refused key ("held until T", "quota spent until T") and
+// answers the next copies in the process, without a round trip, until
+// Redis reports that the key changed (CLIENT TRACKING, BCAST): it only
+// ever refuses. It is on with a go-redis *redis.Client (standalone or
+// Sentinel) whose server accepts CLIENT TRACKING; off on a Cluster, with
+// rueidisstore, and where the server refuses tracking. See docs/stores.md.
+func WithNearCache(entries int) Option { return redisalgo.WithNearCache(entries) }
+
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
 // adds WAIT, which a Cluster client would send to an arbitrary node.
 type (

@@ -1,0 +1,276 @@
+package redisalgo
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-throttle/throttle/internal/nearcache"
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Tracker is a Conn that can open the near cache's tracking connections.
+type Tracker interface {
+	// Track returns a new connection that, on connecting, runs CLIENT
+	// TRACKING ON REDIRECT <its own id> BCAST PREFIX p for each prefix, or
+	// nil when this client cannot (the near cache is then off).
+	Track(prefixes []string) Tracking
+}
+
+// Tracking is one tracking connection, used by one goroutine.
+type Tracking interface {
+	// Start connects, turns tracking on and subscribes to the
+	// invalidations, returning once Redis confirmed; an error wrapping
+	// ErrNoTracking means the server refused CLIENT TRACKING.
+	Start(ctx context.Context) error
+	// Receive waits at most d for keys Redis invalidated; ok is false when
+	// none came, an error is a lost connection (or a FLUSHALL).
+	Receive(ctx context.Context, d time.Duration) (keys []string, ok bool, err error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// ErrNoTracking marks a server's refusal of CLIENT TRACKING (an ACL, a
+// managed service): the near cache stays off.
+var ErrNoTracking = errors.New("the server refused CLIENT TRACKING")
+
+// NearStats counts the near cache's work: refusals answered in the process
+// (Hits), entries dropped by Redis's invalidations (Invalidations), entries
+// held now (Entries). On tells whether the cache may answer at all.
+type NearStats struct {
+	On                  bool
+	Hits, Invalidations uint64
+	Entries             int
+}
+
+// NearCacheStats returns the near cache's counts.
+func (s *Store) NearCacheStats() NearStats {
+	n := &s.near
+	if n.cache == nil {
+		return NearStats{}
+	}
+	st := n.cache.Stats()
+	return NearStats{On: !n.off.Load(), Hits: st.Hits, Invalidations: st.Invalidations, Entries: st.Entries}
+}
+
+// near is the store's memory of refusals, kept while a tracking connection
+// reports every change of the keys under the prefixes it learnt (a key's
+// text up to its first '{': the limiter's keys are prefix:{...}).
+type near struct {
+	cache   *nearcache.Cache // nil: off
+	tr      Tracker
+	off     atomic.Bool                      // the server refused tracking
+	tracked atomic.Pointer[map[string]bool] // prefixes of the live connection
+
+	mu      sync.Mutex
+	wanted  map[string]bool
+	running bool
+	kick    chan struct{} // a prefix was added
+}
+
+// nearDefault is the near cache's default bound, a few MB at most.
+const nearDefault = 16384
+
+func (n *near) init(s *Store) {
+	tr, ok := s.conn.(Tracker)
+	if !ok || s.cfg.near <= 0 || s.cfg.now != nil || s.cfg.replicas > 0 {
+		return
+	}
+	n.cache, n.tr, n.wanted, n.kick = nearcache.New(s.cfg.near, nil), tr, map[string]bool{}, make(chan struct{}, 1)
+}
+
+// nearStamp is what a call takes before sending a command whose refusal
+// it may keep.
+type nearStamp struct {
+	gen  uint64
+	ok   bool
+	sent time.Time
+}
+
+// stamp returns key's stamp; a key under a prefix not tracked yet gets
+// none, and asks the tracking goroutine for its prefix.
+func (s *Store) stamp(key string) nearStamp {
+	n := &s.near
+	if n.cache == nil || n.off.Load() {
+		return nearStamp{}
+	}
+	p, _, found := strings.Cut(key, "{")
+	if !found {
+		return nearStamp{}
+	}
+	p += "{"
+	if t := n.tracked.Load(); t == nil || !(*t)[p] {
+		s.want(p)
+		return nearStamp{}
+	}
+	gen, ok := n.cache.Stamp(key)
+	return nearStamp{gen: gen, ok: ok, sent: n.cache.Now()}
+}
+
+// keep remembers a refusal of key until st.sent+d (the time counted from
+// before the command, so that the entry ends no later than the refusal).
+func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate) {
+	if !st.ok || d <= 0 {
+		return
+	}
+	e := nearcache.Entry{Until: st.sent.Add(d), Burst: r.Burst}
+	if r.Burst > 0 {
+		e.Interval = storekit.Interval(r)
+	}
+	s.near.cache.Put(key, e, st.gen)
+}
+
+// forget drops key's refusal after this process changed key (a release, a
+// refund), before Redis's invalidation arrives.
+func (s *Store) forget(key string) {
+	if s.near.cache != nil {
+		s.near.cache.Invalidate(key)
+	}
+}
+
+// heldNear answers a plain acquisition of key from the cache.
+func (s *Store) heldNear(key string) (store.Grant, bool) {
+	c := s.near.cache
+	if c == nil {
+		return store.Grant{}, false
+	}
+	e, ok := c.Get(key)
+	if !ok || e.Interval != 0 {
+		return store.Grant{}, false
+	}
+	c.Hit()
+	return store.Grant{Remaining: duration(millis(e.Until.Sub(c.Now())))}, true
+}
+
+// spentNear answers a charge of cost under r from the cache when the entry,
+// decided under the same rate, refuses it, with the store's Decision.
+func (s *Store) spentNear(key string, r store.Rate, cost int) (store.Decision, bool) {
+	c := s.near.cache
+	if c == nil || cost <= 0 {
+		return store.Decision{}, false
+	}
+	e, ok := c.Get(key)
+	t := storekit.Interval(r)
+	if !ok || e.Interval != t || e.Burst != r.Burst {
+		return store.Decision{}, false
+	}
+	reset := e.Until.Sub(c.Now()).Truncate(time.Microsecond)
+	tau := t * time.Duration(r.Burst)
+	if reset+time.Duration(cost)*t <= tau {
+		return store.Decision{}, false // the store may allow it
+	}
+	c.Hit()
+	return store.Decision{Remaining: int(max(tau-reset, 0) / t), ResetAfter: reset,
+		RetryAfter: reset + time.Duration(cost)*t - tau}, true
+}
+
+// want asks for prefix p to be tracked, starting the tracking goroutine.
+func (s *Store) want(p string) {
+	n := &s.near
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.wanted[p] {
+		return
+	}
+	n.wanted[p] = true
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	if !n.running {
+		w := &s.watch
+		w.mu.Lock()
+		n.running = w.spawn(s.track)
+		w.mu.Unlock()
+	}
+}
+
+// nearPoll is how long the tracking goroutine waits for an invalidation
+// before it looks for new prefixes; nearPing, the silence after which it
+// pings the connection.
+const nearPoll, nearPing = 100 * time.Millisecond, 5 * time.Second
+
+// track keeps a tracking connection of every wanted prefix until Close,
+// the cache answering only while one is confirmed: a lost connection, a
+// new prefix or a FLUSHALL empties it.
+func (s *Store) track(ctx context.Context) {
+	n, backoff := &s.near, minBackoff
+	for ctx.Err() == nil {
+		select {
+		case <-n.kick: // the prefixes read next have it
+		default:
+		}
+		n.mu.Lock()
+		prefixes := slices.Sorted(maps.Keys(n.wanted))
+		n.mu.Unlock()
+		t := n.tr.Track(prefixes)
+		if t == nil {
+			n.off.Store(true)
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
+		err := t.Start(sctx)
+		cancel()
+		if err == nil {
+			set := map[string]bool{}
+			for _, p := range prefixes {
+				set[p] = true
+			}
+			n.tracked.Store(&set)
+			n.cache.Ready(true)
+			backoff = minBackoff
+			err = s.listen(ctx, t)
+			n.cache.Ready(false)
+		}
+		s.watch.running.Go(func() { _ = t.Close() })
+		switch {
+		case errors.Is(err, ErrNoTracking):
+			s.cfg.log.Info(s.name+": the near cache of refusals is off: the server refused CLIENT TRACKING", "err", err)
+			n.off.Store(true)
+			return
+		case err != nil && ctx.Err() == nil:
+			s.cfg.log.Debug(s.name+": near cache: tracking connection lost", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// listen applies t's invalidations until it is lost (an error) or a new
+// prefix is wanted (nil).
+func (s *Store) listen(ctx context.Context, t Tracking) error {
+	heard := time.Now()
+	for ctx.Err() == nil {
+		select {
+		case <-s.near.kick:
+			return nil
+		default:
+		}
+		keys, ok, err := t.Receive(ctx, nearPoll)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			heard = time.Now()
+			s.near.cache.Invalidate(keys...)
+		case time.Since(heard) >= nearPing:
+			heard = time.Now()
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
+			err = t.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
