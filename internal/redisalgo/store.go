@@ -88,7 +88,11 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, err
 	}
 	if semaphore(req) || req.Reentrant || s.cfg.replicas > 0 {
-		return s.acquire(ctx, req)
+		g, err := s.acquire(ctx, req)
+		if g.Acquired { // a holder's acquisition may change the key's TTL
+			s.forget(req.Key)
+		}
+		return g, err
 	}
 	if g, ok := s.heldNear(req.Key); ok {
 		return g, nil
@@ -195,6 +199,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
+	defer s.forget(key) // the key's TTL changes
 	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
 	return s.result("extend", res, err)
 }
@@ -206,6 +211,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl t
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
+	defer s.forget(key)
 	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key),
 		strconv.FormatInt(millis(ttl), 10))
 	return s.result("record", res, err)
