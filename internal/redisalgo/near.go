@@ -65,7 +65,7 @@ func (s *Store) NearCacheStats() NearStats {
 type near struct {
 	cache   *nearcache.Cache // nil: off
 	tr      Tracker
-	off     atomic.Bool                      // the server refused tracking
+	off     atomic.Bool                     // the server refused tracking
 	tracked atomic.Pointer[map[string]bool] // prefixes of the live connection
 
 	mu      sync.Mutex

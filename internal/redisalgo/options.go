@@ -13,7 +13,7 @@ type config struct {
 	fenceTTL, watchTimeout, ackTimeout time.Duration
 	log                                *slog.Logger
 	replicas                           int
-	near                               int // see WithNearCache; -1 off
+	near                               int              // see WithNearCache; -1 off
 	now                                func() time.Time // a test clock for quotas
 	path                               string           // see WithPath
 	close                              func() error     // see WithClose
