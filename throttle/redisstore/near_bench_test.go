@@ -1,0 +1,95 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
+)
+
+// BenchmarkNearCache measures a flood of refusals through the public API
+// against a real redis-server, beside the floor of one round trip, on one
+// client per store:
+//
+//   - raw:   client.SetNX of one held key (refused), one plain command;
+//   - lock:  Lock.Admit of one id that another store holds, answered by
+//     the near cache once the first refusal was kept;
+//   - quota: Quota.Admit of one id whose quota of one an hour is spent;
+//   - lock-nocache, quota-nocache: the same with WithNearCache(0), every
+//     refusal a round trip.
+//
+// Each op alone (<op>/c16, <op>/c64: ns/op, latency percentiles, and
+// cmds/1000, the Redis commands its 1,000 refusals cost, from INFO
+// commandstats) and all paired (see benchload.Paired) for <op>/raw, the
+// throughput relative to the bare SETNX.
+func BenchmarkNearCache(b *testing.B) {
+	ctx := context.Background()
+	holder, srv, c := newStore(b)
+	cached, plain := secondStore(b, srv), secondStore(b, srv, redisstore.WithNearCache(0))
+	opts := throttle.Options{Timeout: time.Second}
+	rate := throttle.Rate{Limit: 1, Window: time.Hour}
+	var ops []benchload.Op
+	rawKey := storekit.Key("bench", "raw", "held")
+	require.NoError(b, c.Set(ctx, rawKey, "holder", time.Hour).Err())
+	ops = append(ops, benchload.Op{Name: "raw", Call: func() error {
+		if ok, err := c.SetNX(ctx, rawKey, "token", time.Hour).Result(); err != nil || ok {
+			return fmt.Errorf("raw: SETNX of a held key = %v, %v", ok, err)
+		}
+		return nil
+	}})
+	hold, err := throttle.NewLock(holder, throttle.LockConfig{Name: "near-lock", TTL: time.Hour, Options: opts})
+	require.NoError(b, err)
+	_, err = hold.Admit(ctx, "flood")
+	require.NoError(b, err)
+	refused := func(name string, err error) error {
+		if ce := (*throttle.ContendedError)(nil); !errors.As(err, &ce) {
+			return fmt.Errorf("%s: want a refusal, got %v", name, err)
+		}
+		return nil
+	}
+	for _, st := range []struct {
+		suffix string
+		s      *redisstore.Store
+	}{{"", cached}, {"-nocache", plain}} {
+		l, err := throttle.NewLock(st.s, throttle.LockConfig{Name: "near-lock", TTL: time.Hour, Options: opts})
+		require.NoError(b, err)
+		q, err := throttle.NewQuota(st.s, throttle.QuotaConfig{Name: "near-quota", Options: opts})
+		require.NoError(b, err)
+		ops = append(ops,
+			benchload.Op{Name: "lock" + st.suffix, Call: func() error {
+				_, err := l.Admit(ctx, "flood")
+				return refused("lock", err)
+			}},
+			benchload.Op{Name: "quota" + st.suffix, Call: func() error {
+				_, err := q.Admit(ctx, "flood", rate, 1)
+				return refused("quota", err)
+			}})
+		_, _ = q.Admit(ctx, "flood", rate, 1) // spends the quota
+	}
+	// Until the near cache answers both (its tracking connection is up).
+	require.Eventually(b, func() bool {
+		before := cached.NearCacheStats().Hits
+		for _, op := range ops[1:3] {
+			require.NoError(b, op.Call())
+		}
+		return cached.NearCacheStats().Hits == before+2
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+	for _, conc := range []int{16, 64} {
+		for _, op := range ops {
+			b.Run(fmt.Sprintf("%s/c%d", op.Name, conc), func(b *testing.B) {
+				before := dataCalls(b, c)
+				benchload.Bench(b, conc, op.Call)
+				b.ReportMetric(float64(dataCalls(b, c)-before)*1000/float64(b.N), "cmds/1000")
+			})
+		}
+		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, ops) })
+	}
+}
