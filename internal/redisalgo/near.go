@@ -83,6 +83,7 @@ func (n *near) init(s *Store) {
 		return
 	}
 	n.cache, n.tr, n.wanted, n.kick = nearcache.New(s.cfg.near, nil), tr, map[string]bool{}, make(chan struct{}, 1)
+	n.tracked.Store(&map[string]bool{})
 }
 
 // nearStamp is what a call takes before sending a command whose refusal
@@ -93,29 +94,34 @@ type nearStamp struct {
 	sent time.Time
 }
 
-// stamp returns key's stamp; a key under a prefix not tracked yet gets
-// none, and asks the tracking goroutine for its prefix.
+// stamp returns key's stamp, none when key's prefix is not tracked.
 func (s *Store) stamp(key string) nearStamp {
 	n := &s.near
-	if n.cache == nil || n.off.Load() {
+	if n.cache == nil {
 		return nearStamp{}
 	}
-	p, _, found := strings.Cut(key, "{")
-	if !found {
-		return nearStamp{}
-	}
-	p += "{"
-	if t := n.tracked.Load(); t == nil || !(*t)[p] {
-		s.want(p)
+	if p, ok := prefix(key); !ok || !(*n.tracked.Load())[p] {
 		return nearStamp{}
 	}
 	gen, ok := n.cache.Stamp(key)
 	return nearStamp{gen: gen, ok: ok, sent: n.cache.Now()}
 }
 
+// prefix returns what a tracking connection tracks for key: its text up to
+// its first '{' (prefixes so cut never overlap, which Redis refuses).
+func prefix(key string) (string, bool) {
+	i := strings.IndexByte(key, '{')
+	return key[:i+1], i >= 0
+}
+
 // keep remembers a refusal of key until st.sent+d (the time counted from
 // before the command, so that the entry ends no later than the refusal).
+// A refusal of a key whose prefix is not tracked yet asks for it.
 func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate) {
+	n := &s.near
+	if p, ok := prefix(key); ok && !st.ok && n.cache != nil && !n.off.Load() && !(*n.tracked.Load())[p] {
+		s.want(p)
+	}
 	if !st.ok || d <= 0 {
 		return
 	}

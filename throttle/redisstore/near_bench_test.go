@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
+	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
@@ -33,7 +34,7 @@ import (
 func BenchmarkNearCache(b *testing.B) {
 	ctx := context.Background()
 	holder, srv, c := newStore(b)
-	cached, plain := secondStore(b, srv), secondStore(b, srv, redisstore.WithNearCache(0))
+	cached, plain := openNear(b, srv.Addr, ""), openNear(b, srv.Addr, "", redisstore.WithNearCache(0))
 	opts := throttle.Options{Timeout: time.Second}
 	rate := throttle.Rate{Limit: 1, Window: time.Hour}
 	var ops []benchload.Op
@@ -85,9 +86,9 @@ func BenchmarkNearCache(b *testing.B) {
 	for _, conc := range []int{16, 64} {
 		for _, op := range ops {
 			b.Run(fmt.Sprintf("%s/c%d", op.Name, conc), func(b *testing.B) {
-				before := dataCalls(b, c)
+				before := redistest.DataCalls(b, c)
 				benchload.Bench(b, conc, op.Call)
-				b.ReportMetric(float64(dataCalls(b, c)-before)*1000/float64(b.N), "cmds/1000")
+				b.ReportMetric(float64(redistest.DataCalls(b, c)-before)*1000/float64(b.N), "cmds/1000")
 			})
 		}
 		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, ops) })
