@@ -42,7 +42,7 @@ type Cache struct {
 }
 
 type shard struct {
-	mu  sync.Mutex
+	mu  sync.RWMutex
 	gen uint64 // bumped by every invalidation of a key of the shard
 	m   map[string]Entry
 }
@@ -102,14 +102,14 @@ func (c *Cache) Put(key string, e Entry, gen uint64) bool {
 	return true
 }
 
-// Get returns key's unexpired entry, and counts a hit when the caller says
-// it answered with it (Hit).
-func (c *Cache) Get(key string) (Entry, bool) {
+// Get returns key's entry unexpired at now (the cache's Now); Hit counts
+// the refusals the caller answered with it.
+func (c *Cache) Get(key string, now time.Time) (Entry, bool) {
 	sh := c.shard(key)
-	sh.mu.Lock()
+	sh.mu.RLock()
 	e, ok := sh.m[key]
-	sh.mu.Unlock()
-	if !ok || !e.Until.After(c.now()) {
+	sh.mu.RUnlock()
+	if !ok || !e.Until.After(now) {
 		return Entry{}, false
 	}
 	return e, true

@@ -35,11 +35,11 @@ func TestPutGetExpires(t *testing.T) {
 	if !c.Put("k", Entry{Until: clk.now().Add(time.Second)}, gen) {
 		t.Fatal("Put refused a fresh stamp")
 	}
-	if _, ok := c.Get("k"); !ok {
+	if _, ok := c.Get("k", clk.now()); !ok {
 		t.Fatal("no entry after Put")
 	}
 	clk.add(time.Second)
-	if _, ok := c.Get("k"); ok {
+	if _, ok := c.Get("k", clk.now()); ok {
 		t.Fatal("an entry outlived its Until")
 	}
 	if c.Put("k", Entry{Until: clk.now()}, gen) {
@@ -87,11 +87,11 @@ func TestInvalidateAndClearCount(t *testing.T) {
 		c.Put(k, Entry{Until: clk.now().Add(time.Hour)}, gen)
 	}
 	c.Invalidate("0", "1", "absent")
-	if _, ok := c.Get("0"); ok {
+	if _, ok := c.Get("0", clk.now()); ok {
 		t.Fatal("an invalidated key is still refused")
 	}
 	c.Ready(false)
-	if _, ok := c.Get("5"); ok {
+	if _, ok := c.Get("5", clk.now()); ok {
 		t.Fatal("an entry survived a lost tracking connection")
 	}
 	if st := c.Stats(); st.Invalidations != 10 || st.Entries != 0 {

@@ -125,7 +125,8 @@ func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate) {
 	if !st.ok || d <= 0 {
 		return
 	}
-	e := nearcache.Entry{Until: st.sent.Add(d), Burst: r.Burst}
+	// Less a millisecond: Redis counts whole ones, rounding its clock down.
+	e := nearcache.Entry{Until: st.sent.Add(d - time.Millisecond), Burst: r.Burst}
 	if r.Burst > 0 {
 		e.Interval = storekit.Interval(r)
 	}
@@ -146,12 +147,13 @@ func (s *Store) heldNear(key string) (store.Grant, bool) {
 	if c == nil {
 		return store.Grant{}, false
 	}
-	e, ok := c.Get(key)
+	now := c.Now()
+	e, ok := c.Get(key, now)
 	if !ok || e.Interval != 0 {
 		return store.Grant{}, false
 	}
 	c.Hit()
-	return store.Grant{Remaining: duration(millis(e.Until.Sub(c.Now())))}, true
+	return store.Grant{Remaining: duration(millis(e.Until.Sub(now)))}, true
 }
 
 // spentNear answers a charge of cost under r from the cache when the entry,
@@ -161,12 +163,17 @@ func (s *Store) spentNear(key string, r store.Rate, cost int) (store.Decision, b
 	if c == nil || cost <= 0 {
 		return store.Decision{}, false
 	}
-	e, ok := c.Get(key)
+	now := c.Now()
+	e, ok := c.Get(key, now)
 	t := storekit.Interval(r)
 	if !ok || e.Interval != t || e.Burst != r.Burst {
 		return store.Decision{}, false
 	}
-	reset := e.Until.Sub(c.Now()).Truncate(time.Microsecond)
+	unit := time.Microsecond // the store's, as in its replies
+	if t%time.Millisecond == 0 {
+		unit = time.Millisecond
+	}
+	reset := e.Until.Sub(now).Truncate(unit)
 	tau := t * time.Duration(r.Burst)
 	if reset+time.Duration(cost)*t <= tau {
 		return store.Decision{}, false // the store may allow it

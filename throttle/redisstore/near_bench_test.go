@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // BenchmarkNearCache measures a flood of refusals through the public API
@@ -25,7 +27,9 @@ import (
 //     the near cache once the first refusal was kept;
 //   - quota: Quota.Admit of one id whose quota of one an hour is spent;
 //   - lock-nocache, quota-nocache: the same with WithNearCache(0), every
-//     refusal a round trip.
+//     refusal a round trip;
+//   - store-lock, store-quota: the near cache's own answers, Store.Acquire
+//     and Store.AllowN of the keys above, without the Lock and the Quota.
 //
 // Each op alone (<op>/c16, <op>/c64: ns/op, latency percentiles, and
 // cmds/1000, the Redis commands its 1,000 refusals cost, from INFO
@@ -75,13 +79,32 @@ func BenchmarkNearCache(b *testing.B) {
 			}})
 		_, _ = q.Admit(ctx, "flood", rate, 1) // spends the quota
 	}
-	// Until the near cache answers both (its tracking connection is up).
+	lockKey := storekit.Key("throttle", "near-lock", "flood")
+	quotaKey, hourly := storekit.Key("bench", "near-store", "quota"), store.Rate{Limit: 1, Window: time.Hour, Burst: 1}
+	_, err = cached.AllowN(ctx, quotaKey, hourly, 1) // spends it
+	require.NoError(b, err)
+	ops = append(ops,
+		benchload.Op{Name: "store-lock", Call: func() error {
+			g, err := cached.Acquire(ctx, store.Request{Key: lockKey, Token: "token", TTL: time.Hour})
+			if err != nil || g.Acquired {
+				return fmt.Errorf("store-lock: %+v, %v", g, err)
+			}
+			return nil
+		}},
+		benchload.Op{Name: "store-quota", Call: func() error {
+			d, err := cached.AllowN(ctx, quotaKey, hourly, 1)
+			if err != nil || d.Allowed {
+				return fmt.Errorf("store-quota: %+v, %v", d, err)
+			}
+			return nil
+		}})
+	// Until the near cache answers all (its tracking connection is up).
 	require.Eventually(b, func() bool {
 		before := cached.NearCacheStats().Hits
-		for _, op := range ops[1:3] {
+		for _, op := range slices.Concat(ops[1:3], ops[5:]) {
 			require.NoError(b, op.Call())
 		}
-		return cached.NearCacheStats().Hits == before+2
+		return cached.NearCacheStats().Hits == before+4
 	}, 10*time.Second, time.Millisecond, "the near cache never answered")
 	for _, conc := range []int{16, 64} {
 		for _, op := range ops {
