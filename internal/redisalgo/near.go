@@ -141,10 +141,11 @@ func (s *Store) forget(key string) {
 	}
 }
 
-// heldNear answers a plain acquisition of key from the cache.
-func (s *Store) heldNear(key string) (store.Grant, bool) {
-	c := s.near.cache
-	if c == nil {
+// Refused returns the refusal of req that the near cache remembers, if
+// any (storekit.Near): a plain or fenced request, answered without a call.
+func (s *Store) Refused(req store.Request) (store.Grant, bool) {
+	c, key := s.near.cache, req.Key
+	if c == nil || semaphore(req) || req.Reentrant {
 		return store.Grant{}, false
 	}
 	now := c.Now()
@@ -156,11 +157,12 @@ func (s *Store) heldNear(key string) (store.Grant, bool) {
 	return store.Grant{Remaining: duration(millis(e.Until.Sub(now)))}, true
 }
 
-// spentNear answers a charge of cost under r from the cache when the entry,
-// decided under the same rate, refuses it, with the store's Decision.
-func (s *Store) spentNear(key string, r store.Rate, cost int) (store.Decision, bool) {
+// Spent returns the refusal of a charge of cost under r on key that the
+// near cache remembers, if any (storekit.Near): only an entry decided under
+// r answers, and only when it refuses.
+func (s *Store) Spent(key string, r store.Rate, cost int) (store.Decision, bool) {
 	c := s.near.cache
-	if c == nil || cost <= 0 {
+	if c == nil || cost <= 0 || cost > r.Burst {
 		return store.Decision{}, false
 	}
 	now := c.Now()

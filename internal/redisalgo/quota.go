@@ -23,7 +23,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	if d, ok := s.spentNear(key, r, cost); ok {
+	if d, ok := s.Spent(key, r, cost); ok {
 		return d, nil
 	}
 	st := s.stamp(key)

@@ -94,7 +94,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		}
 		return g, err
 	}
-	if g, ok := s.heldNear(req.Key); ok {
+	if g, ok := s.Refused(req); ok {
 		return g, nil
 	}
 	st := s.stamp(req.Key)
