@@ -274,3 +274,17 @@ func NearCacheDelay(t *testing.T, open Open) {
 	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
 		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
 }
+
+// CheckNearCacheOff checks a store whose near cache is off (a Cluster):
+// every refusal reaches the store, none is remembered.
+func CheckNearCacheOff(t *testing.T, s *redisalgo.Store) {
+	ctx := context.Background()
+	k := nearKey(t)
+	hold(t, s, k, storekit.NewToken())
+	for range 10 {
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+		require.NoError(t, err)
+		require.False(t, g.Acquired)
+	}
+	require.Equal(t, redisalgo.NearStats{}, s.NearCacheStats())
+}

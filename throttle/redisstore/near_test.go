@@ -25,3 +25,11 @@ func openNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redis
 func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
 func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
+
+// The near cache is off on a Cluster (one tracking connection per master
+// and a topology change to follow are not built yet).
+func TestNearCacheOffOnCluster(t *testing.T) {
+	s := redisstore.New(redistest.StartCluster(t, 3).Client(t))
+	t.Cleanup(func() { _ = s.Close() })
+	redistest.CheckNearCacheOff(t, s)
+}

@@ -27,3 +27,15 @@ func openNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redis
 func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
 func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
+
+// The near cache is off on a Cluster (one tracking connection per master
+// and a topology change to follow are not built yet).
+func TestNearCacheOffOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	s := rueidisstore.New(c)
+	t.Cleanup(func() { _ = s.Close() })
+	redistest.CheckNearCacheOff(t, s)
+}

@@ -13,14 +13,14 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 )
 
+// trackConn is conn on a client of one master (not a Cluster), which can
+// track keys.
+type trackConn struct{ conn }
+
 // Track opens the near cache's tracking connection: a dedicated RESP3
 // connection of the client on which CLIENT TRACKING ON BCAST reports
-// changes as invalidation pushes. A Cluster client gets none: its near
-// cache is off.
-func (a conn) Track(prefixes []string) redisalgo.Tracking {
-	if a.c.Mode() == rueidis.ClientModeCluster {
-		return nil
-	}
+// changes as invalidation pushes.
+func (a trackConn) Track(prefixes []string) redisalgo.Tracking {
 	return &tracking{c: a.c, prefixes: prefixes, keys: make(chan []string, 64), done: make(chan struct{})}
 }
 
