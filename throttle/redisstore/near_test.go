@@ -1,12 +1,17 @@
 package redisstore_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/store"
 )
 
 // openNear is redistest.Open for this store.
@@ -32,4 +37,38 @@ func TestNearCacheOffOnCluster(t *testing.T) {
 	s := redisstore.New(redistest.StartCluster(t, 3).Client(t))
 	t.Cleanup(func() { _ = s.Close() })
 	redistest.CheckNearCacheOff(t, s)
+}
+
+// TestNearCacheSentinel checks refusals remembered through a Sentinel
+// failover client: after a failover (forced, or the master killed), a
+// release on the new master ends them in another process.
+func TestNearCacheSentinel(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "failover", true: "master-killed"}[kill], func(t *testing.T) {
+			ctx := context.Background()
+			d := redistest.StartSentinel(t)
+			a, _ := sentinelStore(t, d)
+			b, _ := sentinelStore(t, d)
+			k, tok := storekit.Key("test", "near", storekit.NewToken()), storekit.NewToken()
+			mustAcquire(t, a, store.Request{Key: k, Token: tok, TTL: time.Minute})
+			redistest.WaitInSync(t, d.Master(), d.Replica())
+			redistest.CachedRefusal(t, b, k)
+			if kill {
+				d.Master().Kill(t)
+				d.WaitForMaster(t, d.Replica())
+			} else {
+				d.Failover(t)
+			}
+			require.Eventually(t, func() bool {
+				out, err := a.Release(ctx, k, tok)
+				return err == nil && out == store.OK
+			}, failoverLimit, 20*time.Millisecond, "the lock never released on the new master")
+			mine := storekit.NewToken()
+			require.Eventually(t, func() bool {
+				g, err := b.Acquire(ctx, store.Request{Key: k, Token: mine, TTL: time.Minute})
+				return err == nil && g.Acquired
+			}, failoverLimit, time.Millisecond, "still refused after the release on the new master")
+			require.True(t, exists(t, d.Master(), k))
+		})
+	}
 }
