@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/benchload"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
+	"github.com/go-throttle/throttle/throttle/rueidisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -28,6 +30,7 @@ import (
 //   - quota: Quota.Admit of one id whose quota of one an hour is spent;
 //   - lock-nocache, quota-nocache: the same with WithNearCache(0), every
 //     refusal a round trip;
+//   - lock-rueidis, quota-rueidis: lock and quota on rueidisstore;
 //   - store-lock, store-quota: the near cache's own answers, Store.Acquire
 //     and Store.AllowN of the keys above, without the Lock and the Quota.
 //
@@ -60,10 +63,15 @@ func BenchmarkNearCache(b *testing.B) {
 		}
 		return nil
 	}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	require.NoError(b, err)
+	b.Cleanup(rc.Close)
+	rs := rueidisstore.New(rc)
+	b.Cleanup(func() { _ = rs.Close() })
 	for _, st := range []struct {
 		suffix string
 		s      *redisstore.Store
-	}{{"", cached}, {"-nocache", plain}} {
+	}{{"", cached}, {"-nocache", plain}, {"-rueidis", rs}} {
 		l, err := throttle.NewLock(st.s, throttle.LockConfig{Name: "near-lock", TTL: time.Hour, Options: opts})
 		require.NoError(b, err)
 		q, err := throttle.NewQuota(st.s, throttle.QuotaConfig{Name: "near-quota", Options: opts})
@@ -98,13 +106,13 @@ func BenchmarkNearCache(b *testing.B) {
 			}
 			return nil
 		}})
-	// Until the near cache answers all (its tracking connection is up).
+	// Until the near caches answer all (their tracking connections are up).
 	require.Eventually(b, func() bool {
-		before := cached.NearCacheStats().Hits
+		before := cached.NearCacheStats().Hits + rs.NearCacheStats().Hits
 		for _, op := range slices.Concat(ops[1:3], ops[5:]) {
 			require.NoError(b, op.Call())
 		}
-		return cached.NearCacheStats().Hits == before+4
+		return cached.NearCacheStats().Hits+rs.NearCacheStats().Hits == before+6
 	}, 10*time.Second, time.Millisecond, "the near cache never answered")
 	for _, conc := range []int{16, 64} {
 		for _, op := range ops {
