@@ -14,12 +14,13 @@ import (
 	"time"
 )
 
-// Entry is one remembered refusal: a lock held until Until, or a GCRA
-// quota of Interval and Burst whose theoretical arrival time is Until.
+// Entry is one remembered refusal: a lock held by Holder until Until, or
+// a GCRA quota of Interval and Burst whose theoretical arrival time is Until.
 type Entry struct {
 	Until    time.Time
 	Interval time.Duration // 0 for a lock
 	Burst    int
+	Holder   string // a lock's
 }
 
 // Stats counts a cache's work since it was made.

@@ -115,18 +115,20 @@ func prefix(key string) (string, bool) {
 }
 
 // keep remembers a refusal of key until st.sent+d (the time counted from
-// before the command, so that the entry ends no later than the refusal).
-// A refusal of a key whose prefix is not tracked yet asks for it.
-func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate) {
+// before the command, so that the entry ends no later than the refusal):
+// a quota's under rate r, a lock's with its holder, which the store would
+// admit (a lock refused without reading its holder is not kept). A refusal
+// of a key whose prefix is not tracked yet asks for it.
+func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate, holder string) {
 	n := &s.near
 	if p, ok := prefix(key); ok && !st.ok && n.cache != nil && !n.off.Load() && !(*n.tracked.Load())[p] {
 		s.want(p)
 	}
-	if !st.ok || d <= 0 {
+	if !st.ok || d <= 0 || r.Burst == 0 && holder == "" {
 		return
 	}
 	// Less a millisecond: Redis counts whole ones, rounding its clock down.
-	e := nearcache.Entry{Until: st.sent.Add(d - time.Millisecond), Burst: r.Burst}
+	e := nearcache.Entry{Until: st.sent.Add(d - time.Millisecond), Burst: r.Burst, Holder: holder}
 	if r.Burst > 0 {
 		e.Interval = storekit.Interval(r)
 	}
@@ -142,7 +144,8 @@ func (s *Store) forget(key string) {
 }
 
 // Refused returns the refusal of req that the near cache remembers, if
-// any (storekit.Near): a plain or fenced request, answered without a call.
+// any (storekit.Near): a plain or fenced request of a token other than the
+// holder's, answered without a call.
 func (s *Store) Refused(req store.Request) (store.Grant, bool) {
 	c, key := s.near.cache, req.Key
 	if c == nil || semaphore(req) || req.Reentrant {
@@ -150,7 +153,7 @@ func (s *Store) Refused(req store.Request) (store.Grant, bool) {
 	}
 	now := c.Now()
 	e, ok := c.Get(key, now)
-	if !ok || e.Interval != 0 {
+	if !ok || e.Interval != 0 || e.Holder == req.Token {
 		return store.Grant{}, false
 	}
 	c.Hit()

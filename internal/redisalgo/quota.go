@@ -30,7 +30,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	d, err := s.allowN(ctx, key, r, cost)
 	switch {
 	case err == nil && !d.Allowed:
-		s.keep(key, st, d.ResetAfter, r)
+		s.keep(key, st, d.ResetAfter, r, "")
 	case cost < 0: // a refund: this process's refusals of key are stale
 		s.forget(key)
 	}

@@ -88,7 +88,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, err
 	}
 	if semaphore(req) || req.Reentrant || s.cfg.replicas > 0 {
-		g, err := s.acquire(ctx, req)
+		g, _, err := s.acquire(ctx, req)
 		if g.Acquired { // a holder's acquisition may change the key's TTL
 			s.forget(req.Key)
 		}
@@ -98,40 +98,44 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return g, nil
 	}
 	st := s.stamp(req.Key)
-	g, err := s.acquire(ctx, req)
+	g, holder, err := s.acquire(ctx, req)
 	if err == nil && !g.Acquired {
-		s.keep(req.Key, st, g.Remaining, store.Rate{})
+		s.keep(req.Key, st, g.Remaining, store.Rate{}, holder)
 	}
 	return g, err
 }
 
-// acquire is Acquire without the near cache.
-func (s *Store) acquire(ctx context.Context, req store.Request) (store.Grant, error) {
+// acquire is Acquire without the near cache; a refusal that read the key
+// (SET NX pipelined with GET and PTTL) returns its holder too.
+func (s *Store) acquire(ctx context.Context, req store.Request) (store.Grant, string, error) {
 	ms := millis(req.TTL)
 	switch {
 	case s.cfg.replicas > 0:
-		return s.acquireAcked(ctx, req, ms)
+		return unread(s.acquireAcked(ctx, req, ms))
 	case semaphore(req):
-		return s.acquireHolders(ctx, req, ms)
+		return unread(s.acquireHolders(ctx, req, ms))
 	case req.Fence || req.Reentrant || s.cfg.path == "script":
-		return s.acquireScript(ctx, req, ms, true)
+		return unread(s.acquireScript(ctx, req, ms, true))
 	}
 	lookup := s.cfg.path == "pipeline" || s.cfg.path == "store" && s.refusals.Frequent()
 	set, holder, pttl, err := s.conn.SetNX(ctx, req.Key, req.Token, ms, lookup)
 	if err != nil {
-		return store.Grant{}, s.fail("acquire", err, true)
+		return store.Grant{}, "", s.fail("acquire", err, true)
 	}
 	s.refusals.Observe(!set)
 	switch {
 	case set:
-		return store.Grant{Acquired: true, TTL: duration(ms), Holds: 1}, nil
+		return store.Grant{Acquired: true, TTL: duration(ms), Holds: 1}, "", nil
 	case !lookup: // the script tells the holder, or takes the key if it expired
-		return s.acquireScript(ctx, req, ms, false)
+		return unread(s.acquireScript(ctx, req, ms, false))
 	case holder == req.Token && pttl > 0: // a retry of ours (a reply was lost) took it
-		return store.Grant{Acquired: true, TTL: duration(pttl), Holds: 1}, nil
+		return store.Grant{Acquired: true, TTL: duration(pttl), Holds: 1}, "", nil
 	}
-	return store.Grant{Remaining: remaining(pttl)}, nil
+	return store.Grant{Remaining: remaining(pttl)}, holder, nil
 }
+
+// unread is an answer of acquire that did not read the key's holder.
+func unread(g store.Grant, err error) (store.Grant, string, error) { return g, "", err }
 
 // acquireArgs returns the acquire script's keys (the counter only when
 // fenced, so that the rest works while a Cluster slot migrates) and args.

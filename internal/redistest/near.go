@@ -197,6 +197,18 @@ func CheckNearCache(t *testing.T, open Open) {
 			"refusals kept after the tracking connection was lost")
 		CachedRefusal(t, b, k)
 	})
+	// The holder's own token (a retry of its acquisition, a Redlock
+	// keeper's next round) is not refused: the store would grant it.
+	t.Run("holder", func(t *testing.T) {
+		srv := Start(t)
+		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		k, tok := nearKey(t), storekit.NewToken()
+		hold(t, a, k, tok)
+		CachedRefusal(t, b, k)
+		g, err := b.Acquire(ctx, store.Request{Key: k, Token: tok, TTL: time.Minute})
+		require.NoError(t, err)
+		require.True(t, g.Acquired, "the holder's token refused: %+v", g)
+	})
 	t.Run("plan-change", func(t *testing.T) {
 		srv := Start(t)
 		s := open(t, srv.Addr, "")
