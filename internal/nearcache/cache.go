@@ -75,8 +75,8 @@ func (c *Cache) Stamp(key string) (gen uint64, ok bool) {
 		return 0, false
 	}
 	sh := c.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
 	return sh.gen, c.ready.Load()
 }
 

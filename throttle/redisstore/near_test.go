@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -71,4 +72,43 @@ func TestNearCacheSentinel(t *testing.T) {
 			require.True(t, exists(t, d.Master(), k))
 		})
 	}
+}
+
+// TestNearCacheThroughLock checks the near cache through the public API: a
+// flood on an id another process holds is refused by Lock.Admit with the
+// holder's time left and costs no command, and the holder's release lets
+// the next request through, admitted by Redis.
+func TestNearCacheThroughLock(t *testing.T) {
+	ctx := context.Background()
+	_, srv, c := newStore(t)
+	a, b := openNear(t, srv.Addr, ""), openNear(t, srv.Addr, "")
+	cfg := throttle.LockConfig{Name: "near", TTL: time.Minute}
+	la, err := throttle.NewLock(a, cfg)
+	require.NoError(t, err)
+	lb, err := throttle.NewLock(b, cfg)
+	require.NoError(t, err)
+	lease, err := la.Admit(ctx, "user")
+	require.NoError(t, err)
+	refused := func() {
+		t.Helper()
+		_, err := lb.Admit(ctx, "user")
+		var ce *throttle.ContendedError
+		require.ErrorAs(t, err, &ce)
+		require.True(t, ce.RetryAfter > 0 && ce.RetryAfter <= time.Minute, "retry after %v", ce.RetryAfter)
+	}
+	require.Eventually(t, func() bool {
+		hits := b.NearCacheStats().Hits
+		refused()
+		return b.NearCacheStats().Hits > hits
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+	before := redistest.DataCalls(t, c)
+	for range 100 {
+		refused()
+	}
+	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
+	require.NoError(t, lease.Release(ctx))
+	require.Eventually(t, func() bool {
+		l, err := lb.Admit(ctx, "user")
+		return err == nil && l != nil
+	}, 10*time.Second, time.Millisecond, "still refused after the release")
 }
