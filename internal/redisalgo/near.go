@@ -36,9 +36,10 @@ type Tracking interface {
 	Close() error
 }
 
-// ErrNoTracking marks a server's refusal of CLIENT TRACKING (an ACL, a
-// managed service): the near cache stays off.
-var ErrNoTracking = errors.New("the server refused CLIENT TRACKING")
+// ErrNoTracking marks a connection that cannot track keys: the server
+// refused CLIENT TRACKING (an ACL, a managed service), or a RESP2 rueidis
+// connection. The near cache stays off.
+var ErrNoTracking = errors.New("CLIENT TRACKING is unavailable")
 
 // NearStats counts the near cache's work: refusals answered in the process
 // (Hits), entries dropped by Redis's invalidations (Invalidations), entries
@@ -249,7 +250,7 @@ func (s *Store) track(ctx context.Context) {
 		s.watch.running.Go(func() { _ = t.Close() })
 		switch {
 		case errors.Is(err, ErrNoTracking):
-			s.cfg.log.Info(s.name+": the near cache of refusals is off: the server refused CLIENT TRACKING", "err", err)
+			s.cfg.log.Info(s.name+": the near cache of refusals is off", "err", err)
 			n.off.Store(true)
 			return
 		case err != nil && ctx.Err() == nil:
