@@ -81,8 +81,8 @@ func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
 // or the acquire script for a fenced or reentrant request; a semaphore
 // (Holders above 1) is a sorted set that its own script changes.
-// A plain or fenced refusal is remembered in the near cache, which answers
-// the next copies until Redis reports that the key changed.
+// A plain refusal that read the holder is remembered in the near cache,
+// which answers the next copies until Redis reports that the key changed.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err

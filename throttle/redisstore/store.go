@@ -75,9 +75,10 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // remembers a refused key ("held until T", "quota spent until T") and
 // answers the next copies in the process, without a round trip, until
 // Redis reports that the key changed (CLIENT TRACKING, BCAST): it only
-// ever refuses. It is on with a go-redis *redis.Client (standalone or
-// Sentinel) whose server accepts CLIENT TRACKING; off on a Cluster, with
-// rueidisstore, and where the server refuses tracking. See docs/stores.md.
+// ever refuses. It is on where the server accepts CLIENT TRACKING, with a
+// go-redis *redis.Client (standalone or Sentinel) or a rueidis client of
+// one master speaking RESP3 (rueidisstore); off on a Cluster and with
+// WithReplicaAck. Store.NearCacheStats counts it. See docs/stores.md.
 func WithNearCache(entries int) Option { return redisalgo.WithNearCache(entries) }
 
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
