@@ -16,7 +16,8 @@ import (
 
 // New returns the store on client (one server, a Cluster or Sentinel), which
 // it does not own, configured by redisstore's options (WithFenceTTL,
-// WithLogger; WithReplicaAck does not apply). It panics when client is nil.
+// WithLogger, WithNearCache; WithReplicaAck does not apply). It panics when
+// client is nil.
 func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
