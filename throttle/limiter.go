@@ -263,6 +263,11 @@ func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
+	if n, ok := l.store.(storekit.Near); ok { // a remembered refusal: no call to bound
+		if g, ok := n.Refused(req); ok {
+			return g, nil
+		}
+	}
 	var g store.Grant
 	var err error
 	if l.storeLocal && l.p.Observer == nil {

@@ -256,6 +256,12 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, false, err
 	}
+	if n, ok := l.store.(storekit.Near); ok && c.limits == nil { // a remembered refusal
+		if d, ok := n.Spent(c.key, c.r, c.cost); ok {
+			l.count(d, c.cost, false)
+			return d, false, nil
+		}
+	}
 	failOver := l.p.WhenStoreFails == FailOver
 	if !failOver || !l.health.skip() {
 		sent := l.since()

@@ -429,7 +429,9 @@ func TestQuotaServerClock(t *testing.T) {
 		sent = args
 	}})
 	t.Cleanup(func() { _ = spy.Close() })
-	a := newQuota(t, redisstore.New(spy), throttle.QuotaConfig{Name: "clock"})
+	st := redisstore.New(spy)
+	t.Cleanup(func() { _ = st.Close() }) // its near cache's tracking goroutine
+	a := newQuota(t, st, throttle.QuotaConfig{Name: "clock"})
 	other := newQuota(t, b.store, throttle.QuotaConfig{Name: "clock"})
 	ctx := context.Background()
 	for i := range 8 {

@@ -54,7 +54,9 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 		}
 	}
 	for i, key := range keys {
-		if _, err := s.conn.Eval(ctx, deleteScript, []string{key, storekit.RecordKey(key)}, channel(key)); err != nil {
+		_, err := s.conn.Eval(ctx, deleteScript, []string{key, storekit.RecordKey(key)}, channel(key))
+		s.forget(key)
+		if err != nil {
 			return s.fail("delete", err, i == 0)
 		}
 	}

@@ -13,6 +13,7 @@ type config struct {
 	fenceTTL, watchTimeout, ackTimeout time.Duration
 	log                                *slog.Logger
 	replicas                           int
+	near                               int              // see WithNearCache; -1 off
 	now                                func() time.Time // a test clock for quotas
 	path                               string           // see WithPath
 	close                              func() error     // see WithClose
@@ -26,7 +27,7 @@ func configure(opts []Option) config {
 	}
 	c.fenceTTL, c.watchTimeout = max(cmp.Or(c.fenceTTL, 24*time.Hour), time.Second), cmp.Or(c.watchTimeout, time.Second)
 	c.ackTimeout = duration(millis(cmp.Or(c.ackTimeout, 50*time.Millisecond)))
-	c.log, c.path = cmp.Or(c.log, slog.Default()), cmp.Or(c.path, "store")
+	c.log, c.path, c.near = cmp.Or(c.log, slog.Default()), cmp.Or(c.path, "store"), cmp.Or(c.near, nearDefault)
 	return c
 }
 
@@ -51,6 +52,11 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // WithPath holds plain acquisitions and quota charges on one path (tests):
 // "set", "pipeline", "script", or "store", the default, which chooses by Share.
 func WithPath(p string) Option { return func(c *config) { c.path = p } }
+
+// WithNearCache is redisstore.WithNearCache.
+func WithNearCache(entries int) Option {
+	return func(c *config) { c.near = cmp.Or(max(entries, 0), -1) }
+}
 
 // WithClose makes Store.Close call f once the store stopped: it closes a
 // client the store made (redisstore.Dial).

@@ -14,6 +14,8 @@ import (
 // server's clock, in one script (gcra_ms.lua for whole milliseconds, keeping
 // the TAT as the key's expiry). While most charges find no key, gcra_ms's
 // charge first tries SET key "" NX PX, what the script does to a new key.
+// A refusal is remembered in the near cache with the rate it was decided
+// under, and answers the next charges under that rate that it refuses.
 func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	if key == "" {
 		return store.Decision{}, storekit.CheckLock(s.name, key, "-", 1)
@@ -21,6 +23,22 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
+	if d, ok := s.Spent(key, r, cost); ok {
+		return d, nil
+	}
+	st := s.stamp(key)
+	d, err := s.allowN(ctx, key, r, cost)
+	switch {
+	case err == nil && !d.Allowed:
+		s.keep(key, st, d.ResetAfter, r, "")
+	case cost < 0: // a refund: this process's refusals of key are stale
+		s.forget(key)
+	}
+	return d, err
+}
+
+// allowN is AllowN without the near cache.
+func (s *Store) allowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
 	t := int64(storekit.Interval(r) / time.Microsecond) // the scripts reply in µs
 	sc, interval, args := s.gcraCall(t, r.Burst, cost)
 	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0

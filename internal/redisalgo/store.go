@@ -24,6 +24,7 @@ type Store struct {
 	refusals, returning Share // of plain acquisitions, of quota charges
 	watch               watcher
 	live                storekit.Liveness
+	near                near
 }
 
 // New returns a Store named name (its package) on conn; it panics when
@@ -36,6 +37,7 @@ func New(name string, conn Conn, opts ...Option) *Store {
 	}
 	s := &Store{name: name, conn: conn, cfg: c, fenceMs: strconv.FormatInt(millis(c.fenceTTL), 10)}
 	s.watch.init(s)
+	s.near.init(s)
 	s.checkEviction()
 	return s
 }
@@ -80,35 +82,61 @@ func Checked(s *Store) <-chan struct{} { return s.watch.checked }
 // PTTL while refusals are frequent (else a refusal asks the acquire script),
 // or the acquire script for a fenced or reentrant request; a semaphore
 // (Holders above 1) is a sorted set that its own script changes.
+// A plain refusal that read the holder is remembered in the near cache,
+// which answers the next copies until Redis reports that the key changed.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := storekit.CheckLock(s.name, req.Key, req.Token, req.TTL); err != nil {
 		return store.Grant{}, err
 	}
+	if semaphore(req) || req.Reentrant || s.cfg.replicas > 0 {
+		g, _, err := s.acquire(ctx, req)
+		if g.Acquired { // a holder's acquisition may change the key's TTL
+			s.forget(req.Key)
+		}
+		return g, err
+	}
+	if g, ok := s.Refused(req); ok {
+		return g, nil
+	}
+	st := s.stamp(req.Key)
+	g, holder, err := s.acquire(ctx, req)
+	if err == nil && !g.Acquired {
+		s.keep(req.Key, st, g.Remaining, store.Rate{}, holder)
+	}
+	return g, err
+}
+
+// acquire is Acquire without the near cache; a refusal that read the key
+// (SET NX pipelined with GET and PTTL) returns its holder too.
+func (s *Store) acquire(ctx context.Context, req store.Request) (store.Grant, string, error) {
 	ms := millis(req.TTL)
 	switch {
 	case s.cfg.replicas > 0:
-		return s.acquireAcked(ctx, req, ms)
+		return unread(s.acquireAcked(ctx, req, ms))
 	case semaphore(req):
-		return s.acquireHolders(ctx, req, ms)
+		return unread(s.acquireHolders(ctx, req, ms))
 	case req.Fence || req.Reentrant || s.cfg.path == "script":
-		return s.acquireScript(ctx, req, ms, true)
+		return unread(s.acquireScript(ctx, req, ms, true))
 	}
 	lookup := s.cfg.path == "pipeline" || s.cfg.path == "store" && s.refusals.Frequent()
 	set, holder, pttl, err := s.conn.SetNX(ctx, req.Key, req.Token, ms, lookup)
 	if err != nil {
-		return store.Grant{}, s.fail("acquire", err, true)
+		return store.Grant{}, "", s.fail("acquire", err, true)
 	}
 	s.refusals.Observe(!set)
 	switch {
 	case set:
-		return store.Grant{Acquired: true, TTL: duration(ms), Holds: 1}, nil
+		return store.Grant{Acquired: true, TTL: duration(ms), Holds: 1}, "", nil
 	case !lookup: // the script tells the holder, or takes the key if it expired
-		return s.acquireScript(ctx, req, ms, false)
+		return unread(s.acquireScript(ctx, req, ms, false))
 	case holder == req.Token && pttl > 0: // a retry of ours (a reply was lost) took it
-		return store.Grant{Acquired: true, TTL: duration(pttl), Holds: 1}, nil
+		return store.Grant{Acquired: true, TTL: duration(pttl), Holds: 1}, "", nil
 	}
-	return store.Grant{Remaining: remaining(pttl)}, nil
+	return store.Grant{Remaining: remaining(pttl)}, holder, nil
 }
+
+// unread is an answer of acquire that did not read the key's holder.
+func unread(g store.Grant, err error) (store.Grant, string, error) { return g, "", err }
 
 // acquireArgs returns the acquire script's keys (the counter only when
 // fenced, so that the rest works while a Cluster slot migrates) and args.
@@ -148,6 +176,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
+	defer s.forget(key)
 	// Keys and args in one array, the key's two names in one string: two
 	// allocations, not five.
 	names := key + ":record" + key + ":released"
@@ -180,6 +209,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
+	defer s.forget(key) // the key's TTL changes
 	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
 	return s.result("extend", res, err)
 }
@@ -191,6 +221,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl t
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
+	defer s.forget(key)
 	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key),
 		strconv.FormatInt(millis(ttl), 10))
 	return s.result("record", res, err)

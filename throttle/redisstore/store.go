@@ -72,6 +72,17 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return redisalgo.WithReplicaAck(replicas, timeout)
 }
 
+// WithNearCache bounds the near cache of refusals to entries (16,384 by
+// default, a few MB at most); entries <= 0 turns it off. The cache
+// remembers a refused key ("held until T", "quota spent until T") and
+// answers the next copies in the process, without a round trip, until
+// Redis reports that the key changed (CLIENT TRACKING, BCAST): it only
+// ever refuses. It is on where the server accepts CLIENT TRACKING, with a
+// go-redis *redis.Client (standalone or Sentinel) or a rueidis client of
+// one master speaking RESP3 (rueidisstore); off on a Cluster and with
+// WithReplicaAck. Store.NearCacheStats counts it. See docs/stores.md.
+func WithNearCache(entries int) Option { return redisalgo.WithNearCache(entries) }
+
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
 // adds WAIT, which a Cluster client would send to an arbitrary node.
 type (

@@ -16,12 +16,17 @@ import (
 
 // New returns the store on client (one server, a Cluster or Sentinel), which
 // it does not own, configured by redisstore's options (WithFenceTTL,
-// WithLogger; WithReplicaAck does not apply). It panics when client is nil.
+// WithLogger, WithNearCache; WithReplicaAck does not apply). It panics when
+// client is nil.
 func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}, opts...)
+	var c redisalgo.Conn = conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}
+	if client.Mode() != rueidis.ClientModeCluster {
+		c = trackConn{c.(conn)} // the near cache is off on a Cluster
+	}
+	return redisalgo.New("rueidisstore", c, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.

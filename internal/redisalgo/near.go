@@ -1,0 +1,295 @@
+package redisalgo
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-throttle/throttle/internal/nearcache"
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Tracker is a Conn that can open the near cache's tracking connections.
+type Tracker interface {
+	// Track returns a new connection that, on connecting, runs CLIENT
+	// TRACKING ON REDIRECT <its own id> BCAST PREFIX p for each prefix, or
+	// nil when this client cannot (the near cache is then off).
+	Track(prefixes []string) Tracking
+}
+
+// Tracking is one tracking connection, used by one goroutine.
+type Tracking interface {
+	// Start connects, turns tracking on and subscribes to the
+	// invalidations, returning once Redis confirmed; an error wrapping
+	// ErrNoTracking means the server refused CLIENT TRACKING.
+	Start(ctx context.Context) error
+	// Receive waits at most d for keys Redis invalidated; ok is false when
+	// none came, an error is a lost connection (or a FLUSHALL).
+	Receive(ctx context.Context, d time.Duration) (keys []string, ok bool, err error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// ErrNoTracking marks a connection that cannot track keys: the server
+// refused CLIENT TRACKING (an ACL, a managed service), or a RESP2 rueidis
+// connection. The near cache stays off.
+var ErrNoTracking = errors.New("CLIENT TRACKING is unavailable")
+
+// NearStats counts the near cache's work: refusals answered in the process
+// (Hits), entries dropped by Redis's invalidations (Invalidations), entries
+// held now (Entries). On tells whether the cache may answer at all.
+type NearStats struct {
+	On                  bool
+	Hits, Invalidations uint64
+	Entries             int
+}
+
+// NearCacheStats returns the near cache's counts.
+func (s *Store) NearCacheStats() NearStats {
+	n := &s.near
+	if n.cache == nil {
+		return NearStats{}
+	}
+	st := n.cache.Stats()
+	return NearStats{On: !n.off.Load(), Hits: st.Hits, Invalidations: st.Invalidations, Entries: st.Entries}
+}
+
+// near is the store's memory of refusals, kept while a tracking connection
+// reports every change of the keys under the prefixes it learnt (a key's
+// text up to its first '{': the limiter's keys are prefix:{...}).
+type near struct {
+	cache   *nearcache.Cache // nil: off
+	tr      Tracker
+	off     atomic.Bool                     // the server refused tracking
+	tracked atomic.Pointer[map[string]bool] // prefixes of the live connection
+
+	mu      sync.Mutex
+	wanted  map[string]bool
+	running bool
+	kick    chan struct{} // a prefix was added
+}
+
+// nearDefault is the near cache's default bound, a few MB at most.
+const nearDefault = 16384
+
+func (n *near) init(s *Store) {
+	tr, ok := s.conn.(Tracker)
+	if !ok || s.cfg.near <= 0 || s.cfg.now != nil || s.cfg.replicas > 0 {
+		return
+	}
+	n.cache, n.tr, n.wanted, n.kick = nearcache.New(s.cfg.near, nil), tr, map[string]bool{}, make(chan struct{}, 1)
+	n.tracked.Store(&map[string]bool{})
+}
+
+// nearStamp is what a call takes before sending a command whose refusal
+// it may keep.
+type nearStamp struct {
+	gen  uint64
+	ok   bool
+	sent time.Time
+}
+
+// stamp returns key's stamp, none when key's prefix is not tracked.
+func (s *Store) stamp(key string) nearStamp {
+	n := &s.near
+	if n.cache == nil {
+		return nearStamp{}
+	}
+	if p, ok := prefix(key); !ok || !(*n.tracked.Load())[p] {
+		return nearStamp{}
+	}
+	gen, ok := n.cache.Stamp(key)
+	return nearStamp{gen: gen, ok: ok, sent: n.cache.Now()}
+}
+
+// prefix returns what a tracking connection tracks for key: its text up to
+// its first '{' (prefixes so cut never overlap, which Redis refuses).
+func prefix(key string) (string, bool) {
+	i := strings.IndexByte(key, '{')
+	return key[:i+1], i >= 0
+}
+
+// keep remembers a refusal of key until st.sent+d (the time counted from
+// before the command, so that the entry ends no later than the refusal):
+// a quota's under rate r, a lock's with its holder, which the store would
+// admit (a lock refused without reading its holder is not kept). A refusal
+// of a key whose prefix is not tracked yet asks for it.
+func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate, holder string) {
+	n := &s.near
+	if p, ok := prefix(key); ok && !st.ok && n.cache != nil && !n.off.Load() && !(*n.tracked.Load())[p] {
+		s.want(p)
+	}
+	if !st.ok || d <= 0 || r.Burst == 0 && holder == "" {
+		return
+	}
+	// Less a millisecond: Redis counts whole ones, rounding its clock down.
+	e := nearcache.Entry{Until: st.sent.Add(d - time.Millisecond), Burst: r.Burst, Holder: holder}
+	if r.Burst > 0 {
+		e.Interval = storekit.Interval(r)
+	}
+	s.near.cache.Put(key, e, st.gen)
+}
+
+// forget drops key's refusal after this process changed key (a release, a
+// refund), before Redis's invalidation arrives.
+func (s *Store) forget(key string) {
+	if s.near.cache != nil {
+		s.near.cache.Invalidate(key)
+	}
+}
+
+// Refused returns the refusal of req that the near cache remembers, if
+// any (storekit.Near): a plain or fenced request of a token other than the
+// holder's, answered without a call.
+func (s *Store) Refused(req store.Request) (store.Grant, bool) {
+	c, key := s.near.cache, req.Key
+	if c == nil || semaphore(req) || req.Reentrant {
+		return store.Grant{}, false
+	}
+	now := c.Now()
+	e, ok := c.Get(key, now)
+	if !ok || e.Interval != 0 || e.Holder == req.Token {
+		return store.Grant{}, false
+	}
+	c.Hit()
+	return store.Grant{Remaining: duration(millis(e.Until.Sub(now)))}, true
+}
+
+// Spent returns the refusal of a charge of cost under r on key that the
+// near cache remembers, if any (storekit.Near): only an entry decided under
+// r answers, and only when it refuses.
+func (s *Store) Spent(key string, r store.Rate, cost int) (store.Decision, bool) {
+	c := s.near.cache
+	if c == nil || cost <= 0 || cost > r.Burst {
+		return store.Decision{}, false
+	}
+	now := c.Now()
+	e, ok := c.Get(key, now)
+	t := storekit.Interval(r)
+	if !ok || e.Interval != t || e.Burst != r.Burst {
+		return store.Decision{}, false
+	}
+	unit := time.Microsecond // the store's, as in its replies
+	if t%time.Millisecond == 0 {
+		unit = time.Millisecond
+	}
+	reset := e.Until.Sub(now).Truncate(unit)
+	tau := t * time.Duration(r.Burst)
+	if reset+time.Duration(cost)*t <= tau {
+		return store.Decision{}, false // the store may allow it
+	}
+	c.Hit()
+	return store.Decision{Remaining: int(max(tau-reset, 0) / t), ResetAfter: reset,
+		RetryAfter: reset + time.Duration(cost)*t - tau}, true
+}
+
+// want asks for prefix p to be tracked, starting the tracking goroutine.
+func (s *Store) want(p string) {
+	n := &s.near
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.wanted[p] {
+		return
+	}
+	n.wanted[p] = true
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	if !n.running {
+		w := &s.watch
+		w.mu.Lock()
+		n.running = w.spawn(s.track)
+		w.mu.Unlock()
+	}
+}
+
+// nearPoll is how long the tracking goroutine waits for an invalidation
+// before it looks for new prefixes; nearPing, the silence after which it
+// pings the connection.
+const nearPoll, nearPing = 100 * time.Millisecond, 5 * time.Second
+
+// track keeps a tracking connection of every wanted prefix until Close,
+// the cache answering only while one is confirmed: a lost connection, a
+// new prefix or a FLUSHALL empties it.
+func (s *Store) track(ctx context.Context) {
+	n, backoff := &s.near, minBackoff
+	for ctx.Err() == nil {
+		select {
+		case <-n.kick: // the prefixes read next have it
+		default:
+		}
+		n.mu.Lock()
+		prefixes := slices.Sorted(maps.Keys(n.wanted))
+		n.mu.Unlock()
+		t := n.tr.Track(prefixes)
+		if t == nil {
+			n.off.Store(true)
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
+		err := t.Start(sctx)
+		cancel()
+		if err == nil {
+			set := map[string]bool{}
+			for _, p := range prefixes {
+				set[p] = true
+			}
+			n.tracked.Store(&set)
+			n.cache.Ready(true)
+			backoff = minBackoff
+			err = s.listen(ctx, t)
+			n.cache.Ready(false)
+		}
+		s.watch.running.Go(func() { _ = t.Close() })
+		switch {
+		case errors.Is(err, ErrNoTracking):
+			s.cfg.log.Info(s.name+": the near cache of refusals is off", "err", err)
+			n.off.Store(true)
+			return
+		case err != nil && ctx.Err() == nil:
+			s.cfg.log.Debug(s.name+": near cache: tracking connection lost", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// listen applies t's invalidations until it is lost (an error) or a new
+// prefix is wanted (nil).
+func (s *Store) listen(ctx context.Context, t Tracking) error {
+	heard := time.Now()
+	for ctx.Err() == nil {
+		select {
+		case <-s.near.kick:
+			return nil
+		default:
+		}
+		keys, ok, err := t.Receive(ctx, nearPoll)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			heard = time.Now()
+			s.near.cache.Invalidate(keys...)
+		case time.Since(heard) >= nearPing:
+			heard = time.Now()
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
+			err = t.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}

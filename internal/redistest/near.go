@@ -1,0 +1,304 @@
+package redistest
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/internal/redisalgo"
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Open returns a store on a new client of the server at addr (another
+// process, as far as Redis can tell), logged in as user with password "pw"
+// unless user is "", and closed at the test's end.
+type Open func(t testing.TB, addr, user string, opts ...redisalgo.Option) *redisalgo.Store
+
+// DataCalls counts the commands stores' requests cost on c's server (INFO,
+// CLIENT, CONFIG and Pub/Sub commands aside).
+func DataCalls(t testing.TB, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if !ok || slices.Contains([]string{"info", "ping", "subscribe", "hello", "select"}, name) ||
+			strings.HasPrefix(name, "client") || strings.HasPrefix(name, "config") {
+			continue
+		}
+		calls, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		require.NoError(t, err, "INFO line %q", line)
+		n += calls
+	}
+	return n
+}
+
+// CachedRefusal acquires key with a new token in s until the near cache
+// answers (the first refusal starts the tracking connection).
+func CachedRefusal(t testing.TB, s *redisalgo.Store, key string) {
+	t.Helper()
+	req := store.Request{Key: key, Token: storekit.NewToken(), TTL: time.Minute}
+	require.Eventually(t, func() bool {
+		hits := s.NearCacheStats().Hits
+		g, err := s.Acquire(context.Background(), req)
+		require.NoError(t, err)
+		require.False(t, g.Acquired, "%s acquired while held", key)
+		return s.NearCacheStats().Hits > hits
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+}
+
+// spentQuota charges key under r in s until the near cache answers.
+func spentQuota(t testing.TB, s *redisalgo.Store, key string, r store.Rate) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		hits := s.NearCacheStats().Hits
+		_, err := s.AllowN(context.Background(), key, r, 1)
+		require.NoError(t, err)
+		return s.NearCacheStats().Hits > hits
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+}
+
+var perMinute = store.Rate{Limit: 1, Window: time.Minute, Burst: 1}
+
+func nearKey(t testing.TB) string { return storekit.Key("test", "near", storekit.NewToken()) }
+
+func hold(t testing.TB, s *redisalgo.Store, key, token string) {
+	t.Helper()
+	g, err := s.Acquire(context.Background(), store.Request{Key: key, Token: token, TTL: time.Minute})
+	require.NoError(t, err)
+	require.True(t, g.Acquired, "%s not acquired", key)
+}
+
+// CheckNearCache checks the near cache of refusals of stores made by open,
+// on real servers: remembered refusals cost no command and answer as the
+// store does; every change of a key (a release, a Reset, a refund, a
+// FLUSHALL, a restart, a lost tracking connection) ends its refusals, and
+// the next request is admitted by the store; a charge under another rate
+// is not refused by an entry; a server that refuses CLIENT TRACKING
+// leaves the cache off.
+func CheckNearCache(t *testing.T, open Open) {
+	ctx := context.Background()
+	t.Run("answers", func(t *testing.T) {
+		srv := Start(t)
+		c := srv.Client(t)
+		a, b, plain := open(t, srv.Addr, ""), open(t, srv.Addr, ""), open(t, srv.Addr, "", redisalgo.WithNearCache(0))
+		k, q := nearKey(t), nearKey(t)+":quota"
+		hold(t, a, k, storekit.NewToken())
+		CachedRefusal(t, b, k)
+		spentQuota(t, b, q, perMinute)
+		before, hits := DataCalls(t, c), b.NearCacheStats().Hits
+		for range 100 {
+			g, err := b.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+			require.NoError(t, err)
+			require.False(t, g.Acquired)
+			require.True(t, g.Remaining > 0 && g.Remaining <= time.Minute, "remaining %v", g.Remaining)
+			d, err := b.AllowN(ctx, q, perMinute, 1)
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+		}
+		require.Equal(t, before, DataCalls(t, c), "commands sent for remembered refusals")
+		require.Equal(t, hits+200, b.NearCacheStats().Hits, "hits")
+		// The store's answer: as many left, and no later.
+		want, err := plain.AllowN(ctx, q, perMinute, 1)
+		require.NoError(t, err)
+		got, err := b.AllowN(ctx, q, perMinute, 1)
+		require.NoError(t, err)
+		require.Equal(t, want.Remaining, got.Remaining)
+		require.True(t, got.RetryAfter > 0 && got.RetryAfter <= want.RetryAfter && got.ResetAfter <= want.ResetAfter,
+			"cached %+v, store %+v", got, want)
+		g, err := plain.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+		require.NoError(t, err)
+		cached, err := b.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+		require.NoError(t, err)
+		require.True(t, cached.Remaining > 0 && cached.Remaining <= g.Remaining+time.Millisecond,
+			"cached %v, store %v", cached.Remaining, g.Remaining)
+	})
+
+	lock := func(t *testing.T, change func(a *redisalgo.Store, srv *Server, k, tok string)) {
+		srv := Start(t)
+		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		k, tok := nearKey(t), storekit.NewToken()
+		hold(t, a, k, tok)
+		CachedRefusal(t, b, k)
+		change(a, srv, k, tok)
+		mine := storekit.NewToken()
+		require.Eventually(t, func() bool {
+			g, err := b.Acquire(ctx, store.Request{Key: k, Token: mine, TTL: time.Minute})
+			return err == nil && g.Acquired
+		}, 10*time.Second, time.Millisecond, "still refused after the change")
+		holder, err := srv.Client(t).Get(ctx, k).Result()
+		require.NoError(t, err)
+		require.Equal(t, mine, holder, "admitted, but Redis holds another token")
+	}
+	t.Run("release", func(t *testing.T) {
+		lock(t, func(a *redisalgo.Store, _ *Server, k, tok string) {
+			out, err := a.Release(ctx, k, tok)
+			require.NoError(t, err)
+			require.Equal(t, store.OK, out)
+		})
+	})
+	t.Run("reset", func(t *testing.T) {
+		lock(t, func(a *redisalgo.Store, _ *Server, k, _ string) { require.NoError(t, a.Delete(ctx, k)) })
+	})
+	t.Run("flushall", func(t *testing.T) {
+		lock(t, func(_ *redisalgo.Store, srv *Server, _, _ string) {
+			require.NoError(t, srv.Client(t).FlushAll(ctx).Err())
+		})
+	})
+	t.Run("restart", func(t *testing.T) {
+		lock(t, func(_ *redisalgo.Store, srv *Server, _, _ string) {
+			srv.Kill(t)
+			srv.Restart(t)
+		})
+	})
+	t.Run("refund", func(t *testing.T) {
+		srv := Start(t)
+		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		q := nearKey(t) + ":quota"
+		spentQuota(t, b, q, perMinute)
+		_, err := a.AllowN(ctx, q, perMinute, -1)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			d, err := b.AllowN(ctx, q, perMinute, 1)
+			return err == nil && d.Allowed
+		}, 10*time.Second, time.Millisecond, "still refused after the refund")
+	})
+	// The tracking connection killed: everything goes (a change may have
+	// been missed), and the cache fills again once it is back.
+	t.Run("client-kill", func(t *testing.T) {
+		srv := Start(t)
+		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		k := nearKey(t)
+		hold(t, a, k, storekit.NewToken())
+		CachedRefusal(t, b, k)
+		c := srv.Client(t)
+		list, err := c.ClientList(ctx).Result()
+		require.NoError(t, err)
+		killed := 0
+		for _, line := range strings.Split(list, "\n") {
+			id, found := strings.CutPrefix(strings.Fields(line + " id=")[0], "id=")
+			if found && strings.Contains(line, " flags=") && trackingFlag(line) {
+				require.NoError(t, c.Do(ctx, "client", "kill", "id", id).Err())
+				killed++
+			}
+		}
+		require.Equal(t, 1, killed, "tracking connections in CLIENT LIST:\n%s", list)
+		require.Eventually(t, func() bool { return b.NearCacheStats().Entries == 0 }, 10*time.Second, time.Millisecond,
+			"refusals kept after the tracking connection was lost")
+		CachedRefusal(t, b, k)
+	})
+	// The holder's own token (a retry of its acquisition, a Redlock
+	// keeper's next round) is not refused: the store would grant it.
+	t.Run("holder", func(t *testing.T) {
+		srv := Start(t)
+		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		k, tok := nearKey(t), storekit.NewToken()
+		hold(t, a, k, tok)
+		CachedRefusal(t, b, k)
+		g, err := b.Acquire(ctx, store.Request{Key: k, Token: tok, TTL: time.Minute})
+		require.NoError(t, err)
+		require.True(t, g.Acquired, "the holder's token refused: %+v", g)
+	})
+	t.Run("plan-change", func(t *testing.T) {
+		srv := Start(t)
+		s := open(t, srv.Addr, "")
+		q := nearKey(t) + ":quota"
+		spentQuota(t, s, q, perMinute)
+		d, err := s.AllowN(ctx, q, store.Rate{Limit: 5, Window: 5 * time.Minute, Burst: 5}, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "refused under the higher plan: %+v", d)
+	})
+	// A server that refuses CLIENT TRACKING to the store's user (an ACL,
+	// as managed services do): the cache turns off, every request reaches
+	// the store.
+	t.Run("without-tracking", func(t *testing.T) {
+		srv := Start(t)
+		c := srv.Client(t)
+		require.NoError(t, c.Do(ctx, "acl", "setuser", "notrack", "on", ">pw", "~*", "&*", "+@all", "-client|tracking").Err())
+		s := open(t, srv.Addr, "notrack")
+		k := nearKey(t)
+		hold(t, s, k, storekit.NewToken())
+		req := store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute}
+		require.Eventually(t, func() bool {
+			_, err := s.Acquire(ctx, req)
+			require.NoError(t, err)
+			return !s.NearCacheStats().On
+		}, 10*time.Second, time.Millisecond, "the near cache stayed on")
+		before := DataCalls(t, c)
+		for range 10 {
+			g, err := s.Acquire(ctx, req)
+			require.NoError(t, err)
+			require.False(t, g.Acquired)
+		}
+		require.GreaterOrEqual(t, DataCalls(t, c), before+10, "commands of 10 refusals")
+		require.Zero(t, s.NearCacheStats().Entries)
+	})
+}
+
+// trackingFlag reports whether a CLIENT LIST line is a tracking client's
+// (flag t).
+func trackingFlag(line string) bool {
+	for _, f := range strings.Fields(line) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok {
+			return strings.Contains(flags, "t")
+		}
+	}
+	return false
+}
+
+// NearCacheDelay measures, over many rounds, how long after a release in
+// one store the next request in another is admitted (the invalidation's
+// delay); it logs p50 and p99 and asserts nothing on time.
+func NearCacheDelay(t *testing.T, open Open) {
+	if testing.Short() {
+		t.Skip("many rounds")
+	}
+	ctx := context.Background()
+	srv := Start(t)
+	a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+	var delays []time.Duration
+	for range 500 {
+		k, tok := nearKey(t), storekit.NewToken()
+		hold(t, a, k, tok)
+		CachedRefusal(t, b, k)
+		start := time.Now()
+		_, err := a.Release(ctx, k, tok)
+		require.NoError(t, err)
+		for {
+			g, err := b.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+			require.NoError(t, err)
+			if g.Acquired {
+				break
+			}
+			runtime.Gosched() // a flood of callers, not one spinning on a core
+		}
+		delays = append(delays, time.Since(start))
+	}
+	slices.Sort(delays)
+	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
+		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
+}
+
+// CheckNearCacheOff checks a store whose near cache is off (a Cluster):
+// every refusal reaches the store, none is remembered.
+func CheckNearCacheOff(t *testing.T, s *redisalgo.Store) {
+	ctx := context.Background()
+	k := nearKey(t)
+	hold(t, s, k, storekit.NewToken())
+	for range 10 {
+		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
+		require.NoError(t, err)
+		require.False(t, g.Acquired)
+	}
+	require.Equal(t, redisalgo.NearStats{}, s.NearCacheStats())
+}

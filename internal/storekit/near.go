@@ -1,0 +1,15 @@
+package storekit
+
+import "github.com/go-throttle/throttle/throttle/store"
+
+// Near is implemented by stores that remember refusals in this process
+// (the Redis stores' near cache): the limiter asks it before it bounds a
+// store call, so that a remembered refusal costs neither a round trip nor
+// a timer. Neither method ever admits.
+type Near interface {
+	// Refused returns the store's refusal of req, when it remembers one.
+	Refused(req store.Request) (store.Grant, bool)
+	// Spent returns the store's refusal of a charge of cost under r on
+	// key, when it remembers one.
+	Spent(key string, r store.Rate, cost int) (store.Decision, bool)
+}
