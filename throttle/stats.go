@@ -13,10 +13,11 @@ type Stats struct {
 	Fallback    uint64 // acquisitions granted by the fallback under FailOver
 	Lost        uint64 // leases lost while held
 	NotKept     uint64 // Replay responses the store refused to keep (too large, record budget spent)
+	NearHits    uint64 // refusals answered by the Redis store's near cache, with no round trip
 }
 
 type counters struct {
-	acquired, rejected, storeErrors, failedOpen, shed, full, fallback, lost, notKept atomic.Uint64
+	acquired, rejected, storeErrors, failedOpen, shed, full, fallback, lost, notKept, nearHits atomic.Uint64
 }
 
 func (l *limiter) Stats() Stats {
@@ -31,5 +32,6 @@ func (l *limiter) Stats() Stats {
 		Fallback:    c.fallback.Load(),
 		Lost:        c.lost.Load(),
 		NotKept:     c.notKept.Load(),
+		NearHits:    c.nearHits.Load(),
 	}
 }

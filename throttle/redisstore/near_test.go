@@ -101,11 +101,12 @@ func TestNearCacheThroughLock(t *testing.T) {
 		refused()
 		return b.NearCacheStats().Hits > hits
 	}, 10*time.Second, time.Millisecond, "the near cache never answered")
-	before := redistest.DataCalls(t, c)
+	before, hits := redistest.DataCalls(t, c), lb.Stats().NearHits
 	for range 100 {
 		refused()
 	}
 	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
+	require.Equal(t, hits+100, lb.Stats().NearHits, "Stats.NearHits of 100 remembered refusals")
 	require.NoError(t, lease.Release(ctx))
 	require.Eventually(t, func() bool {
 		l, err := lb.Admit(ctx, "user")
