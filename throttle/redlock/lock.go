@@ -159,18 +159,40 @@ func (s *Store) cleanUp(ctx context.Context, a *acquisition, r *round, an answer
 	}
 }
 
-// release frees req's key on the nodes that match, in parallel, and waits:
-// a clean-up, with a context that ctx's cancellation does not end.
+// release frees req's key on the nodes that match, in parallel, and waits
+// for one try on each: a clean-up, with a context that ctx's cancellation
+// does not end. A node that gave no answer in time is tried again in the
+// background with longer waits (2, 4 and 8 node timeouts), lest a loaded
+// node keep a grant that nobody owns until it expires.
 func (s *Store) release(ctx context.Context, req store.Request, match func(i int) bool) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.nodeTimeout(0))
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
+	d := s.nodeTimeout(0)
 	var wg sync.WaitGroup
 	for i, node := range s.nodes {
 		if match(i) {
-			wg.Go(func() { _, _ = node.Release(rctx, req.Key, req.Token) })
+			wg.Go(func() {
+				if !releaseOn(ctx, node, req, d) {
+					s.spawn(func() {
+						for wait := 2 * d; wait <= 8*d; wait *= 2 {
+							if releaseOn(ctx, node, req, wait) {
+								return
+							}
+						}
+					})
+				}
+			})
 		}
 	}
 	wg.Wait()
+}
+
+// releaseOn releases req's key on node within d, and reports whether the
+// node answered.
+func releaseOn(ctx context.Context, node store.Store, req store.Request, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, err := node.Release(ctx, req.Key, req.Token)
+	return err == nil
 }
 
 // Release frees key on every node where token holds it: OK once a quorum
