@@ -112,6 +112,9 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 	if left := validity(req.TTL, t.quorum, t.ttls, r.took); v == won && left > 0 {
 		r.keep = true
 		close(r.decided)
+		if t.outstanding() > 0 {
+			s.awaitLate(a)
+		}
 		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
 	split := t.split() && cause == nil
@@ -141,6 +144,20 @@ func (r *round) decide(a *acquisition, split bool) {
 	r.split = r.keep || split && r.other+r.outstanding() < r.quorum
 	a.kept = a.kept || r.keep
 	close(r.decided)
+}
+
+// awaitLate keeps a's key and token in s.pending until a's node calls
+// end, so that a Release that comes first waits for them: a grant that
+// landed after the release would hold the key on its node until it
+// expires.
+func (s *Store) awaitLate(a *acquisition) {
+	id, done := a.req.Key+"\x00"+a.req.Token, make(chan struct{})
+	s.pending.Store(id, done)
+	s.spawn(func() {
+		a.calls.Wait()
+		close(done)
+		s.pending.CompareAndDelete(id, done)
+	})
 }
 
 // refusal is r's answer when other tokens hold the key: when the first
@@ -225,6 +242,14 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, notApplied(op, err)
+	}
+	if late, ok := s.pending.Load(key + "\x00" + token); ok && ttl == 0 {
+		wait := time.NewTimer(2 * s.nodeTimeout(0))
+		select { // a grant landing after the release would stay until it expires
+		case <-late.(chan struct{}):
+		case <-wait.C:
+		}
+		wait.Stop()
 	}
 	start, timeout := time.Now(), s.nodeTimeout(ttl)
 	t := newTally(len(s.nodes))

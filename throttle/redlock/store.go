@@ -24,6 +24,7 @@ type Store struct {
 	mu            sync.RWMutex   // orders bg.Add before Close's Wait
 	bg            sync.WaitGroup // the node calls that outlive a decision
 	closed, owned bool           // owned: New made the nodes, for Close to close
+	pending       sync.Map       // key and token of a grant whose late node calls run: a chan closed when they end
 }
 
 // errNoQuorum is matched by the error of a call that no quorum decided in
