@@ -17,6 +17,28 @@ import (
 )
 
 // crashConfig is shared by the holder process and the test.
+// startHelper runs this test binary as the helper process mode (see
+// TestMain), against the Redis at addr, and returns it with the first line
+// it printed; the test's cleanup kills it unless the test waited for it.
+func startHelper(t *testing.T, mode, addr string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, strings.ToUpper(mode)+"_REDIS="+addr)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the %s said %q", mode, line)
+	return cmd, strings.TrimSpace(line)
+}
+
 func crashConfig() throttle.LockConfig {
 	return throttle.LockConfig{Name: "crash", Mode: throttle.Exclusive, TTL: time.Second,
 		Options: throttle.Options{Timeout: time.Second}}
@@ -29,22 +51,8 @@ func crashConfig() throttle.LockConfig {
 func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 	b := redisBackend(t)
 	c := crashConfig()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=holder", "HOLDER_REDIS="+b.srv.Addr)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	waited := false
-	t.Cleanup(func() {
-		if !waited {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "holder said %q", line)
-	require.Equal(t, "held", strings.TrimSpace(line), "the holder's line")
+	cmd, line := startHelper(t, "holder", b.srv.Addr)
+	require.Equal(t, "held", line, "the holder's line")
 
 	l := newLock(t, b.store, c)
 	key := l.StoredKey("job")
@@ -52,12 +60,11 @@ func TestKilledHolderFreesKeyAfterTTL(t *testing.T) {
 	// Let the holder's refresher extend the key a few times, so that the
 	// key outlives its first TTL only thanks to the (soon dead) process.
 	time.Sleep(2 * c.TTL)
-	_, err = l.Acquire(ctx, "job")
+	_, err := l.Acquire(ctx, "job")
 	require.ErrorIs(t, err, throttle.ErrContended, "key not held by the live holder after 2 TTLs")
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	waited = true
 	killed := time.Now()
 	pttl, err := b.rdb.PTTL(ctx, key).Result()
 	require.NoError(t, err)

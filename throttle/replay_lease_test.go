@@ -1,11 +1,9 @@
 package throttle_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -34,22 +32,8 @@ func TestReplayKilledMidRequest(t *testing.T) {
 	}
 	b := redisBackend(t)
 	c := crashReplayConfig()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=replayer", "REPLAYER_REDIS="+b.srv.Addr)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "replayer said %q", line)
-	key, ok := strings.CutPrefix(strings.TrimSpace(line), "claimed ")
+	cmd, line := startHelper(t, "replayer", b.srv.Addr)
+	key, ok := strings.CutPrefix(line, "claimed ")
 	require.True(t, ok, "the replayer's line: %q", line)
 
 	ctx := context.Background()
@@ -57,7 +41,7 @@ func TestReplayKilledMidRequest(t *testing.T) {
 	// The mark outlives its first lease only thanks to the live process,
 	// and is never held for longer than a lease ahead.
 	time.Sleep(2 * c.Lease)
-	_, _, err = r.Claim(ctx, "order-1")
+	_, _, err := r.Claim(ctx, "order-1")
 	isOnly(t, err, throttle.ErrContended)
 	pttl, err := b.rdb.PTTL(ctx, key).Result()
 	require.NoError(t, err)
@@ -65,7 +49,6 @@ func TestReplayKilledMidRequest(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	killed = true
 	var lease *throttle.Lease
 	require.True(t, waitFor(c.Lease+10*time.Second, func() bool {
 		lease, _, err = r.Claim(ctx, "order-1")
