@@ -47,7 +47,7 @@ const (
 )
 
 var (
-	errSilent = errors.New("the store answered no call for the whole timeout")
+	errSilent = errors.New("the store answered no call for the whole timeout: stopped, hung or unreachable")
 	errShed   = errors.New("the store is busy: this process has waited for it too long or with too many calls")
 	// errRetry asks callStore to send again a call whose reply missed its
 	// deadline while the store answered others.
@@ -526,14 +526,20 @@ func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, p
 	if l.local(st) {
 		return f(ctx)
 	}
+	m := l.monitor(st)
 	first := sent
-	if m := l.monitor(st); first == 0 || !m.clock.real {
+	if first == 0 || !m.clock.real {
 		first = m.clock.now()
 	}
-	for start := first; ; start = l.now(st) {
+	for start := first; ; start = m.clock.now() {
 		cctx, c := l.watchFrom(ctx, st, first, start, patience)
 		if err := c.finish(f(cctx), true); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
+		}
+		// Silence counts from the first send: a store that answered
+		// nothing since is an outage, whatever the retries restarted.
+		if now := m.clock.now(); m.silent(int64(l.p.Timeout), first, now, m.lastAnswer(now)) {
+			return errSilent
 		}
 		select { // a client whose connections failed may fail the next call at once
 		case <-ctx.Done():
