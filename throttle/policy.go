@@ -168,23 +168,40 @@ func headerToken(name string) bool {
 
 func (p *policy) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default()) }
 
-// Rate is a quota: Limit requests per Window, of which up to Burst may come
-// at once from a full quota (Burst 0 means Limit), refilled smoothly, one
-// request every Window/Limit.
+// Rate is a quota: Limit requests per Window, in one of two forms.
+//
+// A smooth rate (the default) is GCRA, as go-redis/redis_rate: up to Burst
+// requests at once from a full quota (Burst 0 means Limit), refilled one
+// every Window/Limit. It evens out traffic, but counts no window: a client
+// that takes Burst at once and then one every Window/Limit gets Burst +
+// Limit - 1 within one Window (19 of "10 per minute"; one more when
+// Window/Limit is not a whole microsecond), and Limit per Window on
+// average from then on.
+//
+// A strict rate (Strict) is a sliding window: a request of cost n is
+// allowed when the requests admitted in the last Window, with n, are at
+// most Limit. No Window, wherever it starts, ever admits more than Limit,
+// and a full quota is Limit at once; room comes back as each admission
+// leaves the Window. Its Burst must be 0 or Limit, its Limit at most
+// 10,000: the store keeps one timestamp per admission of the Window
+// (docs/stores.md), where a smooth rate keeps one per key. A refund gives
+// back the oldest admissions in the Window.
 //
 // Name tells apart the rates one Quota decides together (AllowAll: 10 a
 // second and 1,000 a day): each has its own stored state, and the RateLimit
 // fields name it. An empty Name, or the Quota's own, is the Quota's plain
 // rate. A request's rate may change from call to call (a plan's limits):
-// the state kept under one Name carries over.
+// the state kept under one Name carries over, within one form (a rate
+// turned strict starts with a full quota).
 type Rate struct {
 	Name   string        // as a policy name: printable ASCII without '"' or '\'; "" for the Quota's own
 	Limit  int           // requests of cost 1 refilled per Window
 	Window time.Duration // the period of Limit
 	Burst  int           // what a full quota allows at once; 0 means Limit
+	Strict bool          // a sliding window: never more than Limit in any Window
 }
 
 // Store returns r as a store takes it, Burst filled in.
 func (r Rate) Store() store.Rate {
-	return store.Rate{Limit: r.Limit, Window: r.Window, Burst: cmp.Or(r.Burst, r.Limit)}
+	return store.Rate{Limit: r.Limit, Window: r.Window, Burst: cmp.Or(r.Burst, r.Limit), Strict: r.Strict}
 }

@@ -112,17 +112,17 @@ func (q *Quota) AdmitAll(ctx context.Context, id string, rates []Rate, cost int)
 	return c.out, q.l.admitted(ctx, fallback, cost, err)
 }
 
-// Reset clears id's quota under each of rates (by Name; none: the plain
-// rate), so that its next request finds it full: an operator's answer to a
-// user wrongly locked out. Under FailOver it clears the Fallback's too.
-// It fails with ErrStore or ctx.Err().
+// Reset clears id's quota under each of rates (by Name, smooth and strict
+// alike; none: the plain rate), so that its next request finds it full: an
+// operator's answer to a user wrongly locked out. Under FailOver it clears
+// the Fallback's too. It fails with ErrStore or ctx.Err().
 func (q *Quota) Reset(ctx context.Context, id string, rates ...Rate) error {
-	keys := []string{q.l.key(id)}
-	if len(rates) > 0 {
-		keys = keys[:0]
-		for _, r := range rates {
-			keys = append(keys, q.l.rateKey(id, r.Name))
-		}
+	if len(rates) == 0 {
+		rates = []Rate{{}}
+	}
+	keys := make([]string, 0, 2*len(rates))
+	for _, r := range rates {
+		keys = append(keys, q.l.rateKey(id, r.Name, false), q.l.rateKey(id, r.Name, true))
 	}
 	return q.l.delete(ctx, keys)
 }
@@ -171,7 +171,7 @@ func (l *limiter) one(c *quotaCall, id, name string) error {
 	if err := l.checkRate(name, c.r, c.cost); err != nil {
 		return err
 	}
-	c.key = l.rateKey(id, name)
+	c.key = l.rateKey(id, name, c.r.Strict)
 	return nil
 }
 
@@ -196,7 +196,7 @@ func (l *limiter) all(c *quotaCall, id string, rates []Rate) error {
 		if err := l.checkRate(name, c.limits[i].Rate, c.cost); err != nil {
 			return err
 		}
-		b = l.appendKey(b, id, name)
+		b = l.appendRateKey(b, id, name, r.Strict)
 		ends[i] = len(b)
 	}
 	keys, start := string(b), 0
@@ -218,10 +218,19 @@ func (l *limiter) checkRate(name string, r store.Rate, cost int) error {
 }
 
 // rateKey returns the key of id's quota under the rate named name ("" for
-// the policy's own): every rate's key in one hash tag.
-func (l *limiter) rateKey(id, name string) string {
+// the policy's own), smooth or strict: every rate's key in one hash tag.
+func (l *limiter) rateKey(id, name string, strict bool) string {
 	var buf [keyTokenBuf]byte
-	return string(l.appendKey(buf[:0], id, cmp.Or(name, l.p.Name)))
+	return string(l.appendRateKey(buf[:0], id, cmp.Or(name, l.p.Name), strict))
+}
+
+// appendRateKey appends rateKey's key to b; name is not "".
+func (l *limiter) appendRateKey(b []byte, id, name string, strict bool) []byte {
+	b = l.appendKey(b, id, name)
+	if strict {
+		b = append(b, storekit.StrictSuffix...)
+	}
+	return b
 }
 
 // decide makes a checked call's decision, waiting up to Wait for a refill,
@@ -256,7 +265,7 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, false, err
 	}
-	if n, ok := l.store.(storekit.Near); ok && c.limits == nil { // a remembered refusal
+	if n, ok := l.store.(storekit.Near); ok && c.limits == nil && !c.r.Strict { // a remembered refusal
 		if d, ok := n.Spent(c.key, c.r, c.cost); ok {
 			l.stats.nearHits.Add(1)
 			l.count(d, c.cost, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
@@ -25,20 +24,15 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 	}
 	for i, l := range limits {
 		keys[i] = l.Key
-		args = append(args, strconv.FormatInt(int64(storekit.Interval(l.Rate)/time.Microsecond), 10), strconv.Itoa(l.Rate.Burst))
+		args = append(args, strconv.FormatInt(allInterval(l.Rate), 10), strconv.Itoa(l.Rate.Burst))
 	}
 	res, err := s.conn.Eval(ctx, gcraAllScript, keys, args...)
-	if err == nil && len(res) != len(limits) {
-		err = fmt.Errorf("unexpected script reply %v", res)
+	var ds []store.Decision
+	if err == nil {
+		ds, err = allDecisions(res, limits, cost)
 	}
 	if err != nil {
 		return nil, s.fail("quota", err, true)
-	}
-	ds := make([]store.Decision, len(limits))
-	for i, l := range limits {
-		t := int64(storekit.Interval(l.Rate) / time.Microsecond)
-		ds[i] = decision(res[i], t, int64(l.Rate.Burst), int64(cost))
-		ds[i].RetryAfter = max(ds[i].RetryAfter, 0) // a limit that allows, refused by another
 	}
 	return ds, nil
 }

@@ -14,11 +14,14 @@
 --                for one of whole milliseconds, now is rounded down to a
 --                millisecond, as memstore and gcra_ms.lua count
 -- ARGV[2i+2]     limit i's burst; its tolerance is T * burst
+--                A strict limit (strict.lua, prepended) has minus its
+--                window in microseconds for T, and its limit for burst.
 --
 -- Returns an array of one integer per key, in gcra.lua's encoding: R when
 -- the request was allowed, -(R + 1) when it was refused, R being the time
 -- until the key's TAT after the decision. When any limit refuses, every
--- reply is a refusal with R the time until the TAT as it stands.
+-- reply is a refusal with R the time until the TAT as it stands. A strict
+-- limit's reply is four integers instead (strict_write's).
 
 local cost = tonumber(ARGV[1])
 local clock = tonumber(ARGV[2])
@@ -52,26 +55,33 @@ end
 local limits, refused = {}, false
 for i, key in ipairs(KEYS) do
   local t = tonumber(ARGV[2 * i + 1])
-  local at = now
-  if t % 1000 == 0 then at = now - now % 1000 end
-  local tat, exists = tatOf(key, at)
-  if not tat then return redis.error_reply("ERR quota key holds no TAT") end
-  local new_tat = tat + cost * t
-  -- A refund gives back at most what makes the quota full.
-  if new_tat < at then new_tat = at end
-  if cost >= 0 and new_tat - at > t * tonumber(ARGV[2 * i + 2]) then refused = true end
-  limits[i] = {key = key, now = at, tat = tat, new_tat = new_tat, exists = exists}
+  if t < 0 then
+    limits[i] = strict_read(key, now, -t, tonumber(ARGV[2 * i + 2]), cost)
+    if limits[i].refused then refused = true end
+  else
+    local at = now
+    if t % 1000 == 0 then at = now - now % 1000 end
+    local tat, exists = tatOf(key, at)
+    if not tat then return redis.error_reply("ERR quota key holds no TAT") end
+    local new_tat = tat + cost * t
+    -- A refund gives back at most what makes the quota full.
+    if new_tat < at then new_tat = at end
+    if cost >= 0 and new_tat - at > t * tonumber(ARGV[2 * i + 2]) then refused = true end
+    limits[i] = {key = key, now = at, tat = tat, new_tat = new_tat, exists = exists}
+  end
 end
 
 local out = {}
-for i, l in ipairs(limits) do
-  local reset = l.new_tat - l.now
-  if refused then
-    out[i] = -(l.tat - l.now) - 1
+for _, l in ipairs(limits) do
+  local reset = l.new_tat and l.new_tat - l.now
+  if l.strict then
+    strict_write(l, refused, cost, clock, out)
+  elseif refused then
+    out[#out + 1] = -(l.tat - l.now) - 1
   elseif cost < 0 and reset == 0 then
     -- The refund leaves the quota full: delete the key, as its expiry would.
     if l.exists then redis.call("DEL", l.key) end
-    out[i] = 0
+    out[#out + 1] = 0
   else
     if l.new_tat ~= l.tat then
       -- As gcra.lua: the TAT rounded up to a millisecond, as a time to live
@@ -82,7 +92,7 @@ for i, l in ipairs(limits) do
       if ms * 1000 < exp then ms = ms + 1 elseif (ms - 1) * 1000 >= exp then ms = ms - 1 end
       redis.call("SET", l.key, string.format("%.0f", l.new_tat), unit, ms)
     end
-    out[i] = reset
+    out[#out + 1] = reset
   end
 end
 return out

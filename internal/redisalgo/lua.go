@@ -24,7 +24,7 @@ var (
 	recordScript  = newScript("record")
 	gcraScript    = newScript("gcra")
 	gcraMsScript  = newScript("gcra_ms")
-	gcraAllScript = newScript("gcra_all")
+	gcraAllScript = newScript("gcra_all", "strict")
 	deleteScript  = newScript("delete")
 )
 
@@ -34,8 +34,14 @@ type Script struct {
 	id  int // its index in a Digests
 }
 
-func newScript(name string) *Script {
-	src, _ := lua.ReadFile(name + ".lua") // embedded: it cannot fail
+// newScript registers the script of file name.lua, after the files of libs,
+// which only define functions for it.
+func newScript(name string, libs ...string) *Script {
+	var src []byte
+	for _, f := range append(libs, name) {
+		b, _ := lua.ReadFile(f + ".lua") // embedded: it cannot fail
+		src = append(src, b...)
+	}
 	scripts[name] = &Script{Src: string(src), id: len(scripts)}
 	return scripts[name]
 }

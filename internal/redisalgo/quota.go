@@ -23,6 +23,9 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
+	if r.Strict {
+		return s.allowStrict(ctx, key, r, cost)
+	}
 	if d, ok := s.Spent(key, r, cost); ok {
 		return d, nil
 	}

@@ -43,7 +43,7 @@ func Check(r store.Rate, cost int) error {
 	case cost > r.Burst:
 		return fmt.Errorf("%w: quota cost %d is above burst %d and could never be allowed", store.ErrInvalid, cost, r.Burst)
 	}
-	return nil
+	return checkStrict(r)
 }
 
 // CheckLock returns an error matching store.ErrInvalid for a lock call no
@@ -63,6 +63,9 @@ func CheckLock(name, key, token string, ttl time.Duration) error {
 // NextRefill returns the RateLimit field's "t" of a quota: how long until
 // d's quota under r allows one more request, or 0 when it is full.
 func NextRefill(r store.Rate, d store.Decision) time.Duration {
+	if r.Strict {
+		return d.RefillAfter
+	}
 	t := Interval(r)
 	if d.ResetAfter <= 0 || t <= 0 {
 		return 0

@@ -40,6 +40,9 @@ func (s *Store) delete(key string) {
 	if q, ok := sh.quotas.m[key]; ok {
 		sh.quotas.drop(key, q)
 	}
+	if l, ok := sh.logs.m[key]; ok {
+		sh.logs.drop(key, l)
+	}
 	if sm := sh.sems.m[key]; sm != nil {
 		sh.locks.count(sm.pol, -int64(len(sm.holders)))
 		delete(sh.sems.m, key)

@@ -29,6 +29,9 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := checkQuota(ctx, key, r, cost); err != nil {
 		return store.Decision{}, err
 	}
+	if r.Strict {
+		return s.allowStrict(key, r, cost)
+	}
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -76,8 +79,9 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 	}
 	var shBuf [storekit.MaxLimits]*shard // checkLimits bounds the limits: all on the stack
 	var gBuf [storekit.MaxLimits]gcraStep
+	var sBuf [storekit.MaxLimits]strictStep // the strict limits', by the same index
 	var idxBuf [storekit.MaxLimits]int
-	shs, gs := shBuf[:len(limits)], gBuf[:len(limits)]
+	shs, gs, ss := shBuf[:len(limits)], gBuf[:len(limits)], sBuf[:len(limits)]
 	for i, l := range limits {
 		shs[i] = s.shard(l.Key)
 	}
@@ -86,18 +90,32 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 	now, _ := s.now(false)
 	allowed := true
 	for i, l := range limits {
+		if l.Rate.Strict {
+			ss[i].decide(shs[i], l.Key, l.Rate, cost, now)
+			allowed = allowed && ss[i].d.Allowed
+			continue
+		}
 		gs[i].decide(shs[i], l.Key, l.Rate, cost, now)
 		allowed = allowed && gs[i].d.Allowed
 	}
 	if !allowed {
 		for i, l := range limits {
-			gs[i].refuse(l.Rate)
+			if l.Rate.Strict {
+				ss[i].refuse(l.Rate)
+			} else {
+				gs[i].refuse(l.Rate)
+			}
 		}
-	} else if !reserve(shs, gs, now) {
+	} else if !reserve(shs, gs, now) || !reserveLogs(shs, ss, now) {
 		return nil, errFull
 	}
 	ds := make([]store.Decision, len(gs))
-	for i := range gs {
+	for i, l := range limits {
+		if l.Rate.Strict {
+			ss[i].write(shs[i])
+			ds[i] = ss[i].d
+			continue
+		}
 		gs[i].write(shs[i])
 		ds[i] = gs[i].d
 	}

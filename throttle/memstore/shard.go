@@ -34,6 +34,7 @@ type shard struct {
 	sems    semaphores // keys with several holders, beside the locks they exclude
 	fences  table[counter]
 	quotas  table[quota]
+	logs    table[strictLog] // strict rates' keys
 	records table[record]
 	waiters map[string][]chan struct{}
 	pols    policies
@@ -50,6 +51,7 @@ func (sh *shard) init(c *config, n int) {
 	sh.fences = newTable[counter](per)
 	sh.fences.onDrop = func(_ string, c counter) { sh.fenceBase = max(sh.fenceBase, c.last) }
 	sh.quotas = newTable[quota](per)
+	sh.logs = newTable[strictLog](per)
 	sh.records = newTable[record]((c.maxRecordBytes + int64(n) - 1) / int64(n))
 	sh.waiters = map[string][]chan struct{}{}
 	sh.pols = policies{ids: map[string]uint16{}}

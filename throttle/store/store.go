@@ -62,10 +62,18 @@ type Recorder interface {
 
 // Rate is a quota: Limit requests per Window. A store takes Burst as given:
 // callers fill it (usually with Limit) before they pass a Rate.
+//
+// A smooth rate (Strict false) is decided with GCRA: Burst at once from a
+// full quota, then one every Window/Limit. A strict rate is a sliding
+// window: a request of cost n is allowed when the admissions of the last
+// Window (each request counts its cost), with n more, are at most Limit;
+// its Burst must be Limit, its Limit at most 10,000 (a store keeps each
+// admission of the Window).
 type Rate struct {
 	Limit  int           // requests of cost 1 refilled per Window
 	Window time.Duration // the period of Limit
 	Burst  int           // what a full quota allows at once
+	Strict bool          // a sliding window: never more than Limit in any Window
 }
 
 // Decision is a Quota's answer. Its durations are whole microseconds (whole
@@ -82,18 +90,29 @@ type Decision struct {
 	RetryAfter time.Duration
 	// ResetAfter is how long until the quota is full again, or 0 when it is.
 	ResetAfter time.Duration
+	// RefillAfter is, for a strict rate, how long until Remaining grows:
+	// until the oldest admission holding it down leaves the Window; 0 when
+	// the quota is full. A smooth rate's grows one every Window/Limit, and
+	// stores leave it 0.
+	RefillAfter time.Duration
 }
 
 // Quota is implemented by stores that keep rate quotas with the generic cell
 // rate algorithm (GCRA, docs/stores.md): one timestamp per key, expiring
-// when the quota is full again, decided atomically for every process.
+// when the quota is full again, decided atomically for every process; and,
+// for a strict Rate, a log of the Window's admissions per key, expiring
+// when its newest leaves the Window. A store that cannot decide strict
+// rates refuses them with ErrInvalid.
 type Quota interface {
 	// AllowN decides whether a request of cost under r is allowed now, and
 	// charges it when it is; cost 0 peeks. A cost -n refunds n requests
 	// charged up front that did not count (a login that succeeded), so that
 	// concurrent requests never together exceed r; a refund never fills the
-	// quota past full. key serves this quota only. An error matching
-	// ErrInvalid means r cannot decide cost; any other, no answer.
+	// quota past full, and under a strict rate gives back the oldest
+	// admissions in the Window (whichever request it was, the count in any
+	// Window then stays within Limit). key serves this quota only, of one
+	// kind (smooth or strict). An error matching ErrInvalid means r cannot
+	// decide cost; any other, no answer.
 	AllowN(ctx context.Context, key string, r Rate, cost int) (Decision, error)
 	// AllowAll decides cost against every limit as one decision, atomically:
 	// when each allows it, all are charged; when any refuses, none is, and

@@ -15,7 +15,8 @@ import (
 // check a subtest: acquisition, token-checked release and extend, expiry,
 // contention, fences, retries, reentrancy, cancelled contexts, odd keys,
 // keys with several holders (Request.Holders), Delete, and Notifier,
-// Recorder and Quota (AllowAll) when the store implements them. newStore
+// Recorder and Quota (AllowAll, strict rates) when the store implements
+// them. newStore
 // gets the subtest's t; every check uses fresh keys, so it may return a
 // shared store.
 // A store with a method Refuses(store.Request) error (see package store) has
@@ -62,6 +63,9 @@ var cases = []struct {
 	{"allow-all-one", testAllowAllOne, none},
 	{"allow-all-invalid", testAllowAllInvalid, none},
 	{"allow-all-race", testAllowAllRace, none},
+	{"strict", testStrict, none},
+	{"strict-allow-all", testStrictAllowAll, none},
+	{"strict-race", testStrictRace, none},
 	{"delete", testDelete, none},
 	{"delete-fence", testDeleteFence, fenced},
 	{"delete-record", testDeleteRecord, none},
