@@ -24,7 +24,8 @@ type QuotaConfig struct {
 // Quota is rate limiting proper: it decides whether a request of a key
 // fits in a Rate now, with one store call (on Redis timed by the server's
 // clock, so that processes with skewed clocks agree). It keeps no lock, only
-// one GCRA timestamp per key, which expires when the quota is full again.
+// one GCRA timestamp per key, which expires when the quota is full again
+// (a strict Rate's key keeps the times of its Window's admissions).
 // It is safe for concurrent use; make one per policy and share it.
 type Quota struct{ l *limiter }
 

@@ -101,12 +101,12 @@ func TestFenceKeySharesSlot(t *testing.T) {
 // TestKeyFamiliesNeverMeet checks, over a generated set of every job,
 // prefix, policy, id and rate name, the tricky ones included (separators,
 // the family and sibling words, escapes, hashed lengths), that two
-// different (job, prefix, policy, id, rate) never share a key, that no key
+// different (job, prefix, policy, id, rate, smooth or strict) never share a key, that no key
 // is another's FenceKey or RecordKey, and that the hash tag of every key
 // starts with its escaped policy and is shared by a quota's rates.
 func TestKeyFamiliesNeverMeet(t *testing.T) {
 	long := strings.Repeat("z", storekit.MaxComponent+1)
-	parts := []string{"", "a", "fence", "record", "quota", "replay", "a:b", "a%3Ab", ":quota", "quota}:x",
+	parts := []string{"", "a", "fence", "record", "quota", "replay", "strict", "a:strict", "a:b", "a%3Ab", ":quota", "quota}:x",
 		"{x}", "%", "%!", "a:quota}:fence", "x:replay", long, long + "y", strings.Repeat(":", 22)}
 	type origin struct {
 		job                      storekit.Job
@@ -131,6 +131,17 @@ func TestKeyFamiliesNeverMeet(t *testing.T) {
 						}
 						owner[k] = o
 						siblings = append(siblings, storekit.FenceKey(k), storekit.RecordKey(k))
+						if job == storekit.QuotaJob { // the strict rate's key, in the same hash tag
+							s := k + storekit.StrictSuffix
+							if prev, ok := owner[s]; ok {
+								t.Fatalf("%+v and the strict form of %+v share key %q", prev, o, s)
+							}
+							owner[s] = origin{job, prefix, policy, id, rate + " (strict)"}
+							siblings = append(siblings, storekit.FenceKey(s), storekit.RecordKey(s))
+							if hashTag(s) != hashTag(k) {
+								t.Fatalf("strict key %q and quota key %q hash differently", s, k)
+							}
+						}
 						tag := hashTag(k)
 						if want := hashTag(storekit.Key("", policy, id)); tag != want && !strings.HasPrefix(tag, want+":") {
 							t.Fatalf("key %q of %+v: hash tag %q", k, o, tag)

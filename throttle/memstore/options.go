@@ -15,10 +15,11 @@ type config struct {
 	fenceTTL       time.Duration // how long a fence counter outlives its last use
 }
 
-// WithMaxKeys bounds the live locks to about n, and apart the quotas and the
-// fence counters, so that a flood of new keys cannot grow the store without
-// bound (about 144 bytes a held lock, 107 a quota). One policy alone may use
-// all of it. n < 1 means the default, 1<<20.
+// WithMaxKeys bounds the live locks to about n, and apart the quotas, the
+// fence counters and the admissions that strict rates keep (each counts as
+// a key), so that a flood of new keys cannot grow the store without bound
+// (about 144 bytes a held lock, 107 a quota, 8 to 64 an admission). One
+// policy alone may use all of it. n < 1 means the default, 1<<20.
 func WithMaxKeys(n int) Option {
 	return func(c *config) { c.maxKeys = cmp.Or(max(n, 0), c.maxKeys) }
 }
