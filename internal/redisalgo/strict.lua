@@ -49,7 +49,7 @@ end
 -- newest entry if the clock went back) and sets the expiry (PXAT under a
 -- test clock); a refund drops the oldest -cost entries.
 local function strict_write(l, refused, cost, clock, out)
-  local key, live, add, keep = l.key, l.live, 0, l.live
+  local key, live, add, keep, stamp = l.key, l.live, 0, l.live, l.now
   if not refused then
     if cost > 0 then add = cost elseif cost < 0 then keep = math.max(live + cost, 0) end
     if keep == 0 then
@@ -58,7 +58,6 @@ local function strict_write(l, refused, cost, clock, out)
       redis.call("LTRIM", key, 0, keep - 1)
     end
     if add > 0 then
-      local stamp = l.now
       if keep > 0 then stamp = math.max(stamp, tonumber(redis.call("LINDEX", key, 0))) end
       local text, batch = string.format("%.0f", stamp), {}
       for k = 1, math.min(add, 1000) do batch[k] = text end
@@ -72,10 +71,13 @@ local function strict_write(l, refused, cost, clock, out)
       end
     end
   end
-  -- The list now holds the decision's log, newest first, in its first used entries.
-  local used = keep + add
+  -- The list now holds the decision's log, newest first, in its first used
+  -- entries, the first add of them at stamp.
+  local used, seen = keep + add, {}
   local function aged(j)
-    return tonumber(redis.call("LINDEX", key, j)) + l.window - l.now
+    if j < add then return stamp + l.window - l.now end
+    if not seen[j] then seen[j] = tonumber(redis.call("LINDEX", key, j)) end
+    return seen[j] + l.window - l.now
   end
   local reset, refill, retry = 0, 0, 0
   if used > 0 then
