@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,32 +19,16 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// testClock is a clock that moves only when told, shared by a store and
-// its test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newTestClock returns a clock that moves only when told, for a store and
+// its test; in the future, so that Redis never expires a key the test
+// clock still counts (expiries under a test clock are times: PXAT).
+func newTestClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 }
 
 // clockedStore returns the store named name (memstore, redisstore or
 // rueidisstore, on a Redis server of its own) deciding quotas on clock.
-func clockedStore(t *testing.T, name string, clock *testClock) store.Store {
+func clockedStore(t *testing.T, name string, clock *fakeClock) store.Store {
 	t.Helper()
 	if name == "memstore" {
 		return memstore.New(memstore.WithClock(clock.Now))
@@ -68,7 +51,7 @@ func clockedStore(t *testing.T, name string, clock *testClock) store.Store {
 
 // eachClocked runs f once per store that decides quotas on a test clock
 // (under -short, memstore alone), each with a Quota on a clock of its own.
-func eachClocked(t *testing.T, f func(t *testing.T, q *throttle.Quota, clock *testClock)) {
+func eachClocked(t *testing.T, f func(t *testing.T, q *throttle.Quota, clock *fakeClock)) {
 	names := []string{"memstore", "redisstore", "rueidisstore"}
 	if testing.Short() {
 		names = names[:1]
@@ -141,7 +124,7 @@ func (m *strictModel) decide(now time.Duration, r throttle.Rate, cost int) store
 // at random times, and checks each decision against strictModel's, field
 // for field, to the microsecond.
 func TestStrictModel(t *testing.T) {
-	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *testClock) {
+	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *fakeClock) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		var m strictModel
 		start := clock.Now()
@@ -170,7 +153,7 @@ func TestStrictModel(t *testing.T) {
 // of the same numbers it gets 19 in the first minute (Burst + Limit - 1,
 // as Rate's doc says) and never more in any minute.
 func TestStrictBoundary(t *testing.T) {
-	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *testClock) {
+	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *fakeClock) {
 		ctx := context.Background()
 		for _, strict := range []bool{true, false} {
 			r := throttle.Rate{Name: "minute", Limit: 10, Window: time.Minute, Strict: strict}
@@ -218,7 +201,7 @@ func TestStrictBoundary(t *testing.T) {
 // or neither: a refusal by either charges neither, and its wait is when
 // the cost fits both; a refund gives back to both; Reset empties both.
 func TestStrictStacked(t *testing.T) {
-	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *testClock) {
+	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *fakeClock) {
 		ctx := context.Background()
 		strict := throttle.Rate{Name: "strict-3", Limit: 3, Window: 10 * time.Second, Strict: true}
 		smooth := throttle.Rate{Name: "smooth-4", Limit: 4, Window: time.Minute} // one every 15 s
@@ -270,7 +253,7 @@ func TestStrictStacked(t *testing.T) {
 // downgrade waits until enough admissions leave); turning the rate smooth
 // or strict starts that form afresh; Reset of the plain rate clears it.
 func TestStrictPlanChange(t *testing.T) {
-	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *testClock) {
+	eachClocked(t, func(t *testing.T, q *throttle.Quota, clock *fakeClock) {
 		ctx := context.Background()
 		free := throttle.Rate{Limit: 3, Window: time.Minute, Strict: true}
 		pro := throttle.Rate{Limit: 10, Window: time.Minute, Strict: true}

@@ -16,6 +16,17 @@ import (
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
 
+// clockedQuota returns a Quota named name on a memstore whose clock moves
+// only by the function returned.
+func clockedQuota(t *testing.T, name string) (*throttle.Quota, func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	q, err := throttle.NewQuota(memstore.New(memstore.WithClock(clock)), throttle.QuotaConfig{Name: name})
+	require.NoError(t, err)
+	return q, func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
 // TestStrictFields: a client of a strict "10 per minute" guard sends a
 // request every 700 ms for three minutes. Each minute admits exactly 10,
 // and every answer's fields say what was admitted: RateLimit-Policy
@@ -23,20 +34,16 @@ import (
 // seconds until the oldest of them leaves it, which a 429's Retry-After
 // and the legacy fields repeat.
 func TestStrictFields(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	q, err := throttle.NewQuota(memstore.New(memstore.WithClock(clock)), throttle.QuotaConfig{Name: "search"})
-	require.NoError(t, err)
+	q, advance := clockedQuota(t, "search")
 	r := throttle.Rate{Limit: 10, Window: time.Minute, Strict: true}
 	g := guard.Quota(q, r, guard.LegacyHeaders())
-	start := clock()
 	var admitted []time.Duration
 	perMinute := make([]int, 3)
-	for at := time.Duration(0); at < 3*time.Minute; at += 700 * time.Millisecond {
-		mu.Lock()
-		now = start.Add(at)
-		mu.Unlock()
+	const tick = 700 * time.Millisecond
+	for at := time.Duration(0); at < 3*time.Minute; at += tick {
+		if at > 0 {
+			advance(tick)
+		}
 		var in []time.Duration
 		for _, a := range admitted {
 			if a > at-r.Window {
@@ -73,12 +80,7 @@ func TestStrictFields(t *testing.T) {
 // no minute ever counts more than 3 failures, and room comes back a little
 // later than had the success never been charged.
 func TestStrictCountOnlyFailures(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	q, err := throttle.NewQuota(memstore.New(memstore.WithClock(clock)), throttle.QuotaConfig{Name: "login"})
-	require.NoError(t, err)
+	q, advance := clockedQuota(t, "login")
 	g := guard.Quota(q, throttle.Rate{Limit: 3, Window: time.Minute, Strict: true}, guard.CountOnlyFailures())
 	login := func(id string, status int) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
