@@ -174,15 +174,15 @@ func (p *policy) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default())
 // requests at once from a full quota (Burst 0 means Limit), refilled one
 // every Window/Limit. It evens out traffic, but counts no window: a client
 // that takes Burst at once and then one every Window/Limit gets Burst +
-// Limit - 1 within one Window (19 of "10 per minute"; one more when
-// Window/Limit is not a whole microsecond), and Limit per Window on
-// average from then on.
+// Limit - 1 within one Window (2×Limit - 1 at the default Burst: 19 of "10
+// per minute"; one more when Window/Limit is not a whole microsecond), and
+// Limit per Window on average from then on.
 //
 // A strict rate (Strict) is a sliding window: a request of cost n is
 // allowed when the requests admitted in the last Window, with n, are at
-// most Limit. No Window, wherever it starts, ever admits more than Limit,
-// and a full quota is Limit at once; room comes back as each admission
-// leaves the Window. Its Burst must be 0 or Limit, its Limit at most
+// most Limit. No Window, wherever it starts, ever admits more than Limit:
+// the most a client gets in one Window is Limit, which a full quota gives
+// at once; room comes back as each admission leaves the Window. Its Burst must be 0 or Limit, its Limit at most
 // 10,000: the store keeps one timestamp per admission of the Window
 // (docs/stores.md), where a smooth rate keeps one per key. A refund gives
 // back the oldest admissions in the Window.

@@ -77,7 +77,7 @@ type Rate struct {
 }
 
 // Decision is a Quota's answer. Its durations are whole microseconds (whole
-// milliseconds when the Rate's interval is), never negative.
+// milliseconds when a smooth Rate's interval is), never negative.
 type Decision struct {
 	// Allowed is true when the cost was charged. A peek (cost 0) is allowed
 	// unless the quota is overspent; a refund (cost < 0) always is.
