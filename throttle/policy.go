@@ -182,10 +182,11 @@ func (p *policy) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default())
 // allowed when the requests admitted in the last Window, with n, are at
 // most Limit. No Window, wherever it starts, ever admits more than Limit:
 // the most a client gets in one Window is Limit, which a full quota gives
-// at once; room comes back as each admission leaves the Window. Its Burst must be 0 or Limit, its Limit at most
-// 10,000: the store keeps one timestamp per admission of the Window
-// (docs/stores.md), where a smooth rate keeps one per key. A refund gives
-// back the oldest admissions in the Window.
+// at once; room comes back as each admission leaves the Window. Its Burst
+// must be 0 or Limit, its Limit at most 10,000: the store keeps one
+// timestamp per admission of the Window (docs/stores.md), where a smooth
+// rate keeps one per key. A refund gives back the oldest admissions in the
+// Window.
 //
 // Name tells apart the rates one Quota decides together (AllowAll: 10 a
 // second and 1,000 a day): each has its own stored state, and the RateLimit
