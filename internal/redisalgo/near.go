@@ -1,10 +1,6 @@
 package redisalgo
 
 import (
-	"context"
-	"errors"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,32 +10,6 @@ import (
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle/store"
 )
-
-// Tracker is a Conn that can open the near cache's tracking connections.
-type Tracker interface {
-	// Track returns a new connection that, on connecting, runs CLIENT
-	// TRACKING ON REDIRECT <its own id> BCAST PREFIX p for each prefix, or
-	// nil when this client cannot (the near cache is then off).
-	Track(prefixes []string) Tracking
-}
-
-// Tracking is one tracking connection, used by one goroutine.
-type Tracking interface {
-	// Start connects, turns tracking on and subscribes to the
-	// invalidations, returning once Redis confirmed; an error wrapping
-	// ErrNoTracking means the server refused CLIENT TRACKING.
-	Start(ctx context.Context) error
-	// Receive waits at most d for keys Redis invalidated; ok is false when
-	// none came, an error is a lost connection (or a FLUSHALL).
-	Receive(ctx context.Context, d time.Duration) (keys []string, ok bool, err error)
-	Ping(ctx context.Context) error
-	Close() error
-}
-
-// ErrNoTracking marks a connection that cannot track keys: the server
-// refused CLIENT TRACKING (an ACL, a managed service), or a RESP2 rueidis
-// connection. The near cache stays off.
-var ErrNoTracking = errors.New("CLIENT TRACKING is unavailable")
 
 // NearStats counts the near cache's work: refusals answered in the process
 // (Hits), entries dropped by Redis's invalidations (Invalidations), entries
@@ -61,18 +31,20 @@ func (s *Store) NearCacheStats() NearStats {
 }
 
 // near is the store's memory of refusals, kept while a tracking connection
-// reports every change of the keys under the prefixes it learnt (a key's
-// text up to its first '{': the limiter's keys are prefix:{...}).
+// to each master reports every change of the keys under the prefixes it
+// learnt (a key's text up to its first '{': the limiter's keys are
+// prefix:{...}).
 type near struct {
 	cache   *nearcache.Cache // nil: off
 	tr      Tracker
 	off     atomic.Bool                     // the server refused tracking
-	tracked atomic.Pointer[map[string]bool] // prefixes of the live connection
+	tracked atomic.Pointer[map[string]bool] // prefixes of the live connections
 
 	mu      sync.Mutex
 	wanted  map[string]bool
 	running bool
-	kick    chan struct{} // a prefix was added
+	topo    uint64        // bumped by Moved
+	kick    chan struct{} // a prefix was added, or the topology moved
 }
 
 // nearDefault is the near cache's default bound, a few MB at most.
@@ -198,98 +170,11 @@ func (s *Store) want(p string) {
 		return
 	}
 	n.wanted[p] = true
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
+	n.poke()
 	if !n.running {
 		w := &s.watch
 		w.mu.Lock()
 		n.running = w.spawn(s.track)
 		w.mu.Unlock()
 	}
-}
-
-// nearPoll is how long the tracking goroutine waits for an invalidation
-// before it looks for new prefixes; nearPing, the silence after which it
-// pings the connection.
-const nearPoll, nearPing = 100 * time.Millisecond, 5 * time.Second
-
-// track keeps a tracking connection of every wanted prefix until Close,
-// the cache answering only while one is confirmed: a lost connection, a
-// new prefix or a FLUSHALL empties it.
-func (s *Store) track(ctx context.Context) {
-	n, backoff := &s.near, minBackoff
-	for ctx.Err() == nil {
-		select {
-		case <-n.kick: // the prefixes read next have it
-		default:
-		}
-		n.mu.Lock()
-		prefixes := slices.Sorted(maps.Keys(n.wanted))
-		n.mu.Unlock()
-		t := n.tr.Track(prefixes)
-		if t == nil {
-			n.off.Store(true)
-			return
-		}
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
-		err := t.Start(sctx)
-		cancel()
-		if err == nil {
-			set := map[string]bool{}
-			for _, p := range prefixes {
-				set[p] = true
-			}
-			n.tracked.Store(&set)
-			n.cache.Ready(true)
-			backoff = minBackoff
-			err = s.listen(ctx, t)
-			n.cache.Ready(false)
-		}
-		s.watch.running.Go(func() { _ = t.Close() })
-		switch {
-		case errors.Is(err, ErrNoTracking):
-			s.cfg.log.Info(s.name+": the near cache of refusals is off", "err", err)
-			n.off.Store(true)
-			return
-		case err != nil && ctx.Err() == nil:
-			s.cfg.log.Debug(s.name+": near cache: tracking connection lost", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, maxBackoff)
-		}
-	}
-}
-
-// listen applies t's invalidations until it is lost (an error) or a new
-// prefix is wanted (nil).
-func (s *Store) listen(ctx context.Context, t Tracking) error {
-	heard := time.Now()
-	for ctx.Err() == nil {
-		select {
-		case <-s.near.kick:
-			return nil
-		default:
-		}
-		keys, ok, err := t.Receive(ctx, nearPoll)
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			heard = time.Now()
-			s.near.cache.Invalidate(keys...)
-		case time.Since(heard) >= nearPing:
-			heard = time.Now()
-			pctx, cancel := context.WithTimeout(ctx, s.cfg.watchTimeout)
-			err = t.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return ctx.Err()
 }

@@ -23,7 +23,7 @@ import (
 type Open func(t testing.TB, addr, user string, opts ...redisalgo.Option) *redisalgo.Store
 
 // DataCalls counts the commands stores' requests cost on c's server (INFO,
-// CLIENT, CONFIG and Pub/Sub commands aside).
+// CLIENT, CONFIG, CLUSTER and Pub/Sub commands aside).
 func DataCalls(t testing.TB, c *redis.Client) int {
 	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
@@ -33,7 +33,7 @@ func DataCalls(t testing.TB, c *redis.Client) int {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
 		name = strings.TrimPrefix(name, "cmdstat_")
 		if !ok || slices.Contains([]string{"info", "ping", "subscribe", "hello", "select"}, name) ||
-			strings.HasPrefix(name, "client") || strings.HasPrefix(name, "config") {
+			strings.HasPrefix(name, "client") || strings.HasPrefix(name, "config") || strings.HasPrefix(name, "cluster") {
 			continue
 		}
 		calls, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
@@ -79,6 +79,46 @@ func hold(t testing.TB, s *redisalgo.Store, key, token string) {
 	require.True(t, g.Acquired, "%s not acquired", key)
 }
 
+// nearTarget is where CheckNearCache's subtests run: a server of their
+// own each, or one Cluster that they share (their keys are their own).
+type nearTarget struct {
+	addr string   // given to Open
+	cl   *Cluster // nil: srv
+	srv  *Server
+}
+
+// node returns the master that holds key.
+func (d *nearTarget) node(t testing.TB, key string) *Server {
+	if d.cl == nil {
+		return d.srv
+	}
+	return d.cl.Owner(t, KeySlot(key))
+}
+
+// client returns a plain client of the master m.
+func (d *nearTarget) client(t testing.TB, m *Server) *redis.Client {
+	if d.cl == nil {
+		return m.Client(t)
+	}
+	return d.cl.NodeClient(t, m)
+}
+
+func (d *nearTarget) masters() []*Server {
+	if d.cl == nil {
+		return []*Server{d.srv}
+	}
+	return d.cl.Masters
+}
+
+// dataCalls is DataCalls summed over the masters.
+func (d *nearTarget) dataCalls(t testing.TB) int {
+	n := 0
+	for _, m := range d.masters() {
+		n += DataCalls(t, d.client(t, m))
+	}
+	return n
+}
+
 // CheckNearCache checks the near cache of refusals of stores made by open,
 // on real servers: remembered refusals cost no command and answer as the
 // store does; every change of a key (a release, a Reset, a refund, a
@@ -86,27 +126,44 @@ func hold(t testing.TB, s *redisalgo.Store, key, token string) {
 // the next request is admitted by the store; a charge under another rate
 // is not refused by an entry; a server that refuses CLIENT TRACKING
 // leaves the cache off.
-func CheckNearCache(t *testing.T, open Open) {
+func CheckNearCache(t *testing.T, open Open) { checkNearCache(t, open, nil) }
+
+// CheckClusterNearCache is CheckNearCache on a Redis Cluster of three
+// masters, which its subtests share: open is given one master's address,
+// and makes a store on a Cluster client.
+func CheckClusterNearCache(t *testing.T, open Open) {
+	checkNearCache(t, open, StartCluster(t, 3))
+}
+
+// checkNearCache runs CheckNearCache's subtests on cl, or each on a server
+// of its own when cl is nil.
+func checkNearCache(t *testing.T, open Open, cl *Cluster) {
 	ctx := context.Background()
-	t.Run("answers", func(t *testing.T) {
+	target := func(t *testing.T) *nearTarget {
+		if cl != nil {
+			return &nearTarget{addr: cl.Addrs[0], cl: cl}
+		}
 		srv := Start(t)
-		c := srv.Client(t)
-		a, b, plain := open(t, srv.Addr, ""), open(t, srv.Addr, ""), open(t, srv.Addr, "", redisalgo.WithNearCache(0))
+		return &nearTarget{addr: srv.Addr, srv: srv}
+	}
+	t.Run("answers", func(t *testing.T) {
+		d := target(t)
+		a, b, plain := open(t, d.addr, ""), open(t, d.addr, ""), open(t, d.addr, "", redisalgo.WithNearCache(0))
 		k, q := nearKey(t), nearKey(t)+":quota"
 		hold(t, a, k, storekit.NewToken())
 		CachedRefusal(t, b, k)
 		spentQuota(t, b, q, perMinute)
-		before, hits := DataCalls(t, c), b.NearCacheStats().Hits
+		before, hits := d.dataCalls(t), b.NearCacheStats().Hits
 		for range 100 {
 			g, err := b.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
 			require.NoError(t, err)
 			require.False(t, g.Acquired)
 			require.True(t, g.Remaining > 0 && g.Remaining <= time.Minute, "remaining %v", g.Remaining)
-			d, err := b.AllowN(ctx, q, perMinute, 1)
+			dec, err := b.AllowN(ctx, q, perMinute, 1)
 			require.NoError(t, err)
-			require.False(t, d.Allowed)
+			require.False(t, dec.Allowed)
 		}
-		require.Equal(t, before, DataCalls(t, c), "commands sent for remembered refusals")
+		require.Equal(t, before, d.dataCalls(t), "commands sent for remembered refusals")
 		require.Equal(t, hits+200, b.NearCacheStats().Hits, "hits")
 		// The store's answer: as many left, and no later.
 		want, err := plain.AllowN(ctx, q, perMinute, 1)
@@ -124,64 +181,71 @@ func CheckNearCache(t *testing.T, open Open) {
 			"cached %v, store %v", cached.Remaining, g.Remaining)
 	})
 
-	lock := func(t *testing.T, change func(a *redisalgo.Store, srv *Server, k, tok string)) {
-		srv := Start(t)
-		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+	lock := func(t *testing.T, change func(a *redisalgo.Store, d *nearTarget, k, tok string)) {
+		d := target(t)
+		a, b := open(t, d.addr, ""), open(t, d.addr, "")
 		k, tok := nearKey(t), storekit.NewToken()
 		hold(t, a, k, tok)
 		CachedRefusal(t, b, k)
-		change(a, srv, k, tok)
+		change(a, d, k, tok)
 		mine := storekit.NewToken()
 		require.Eventually(t, func() bool {
 			g, err := b.Acquire(ctx, store.Request{Key: k, Token: mine, TTL: time.Minute})
 			return err == nil && g.Acquired
 		}, 10*time.Second, time.Millisecond, "still refused after the change")
-		holder, err := srv.Client(t).Get(ctx, k).Result()
+		holder, err := d.client(t, d.node(t, k)).Get(ctx, k).Result()
 		require.NoError(t, err)
 		require.Equal(t, mine, holder, "admitted, but Redis holds another token")
 	}
 	t.Run("release", func(t *testing.T) {
-		lock(t, func(a *redisalgo.Store, _ *Server, k, tok string) {
+		lock(t, func(a *redisalgo.Store, _ *nearTarget, k, tok string) {
 			out, err := a.Release(ctx, k, tok)
 			require.NoError(t, err)
 			require.Equal(t, store.OK, out)
 		})
 	})
 	t.Run("reset", func(t *testing.T) {
-		lock(t, func(a *redisalgo.Store, _ *Server, k, _ string) { require.NoError(t, a.Delete(ctx, k)) })
+		lock(t, func(a *redisalgo.Store, _ *nearTarget, k, _ string) { require.NoError(t, a.Delete(ctx, k)) })
 	})
 	t.Run("flushall", func(t *testing.T) {
-		lock(t, func(_ *redisalgo.Store, srv *Server, _, _ string) {
-			require.NoError(t, srv.Client(t).FlushAll(ctx).Err())
+		lock(t, func(_ *redisalgo.Store, d *nearTarget, _, _ string) {
+			for _, m := range d.masters() {
+				require.NoError(t, d.client(t, m).FlushAll(ctx).Err())
+			}
 		})
 	})
 	t.Run("restart", func(t *testing.T) {
-		lock(t, func(_ *redisalgo.Store, srv *Server, _, _ string) {
-			srv.Kill(t)
-			srv.Restart(t)
+		lock(t, func(_ *redisalgo.Store, d *nearTarget, k, _ string) {
+			m := d.node(t, k)
+			m.Kill(t)
+			m.Restart(t)
+			if d.cl != nil {
+				d.cl.WaitReady(t)
+			}
 		})
 	})
 	t.Run("refund", func(t *testing.T) {
-		srv := Start(t)
-		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		d := target(t)
+		a, b := open(t, d.addr, ""), open(t, d.addr, "")
 		q := nearKey(t) + ":quota"
 		spentQuota(t, b, q, perMinute)
 		_, err := a.AllowN(ctx, q, perMinute, -1)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
-			d, err := b.AllowN(ctx, q, perMinute, 1)
-			return err == nil && d.Allowed
+			dec, err := b.AllowN(ctx, q, perMinute, 1)
+			return err == nil && dec.Allowed
 		}, 10*time.Second, time.Millisecond, "still refused after the refund")
 	})
 	// The tracking connection killed: everything goes (a change may have
-	// been missed), and the cache fills again once it is back.
+	// been missed), and the cache fills again once it is back. A shared
+	// Cluster may still list the connections of stores closed before.
 	t.Run("client-kill", func(t *testing.T) {
-		srv := Start(t)
-		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		d := target(t)
+		a, b := open(t, d.addr, ""), open(t, d.addr, "")
 		k := nearKey(t)
 		hold(t, a, k, storekit.NewToken())
 		CachedRefusal(t, b, k)
-		c := srv.Client(t)
+		c := d.client(t, d.node(t, k))
 		list, err := c.ClientList(ctx).Result()
 		require.NoError(t, err)
 		killed := 0
@@ -192,7 +256,11 @@ func CheckNearCache(t *testing.T, open Open) {
 				killed++
 			}
 		}
-		require.Equal(t, 1, killed, "tracking connections in CLIENT LIST:\n%s", list)
+		if d.cl == nil {
+			require.Equal(t, 1, killed, "tracking connections in CLIENT LIST:\n%s", list)
+		} else {
+			require.Positive(t, killed, "tracking connections in CLIENT LIST:\n%s", list)
+		}
 		require.Eventually(t, func() bool { return b.NearCacheStats().Entries == 0 }, 10*time.Second, time.Millisecond,
 			"refusals kept after the tracking connection was lost")
 		CachedRefusal(t, b, k)
@@ -200,8 +268,8 @@ func CheckNearCache(t *testing.T, open Open) {
 	// The holder's own token (a retry of its acquisition, a Redlock
 	// keeper's next round) is not refused: the store would grant it.
 	t.Run("holder", func(t *testing.T) {
-		srv := Start(t)
-		a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+		d := target(t)
+		a, b := open(t, d.addr, ""), open(t, d.addr, "")
 		k, tok := nearKey(t), storekit.NewToken()
 		hold(t, a, k, tok)
 		CachedRefusal(t, b, k)
@@ -210,22 +278,24 @@ func CheckNearCache(t *testing.T, open Open) {
 		require.True(t, g.Acquired, "the holder's token refused: %+v", g)
 	})
 	t.Run("plan-change", func(t *testing.T) {
-		srv := Start(t)
-		s := open(t, srv.Addr, "")
+		d := target(t)
+		s := open(t, d.addr, "")
 		q := nearKey(t) + ":quota"
 		spentQuota(t, s, q, perMinute)
-		d, err := s.AllowN(ctx, q, store.Rate{Limit: 5, Window: 5 * time.Minute, Burst: 5}, 1)
+		dec, err := s.AllowN(ctx, q, store.Rate{Limit: 5, Window: 5 * time.Minute, Burst: 5}, 1)
 		require.NoError(t, err)
-		require.True(t, d.Allowed, "refused under the higher plan: %+v", d)
+		require.True(t, dec.Allowed, "refused under the higher plan: %+v", dec)
 	})
 	// A server that refuses CLIENT TRACKING to the store's user (an ACL,
 	// as managed services do): the cache turns off, every request reaches
 	// the store.
 	t.Run("without-tracking", func(t *testing.T) {
-		srv := Start(t)
-		c := srv.Client(t)
-		require.NoError(t, c.Do(ctx, "acl", "setuser", "notrack", "on", ">pw", "~*", "&*", "+@all", "-client|tracking").Err())
-		s := open(t, srv.Addr, "notrack")
+		d := target(t)
+		for _, m := range d.masters() {
+			require.NoError(t, d.client(t, m).Do(ctx, "acl", "setuser", "notrack", "on", ">pw", "~*", "&*", "+@all",
+				"-client|tracking").Err())
+		}
+		s := open(t, d.addr, "notrack")
 		k := nearKey(t)
 		hold(t, s, k, storekit.NewToken())
 		req := store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute}
@@ -234,15 +304,46 @@ func CheckNearCache(t *testing.T, open Open) {
 			require.NoError(t, err)
 			return !s.NearCacheStats().On
 		}, 10*time.Second, time.Millisecond, "the near cache stayed on")
-		before := DataCalls(t, c)
+		before := d.dataCalls(t)
 		for range 10 {
 			g, err := s.Acquire(ctx, req)
 			require.NoError(t, err)
 			require.False(t, g.Acquired)
 		}
-		require.GreaterOrEqual(t, DataCalls(t, c), before+10, "commands of 10 refusals")
+		require.GreaterOrEqual(t, d.dataCalls(t), before+10, "commands of 10 refusals")
 		require.Zero(t, s.NearCacheStats().Entries)
 	})
+	// A refused key's slot moves to another master, where the holder then
+	// releases it: MIGRATE's deletion on the source ends the refusal, the
+	// cache remembers the refusals the new master gives, and the release
+	// there ends them too.
+	if cl != nil {
+		t.Run("migration", func(t *testing.T) {
+			d := target(t)
+			a, b := open(t, d.addr, ""), open(t, d.addr, "")
+			k, tok := nearKey(t), storekit.NewToken()
+			hold(t, a, k, tok)
+			CachedRefusal(t, b, k)
+			from := d.node(t, k)
+			to := d.cl.Masters[(slices.Index(d.cl.Masters, from)+1)%len(d.cl.Masters)]
+			require.Positive(t, d.cl.MigrateSlot(t, KeySlot(k), from, to), "keys moved")
+			require.Eventually(t, func() bool { return b.NearCacheStats().Entries == 0 }, 10*time.Second, time.Millisecond,
+				"the refusal kept after its key moved")
+			CachedRefusal(t, b, k)
+			out, err := a.Release(ctx, k, tok)
+			require.NoError(t, err)
+			require.Equal(t, store.OK, out)
+			released, mine := time.Now(), storekit.NewToken()
+			require.Eventually(t, func() bool {
+				g, err := b.Acquire(ctx, store.Request{Key: k, Token: mine, TTL: time.Minute})
+				return err == nil && g.Acquired
+			}, 10*time.Second, time.Millisecond, "still refused after the release on the new master")
+			t.Logf("admitted %v after the release on the new master", time.Since(released))
+			holder, err := d.client(t, to).Get(ctx, k).Result()
+			require.NoError(t, err)
+			require.Equal(t, mine, holder, "admitted, but the new master holds another token")
+		})
+	}
 }
 
 // trackingFlag reports whether a CLIENT LIST line is a tracking client's
@@ -287,18 +388,4 @@ func NearCacheDelay(t *testing.T, open Open) {
 	slices.Sort(delays)
 	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
 		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
-}
-
-// CheckNearCacheOff checks a store whose near cache is off (a Cluster):
-// every refusal reaches the store, none is remembered.
-func CheckNearCacheOff(t *testing.T, s *redisalgo.Store) {
-	ctx := context.Background()
-	k := nearKey(t)
-	hold(t, s, k, storekit.NewToken())
-	for range 10 {
-		g, err := s.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
-		require.NoError(t, err)
-		require.False(t, g.Acquired)
-	}
-	require.Equal(t, redisalgo.NearStats{}, s.NearCacheStats())
 }

@@ -32,12 +32,21 @@ func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
 func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
 
-// The near cache is off on a Cluster (one tracking connection per master
-// and a topology change to follow are not built yet).
-func TestNearCacheOffOnCluster(t *testing.T) {
-	s := redisstore.New(redistest.StartCluster(t, 3).Client(t))
-	t.Cleanup(func() { _ = s.Close() })
-	redistest.CheckNearCacheOff(t, s)
+// TestNearCacheCluster runs the near cache's checks on a Redis Cluster
+// through a ClusterClient, with a tracking connection to each master, and
+// moves a refused key's slot to another master.
+func TestNearCacheCluster(t *testing.T) {
+	redistest.CheckClusterNearCache(t, func(t testing.TB, addr, user string, opts ...redisstore.Option) *redisstore.Store {
+		o := &redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true}
+		if user != "" {
+			o.Username, o.Password = user, "pw"
+		}
+		c := redis.NewClusterClient(o)
+		s := redisstore.New(c, opts...)
+		t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
+		<-redisstore.ConfigChecked(s)
+		return s
+	})
 }
 
 // TestNearCacheSentinel checks refusals remembered through a Sentinel

@@ -34,10 +34,12 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		panic("redisstore: a *redis.Ring cannot hold locks (its clients may disagree on a key's shard): " +
 			"use a *redis.ClusterClient, a *redis.Client or a Sentinel failover client")
 	}
-	var c redisalgo.Conn = waitConn{conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}}
+	base := conn{client, redisalgo.NewDigests(), new(redisalgo.Millis), nil}
+	var c redisalgo.Conn = waitConn{base}
 	cc, cluster := client.(*redis.ClusterClient)
 	if cluster {
-		c = conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}
+		base.moved = new(movedHooks)
+		c = base
 	}
 	if rc, ok := client.(*redis.Client); cluster && !cc.Options().ContextTimeoutEnabled ||
 		ok && !rc.Options().ContextTimeoutEnabled {
@@ -46,6 +48,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	}
 	s := redisalgo.New("redisstore", c, opts...)
 	hookRefusals(s, client)
+	if cluster {
+		base.moved.hook(s, cc)
+	}
 	return s
 }
 
@@ -78,18 +83,20 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // answers the next copies in the process, without a round trip, until
 // Redis reports that the key changed (CLIENT TRACKING, BCAST): it only
 // ever refuses. It is on where the server accepts CLIENT TRACKING, with a
-// go-redis *redis.Client (standalone or Sentinel) or a rueidis client of
-// one master speaking RESP3 (rueidisstore); off on a Cluster and with
-// WithReplicaAck. Store.NearCacheStats counts it. See docs/stores.md.
+// go-redis client (standalone, Sentinel or Cluster, with a tracking
+// connection to each master) or a rueidis client speaking RESP3
+// (rueidisstore); off with WithReplicaAck. Store.NearCacheStats counts it.
+// See docs/stores.md.
 func WithNearCache(entries int) Option { return redisalgo.WithNearCache(entries) }
 
 // conn is the store's seam (redisalgo.Conn) on a go-redis client; waitConn
 // adds WAIT, which a Cluster client would send to an arbitrary node.
 type (
 	conn struct {
-		c   redis.UniversalClient
-		sha *redisalgo.Digests
-		ms  *redisalgo.Millis
+		c     redis.UniversalClient
+		sha   *redisalgo.Digests
+		ms    *redisalgo.Millis
+		moved *movedHooks // a Cluster client's
 	}
 	waitConn struct{ conn }
 )

@@ -32,17 +32,10 @@ func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
 func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
 
-// The near cache is off on a Cluster (one tracking connection per master
-// and a topology change to follow are not built yet).
-func TestNearCacheOffOnCluster(t *testing.T) {
-	cl := redistest.StartCluster(t, 3)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs, DisableCache: true})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	s := rueidisstore.New(c)
-	t.Cleanup(func() { _ = s.Close() })
-	redistest.CheckNearCacheOff(t, s)
-}
+// TestNearCacheCluster runs the near cache's checks on a Redis Cluster
+// through a rueidis Cluster client, with a tracking connection to each
+// master, and moves a refused key's slot to another master.
+func TestNearCacheCluster(t *testing.T) { redistest.CheckClusterNearCache(t, openNear) }
 
 // A rueidis client forced to RESP2 would get no invalidation pushes: the
 // near cache turns off rather than keep refusals nobody invalidates.

@@ -22,11 +22,7 @@ func New(client rueidis.Client, opts ...redisstore.Option) *redisstore.Store {
 	if client == nil {
 		panic("rueidisstore: New needs a non-nil client")
 	}
-	var c redisalgo.Conn = conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}
-	if client.Mode() != rueidis.ClientModeCluster {
-		c = trackConn{c.(conn)} // the near cache is off on a Cluster
-	}
-	return redisalgo.New("rueidisstore", c, opts...)
+	return redisalgo.New("rueidisstore", conn{client, redisalgo.NewDigests(), new(redisalgo.Millis)}, opts...)
 }
 
 // conn is the store's seam (redisalgo.Conn) on a rueidis client.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,15 +16,60 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 )
 
-// trackConn is conn on a client of one master (not a Cluster), which can
-// track keys.
-type trackConn struct{ conn }
+// Track opens the near cache's tracking connections: on a dedicated RESP3
+// connection of the client (of its node client of each master of a
+// Cluster), CLIENT TRACKING ON BCAST reports changes as invalidation pushes.
+func (a conn) Track(ctx context.Context, prefixes []string) (map[string]redisalgo.Tracking, error) {
+	if a.c.Mode() != rueidis.ClientModeCluster {
+		return map[string]redisalgo.Tracking{"": newTracking(a.c, prefixes)}, nil
+	}
+	masters, err := a.Masters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodes, ts := a.c.Nodes(), map[string]redisalgo.Tracking{}
+	for _, m := range masters {
+		n, ok := nodes[m]
+		if !ok {
+			return nil, fmt.Errorf("rueidisstore: master %s is not among the client's nodes yet", m)
+		}
+		ts[m] = newTracking(n, prefixes)
+	}
+	return ts, nil
+}
 
-// Track opens the near cache's tracking connection: a dedicated RESP3
-// connection of the client on which CLIENT TRACKING ON BCAST reports
-// changes as invalidation pushes.
-func (a trackConn) Track(prefixes []string) redisalgo.Tracking {
-	return &tracking{c: a.c, prefixes: prefixes, keys: make(chan []string, 64), done: make(chan struct{})}
+// Masters reads a Cluster's masters with CLUSTER SLOTS: the first node of
+// each slot range, addressed as rueidis addresses its nodes.
+func (a conn) Masters(ctx context.Context) ([]string, error) {
+	if a.c.Mode() != rueidis.ClientModeCluster {
+		return nil, nil
+	}
+	ranges, err := a.c.Do(ctx, a.c.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, r := range ranges {
+		v, err := r.ToArray()
+		if err != nil || len(v) < 3 {
+			return nil, fmt.Errorf("rueidisstore: unexpected CLUSTER SLOTS entry: %v", r)
+		}
+		node, err := v[2].ToArray()
+		if err != nil || len(node) < 2 {
+			return nil, fmt.Errorf("rueidisstore: unexpected CLUSTER SLOTS node: %v", v[2])
+		}
+		host, _ := node[0].ToString()
+		port, _ := node[1].AsInt64()
+		if addr := net.JoinHostPort(host, strconv.FormatInt(port, 10)); !slices.Contains(addrs, addr) {
+			addrs = append(addrs, addr)
+		}
+	}
+	slices.Sort(addrs)
+	return addrs, nil
+}
+
+func newTracking(c rueidis.Client, prefixes []string) *tracking {
+	return &tracking{c: c, prefixes: prefixes, keys: make(chan []string, 64), done: make(chan struct{})}
 }
 
 // errFlushed is a FLUSHALL's invalidation, of every key.
