@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
@@ -45,14 +46,7 @@ func BenchmarkNearCache(b *testing.B) {
 	opts := throttle.Options{Timeout: time.Second}
 	rate := throttle.Rate{Limit: 1, Window: time.Hour}
 	var ops []benchload.Op
-	rawKey := storekit.Key("bench", "raw", "held")
-	require.NoError(b, c.Set(ctx, rawKey, "holder", time.Hour).Err())
-	ops = append(ops, benchload.Op{Name: "raw", Call: func() error {
-		if ok, err := c.SetNX(ctx, rawKey, "token", time.Hour).Result(); err != nil || ok {
-			return fmt.Errorf("raw: SETNX of a held key = %v, %v", ok, err)
-		}
-		return nil
-	}})
+	ops = append(ops, rawSetNX(b, c))
 	hold, err := throttle.NewLock(holder, throttle.LockConfig{Name: "near-lock", TTL: time.Hour, Options: opts})
 	require.NoError(b, err)
 	_, err = hold.Admit(ctx, "flood")
@@ -63,11 +57,7 @@ func BenchmarkNearCache(b *testing.B) {
 		}
 		return nil
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
-	require.NoError(b, err)
-	b.Cleanup(rc.Close)
-	rs := rueidisstore.New(rc)
-	b.Cleanup(func() { _ = rs.Close() })
+	rs := rueidisOn(b, srv.Addr)
 	for _, st := range []struct {
 		suffix string
 		s      *redisstore.Store
@@ -114,14 +104,46 @@ func BenchmarkNearCache(b *testing.B) {
 		}
 		return cached.NearCacheStats().Hits+rs.NearCacheStats().Hits == before+6
 	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+	benchNear(b, func(b testing.TB) int { return redistest.DataCalls(b, c) }, ops)
+}
+
+// benchNear runs each of ops alone (<op>/c16, <op>/c64: ns/op, latency
+// percentiles, and cmds/1000, the Redis commands its 1,000 calls cost as
+// counted by calls, from INFO commandstats) and all of them paired (see
+// benchload.Paired), ops[0] the baseline, at 16 and 64 callers.
+func benchNear(b *testing.B, calls func(testing.TB) int, ops []benchload.Op) {
 	for _, conc := range []int{16, 64} {
 		for _, op := range ops {
 			b.Run(fmt.Sprintf("%s/c%d", op.Name, conc), func(b *testing.B) {
-				before := redistest.DataCalls(b, c)
+				before := calls(b)
 				benchload.Bench(b, conc, op.Call)
-				b.ReportMetric(float64(redistest.DataCalls(b, c)-before)*1000/float64(b.N), "cmds/1000")
+				b.ReportMetric(float64(calls(b)-before)*1000/float64(b.N), "cmds/1000")
 			})
 		}
 		b.Run(fmt.Sprintf("paired/c%d", conc), func(b *testing.B) { benchload.Paired(b, conc, ops) })
 	}
+}
+
+// rawSetNX is the baseline op "raw": c.SetNX of a key held by another
+// client, one plain command that Redis refuses.
+func rawSetNX(b *testing.B, c redis.Cmdable) benchload.Op {
+	ctx, key := context.Background(), storekit.Key("bench", "raw", "held")
+	require.NoError(b, c.Set(ctx, key, "holder", time.Hour).Err())
+	return benchload.Op{Name: "raw", Call: func() error {
+		if ok, err := c.SetNX(ctx, key, "token", time.Hour).Result(); err != nil || ok {
+			return fmt.Errorf("raw: SETNX of a held key = %v, %v", ok, err)
+		}
+		return nil
+	}}
+}
+
+// rueidisOn returns a rueidisstore on a client of its own of the server,
+// or the Cluster, at addr, closed at the benchmark's end.
+func rueidisOn(b *testing.B, addr string) *redisstore.Store {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	require.NoError(b, err)
+	b.Cleanup(rc.Close)
+	rs := rueidisstore.New(rc)
+	b.Cleanup(func() { _ = rs.Close() })
+	return rs
 }
