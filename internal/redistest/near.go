@@ -359,14 +359,21 @@ func trackingFlag(line string) bool {
 
 // NearCacheDelay measures, over many rounds, how long after a release in
 // one store the next request in another is admitted (the invalidation's
-// delay); it logs p50 and p99 and asserts nothing on time.
-func NearCacheDelay(t *testing.T, open Open) {
+// delay); it logs p50 and p99 and asserts nothing on time. With cluster,
+// open is given a master's address of a Cluster of three, and the keys
+// fall on every master.
+func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 	if testing.Short() {
 		t.Skip("many rounds")
 	}
 	ctx := context.Background()
-	srv := Start(t)
-	a, b := open(t, srv.Addr, ""), open(t, srv.Addr, "")
+	var addr string
+	if cluster {
+		addr = StartCluster(t, 3).Addrs[0]
+	} else {
+		addr = Start(t).Addr
+	}
+	a, b := open(t, addr, ""), open(t, addr, "")
 	var delays []time.Duration
 	for range 500 {
 		k, tok := nearKey(t), storekit.NewToken()

@@ -30,23 +30,26 @@ func openNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redis
 
 func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
-func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
+func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear, false) }
 
 // TestNearCacheCluster runs the near cache's checks on a Redis Cluster
 // through a ClusterClient, with a tracking connection to each master, and
 // moves a refused key's slot to another master.
-func TestNearCacheCluster(t *testing.T) {
-	redistest.CheckClusterNearCache(t, func(t testing.TB, addr, user string, opts ...redisstore.Option) *redisstore.Store {
-		o := &redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true}
-		if user != "" {
-			o.Username, o.Password = user, "pw"
-		}
-		c := redis.NewClusterClient(o)
-		s := redisstore.New(c, opts...)
-		t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
-		<-redisstore.ConfigChecked(s)
-		return s
-	})
+func TestNearCacheCluster(t *testing.T) { redistest.CheckClusterNearCache(t, openClusterNear) }
+
+func TestNearCacheClusterReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openClusterNear, true) }
+
+// openClusterNear is redistest.Open for this store on a Cluster client.
+func openClusterNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redisstore.Store {
+	o := &redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true}
+	if user != "" {
+		o.Username, o.Password = user, "pw"
+	}
+	c := redis.NewClusterClient(o)
+	s := redisstore.New(c, opts...)
+	t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
+	<-redisstore.ConfigChecked(s)
+	return s
 }
 
 // TestNearCacheSentinel checks refusals remembered through a Sentinel

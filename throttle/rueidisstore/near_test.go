@@ -30,12 +30,14 @@ func openNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redis
 
 func TestNearCache(t *testing.T) { redistest.CheckNearCache(t, openNear) }
 
-func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear) }
+func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear, false) }
 
 // TestNearCacheCluster runs the near cache's checks on a Redis Cluster
 // through a rueidis Cluster client, with a tracking connection to each
 // master, and moves a refused key's slot to another master.
 func TestNearCacheCluster(t *testing.T) { redistest.CheckClusterNearCache(t, openNear) }
+
+func TestNearCacheClusterReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openNear, true) }
 
 // A rueidis client forced to RESP2 would get no invalidation pushes: the
 // near cache turns off rather than keep refusals nobody invalidates.
