@@ -265,7 +265,7 @@ func (l *limiter) ask(ctx context.Context, req store.Request, sent int64) (store
 	}
 	if n, ok := l.store.(storekit.Near); ok { // a remembered refusal: no call to bound
 		if g, ok := n.Refused(req); ok {
-			l.stats.nearHits.Add(1)
+			l.nearHit(ctx)
 			return g, nil
 		}
 	}

@@ -34,6 +34,7 @@ type Observer interface {
 //	"lost"              a held lease expired or was taken before it was released
 //	"fallback_on"       under FailOver, the limiter stopped asking the failing store
 //	"fallback_off"      the store answered again, and the limiter went back to it
+//	"near_hit"          the Redis store's near cache refused an attempt with no store call (its outcome follows)
 //
 // Fields a kind does not use are zero. Every label value is bounded. Op is
 // "acquire", "release", "extend", "quota", "record", "recorded" or "delete".
@@ -57,6 +58,13 @@ func (l *limiter) observe(ctx context.Context, e Event) {
 	}
 	e.Policy, e.Mode = l.p.Name, l.p.Mode
 	l.p.Observer.Observe(ctx, e)
+}
+
+// nearHit counts a refusal the store's near cache answered, and tells the
+// Observer.
+func (l *limiter) nearHit(ctx context.Context) {
+	l.stats.nearHits.Add(1)
+	l.observe(ctx, Event{Kind: "near_hit"})
 }
 
 // storeCall tells the Observer of a call of op to the store, sent at the

@@ -268,7 +268,7 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 	}
 	if n, ok := l.store.(storekit.Near); ok && c.limits == nil && !c.r.Strict { // a remembered refusal
 		if d, ok := n.Spent(c.key, c.r, c.cost); ok {
-			l.stats.nearHits.Add(1)
+			l.nearHit(ctx)
 			l.count(d, c.cost, false)
 			return d, false, nil
 		}

@@ -11,23 +11,14 @@ import (
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
-// NearStats counts the near cache's work: refusals answered in the process
-// (Hits), entries dropped by Redis's invalidations (Invalidations), entries
-// held now (Entries). On tells whether the cache may answer at all.
-type NearStats struct {
-	On                  bool
-	Hits, Invalidations uint64
-	Entries             int
-}
-
 // NearCacheStats returns the near cache's counts.
-func (s *Store) NearCacheStats() NearStats {
+func (s *Store) NearCacheStats() storekit.NearStats {
 	n := &s.near
 	if n.cache == nil {
-		return NearStats{}
+		return storekit.NearStats{}
 	}
 	st := n.cache.Stats()
-	return NearStats{On: !n.off.Load(), Hits: st.Hits, Invalidations: st.Invalidations, Entries: st.Entries}
+	return storekit.NearStats{On: !n.off.Load(), Hits: st.Hits, Invalidations: st.Invalidations, Entries: st.Entries}
 }
 
 // near is the store's memory of refusals, kept while a tracking connection

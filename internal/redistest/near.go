@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-throttle/throttle/internal/redisalgo"
 	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -395,4 +396,25 @@ func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 	slices.Sort(delays)
 	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
 		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
+}
+
+// FloodNear refuses id through the Lock l on the store s until s's near
+// cache answered n refusals (holder, on another store, took id first);
+// then holder releases id, and FloodNear returns once s's cache dropped it
+// on Redis's invalidation. The observers' tests read their counts after.
+func FloodNear(t testing.TB, s *redisalgo.Store, holder, l *throttle.Lock, id string, n uint64) {
+	t.Helper()
+	ctx := context.Background()
+	lease, err := holder.Admit(ctx, id)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := l.Admit(ctx, id)
+		var ce *throttle.ContendedError
+		require.ErrorAs(t, err, &ce)
+		return l.Stats().NearHits >= n
+	}, 10*time.Second, time.Millisecond, "the near cache never answered %d refusals", n)
+	before := s.NearCacheStats().Invalidations
+	require.NoError(t, lease.Release(ctx))
+	require.Eventually(t, func() bool { return s.NearCacheStats().Invalidations > before }, 10*time.Second,
+		time.Millisecond, "the release was never reported")
 }

@@ -13,3 +13,13 @@ type Near interface {
 	// key, when it remembers one.
 	Spent(key string, r store.Rate, cost int) (store.Decision, bool)
 }
+
+// NearStats counts a near cache's work: refusals answered in the process
+// (Hits), entries dropped because Redis reported a change of their key or
+// the cache was emptied (Invalidations), entries held now (Entries). On
+// tells whether the cache may answer at all.
+type NearStats struct {
+	On                  bool
+	Hits, Invalidations uint64
+	Entries             int
+}

@@ -112,12 +112,12 @@ func TestDashboard(t *testing.T) {
 	}
 	walk(d.Panels)
 	for _, want := range []string{"Rejection ratio", "Store latency p50 / p99", "Hold time p50 / p99",
-		"Store errors and fail-opens", "Lease losses and FailOver switches"} {
+		"Store errors and fail-opens", "Lease losses and FailOver switches", "Near cache hits and invalidations"} {
 		assert.True(t, slices.ContainsFunc(d.Panels, func(p panel) bool { return p.Title == want }), "no panel %q", want)
 	}
 
-	names := exported(t, promthrottle.New(memstore.New()))
-	require.Len(t, names, 6, "the Observer's metrics")
+	names := exported(t, promthrottle.New(memstore.New()).NearCaches(nearCache{}))
+	require.Len(t, names, 8, "the Observer's metrics")
 	used := map[string]bool{}
 	metric := regexp.MustCompile(`\bthrottle_[a-z0-9_]*`)
 	for _, e := range exprs {

@@ -159,7 +159,7 @@ func allEvents(policy string) []throttle.Event {
 	var out []throttle.Event
 	for _, k := range []string{"admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed",
 		"fallback", "key_error", "store_call", "released", "extended", "lost", "fallback_on", "fallback_off",
-		"replayed", "shed", "full"} {
+		"replayed", "shed", "full", "near_hit"} {
 		e := throttle.Event{Kind: k, Policy: policy, Mode: throttle.Exclusive}
 		switch k {
 		case "store_call":

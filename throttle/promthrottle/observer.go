@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -19,10 +20,11 @@ import (
 // prometheus.Collector; register one per registry. It is safe for
 // concurrent use.
 type Observer struct {
-	requests, storeErrors, leaseEvents *prometheus.CounterVec
-	storeTime, holdTime                *prometheus.HistogramVec
-	keys                               *prometheus.Desc
-	stores                             []*memstore.Store
+	requests, storeErrors, leaseEvents, nearHits *prometheus.CounterVec
+	storeTime, holdTime                          *prometheus.HistogramVec
+	keys, invalidations                          *prometheus.Desc
+	stores                                       []*memstore.Store
+	near                                         []NearCache // under mu
 
 	// index holds each policy's series by mode, copied on write under mu
 	// so that Observe reads it without a lock.
@@ -40,9 +42,9 @@ type modes [throttle.ModeReplay + 2]series
 // appears in the scrape then, and afterwards Observe neither asks the
 // vector (which hashes every label value under a lock) nor allocates.
 type series struct {
-	policy, mode                  string
-	outcomes, leaseEvents, errors children[prometheus.Counter]
-	storeTime, holdTime           children[prometheus.Observer]
+	policy, mode                            string
+	outcomes, leaseEvents, errors, nearHits children[prometheus.Counter]
+	storeTime, holdTime                     children[prometheus.Observer]
 }
 
 // children maps label values to metric children, copied on write.
@@ -106,6 +108,13 @@ func New(stores ...*memstore.Store) *Observer {
 		keys: prometheus.NewDesc("throttle_memstore_keys",
 			"Keys (locks, fencing counters and quotas) held now in the in-memory stores given to the observer.",
 			nil, nil),
+		nearHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "throttle_near_cache_hits_total",
+			Help: "Refusals of a throttle policy that the Redis store's near cache answered without a store call.",
+		}, []string{"policy", "mode"}),
+		invalidations: prometheus.NewDesc("throttle_near_cache_invalidations_total",
+			"Refusals the near caches of the Redis stores given to the observer dropped because Redis reported "+
+				"a change of their key, or their tracking connection was lost.", nil, nil),
 	}
 	for _, st := range stores {
 		if st != nil && !slices.Contains(o.stores, st) {
@@ -154,7 +163,34 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 			h = s.holdTime.keep(&o.mu, reason, o.holdTime.WithLabelValues(s.policy, s.mode, reason))
 		}
 		h.Observe(e.Hold.Seconds())
+	case "near_hit":
+		c, ok := s.nearHits.get("")
+		if !ok {
+			c = s.nearHits.keep(&o.mu, "", o.nearHits.WithLabelValues(s.policy, s.mode))
+		}
+		c.Inc()
 	}
+}
+
+// NearCache is a store with a near cache of refusals: *redisstore.Store,
+// which rueidisstore.New returns too.
+type NearCache interface {
+	NearCacheStats() storekit.NearStats
+}
+
+// NearCaches makes each scrape read the near caches of stores, counted
+// together in throttle_near_cache_invalidations_total (without stores
+// there is none; their hits are counted by policy from the limiters'
+// events), and returns o.
+func (o *Observer) NearCaches(stores ...NearCache) *Observer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, st := range stores {
+		if st != nil && !slices.Contains(o.near, st) {
+			o.near = append(o.near, st)
+		}
+	}
+	return o
 }
 
 // series returns the series of a policy and mode, making the policy's the
@@ -188,7 +224,9 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.storeErrors.Describe(ch)
 	o.holdTime.Describe(ch)
 	o.leaseEvents.Describe(ch)
+	o.nearHits.Describe(ch)
 	ch <- o.keys
+	ch <- o.invalidations
 }
 
 // Collect sends every series and the stores' key count, read now. It
@@ -199,6 +237,17 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.storeErrors.Collect(ch)
 	o.holdTime.Collect(ch)
 	o.leaseEvents.Collect(ch)
+	o.nearHits.Collect(ch)
+	o.mu.Lock()
+	near := o.near
+	o.mu.Unlock()
+	if len(near) > 0 {
+		var n uint64
+		for _, st := range near {
+			n += st.NearCacheStats().Invalidations
+		}
+		ch <- prometheus.MustNewConstMetric(o.invalidations, prometheus.CounterValue, float64(n))
+	}
 	if len(o.stores) == 0 {
 		return
 	}

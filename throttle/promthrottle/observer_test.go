@@ -208,7 +208,7 @@ func TestRegisterTwice(t *testing.T) {
 // TestHelp pins each family's help text: the scrape is the package's
 // output, and it must not change behind its users' backs.
 func TestHelp(t *testing.T) {
-	obs := promthrottle.New(memstore.New())
+	obs := promthrottle.New(memstore.New()).NearCaches(nearCache{})
 	observeAll(obs, "h")
 	help := map[string]string{}
 	for name, mf := range gather(t, newRegistry(t, obs)) {
@@ -225,5 +225,9 @@ func TestHelp(t *testing.T) {
 			"fallback_on, fallback_off.",
 		"throttle_memstore_keys": "Keys (locks, fencing counters and quotas) held now in the in-memory stores " +
 			"given to the observer.",
+		"throttle_near_cache_hits_total": "Refusals of a throttle policy that the Redis store's near cache answered " +
+			"without a store call.",
+		"throttle_near_cache_invalidations_total": "Refusals the near caches of the Redis stores given to the observer " +
+			"dropped because Redis reported a change of their key, or their tracking connection was lost.",
 	}, help)
 }
