@@ -37,7 +37,9 @@ func TestNearCacheReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openN
 // moves a refused key's slot to another master.
 func TestNearCacheCluster(t *testing.T) { redistest.CheckClusterNearCache(t, openClusterNear) }
 
-func TestNearCacheClusterReleaseDelay(t *testing.T) { redistest.NearCacheDelay(t, openClusterNear, true) }
+func TestNearCacheClusterReleaseDelay(t *testing.T) {
+	redistest.NearCacheDelay(t, openClusterNear, true)
+}
 
 // openClusterNear is redistest.Open for this store on a Cluster client.
 func openClusterNear(t testing.TB, addr, user string, opts ...redisstore.Option) *redisstore.Store {
