@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -11,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 )
 
@@ -32,9 +35,48 @@ const (
 // whose Options name it in OpenTelemetry instruments and the request's span.
 // Make one with New and share it. It is safe for concurrent use.
 type Observer struct {
-	requests, lease     metric.Int64Counter
-	storeTime, holdTime metric.Float64Histogram
-	sets                sync.Map // limiterID to *limiterSets
+	requests, lease, nearHits metric.Int64Counter
+	storeTime, holdTime       metric.Float64Histogram
+	sets                      sync.Map // limiterID to *limiterSets
+
+	mu   sync.Mutex
+	near []NearCache
+}
+
+// NearCache is a store with a near cache of refusals: *redisstore.Store,
+// which rueidisstore.New returns too.
+type NearCache interface {
+	NearCacheStats() storekit.NearStats
+}
+
+// NearCaches makes each collection read the near caches of stores,
+// counted together in throttle.near_cache.invalidations (their hits are
+// counted by policy from the limiters' events), and returns o.
+func (o *Observer) NearCaches(stores ...NearCache) *Observer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, st := range stores {
+		if st != nil && !slices.Contains(o.near, st) {
+			o.near = append(o.near, st)
+		}
+	}
+	return o
+}
+
+// invalidations reports the entries the near caches given dropped.
+func (o *Observer) invalidations(_ context.Context, obs metric.Int64Observer) error {
+	o.mu.Lock()
+	near := o.near
+	o.mu.Unlock()
+	if len(near) == 0 {
+		return nil
+	}
+	var n uint64
+	for _, st := range near {
+		n += st.NearCacheStats().Invalidations
+	}
+	obs.Observe(int64(min(n, math.MaxInt64)))
+	return nil
 }
 
 // New returns an Observer whose instruments mp creates, nil meaning the
@@ -43,7 +85,7 @@ type Observer struct {
 func New(mp metric.MeterProvider) (*Observer, error) {
 	m := cmp.Or(mp, otel.GetMeterProvider()).Meter("github.com/go-throttle/throttle/throttle/otelthrottle")
 	o := &Observer{}
-	var errs [4]error
+	var errs [6]error
 	o.requests, errs[0] = m.Int64Counter("throttle.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests decided by a throttle policy, by outcome."))
 	o.storeTime, errs[1] = m.Float64Histogram("throttle.store.duration", metric.WithUnit("s"),
@@ -55,6 +97,12 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600))
 	o.lease, errs[3] = m.Int64Counter("throttle.lease.events", metric.WithUnit("{event}"),
 		metric.WithDescription("Lease extensions and losses."))
+	o.nearHits, errs[4] = m.Int64Counter("throttle.near_cache.hits", metric.WithUnit("{request}"),
+		metric.WithDescription("Refusals that the Redis store's near cache answered without a store call."))
+	_, errs[5] = m.Int64ObservableCounter("throttle.near_cache.invalidations", metric.WithUnit("{entry}"),
+		metric.WithDescription("Refusals the near caches dropped because Redis reported a change of their key, "+
+			"or their tracking connection was lost."),
+		metric.WithInt64Callback(o.invalidations))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -86,6 +134,8 @@ func (o *Observer) Observe(ctx context.Context, e throttle.Event) {
 		o.holdTime.Record(ctx, e.Hold.Seconds(), opts...)
 	case "extended", "lost":
 		o.lease.Add(ctx, 1, s.counts[e.Kind]...)
+	case "near_hit":
+		o.nearHits.Add(ctx, 1, s.counts[e.Kind]...)
 	default:
 		opts, ok := s.counts[e.Kind]
 		if !ok {
@@ -167,6 +217,7 @@ func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {
 	for _, k := range []string{"extended", "lost"} {
 		s.counts[k] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(s.policy, leaseEventKey.String(k)))}
 	}
+	s.counts["near_hit"] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(s.policy, s.mode))}
 	for _, op := range []string{"acquire", "release", "extend", "quota", "record", "recorded", "delete"} {
 		s.store[op] = s.storeSets(op)
 	}

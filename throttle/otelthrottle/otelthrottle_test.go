@@ -749,9 +749,10 @@ func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) 
 func TestDescriptions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, k := range []string{"admitted", "store_call", "released", "lost"} {
+	for _, k := range []string{"admitted", "store_call", "released", "lost", "near_hit"} {
 		e.obs.Observe(ctx, throttle.Event{Kind: k, Policy: "p"})
 	}
+	e.obs.NearCaches(nearCache{})
 	got := map[string]string{}
 	for _, sm := range e.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -759,9 +760,12 @@ func TestDescriptions(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]string{
-		"throttle.requests":       "{request} Requests decided by a throttle policy, by outcome.",
-		"throttle.store.duration": "s Duration of the throttle's store calls.",
-		"throttle.hold.duration":  "s How long a key was held before it was released.",
-		"throttle.lease.events":   "{event} Lease extensions and losses.",
+		"throttle.requests":        "{request} Requests decided by a throttle policy, by outcome.",
+		"throttle.store.duration":  "s Duration of the throttle's store calls.",
+		"throttle.hold.duration":   "s How long a key was held before it was released.",
+		"throttle.lease.events":    "{event} Lease extensions and losses.",
+		"throttle.near_cache.hits": "{request} Refusals that the Redis store's near cache answered without a store call.",
+		"throttle.near_cache.invalidations": "{entry} Refusals the near caches dropped because Redis reported a change " +
+			"of their key, or their tracking connection was lost.",
 	}, got)
 }
