@@ -15,6 +15,7 @@ import (
 	"github.com/go-throttle/throttle/internal/redisalgo"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/redisstore"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -396,6 +397,22 @@ func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 	slices.Sort(delays)
 	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
 		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
+}
+
+// NearPair starts a server and returns two redisstore stores on it, each on
+// a client of its own (two processes, as far as Redis can tell), closed at
+// the test's end: the observers' tests flood one with refusals of a key
+// that the other holds (FloodNear).
+func NearPair(t testing.TB) (holder, flooded *redisalgo.Store) {
+	t.Helper()
+	srv := Start(t)
+	open := func() *redisalgo.Store {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+		s := redisstore.New(c)
+		t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
+		return s
+	}
+	return open(), open()
 }
 
 // FloodNear refuses id through the Lock l on the store s until s's near

@@ -1,6 +1,11 @@
 package storekit
 
-import "github.com/go-throttle/throttle/throttle/store"
+import (
+	"slices"
+	"sync"
+
+	"github.com/go-throttle/throttle/throttle/store"
+)
 
 // Near is implemented by stores that remember refusals in this process
 // (the Redis stores' near cache): the limiter asks it before it bounds a
@@ -22,4 +27,35 @@ type NearStats struct {
 	On                  bool
 	Hits, Invalidations uint64
 	Entries             int
+}
+
+// NearCounter is a store whose near cache an observer counts.
+type NearCounter interface{ NearCacheStats() NearStats }
+
+// NearCounters are the near caches an observer reads at each collection;
+// safe for concurrent use.
+type NearCounters struct {
+	mu   sync.Mutex
+	list []NearCounter
+}
+
+// Add adds st unless it is nil or added already.
+func (n *NearCounters) Add(st NearCounter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st != nil && !slices.Contains(n.list, st) {
+		n.list = append(n.list, st)
+	}
+}
+
+// Invalidations sums the invalidations of the near caches added; ok is
+// false when there is none.
+func (n *NearCounters) Invalidations() (sum uint64, ok bool) {
+	n.mu.Lock()
+	list := n.list
+	n.mu.Unlock()
+	for _, st := range list {
+		sum += st.NearCacheStats().Invalidations
+	}
+	return sum, len(list) > 0
 }

@@ -3,13 +3,11 @@ package otelthrottle_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
-	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
 // nearCache is an otelthrottle.NearCache that counts nothing.
@@ -23,14 +21,7 @@ func (nearCache) NearCacheStats() storekit.NearStats { return storekit.NearStats
 // Stats.NearHits by policy and mode, and throttle.near_cache.invalidations
 // the store's, read at the collection.
 func TestNearCache(t *testing.T) {
-	srv := redistest.Start(t)
-	open := func() *redisstore.Store {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
-		s := redisstore.New(c)
-		t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b := redistest.NearPair(t)
 	e := newEnv(t)
 	e.obs.NearCaches(b, b)
 	cfg := throttle.LockConfig{Name: "submit", Options: throttle.Options{Observer: e.obs, Logger: quiet}}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -38,9 +37,7 @@ type Observer struct {
 	requests, lease, nearHits metric.Int64Counter
 	storeTime, holdTime       metric.Float64Histogram
 	sets                      sync.Map // limiterID to *limiterSets
-
-	mu   sync.Mutex
-	near []NearCache
+	near                      storekit.NearCounters
 }
 
 // NearCache is a store with a near cache of refusals: *redisstore.Store,
@@ -53,29 +50,17 @@ type NearCache interface {
 // counted together in throttle.near_cache.invalidations (their hits are
 // counted by policy from the limiters' events), and returns o.
 func (o *Observer) NearCaches(stores ...NearCache) *Observer {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for _, st := range stores {
-		if st != nil && !slices.Contains(o.near, st) {
-			o.near = append(o.near, st)
-		}
+		o.near.Add(st)
 	}
 	return o
 }
 
 // invalidations reports the entries the near caches given dropped.
 func (o *Observer) invalidations(_ context.Context, obs metric.Int64Observer) error {
-	o.mu.Lock()
-	near := o.near
-	o.mu.Unlock()
-	if len(near) == 0 {
-		return nil
+	if n, ok := o.near.Invalidations(); ok {
+		obs.Observe(int64(min(n, math.MaxInt64)))
 	}
-	var n uint64
-	for _, st := range near {
-		n += st.NearCacheStats().Invalidations
-	}
-	obs.Observe(int64(min(n, math.MaxInt64)))
 	return nil
 }
 

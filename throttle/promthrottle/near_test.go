@@ -3,14 +3,12 @@ package promthrottle_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/redistest"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
-	"github.com/go-throttle/throttle/throttle/redisstore"
 )
 
 // nearCache is a promthrottle.NearCache that counts nothing.
@@ -24,14 +22,7 @@ func (nearCache) NearCacheStats() storekit.NearStats { return storekit.NearStats
 // Stats.NearHits by policy and mode, and the invalidations counter the
 // store's, read at the scrape.
 func TestNearCache(t *testing.T) {
-	srv := redistest.Start(t)
-	open := func() *redisstore.Store {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
-		s := redisstore.New(c)
-		t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b := redistest.NearPair(t)
 	obs := promthrottle.New().NearCaches(b, b)
 	reg := newRegistry(t, obs)
 	cfg := throttle.LockConfig{Name: "submit"}

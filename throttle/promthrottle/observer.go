@@ -24,7 +24,7 @@ type Observer struct {
 	storeTime, holdTime                          *prometheus.HistogramVec
 	keys, invalidations                          *prometheus.Desc
 	stores                                       []*memstore.Store
-	near                                         []NearCache // under mu
+	near                                         storekit.NearCounters
 
 	// index holds each policy's series by mode, copied on write under mu
 	// so that Observe reads it without a lock.
@@ -183,12 +183,8 @@ type NearCache interface {
 // there is none; their hits are counted by policy from the limiters'
 // events), and returns o.
 func (o *Observer) NearCaches(stores ...NearCache) *Observer {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for _, st := range stores {
-		if st != nil && !slices.Contains(o.near, st) {
-			o.near = append(o.near, st)
-		}
+		o.near.Add(st)
 	}
 	return o
 }
@@ -238,14 +234,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.holdTime.Collect(ch)
 	o.leaseEvents.Collect(ch)
 	o.nearHits.Collect(ch)
-	o.mu.Lock()
-	near := o.near
-	o.mu.Unlock()
-	if len(near) > 0 {
-		var n uint64
-		for _, st := range near {
-			n += st.NearCacheStats().Invalidations
-		}
+	if n, ok := o.near.Invalidations(); ok {
 		ch <- prometheus.MustNewConstMetric(o.invalidations, prometheus.CounterValue, float64(n))
 	}
 	if len(o.stores) == 0 {
