@@ -266,7 +266,7 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, false, err
 	}
-	if n, ok := l.store.(storekit.Near); ok && c.limits == nil && !c.r.Strict { // a remembered refusal
+	if n, ok := l.store.(storekit.Near); ok && c.limits == nil { // a remembered refusal
 		if d, ok := n.Spent(c.key, c.r, c.cost); ok {
 			l.nearHit(ctx)
 			l.count(d, c.cost, false)

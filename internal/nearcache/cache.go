@@ -14,13 +14,26 @@ import (
 	"time"
 )
 
-// Entry is one remembered refusal: a lock held by Holder until Until, or
-// a GCRA quota of Interval and Burst whose theoretical arrival time is Until.
+// Entry is one remembered refusal: a lock held by Holder until Until, a
+// GCRA quota of Interval and Burst whose theoretical arrival time is Until,
+// or a strict quota's (Strict) whose Remaining holds until Until.
 type Entry struct {
 	Until    time.Time
 	Interval time.Duration // 0 for a lock
 	Burst    int
-	Holder   string // a lock's
+	Holder   string  // a lock's
+	Strict   *Strict // a strict quota's
+}
+
+// Strict is what a strict quota's refusal of Cost says beyond Until: a
+// strict quota's room is known only where the store read its log.
+type Strict struct {
+	Window    time.Duration
+	Limit     int
+	Cost      int       // the charge refused
+	Remaining int       // until Until
+	Retry     time.Time // when Cost fits
+	Reset     time.Time // when the quota is full again
 }
 
 // Stats counts a cache's work since it was made.

@@ -84,10 +84,7 @@ func prefix(key string) (string, bool) {
 // admit (a lock refused without reading its holder is not kept). A refusal
 // of a key whose prefix is not tracked yet asks for it.
 func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate, holder string) {
-	n := &s.near
-	if p, ok := prefix(key); ok && !st.ok && n.cache != nil && !n.off.Load() && !(*n.tracked.Load())[p] {
-		s.want(p)
-	}
+	s.wantPrefix(key, st)
 	if !st.ok || d <= 0 || r.Burst == 0 && holder == "" {
 		return
 	}
@@ -97,6 +94,31 @@ func (s *Store) keep(key string, st nearStamp, d time.Duration, r store.Rate, ho
 		e.Interval = storekit.Interval(r)
 	}
 	s.near.cache.Put(key, e, st.gen)
+}
+
+// wantPrefix asks for the prefix of key to be tracked when st was taken before
+// it was.
+func (s *Store) wantPrefix(key string, st nearStamp) {
+	n := &s.near
+	if p, ok := prefix(key); ok && !st.ok && n.cache != nil && !n.off.Load() && !(*n.tracked.Load())[p] {
+		s.want(p)
+	}
+}
+
+// keepStrict remembers the refusal d of a charge of cost under the strict
+// rate r: its Remaining holds until the oldest admission holding it down
+// leaves the Window (d.RefillAfter). Anything sooner (another charge, a
+// refund, a Reset) writes the key, which Redis reports.
+func (s *Store) keepStrict(key string, st nearStamp, d store.Decision, r store.Rate, cost int) {
+	s.wantPrefix(key, st)
+	if !st.ok || d.RefillAfter <= 0 {
+		return
+	}
+	// Less a millisecond, as keep's: the entry ends no later than the refusal.
+	at := func(d time.Duration) time.Time { return st.sent.Add(d - time.Millisecond) }
+	s.near.cache.Put(key, nearcache.Entry{Until: at(d.RefillAfter), Strict: &nearcache.Strict{
+		Window: r.Window, Limit: r.Limit, Cost: cost, Remaining: d.Remaining,
+		Retry: at(d.RetryAfter), Reset: at(d.ResetAfter)}}, st.gen)
 }
 
 // forget drops key's refusal after this process changed key (a release, a
@@ -134,8 +156,11 @@ func (s *Store) Spent(key string, r store.Rate, cost int) (store.Decision, bool)
 	}
 	now := c.Now()
 	e, ok := c.Get(key, now)
+	if r.Strict {
+		return spentStrict(c, e, ok, now, r, cost)
+	}
 	t := storekit.Interval(r)
-	if !ok || e.Interval != t || e.Burst != r.Burst {
+	if !ok || e.Interval != t || e.Burst != r.Burst || e.Strict != nil {
 		return store.Decision{}, false
 	}
 	unit := time.Microsecond // the store's, as in its replies
@@ -150,6 +175,19 @@ func (s *Store) Spent(key string, r store.Rate, cost int) (store.Decision, bool)
 	c.Hit()
 	return store.Decision{Remaining: int(max(tau-reset, 0) / t), ResetAfter: reset,
 		RetryAfter: reset + time.Duration(cost)*t - tau}, true
+}
+
+// spentStrict is Spent of the strict rate r, from the entry e of key at
+// now: the charge refused, of the same cost, under the same rate.
+func spentStrict(c *nearcache.Cache, e nearcache.Entry, ok bool, now time.Time, r store.Rate, cost int) (store.Decision, bool) {
+	x := e.Strict
+	if !ok || x == nil || x.Window != r.Window || x.Limit != r.Limit || x.Cost != cost {
+		return store.Decision{}, false
+	}
+	c.Hit()
+	left := func(t time.Time) time.Duration { return max(t.Sub(now), 0).Truncate(time.Microsecond) }
+	return store.Decision{Remaining: x.Remaining, RefillAfter: left(e.Until), RetryAfter: left(x.Retry),
+		ResetAfter: left(x.Reset)}, true
 }
 
 // want asks for prefix p to be tracked, starting the tracking goroutine.

@@ -23,15 +23,20 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	if err := storekit.Check(r, cost); err != nil {
 		return store.Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	if r.Strict {
-		return s.allowStrict(ctx, key, r, cost)
-	}
 	if d, ok := s.Spent(key, r, cost); ok {
 		return d, nil
 	}
 	st := s.stamp(key)
-	d, err := s.allowN(ctx, key, r, cost)
+	var d store.Decision
+	var err error
+	if r.Strict {
+		d, err = s.allowStrict(ctx, key, r, cost)
+	} else {
+		d, err = s.allowN(ctx, key, r, cost)
+	}
 	switch {
+	case err == nil && !d.Allowed && r.Strict:
+		s.keepStrict(key, st, d, r, cost)
 	case err == nil && !d.Allowed:
 		s.keep(key, st, d.ResetAfter, r, "")
 	case cost < 0: // a refund: this process's refusals of key are stale

@@ -279,6 +279,45 @@ func checkNearCache(t *testing.T, open Open, cl *Cluster) {
 		require.NoError(t, err)
 		require.True(t, g.Acquired, "the holder's token refused: %+v", g)
 	})
+	// A strict rate's refusal: answered with no command as the store
+	// answers it, for the cost refused only; a refund elsewhere ends it.
+	t.Run("strict", func(t *testing.T) {
+		d := target(t)
+		a, b, plain := open(t, d.addr, ""), open(t, d.addr, ""), open(t, d.addr, "", redisalgo.WithNearCache(0))
+		strict := store.Rate{Limit: 2, Window: time.Minute, Burst: 2, Strict: true}
+		q := nearKey(t) + ":quota:strict"
+		for range 2 {
+			dec, err := a.AllowN(ctx, q, strict, 1)
+			require.NoError(t, err)
+			require.True(t, dec.Allowed)
+		}
+		spentQuota(t, b, q, strict)
+		before := d.dataCalls(t)
+		_, err := b.AllowN(ctx, q, strict, 1)
+		require.NoError(t, err)
+		require.Equal(t, before, d.dataCalls(t), "a command sent for a remembered strict refusal")
+		// The store's answer, then the cache's: as many left, and no later.
+		want, err := plain.AllowN(ctx, q, strict, 1)
+		require.NoError(t, err)
+		got, err := b.AllowN(ctx, q, strict, 1)
+		require.NoError(t, err)
+		require.False(t, got.Allowed)
+		require.Equal(t, want.Remaining, got.Remaining)
+		for _, p := range [][2]time.Duration{{got.RetryAfter, want.RetryAfter}, {got.RefillAfter, want.RefillAfter},
+			{got.ResetAfter, want.ResetAfter}} {
+			require.True(t, p[0] > 0 && p[0] <= p[1] && p[1]-p[0] < 10*time.Second, "cached %+v, store %+v", got, want)
+		}
+		before = d.dataCalls(t)
+		_, err = b.AllowN(ctx, q, strict, 2) // another cost: the store decides
+		require.NoError(t, err)
+		require.Greater(t, d.dataCalls(t), before, "a charge of another cost answered from the cache")
+		_, err = a.AllowN(ctx, q, strict, -1)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			dec, err := b.AllowN(ctx, q, strict, 1)
+			return err == nil && dec.Allowed
+		}, 10*time.Second, time.Millisecond, "still refused after the refund")
+	})
 	t.Run("plan-change", func(t *testing.T) {
 		d := target(t)
 		s := open(t, d.addr, "")

@@ -127,3 +127,46 @@ func TestNearCacheThroughLock(t *testing.T) {
 		return err == nil && l != nil
 	}, 10*time.Second, time.Millisecond, "still refused after the release")
 }
+
+// TestNearCacheStrictQuota: a Quota's strict rate, spent, is refused by the
+// near cache through the limiter (no command, Stats.NearHits), with the
+// store's Retry-After, until another process's refund.
+func TestNearCacheStrictQuota(t *testing.T) {
+	ctx := context.Background()
+	_, srv, c := newStore(t)
+	a, b := openNear(t, srv.Addr, ""), openNear(t, srv.Addr, "")
+	qa, err := throttle.NewQuota(a, throttle.QuotaConfig{Name: "near-strict"})
+	require.NoError(t, err)
+	qb, err := throttle.NewQuota(b, throttle.QuotaConfig{Name: "near-strict"})
+	require.NoError(t, err)
+	rate := throttle.Rate{Limit: 3, Window: time.Minute, Strict: true}
+	for range 3 {
+		d, err := qa.Admit(ctx, "user", rate, 1)
+		require.NoError(t, err)
+		require.NotNil(t, d)
+	}
+	refused := func() {
+		t.Helper()
+		d, err := qb.Admit(ctx, "user", rate, 1)
+		require.ErrorIs(t, err, throttle.ErrContended)
+		require.True(t, d.RetryAfter > 50*time.Second && d.RetryAfter <= time.Minute, "retry after %v", d.RetryAfter)
+		require.Zero(t, d.Remaining)
+	}
+	require.Eventually(t, func() bool {
+		hits := b.NearCacheStats().Hits
+		refused()
+		return b.NearCacheStats().Hits > hits
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+	before, hits := redistest.DataCalls(t, c), qb.Stats().NearHits
+	for range 100 {
+		refused()
+	}
+	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
+	require.Equal(t, hits+100, qb.Stats().NearHits, "Stats.NearHits of 100 remembered refusals")
+	_, err = qa.Admit(ctx, "user", rate, -1) // a refund in the other process
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := qb.Admit(ctx, "user", rate, 1)
+		return err == nil && d != nil
+	}, 10*time.Second, time.Millisecond, "still refused after the refund")
+}
