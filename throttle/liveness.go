@@ -32,11 +32,15 @@ import (
 //
 // One monitor per store applies the rule: the calls in flight sit in its
 // shards, and one goroutine, running only while there are any, looks at
-// them every quarter Timeout. Calls from context.Background sent within a
-// Timeout/shareWidth of each other in one shard share one storeCall: one
-// context and one Done channel for a burst, not one per call. The rule
-// then judges them together: silence from the last one's sending, the load
-// limit from the first one's, a refusal after the first one's.
+// them every quarter Timeout. A call from a context that cannot be
+// cancelled (context.Background, or a Release, which runs whatever its
+// caller does) joins the calls sent within a Timeout/shareWidth before it
+// in its shard: one storeCall and one Done channel for a burst, not one per
+// call. The rule then judges them together: silence from the last one's
+// sending, the load limit from the first one's, a refusal after the first
+// one's. A call from a cancellable context is its own, and ends at the
+// first tick after its caller's cancellation: joining the caller's context
+// would cost the call three allocations more.
 const (
 	loadWaits  = 30
 	maxWaiting = 10000
@@ -114,10 +118,7 @@ func monitorOf(st store.Store) *monitor {
 	if !ok {
 		return newMonitor(realClock)
 	}
-	l := lv.Liveness()
-	m := l.Monitor(func() any { return newMonitor(realClock) }).(*monitor)
-	l.OnRefused(m.refuse)
-	return m
+	return lv.Liveness().Monitor(func() storekit.Monitor { return newMonitor(realClock) }).(*monitor)
 }
 
 // answer records an answer; the next tick dates it. The shared write is
@@ -136,10 +137,10 @@ func (m *monitor) lastAnswer(now int64) int64 {
 	return m.answered.Load()
 }
 
-// refuse records a connection the client could not make; the next tick
+// Refused records a connection the client could not make; the next tick
 // ends the calls sent before it unless the store answered since. Answers
 // heard before it are dated just before it.
-func (m *monitor) refuse(err error) {
+func (m *monitor) Refused(err error) {
 	now := m.clock.now()
 	if m.heard.Swap(false) {
 		m.answered.Store(now - 1)
@@ -169,25 +170,27 @@ func (m *monitor) tickAtMost(t int64) {
 }
 
 // add registers a call under ctx sent at start, shed past limit, and
-// starts the ticks when they were stopped. share lets a call from
-// context.Background join its shard's open shared call. A call beyond a
-// shard's share of maxWaiting is shed.
-func (m *monitor) add(ctx context.Context, timeout, start, limit int64, share bool) *storeCall {
+// starts the ticks when they were stopped; it returns the call's context.
+// share lets a call that ctx cannot cancel (detached: whatever ctx does)
+// join its shard's open shared call. A call beyond a shard's share of
+// maxWaiting is shed.
+func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit int64, share bool) (context.Context, *storeCall) {
 	m.tickAtMost(max(timeout/4, int64(time.Millisecond)))
 	s := &m.shards[rand.Uint32()%shards] //nolint:gosec // a shard, not a secret
 	s.mu.Lock()
 	full := s.n >= maxWaiting/shards
-	share = share && !full && ctx == context.Background()
+	share = share && !full && (detached || ctx.Done() == nil)
 	c := s.open
 	if share && c != nil && c.cause == nil && c.timeout == timeout && start-c.start < timeout/shareWidth {
 		c.start, c.last = min(c.start, start), max(c.last, start)
 	} else {
-		c = &storeCall{Context: ctx, m: m, timeout: timeout, start: start, last: start, limit: limit, shard: s}
-		if ctx.Done() == nil {
-			c.done = make(chan struct{})
-		}
-		if share {
-			s.open = c
+		c = &storeCall{Context: ctx, m: m, timeout: timeout, start: start, last: start, limit: limit, shard: s,
+			done: make(chan struct{})}
+		switch {
+		case share:
+			c.Context, s.open = context.Background(), c
+		case detached && ctx.Done() != nil:
+			c.Context = context.WithoutCancel(ctx)
 		}
 	}
 	if c.callers == 0 {
@@ -203,14 +206,18 @@ func (m *monitor) add(ctx context.Context, timeout, start, limit int64, share bo
 	if !m.running.Load() && m.running.CompareAndSwap(false, true) {
 		go m.run()
 	}
-	return c
+	if share && ctx != context.Background() {
+		return &sharedCall{c, ctx}, c
+	}
+	return c, c
 }
 
-// remove unregisters a caller of c, and returns c.last.
-func (m *monitor) remove(c *storeCall) (last int64) {
+// remove unregisters a caller of c, and returns c.last and why the monitor
+// ended c (nil: it did not).
+func (m *monitor) remove(c *storeCall) (last int64, cause error) {
 	s := c.shard
 	s.mu.Lock()
-	last = c.last
+	last, cause = c.last, c.cause
 	s.n--
 	if c.callers--; c.callers == 0 {
 		last := s.calls[len(s.calls)-1]
@@ -219,7 +226,7 @@ func (m *monitor) remove(c *storeCall) (last int64) {
 		s.calls = s.calls[:len(s.calls)-1]
 	}
 	s.mu.Unlock()
-	return last
+	return last, cause
 }
 
 // run ticks while calls are in flight.
@@ -256,6 +263,8 @@ func (m *monitor) check(now int64) (n int) {
 		n += s.n
 		for _, c := range s.calls {
 			switch {
+			case c.Context.Err() != nil: // the caller's cancellation
+				c.stop(c.Context.Err())
 			case r != nil && r.at >= c.start && answered < r.at:
 				c.stop(&refusedError{r.err})
 			case m.silent(c.timeout, c.last, now, answered):
@@ -286,20 +295,21 @@ func (m *monitor) silent(timeout, last, now, answered int64) bool {
 	return q >= timeout
 }
 
-// storeCall is the context of a call to a store outside this process (or
-// of calls from context.Background sent together, which share it), ended
-// by the caller or by the monitor. Its Deadline is a Timeout after each
-// reading (go-redis reads it once it has a connection): a call that queued
-// behind a burst still gets a whole Timeout for its reply. Under a caller
-// that cannot be cancelled it has a Done channel of its own; else its
-// cancellation is made only when a client asks for Done. Nothing in it is
-// ever reset: a client may keep its context past the call (a Redlock
-// node's call derives one that outlives it).
+// storeCall is a call to a store outside this process (or calls sent
+// together from contexts they cannot be cancelled by, which share it) as
+// its monitor judges it, and the context its client gets: the caller's
+// (context.Background for a shared call, whose callers each get a
+// sharedCall with their values), with a Done channel of its own that the
+// monitor closes. Its Deadline is a Timeout after each reading (go-redis
+// reads it once it has a connection): a call that queued behind a burst
+// still gets a whole Timeout for its reply. Nothing in it is ever reset: a
+// client may keep its context past the call (a Redlock node's call derives
+// one that outlives it).
 type storeCall struct {
-	context.Context // the caller's
+	context.Context // the caller's, or context.Background when shared
 	m               *monitor
 	timeout         int64
-	done            chan struct{} // closed when the monitor ends the call; nil under a cancellable caller
+	done            chan struct{} // closed when the monitor ends the call
 
 	// The monitor's, under shard.mu:
 	start   int64 // clock.now when the first caller sent it
@@ -307,13 +317,9 @@ type storeCall struct {
 	limit   int64 // clock.now past which the call is shed
 	suspect bool  // silent at the monitor's last tick
 	shard   *shard
-	slot    int // in shard.calls
-	callers int // in flight
-
-	mu     sync.Mutex
-	inner  context.Context // Done's: the caller's made cancellable
-	cancel context.CancelCauseFunc
-	cause  error // why the monitor ended the call
+	slot    int   // in shard.calls
+	callers int   // in flight
+	cause   error // why the monitor ended the call; set before done is closed
 }
 
 // Deadline returns a Timeout from now, or the caller's deadline when sooner.
@@ -325,74 +331,40 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
-// Done returns the call's own channel, or makes its cancellation (the
-// caller's made cancellable) on its first use.
-func (c *storeCall) Done() <-chan struct{} {
-	if c.done != nil {
-		return c.done
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inner == nil {
-		c.inner, c.cancel = context.WithCancelCause(c.Context)
-		if c.cause != nil {
-			c.cancel(c.cause)
-		}
-	}
-	return c.inner.Done()
-}
+// Done returns the channel the monitor closes when it ends the call.
+func (c *storeCall) Done() <-chan struct{} { return c.done }
 
-// Err is the caller's error, or Canceled once the monitor ended the call.
+// Err is nil until the monitor ended the call, then the caller's error
+// when the caller's cancellation ended it, else Canceled.
 func (c *storeCall) Err() error {
-	if c.done != nil {
-		select {
-		case <-c.done:
-			return context.Canceled
-		default:
-			return c.Context.Err()
+	select {
+	case <-c.done:
+		if err := c.Context.Err(); err != nil {
+			return err
 		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.inner != nil:
-		return c.inner.Err()
-	case c.cause != nil:
 		return context.Canceled
+	default:
+		return nil
 	}
-	return c.Context.Err()
-}
-
-// Value looks in Done's context first: a context derived from the call
-// then joins its cancellation without a goroutine.
-func (c *storeCall) Value(key any) any {
-	if c.done != nil {
-		return c.Context.Value(key)
-	}
-	c.mu.Lock()
-	inner := c.inner
-	c.mu.Unlock()
-	if inner != nil {
-		if v := inner.Value(key); v != nil {
-			return v
-		}
-	}
-	return c.Context.Value(key)
 }
 
 // stop ends the call for cause; the monitor's shard lock is held.
 func (c *storeCall) stop(cause error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.cause == nil {
 		c.cause = cause
-		if c.done != nil {
-			close(c.done)
-		} else if c.inner != nil {
-			c.cancel(cause)
-		}
+		close(c.done)
 	}
 }
+
+// sharedCall is a shared call as one of its callers sees it: with the
+// values of that caller's context.
+type sharedCall struct {
+	*storeCall
+	values context.Context
+}
+
+// Value looks in the caller's context.
+func (c *sharedCall) Value(key any) any { return c.values.Value(key) }
 
 // watch returns the context of a call to st retried since first, and the
 // call, whose end must be given the call's error. Its load limit is
@@ -408,8 +380,7 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 		return ctx, nil
 	}
 	t := int64(l.p.Timeout)
-	c := l.monitor(st).add(ctx, t, start, first+max(loadWaits*t, int64(patience)), first == start && patience == 0)
-	return c, c
+	return l.monitor(st).add(ctx, false, t, start, first+max(loadWaits*t, int64(patience)), first == start && patience == 0)
 }
 
 // local reports whether st, the store or the Fallback, is in memory.
@@ -434,13 +405,15 @@ func (l *limiter) now(st store.Store) int64 { return l.monitor(st).clock.now() }
 // detach is watch for a call that must run even when the caller gave up
 // (Release, a mirror's Record): ctx's values without its cancellation.
 func (l *limiter) detach(ctx context.Context, st store.Store) (context.Context, *storeCall) {
+	if !l.local(st) {
+		m, t := l.monitor(st), int64(l.p.Timeout)
+		now := m.clock.now()
+		return m.add(ctx, true, t, now, now+loadWaits*t, true)
+	}
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if l.local(st) {
-		return ctx, nil
-	}
-	return l.watch(ctx, st, l.now(st), 0)
+	return ctx, nil
 }
 
 // end finishes the call that returned err, and returns err or the rule's
@@ -453,22 +426,17 @@ func (c *storeCall) finish(err error, retry bool) error {
 	if c == nil {
 		return err
 	}
-	m := c.m
-	last := m.remove(c)
+	last, cause := c.m.remove(c)
 	if err == nil {
-		m.answer()
-	} else {
-		err = c.verdict(err, last, retry)
+		c.m.answer()
+		return nil
 	}
-	c.recycle()
-	return err
+	return c.verdict(err, cause, last, retry)
 }
 
-// verdict applies the rule to the error err of a call sent at last.
-func (c *storeCall) verdict(err error, last int64, retry bool) error {
-	c.mu.Lock()
-	cause := c.cause
-	c.mu.Unlock()
+// verdict applies the rule to the error err of a call sent at last, which
+// the monitor ended for cause (nil: it did not).
+func (c *storeCall) verdict(err, cause error, last int64, retry bool) error {
 	now := c.m.clock.now()
 	switch {
 	case cause != nil:
@@ -486,20 +454,6 @@ func (c *storeCall) verdict(err error, last int64, retry bool) error {
 		return errRetry
 	}
 	return errShed // this process did not get the CPU to send or read in time
-}
-
-// recycle detaches the call's cancellation, if it made one, from the
-// caller's context.
-func (c *storeCall) recycle() {
-	if c.done != nil {
-		return
-	}
-	c.mu.Lock()
-	cancel, ended := c.cancel, c.cause != nil
-	c.mu.Unlock()
-	if cancel != nil && !ended {
-		cancel(nil)
-	}
 }
 
 // sendTimeout reports whether err is a write or dial timeout: this

@@ -13,7 +13,7 @@ func SetClock(k *Lock, now func() time.Duration, after func(time.Duration) <-cha
 	m := newMonitor(clock{now: func() int64 { return int64(now()) }, after: after})
 	k.l.live = m
 	if lv, ok := k.l.store.(interface{ Liveness() *storekit.Liveness }); ok {
-		lv.Liveness().OnRefused(m.refuse)
+		lv.Liveness().Replace(m)
 	}
 }
 

@@ -4,34 +4,52 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"syscall"
 )
 
+// Monitor is what package throttle knows of a store's answers (its
+// monitor), shared by every limiter on the store; the store's client tells
+// it of the connections it could not make.
+type Monitor interface {
+	// Refused records that the client could not connect to the store.
+	Refused(err error)
+}
+
 // Liveness is what a store outside this process keeps for the watch of its
-// calls (throttle's monitor), so that every limiter on the store shares one,
-// and how its client reports a connection it could not make: a refused
-// connection is an answer that the store is down, not silence.
+// calls: its Monitor, so that every limiter on the store shares one, to
+// which its client reports a connection it could not make (a refused
+// connection is an answer that the store is down, not silence).
 type Liveness struct {
-	once    sync.Once
-	monitor any
-	refused atomic.Pointer[func(error)]
+	mu sync.Mutex
+	m  Monitor
 }
 
-// Monitor returns the monitor that mk made on the first call.
-func (l *Liveness) Monitor(mk func() any) any {
-	l.once.Do(func() { l.monitor = mk() })
-	return l.monitor
+// Monitor returns the store's monitor, which mk made on the first call.
+func (l *Liveness) Monitor(mk func() Monitor) Monitor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = mk()
+	}
+	return l.m
 }
 
-// OnRefused sets the function that Refused calls.
-func (l *Liveness) OnRefused(f func(error)) { l.refused.Store(&f) }
+// Replace makes m the store's monitor from now on (a test's, on a clock of
+// its own).
+func (l *Liveness) Replace(m Monitor) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m = m
+}
 
 // Refused reports that the client could not connect to the store (err:
-// refused, reset, no such host).
+// refused, reset, no such host) to its monitor, if it has one yet.
 func (l *Liveness) Refused(err error) {
-	if f := l.refused.Load(); f != nil {
-		(*f)(err)
+	l.mu.Lock()
+	m := l.m
+	l.mu.Unlock()
+	if m != nil {
+		m.Refused(err)
 	}
 }
 
