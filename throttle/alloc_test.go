@@ -23,10 +23,8 @@ import (
 // token and the ContendedError when the key is held. On a remote store (the
 // fake of BenchmarkLimiterOverhead) the watch of the call (see watch) adds
 // nothing for a caller on context.Background, whose calls share one
-// storeCall; for a caller whose context can be cancelled and a store that
-// waits on Done (go-redis and rueidis do) it adds the call, its
-// context.WithCancelCause (context and cancel function) and its Done
-// channel.
+// storeCall; for a caller whose context can be cancelled it adds the call
+// and its Done channel.
 //
 // The measured functions check their results without testify: its
 // t.Helper call and variadic arguments would allocate.
@@ -44,7 +42,7 @@ func TestAllocs(t *testing.T) {
 		admitted, rejected float64
 	}{
 		{"memstore", memstore.New(), cancellable, 2, 2},
-		{"remote", remote{}, cancellable, 6, 6},
+		{"remote", remote{}, cancellable, 4, 4},
 		{"remote-background", remote{}, context.Background(), 2, 2},
 	} {
 		ctx := c.ctx

@@ -26,6 +26,7 @@ type Lease struct {
 	mirrored   bool // the Fallback mirrors the store's hold (see tryFailOver)
 	reentrant  bool
 	keep       *refresher // a Replay's in-flight mark: refreshed until recorded or released
+	view       sharedCall // the context of Release's store call, when it joins a shared one
 }
 
 // newLease returns the lease of req, sent at sent, that the store (or the
@@ -90,7 +91,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	if m := ls.mirror(); m != nil {
-		mctx, c := ls.l.detach(ctx, m)
+		mctx, c := ls.l.detach(ctx, m, nil)
 		_, err := m.Release(mctx, ls.key, ls.token)
 		if err = c.end(err); err != nil {
 			ls.l.logStoreError("release-fallback", err)
@@ -98,7 +99,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 	}
 	start := ls.l.since()
 	st := ls.holder()
-	cctx, c := ls.l.detach(ctx, st)
+	cctx, c := ls.l.detach(ctx, st, &ls.view)
 	out, err := st.Release(cctx, ls.key, ls.token)
 	err = c.end(err)
 	ls.l.storeCall(ctx, "release", start, err)

@@ -170,11 +170,10 @@ func (m *monitor) tickAtMost(t int64) {
 }
 
 // add registers a call under ctx sent at start, shed past limit, and
-// starts the ticks when they were stopped; it returns the call's context.
-// share lets a call that ctx cannot cancel (detached: whatever ctx does)
-// join its shard's open shared call. A call beyond a shard's share of
-// maxWaiting is shed.
-func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit int64, share bool) (context.Context, *storeCall) {
+// starts the ticks when they were stopped. share lets a call that ctx
+// cannot cancel (detached: whatever ctx does) join its shard's open shared
+// call (see view). A call beyond a shard's share of maxWaiting is shed.
+func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit int64, share bool) *storeCall {
 	m.tickAtMost(max(timeout/4, int64(time.Millisecond)))
 	s := &m.shards[rand.Uint32()%shards] //nolint:gosec // a shard, not a secret
 	s.mu.Lock()
@@ -185,12 +184,11 @@ func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit 
 		c.start, c.last = min(c.start, start), max(c.last, start)
 	} else {
 		c = &storeCall{Context: ctx, m: m, timeout: timeout, start: start, last: start, limit: limit, shard: s,
-			done: make(chan struct{})}
-		switch {
-		case share:
+			done: make(chan struct{}), shared: share}
+		if share {
 			c.Context, s.open = context.Background(), c
-		case detached && ctx.Done() != nil:
-			c.Context = context.WithoutCancel(ctx)
+		} else if detached {
+			c.Context = withoutCancel(ctx)
 		}
 	}
 	if c.callers == 0 {
@@ -206,10 +204,15 @@ func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit 
 	if !m.running.Load() && m.running.CompareAndSwap(false, true) {
 		go m.run()
 	}
-	if share && ctx != context.Background() {
-		return &sharedCall{c, ctx}, c
+	return c
+}
+
+// withoutCancel is ctx's values without its cancellation.
+func withoutCancel(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
 	}
-	return c, c
+	return context.WithoutCancel(ctx)
 }
 
 // remove unregisters a caller of c, and returns c.last and why the monitor
@@ -310,6 +313,7 @@ type storeCall struct {
 	m               *monitor
 	timeout         int64
 	done            chan struct{} // closed when the monitor ends the call
+	shared          bool          // calls may join it (see view)
 
 	// The monitor's, under shard.mu:
 	start   int64 // clock.now when the first caller sent it
@@ -366,6 +370,20 @@ type sharedCall struct {
 // Value looks in the caller's context.
 func (c *sharedCall) Value(key any) any { return c.values.Value(key) }
 
+// view returns the context of c for a caller under ctx: c itself, unless c
+// is shared and ctx may carry values; then *v (nil: a new sharedCall), set
+// to c with ctx's values.
+func (c *storeCall) view(ctx context.Context, v *sharedCall) context.Context {
+	if !c.shared || ctx == context.Background() {
+		return c
+	}
+	if v == nil {
+		v = new(sharedCall)
+	}
+	*v = sharedCall{c, ctx}
+	return v
+}
+
 // watch returns the context of a call to st retried since first, and the
 // call, whose end must be given the call's error. Its load limit is
 // loadWaits Timeouts from first, or patience when longer. A call to a store
@@ -380,7 +398,8 @@ func (l *limiter) watchFrom(ctx context.Context, st store.Store, first, start in
 		return ctx, nil
 	}
 	t := int64(l.p.Timeout)
-	return l.monitor(st).add(ctx, false, t, start, first+max(loadWaits*t, int64(patience)), first == start && patience == 0)
+	c := l.monitor(st).add(ctx, false, t, start, first+max(loadWaits*t, int64(patience)), first == start && patience == 0)
+	return c.view(ctx, nil), c
 }
 
 // local reports whether st, the store or the Fallback, is in memory.
@@ -403,17 +422,17 @@ func (l *limiter) monitor(st store.Store) *monitor {
 func (l *limiter) now(st store.Store) int64 { return l.monitor(st).clock.now() }
 
 // detach is watch for a call that must run even when the caller gave up
-// (Release, a mirror's Record): ctx's values without its cancellation.
-func (l *limiter) detach(ctx context.Context, st store.Store) (context.Context, *storeCall) {
+// (Release, a mirror's Record): ctx's values without its cancellation. v,
+// when not nil, is where the call's view is kept (see storeCall.view): a
+// Lease's, for its one Release.
+func (l *limiter) detach(ctx context.Context, st store.Store, v *sharedCall) (context.Context, *storeCall) {
 	if !l.local(st) {
 		m, t := l.monitor(st), int64(l.p.Timeout)
 		now := m.clock.now()
-		return m.add(ctx, true, t, now, now+loadWaits*t, true)
+		c := m.add(ctx, true, t, now, now+loadWaits*t, true)
+		return c.view(ctx, v), c
 	}
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return ctx, nil
+	return withoutCancel(ctx), nil
 }
 
 // end finishes the call that returned err, and returns err or the rule's

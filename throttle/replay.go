@@ -240,7 +240,7 @@ func (ls *Lease) Record(ctx context.Context, rec []byte) error {
 	}
 	ls.setValid(sent, ttl)
 	if m, ok := ls.mirror().(store.Recorder); ok {
-		mctx, c := ls.l.detach(ctx, ls.mirror())
+		mctx, c := ls.l.detach(ctx, ls.mirror(), nil)
 		_, err := m.Record(mctx, ls.key, ls.token, rec, ttl)
 		if err = c.end(err); err != nil {
 			ls.l.logStoreError("record-fallback", err)
