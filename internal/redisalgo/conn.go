@@ -12,7 +12,8 @@ import (
 type Conn interface {
 	// Eval runs s with EVALSHA (its digest from Script.SHA, which loads it
 	// on keys[0]'s node once), and with EVAL (which caches it) after
-	// NOSCRIPT; an integer reply comes back as a slice of one.
+	// NOSCRIPT; an integer reply comes back as a slice of one. It keeps
+	// neither keys nor args past its return.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
 	// SetNX sends SET key value NX PX ms; with lookup, GET key and PTTL key
 	// follow in the same round trip (holder "" when GET fails).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -177,17 +178,24 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 		return 0, err
 	}
 	defer s.forget(key)
-	// Keys and args in one array, the key's two names in one string: two
-	// allocations, not five.
+	// The key's two names in one string, keys and args in a pooled array:
+	// one allocation, not five.
 	names := key + ":record" + key + ":released"
 	n := len(key) + len(":record")
-	v := &[4]string{key, names[:n], token, names[n:]} // storekit.RecordKey(key), channel(key)
+	v := releaseArgs.Get().(*[4]string)
+	*v = [4]string{key, names[:n], token, names[n:]} // storekit.RecordKey(key), channel(key)
 	res, err := s.conn.Eval(ctx, releaseScript, v[:2], v[2:]...)
+	*v = [4]string{}
+	releaseArgs.Put(v)
 	if err != nil && (strings.HasPrefix(err.Error(), "TRYAGAIN") || strings.HasPrefix(err.Error(), "ASK ")) {
 		res, err = s.releaseMoving(ctx, key, token, err)
 	}
 	return s.result("release", res, err)
 }
+
+// releaseArgs are the arrays of Release's keys and args (Conn.Eval keeps
+// neither slice).
+var releaseArgs = sync.Pool{New: func() any { return new([4]string) }}
 
 // releaseMoving releases a lock whose Cluster slot migrates (TRYAGAIN, ASK)
 // alone, unless its record, maybe on the other node, exists.
