@@ -15,11 +15,13 @@ import (
 )
 
 // TestAllocs pins the allocations of a Lock on the store, against a real
-// server, for a caller on context.Background (the race detector changes
-// the counts, hence the build tag): an acquisition makes the key and token
-// (one string) and the lease, nothing in the watch of the call nor in the
-// adapter (the TTL's text is cached); a release adds the script's keys and
-// args (one array) and the key's record and channel names (one string).
+// server (the race detector changes the counts, hence the build tag). For a
+// caller on context.Background an acquisition makes the key and token (one
+// string) and the lease, nothing in the watch of the call nor in the
+// adapter (the TTL's text is cached); a release adds the key's record and
+// channel names (one string). A caller whose context can be cancelled adds
+// its acquisition's call and that call's Done channel; its release shares
+// a call, seen through the lease.
 func TestAllocs(t *testing.T) {
 	s, _ := newStore(t)
 	opts := throttle.Options{Timeout: time.Second}
@@ -28,34 +30,32 @@ func TestAllocs(t *testing.T) {
 	exclusive, err := throttle.NewLock(s, throttle.LockConfig{Name: "allocs-x", Mode: throttle.Exclusive,
 		TTL: 10 * time.Second, Options: opts})
 	require.NoError(t, err)
-	ctx := context.Background()
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	run := strconv.FormatInt(time.Now().UnixNano(), 36) // new keys on every run (-count)
-	ids := make([]string, 3003)
+	ids := make([]string, 5005)
 	for i := range ids {
 		ids[i] = run + "-" + strconv.Itoa(i)
 	}
 	var failed error
-	for _, id := range ids[2002:] { // rueidis dials each of its pipelines on first use: now, not while measured
-		_, failed = dedupe.Acquire(ctx, id)
+	for _, id := range ids[4004:] { // rueidis dials each of its pipelines on first use: now, not while measured
+		_, failed = dedupe.Acquire(context.Background(), id)
 		require.NoError(t, failed)
 	}
+	i := 0
 	for _, c := range []struct {
 		name string
+		ctx  context.Context
 		max  float64
-		op   func(id string) error
+		op   func(ctx context.Context, id string) error
 	}{
-		{"acquire", 2, func(id string) error { _, err := dedupe.Acquire(ctx, id); return err }},
-		{"acquire+release", 4, func(id string) error {
-			lease, err := exclusive.Acquire(ctx, id)
-			if err == nil {
-				err = lease.Release(ctx)
-			}
-			return err
-		}},
+		{"acquire", context.Background(), 2, acquire(dedupe)},
+		{"acquire+release", context.Background(), 3, cycle(exclusive)},
+		{"cancellable acquire", cancellable, 4, acquire(dedupe)},
+		{"cancellable acquire+release", cancellable, 5, cycle(exclusive)},
 	} {
-		i := 0
 		n := testing.AllocsPerRun(1000, func() {
-			if err := c.op(ids[i]); err != nil && failed == nil {
+			if err := c.op(c.ctx, ids[i]); err != nil && failed == nil {
 				failed = err
 			}
 			i++
@@ -63,5 +63,21 @@ func TestAllocs(t *testing.T) {
 		require.NoError(t, failed, c.name)
 		assert.LessOrEqual(t, n, c.max, "allocations per %s", c.name)
 		t.Logf("%v allocations per %s", n, c.name)
+	}
+}
+
+// acquire returns a call of l.Acquire.
+func acquire(l *throttle.Lock) func(ctx context.Context, id string) error {
+	return func(ctx context.Context, id string) error { _, err := l.Acquire(ctx, id); return err }
+}
+
+// cycle returns a call of l.Acquire, then the lease's Release.
+func cycle(l *throttle.Lock) func(ctx context.Context, id string) error {
+	return func(ctx context.Context, id string) error {
+		lease, err := l.Acquire(ctx, id)
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		return err
 	}
 }
