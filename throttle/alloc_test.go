@@ -24,7 +24,8 @@ import (
 // fake of BenchmarkLimiterOverhead) the watch of the call (see watch) adds
 // nothing for a caller on context.Background, whose calls share one
 // storeCall; for a caller whose context can be cancelled it adds the call
-// and its Done channel.
+// and, for a store that waits on Done (the fake does, as go-redis does),
+// the call's Done channel.
 //
 // The measured functions check their results without testify: its
 // t.Helper call and variadic arguments would allocate.

@@ -184,7 +184,7 @@ func (m *monitor) add(ctx context.Context, detached bool, timeout, start, limit 
 		c.start, c.last = min(c.start, start), max(c.last, start)
 	} else {
 		c = &storeCall{Context: ctx, m: m, timeout: timeout, start: start, last: start, limit: limit, shard: s,
-			done: make(chan struct{}), shared: share}
+			shared: share}
 		if share {
 			c.Context, s.open = context.Background(), c
 		} else if detached {
@@ -303,17 +303,17 @@ func (m *monitor) silent(timeout, last, now, answered int64) bool {
 // its monitor judges it, and the context its client gets: the caller's
 // (context.Background for a shared call, whose callers each get a
 // sharedCall with their values), with a Done channel of its own that the
-// monitor closes. Its Deadline is a Timeout after each reading (go-redis
-// reads it once it has a connection): a call that queued behind a burst
-// still gets a whole Timeout for its reply. Nothing in it is ever reset: a
-// client may keep its context past the call (a Redlock node's call derives
-// one that outlives it).
+// monitor closes (made when a client first asks for it). Its Deadline is a
+// Timeout after each reading (go-redis reads it once it has a connection):
+// a call that queued behind a burst still gets a whole Timeout for its
+// reply. Nothing in it is ever reset: a client may keep its context past
+// the call (a Redlock node's call derives one that outlives it).
 type storeCall struct {
 	context.Context // the caller's, or context.Background when shared
 	m               *monitor
 	timeout         int64
-	done            chan struct{} // closed when the monitor ends the call
-	shared          bool          // calls may join it (see view)
+	done            atomic.Value // chan struct{}: Done's, or ended once the monitor ended the call
+	shared          bool         // calls may join it (see view)
 
 	// The monitor's, under shard.mu:
 	start   int64 // clock.now when the first caller sent it
@@ -323,7 +323,7 @@ type storeCall struct {
 	shard   *shard
 	slot    int   // in shard.calls
 	callers int   // in flight
-	cause   error // why the monitor ended the call; set before done is closed
+	cause   error // why the monitor ended the call
 }
 
 // Deadline returns a Timeout from now, or the caller's deadline when sooner.
@@ -335,28 +335,45 @@ func (c *storeCall) Deadline() (time.Time, bool) {
 	return t, true
 }
 
-// Done returns the channel the monitor closes when it ends the call.
-func (c *storeCall) Done() <-chan struct{} { return c.done }
+// Done returns the channel the monitor closes when it ends the call, made
+// by its first call: a client that never waits (rueidis sending alone on
+// an idle connection) costs no channel.
+func (c *storeCall) Done() <-chan struct{} {
+	if d, ok := c.done.Load().(chan struct{}); ok {
+		return d
+	}
+	if d := make(chan struct{}); c.done.CompareAndSwap(nil, d) {
+		return d
+	}
+	return c.done.Load().(chan struct{})
+}
 
 // Err is nil until the monitor ended the call, then the caller's error
 // when the caller's cancellation ended it, else Canceled.
 func (c *storeCall) Err() error {
-	select {
-	case <-c.done:
-		if err := c.Context.Err(); err != nil {
-			return err
-		}
-		return context.Canceled
-	default:
+	if d, _ := c.done.Load().(chan struct{}); d != ended {
 		return nil
 	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
 }
+
+// ended is the Done channel of every call the monitor ended.
+var ended = func() chan struct{} {
+	d := make(chan struct{})
+	close(d)
+	return d
+}()
 
 // stop ends the call for cause; the monitor's shard lock is held.
 func (c *storeCall) stop(cause error) {
 	if c.cause == nil {
 		c.cause = cause
-		close(c.done)
+		if d := c.done.Swap(ended); d != nil {
+			close(d.(chan struct{}))
+		}
 	}
 }
 

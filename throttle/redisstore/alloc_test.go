@@ -20,8 +20,8 @@ import (
 // command (an acquisition as a bare SetNX makes it, 8); a release adds
 // go-redis's EVALSHA and the key's record and channel names (one string).
 // A caller whose context can be cancelled adds its acquisition's call and
-// that call's Done channel; its release shares a call, seen through the
-// lease.
+// that call's Done channel (go-redis asks for it before it takes a
+// connection); its release shares a call, seen through the lease.
 func TestAllocs(t *testing.T) {
 	s, _, _ := newStore(t)
 	opts := throttle.Options{Timeout: time.Second}
