@@ -284,6 +284,36 @@ func TestSharedCallsEachDecided(t *testing.T) {
 	assert.Equal(t, uint64(callers), l.Stats().FailedOpen)
 }
 
+// TestCancelledCallerEndsItsCall: a call from a cancellable context,
+// waiting on a store that answers others, ends at the monitor's first tick
+// after its caller's cancellation, with the caller's error: the request is
+// neither held for the load limit nor counted as a store failure.
+func TestCancelledCallerEndsItsCall(t *testing.T) {
+	st := &queueStore{release: make(chan struct{})}
+	defer close(st.release)
+	l, clk := lockOn(t, st, liveTimeout, throttle.FailOpen)
+	answers(t, l)()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err = l.Admit(ctx, "slow")
+	}()
+	require.Eventually(t, func() bool { return st.slow.Load() == 1 }, 10*time.Second, time.Millisecond,
+		"the call did not reach the store")
+	require.False(t, tickFor(clk, 2*liveTimeout, 0, answers(t, l), done), "the call ended before its caller's cancellation")
+	cancel()
+	tickFor(clk, liveTimeout/4, 0, nil, done)
+	decided(t, done, "a cancelled caller's call waited past the next tick")
+	require.ErrorIs(t, err, context.Canceled)
+	s := l.Stats()
+	assert.Zero(t, s.StoreErrors)
+	assert.Zero(t, s.FailedOpen)
+	assert.Zero(t, s.Shed)
+}
+
 // fastClock is a clock whose every tick moves it a whole tick on, two real
 // milliseconds apart: the ten Timeouts before a store's first answer pass
 // in a few real milliseconds, long before go-redis gives up dialing.
