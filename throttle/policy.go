@@ -84,7 +84,8 @@ type Options struct {
 	// its first answer or while this process is starved of CPU); then, or
 	// when it returns an error, WhenStoreFails applies. Load is not an
 	// outage: while the store answers other calls, a call waits, and only
-	// after 30 × Timeout is the request shed (503, never let through).
+	// after 30 × Timeout is the request shed (503, never let through). A
+	// call whose caller's context ends is given up within about Timeout/4.
 	Timeout time.Duration
 	// WhenStoreFails decides a request the store cannot answer.
 	WhenStoreFails FailMode
