@@ -435,9 +435,6 @@ func (l *limiter) monitor(st store.Store) *monitor {
 	return l.fallbackLive
 }
 
-// now reads the clock of st's monitor.
-func (l *limiter) now(st store.Store) int64 { return l.monitor(st).clock.now() }
-
 // detach is watch for a call that must run even when the caller gave up
 // (Release, a mirror's Record): ctx's values without its cancellation. v,
 // when not nil, is where the call's view is kept (see storeCall.view): a
