@@ -2,8 +2,8 @@ package examples_test
 
 import (
 	"fmt"
-	"os"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
