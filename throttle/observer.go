@@ -23,13 +23,15 @@ type Observer interface {
 //	"dry_run_rejected"  under Options.DryRun, a request that would have been rejected went ahead
 //	"failed_open"       the store failed; the request went ahead unguarded
 //	"failed_closed"     the store failed; the request was turned away
-//	"shed"              the store answers, but this process waited too long or with too many calls (503)
+//	"shed"              the store answers, but this process waited too long or with too many calls (503);
+//	                    under ModeOverload, the process itself is overloaded: Reason says why
 //	"full"              the store answers, but had no room for the request's key (503)
 //	"fallback"          under FailOver, the Fallback store admitted the request
 //	"key_error"         the request's key or cost could not be built (4xx, store not asked)
 //	"replayed"          a Replay duplicate got the first request's recorded answer
 //	"store_call"        one store call ended after Latency; Op names it, Err says it failed
 //	"released"          a held key was given back after Hold; Reason is "done", "failed" or "panic"
+//	                    ("done" or "dropped" for an overload permit)
 //	"extended"          a lease's refresher extended it
 //	"lost"              a held lease expired or was taken before it was released
 //	"fallback_on"       under FailOver, the limiter stopped asking the failing store

@@ -186,7 +186,8 @@ func TestObserverDo(t *testing.T) {
 
 func TestModeNames(t *testing.T) {
 	for m, want := range map[throttle.Mode]string{throttle.Dedupe: "dedupe", throttle.Cooldown: "cooldown",
-		throttle.Exclusive: "exclusive", throttle.ModeQuota: "quota", throttle.ModeReplay: "replay", 200: "unknown"} {
+		throttle.Exclusive: "exclusive", throttle.ModeQuota: "quota", throttle.ModeReplay: "replay",
+		throttle.ModeOverload: "overload", 200: "unknown"} {
 		assert.Equal(t, want, m.String())
 	}
 }

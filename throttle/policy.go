@@ -29,6 +29,8 @@ const (
 	ModeQuota
 	// ModeReplay is the mode of a Replay, as events name it.
 	ModeReplay
+	// ModeOverload is the mode of an overload.Limiter, as events name it.
+	ModeOverload
 )
 
 // String returns the mode's name, such as "dedupe" or "quota".
@@ -39,7 +41,7 @@ func (m Mode) String() string {
 	return "unknown"
 }
 
-var modeNames = [...]string{"dedupe", "cooldown", "exclusive", "quota", "replay"}
+var modeNames = [...]string{"dedupe", "cooldown", "exclusive", "quota", "replay", "overload"}
 
 // FailMode is what a request gets when the store fails: it returns an
 // error, or stays silent for Options.Timeout. The zero FailMode fails open

@@ -35,7 +35,7 @@ type Observer struct {
 // modes are a policy's series by throttle.Mode (two limiters may share a
 // name under different modes); the last serves every mode the core does
 // not define, labelled "unknown".
-type modes [throttle.ModeReplay + 2]series
+type modes [throttle.ModeOverload + 2]series
 
 // series holds one policy and mode's metric children by label value,
 // each resolved from its vector at its first event and kept: the series

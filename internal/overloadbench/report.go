@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// printTables writes the tables.
+func printTables(results []result, phases []phase, p50, p99 time.Duration) {
+	good := 10 * p50
+	for pi, ph := range phases {
+		fmt.Printf("### %s (%.0f requests a second for %v)\n\n", ph.name, ph.load*capacity, ph.d)
+		fmt.Println("| case | goodput, % of capacity | p99 of 200s | × unloaded p99 | 200s | shed (503/429) | gave up |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+		for _, r := range results {
+			s := summarize(r.answers, pi, good)
+			fmt.Printf("| %s | %.1f%% | %s | %.2f× | %d | %d | %d |\n", r.c.name,
+				100*float64(s.good)/ph.d.Seconds()/capacity, ms(s.p99), float64(s.p99)/float64(p99), s.ok, s.shed, s.none)
+		}
+		fmt.Println()
+	}
+	fmt.Println("### The limit: unloaded (median of the second half of the first 0.8× phase), under overload (median), and the time after the overload ends until it is back within 10% of the unloaded value for a second")
+	fmt.Println()
+	fmt.Println("| case | unloaded | under 2× | back after 2× | under 5× | back after 5× |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		if r.limits == nil || len(r.starts) < 5 {
+			continue
+		}
+		l := r.limits
+		unloaded := l.median(r.starts[0].Add(phases[0].d/2), r.starts[1])
+		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f | %s |\n", r.c.name, unloaded,
+			l.median(r.starts[1], r.starts[2]), l.back(r.starts[2], r.starts[3], unloaded),
+			l.median(r.starts[3], r.starts[4]), l.back(r.starts[4], r.starts[4].Add(phases[4].d), unloaded))
+	}
+	fmt.Println()
+	for _, c := range results {
+		fmt.Printf("- %s: %s\n", c.c.name, c.c.notes)
+	}
+}
+
+// A summary is one phase of one case.
+type summary struct {
+	ok, good, shed, none int
+	p99                  time.Duration
+}
+
+func summarize(answers []answer, phase int, good time.Duration) summary {
+	var s summary
+	for _, a := range answers {
+		if a.phase != phase {
+			continue
+		}
+		switch {
+		case a.status == 200:
+			s.ok++
+			if a.latency <= good {
+				s.good++
+			}
+		case a.status == 0:
+			s.none++
+		default:
+			s.shed++
+		}
+	}
+	s.p99 = quantile(latencies(answers, phase), 0.99)
+	return s
+}
+
+// latencies returns the sorted latencies of the 200s of phase.
+func latencies(answers []answer, phase int) []time.Duration {
+	var out []time.Duration
+	for _, a := range answers {
+		if a.phase == phase && a.status == 200 {
+			out = append(out, a.latency)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// quantile returns the q quantile of sorted s (nearest rank), 0 for none.
+func quantile(s []time.Duration, q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+// median returns the median of the samples taken in [from, to).
+func (l *limits) median(from, to time.Time) float64 {
+	var v []int
+	for i, at := range l.at {
+		if !at.Before(from) && at.Before(to) {
+			v = append(v, l.val[i])
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return float64(v[len(v)/2])
+}
+
+// back returns how long after from the limit came within 10% of want and
+// stayed there for a second, before to.
+func (l *limits) back(from, to time.Time, want float64) string {
+	var since time.Time
+	for i, at := range l.at {
+		if at.Before(from) || !at.Before(to) {
+			continue
+		}
+		if math.Abs(float64(l.val[i])-want) > 0.1*want {
+			since = time.Time{}
+			continue
+		}
+		if since.IsZero() {
+			since = at
+		}
+		if at.Sub(since) >= time.Second {
+			return ms(since.Sub(from))
+		}
+	}
+	return "not within " + ms(to.Sub(from))
+}
+
+// ms formats d in milliseconds, or seconds from 10 s.
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}

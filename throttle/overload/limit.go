@@ -1,0 +1,186 @@
+package overload
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// The rule of the limit, in figures. Every one is relative to the base
+// latency or to the demand, so that no service has to tune them.
+const (
+	// tolerance is how much slower than the base latency a request may
+	// run before the limit falls: the target is base × (1 + tolerance).
+	// Envoy's adaptive concurrency filter uses the same 25% buffer.
+	tolerance = 0.25
+	// minGradient bounds one window's fall, so that one slow window (a GC
+	// pause, a noisy neighbour) at most halves the limit.
+	minGradient = 0.5
+	// windowMin is how many latencies a window needs before it is judged;
+	// the latest windowSamples of them are kept and their median taken.
+	windowMin     = 8
+	windowSamples = 16
+	// minWindow is the shortest window: two base latencies, at least this.
+	minWindow = 20 * time.Millisecond
+	// headroom is how far above the most requests seen in flight at once
+	// the limit may rise while latency stays flat (a multiple): enough
+	// for a burst to pass, not so much that the next overload starts far
+	// above what the service can take.
+	headroom = 2
+	// idleLimit is the least the limit may rise to while latency stays
+	// flat, however few requests run: a quiet service still takes a
+	// burst of this many at once without queueing.
+	idleLimit = 8
+	// decay is how much of the distance to the demand's ceiling a window
+	// of flat latency takes back when the limit is above it.
+	decay = 0.9
+	// probeEvery is how often the base latency is measured again (plus up
+	// to a quarter more, so that the processes of a fleet do not probe in
+	// step); probeSamples and probeMin say how long a probe lasts.
+	probeEvery   = 10 * time.Second
+	probeSamples = 8
+	probeMin     = 100 * time.Millisecond
+	// staleGradient: a window this far over the target while the limit
+	// already sat on the throughput floor means the base latency is
+	// stale (the service got slower for good): measure it again now.
+	staleGradient = 0.9
+)
+
+// adaptive is the limit of requests in flight and what it learns from
+// their latencies: the gradient of Envoy's adaptive concurrency filter and
+// Netflix's Gradient limits, limit × target / latency per window, with a
+// floor of completed requests per second × base latency (the
+// bandwidth-delay product, as TCP BBR keeps its window), so that no
+// window takes the limit below what keeps the service busy. Times are
+// nanoseconds on the limiter's clock. It is guarded by Limiter.mu.
+type adaptive struct {
+	limit, min, max float64
+	// base is the median latency of requests that did not wait for each
+	// other: measured by each probe, lowered by any window faster than it
+	// (0 until the first window).
+	base int64
+
+	// The window being measured: requests that ended since start.
+	start  int64
+	n      int // latencies in the window
+	last   [windowSamples]int64
+	peak   int  // the most requests in flight when one of them was granted
+	floors bool // the last window left the limit on its throughput floor
+
+	// A probe of the base latency: while probing, the limit is halved so
+	// that requests stop waiting for each other, and the latencies of the
+	// requests granted since probeFrom are the base.
+	probing   bool
+	probeFrom int64
+	probeN    int
+	probe     [probeSamples]int64
+	nextProbe int64
+}
+
+// newAdaptive returns a limit between lo and hi, starting at idleLimit.
+func newAdaptive(lo, hi int) adaptive {
+	l := float64(min(max(lo, idleLimit), hi))
+	return adaptive{limit: l, min: float64(lo), max: float64(hi)}
+}
+
+// permits returns how many requests may be in flight now.
+func (a *adaptive) permits() int {
+	l := a.limit
+	if a.probing {
+		l = max(a.min, l/2)
+	}
+	return int(math.Round(l))
+}
+
+// sample learns from a request granted at start, with with requests in
+// flight (itself included), that ended at now.
+func (a *adaptive) sample(now, start int64, with int) {
+	rtt := max(now-start, int64(time.Microsecond))
+	if a.probing {
+		a.sampleProbe(now, start, rtt)
+		return
+	}
+	a.last[a.n%windowSamples] = rtt
+	a.n++
+	a.peak = max(a.peak, with)
+	if a.n < windowMin || now-a.start < max(2*a.base, int64(minWindow)) {
+		return
+	}
+	a.judge(now)
+	a.reset(now)
+	if a.base > 0 && now >= a.nextProbe {
+		a.probing, a.probeFrom, a.probeN = true, now, 0
+	}
+}
+
+// judge moves the limit by the window that ends at now.
+func (a *adaptive) judge(now int64) {
+	med := median(a.last[:min(a.n, windowSamples)])
+	if a.base == 0 || med < a.base {
+		a.base = med
+		if a.nextProbe == 0 {
+			a.scheduleProbe(now)
+		}
+	}
+	g := float64(a.base) * (1 + tolerance) / float64(med)
+	if g < 1 {
+		// Over the target: fall by the gradient, but not below the
+		// requests the window completed per base latency.
+		floor := math.Ceil(float64(a.n) * float64(a.base) / float64(now-a.start))
+		stale := a.floors && g < staleGradient
+		a.limit = min(a.limit, max(a.limit*max(g, minGradient), floor, a.min))
+		a.floors = a.limit <= floor || a.limit == a.min
+		if stale {
+			a.nextProbe = now
+		}
+		return
+	}
+	// Flat latency: rise by the gradient towards the ceiling set by the
+	// most requests in flight with which latency was seen flat, or come
+	// down towards it when demand fell.
+	a.floors = false
+	ceiling := max(float64(headroom*a.peak), idleLimit, a.min)
+	if a.limit < ceiling {
+		a.limit = min(a.limit*g, ceiling)
+	} else {
+		a.limit = max(ceiling, a.limit*decay)
+	}
+	a.limit = min(a.limit, a.max)
+}
+
+// sampleProbe learns the base latency from the requests granted since the
+// probe began, and ends the probe when it has enough of them or has run
+// long enough.
+func (a *adaptive) sampleProbe(now, start, rtt int64) {
+	if start >= a.probeFrom {
+		a.probe[a.probeN%probeSamples] = rtt
+		a.probeN++
+	}
+	if a.probeN < probeSamples && now-a.probeFrom < max(8*a.base, int64(probeMin)) {
+		return
+	}
+	if a.probeN > 0 {
+		a.base = median(a.probe[:min(a.probeN, probeSamples)])
+	}
+	a.probing = false
+	a.floors = false
+	a.scheduleProbe(now)
+	a.reset(now)
+}
+
+// scheduleProbe sets the next probe a period and some jitter after now.
+func (a *adaptive) scheduleProbe(now int64) {
+	a.nextProbe = now + int64(probeEvery) + rand.Int64N(int64(probeEvery/4)) //nolint:gosec // jitter
+}
+
+// reset starts a new window at now.
+func (a *adaptive) reset(now int64) {
+	a.start, a.n, a.peak = now, 0, 0
+}
+
+// median returns the median of s, which it sorts.
+func median(s []int64) int64 {
+	slices.Sort(s)
+	return s[len(s)/2]
+}
