@@ -32,15 +32,20 @@ const (
 	// flat, however few requests run: a quiet service still takes a
 	// burst of this many at once without queueing.
 	idleLimit = 8
+	// calmWindows is how many windows in a row must end under the target
+	// before the limit may double in a window again (TCP's slow start):
+	// a service that took more load than before at the same latency
+	// grows fast, one that was just overloaded grows by the gradient.
+	calmWindows = 50
 	// decay is how much of the distance to the demand's ceiling a window
 	// of flat latency takes back when the limit is above it.
 	decay = 0.9
 	// probeEvery is how often the base latency is measured again (plus up
 	// to a quarter more, so that the processes of a fleet do not probe in
-	// step); probeSamples and probeMin say how long a probe lasts.
+	// step); probeSamples and minProbe say how long a probe lasts.
 	probeEvery   = 10 * time.Second
 	probeSamples = 8
-	probeMin     = 100 * time.Millisecond
+	minProbe     = 100 * time.Millisecond
 	// staleGradient: a window this far over the target while the limit
 	// already sat on the throughput floor means the base latency is
 	// stale (the service got slower for good): measure it again now.
@@ -67,6 +72,7 @@ type adaptive struct {
 	last   [windowSamples]int64
 	peak   int  // the most requests in flight when one of them was granted
 	floors bool // the last window left the limit on its throughput floor
+	calm   int  // windows in a row under the target
 
 	// A probe of the base latency: while probing, the limit is halved so
 	// that requests stop waiting for each other, and the latencies of the
@@ -81,7 +87,7 @@ type adaptive struct {
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
 func newAdaptive(lo, hi int) adaptive {
 	l := float64(min(max(lo, idleLimit), hi))
-	return adaptive{limit: l, min: float64(lo), max: float64(hi)}
+	return adaptive{limit: l, min: float64(lo), max: float64(hi), calm: calmWindows}
 }
 
 // permits returns how many requests may be in flight now.
@@ -129,6 +135,7 @@ func (a *adaptive) judge(now int64) {
 		// requests the window completed per base latency.
 		floor := math.Ceil(float64(a.n) * float64(a.base) / float64(now-a.start))
 		stale := a.floors && g < staleGradient
+		a.calm = 0
 		a.limit = min(a.limit, max(a.limit*max(g, minGradient), floor, a.min))
 		a.floors = a.limit <= floor || a.limit == a.min
 		if stale {
@@ -140,6 +147,10 @@ func (a *adaptive) judge(now int64) {
 	// most requests in flight with which latency was seen flat, or come
 	// down towards it when demand fell.
 	a.floors = false
+	a.calm++
+	if a.calm >= calmWindows {
+		g = 2
+	}
 	ceiling := max(float64(headroom*a.peak), idleLimit, a.min)
 	if a.limit < ceiling {
 		a.limit = min(a.limit*g, ceiling)
@@ -157,7 +168,7 @@ func (a *adaptive) sampleProbe(now, start, rtt int64) {
 		a.probe[a.probeN%probeSamples] = rtt
 		a.probeN++
 	}
-	if a.probeN < probeSamples && now-a.probeFrom < max(8*a.base, int64(probeMin)) {
+	if a.probeN < probeSamples && now-a.probeFrom < max(8*a.base, int64(minProbe)) {
 		return
 	}
 	if a.probeN > 0 {

@@ -1,161 +1,202 @@
-package overload
+package overload_test
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/go-throttle/throttle/throttle/overload"
 )
 
-// backend is a service of known capacity: slots requests at once, each
-// for work; a request waits for a free slot.
-type backend struct {
+// The tests run in a testing/synctest bubble: time moves only when every
+// goroutine waits, so a simulated service of known capacity behaves the
+// same on any machine, and seconds of load take milliseconds.
+
+// service is a handler of known capacity: slots requests at once, each
+// holding its slot for work; a request waits for a free slot, or for its
+// context to end.
+type service struct {
 	slots chan struct{}
-	work  time.Duration
+	work  atomic.Int64 // a time.Duration
 }
 
-func newBackend(slots int, work time.Duration) *backend {
-	return &backend{slots: make(chan struct{}, slots), work: work}
+func newService(slots int, work time.Duration) *service {
+	s := &service{slots: make(chan struct{}, slots)}
+	s.work.Store(int64(work))
+	return s
 }
 
-func (b *backend) serve(ctx context.Context) error {
+func (s *service) serve(ctx context.Context) bool {
 	select {
-	case b.slots <- struct{}{}:
+	case s.slots <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return false
 	}
-	time.Sleep(b.work)
-	<-b.slots
-	return nil
+	time.Sleep(time.Duration(s.work.Load()))
+	<-s.slots
+	return true
 }
 
-// result is what a simulated client saw.
-type result struct {
-	at      time.Duration // arrival, since the run began
-	latency time.Duration
-	wait    time.Duration
+// answer is what one simulated client got.
+type answer struct {
+	phase   int
+	latency time.Duration // from arrival to answer
 	ok      bool
-	reason  Reason
+	reason  overload.Reason // why it was shed; "" if it was not
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	out []result
+// sim drives a service through a Limiter open loop: requests arrive at a
+// fixed rate whatever the answers, each on a goroutine of its own, and
+// give up after a second.
+type sim struct {
+	l   *overload.Limiter
+	svc *service
+	t0  time.Time
+
+	mu      sync.Mutex
+	answers []answer
+	limits  []limitAt
+	wg      sync.WaitGroup
+	stop    chan struct{}
+	sampled chan struct{}
 }
 
-func (r *recorder) add(x result) {
-	r.mu.Lock()
-	r.out = append(r.out, x)
-	r.mu.Unlock()
+// limitAt is the limit at a time since the simulation began.
+type limitAt struct {
+	at    time.Duration
+	limit int
 }
 
-// drive sends requests open loop at rate per second for d, each through l
-// to b, and records them; it returns at once, the requests still running.
-func drive(l *Limiter, b *backend, rate float64, d time.Duration, t0 time.Time, rec *recorder, wg *sync.WaitGroup) {
-	every := time.Duration(float64(time.Second) / rate)
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			start := time.Now()
-			x := result{at: start.Sub(t0)}
-			p, err := l.Acquire(ctx, Normal)
-			x.wait = time.Since(start)
-			if err == nil {
-				if b.serve(ctx) == nil {
-					p.End()
-					x.ok = true
-				} else {
-					p.Drop()
-				}
-			} else if r, ok := err.(*Refusal); ok {
-				x.reason = r.Reason
+// newSim starts sampling l's limit every 50 ms; end stops it.
+func newSim(l *overload.Limiter, svc *service) *sim {
+	s := &sim{l: l, svc: svc, t0: time.Now(), stop: make(chan struct{}), sampled: make(chan struct{})}
+	go func() {
+		defer close(s.sampled)
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				s.mu.Lock()
+				s.limits = append(s.limits, limitAt{time.Since(s.t0), l.Stats().Limit})
+				s.mu.Unlock()
 			}
-			x.latency = time.Since(start)
-			rec.add(x)
-		}()
+		}
+	}()
+	return s
+}
+
+// run sends rate requests a second for d, as phase; it returns when the
+// last has arrived, the requests still running.
+func (s *sim) run(phase int, rate float64, d time.Duration) {
+	every := time.Duration(float64(time.Second) / rate)
+	for range int(rate * d.Seconds()) {
+		s.wg.Add(1)
+		go s.request(phase)
 		time.Sleep(every)
 	}
 }
 
-func TestSimulate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l, _ := New(Config{})
-		b := newBackend(4, 50*time.Millisecond)
-		rec := &recorder{}
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case <-time.After(500 * time.Millisecond):
-					s := l.Stats()
-					fmt.Printf("%5.1fs limit %d inflight %d queued %d base %v shed %d/%d/%d\n", time.Since(t0).Seconds(), s.Limit, s.InFlight, s.Queued, s.BaseLatency, s.ShedLimit, s.ShedQueueTimeout, s.ShedQueueFull)
-				}
-			}
-		}()
-		phases := []struct {
-			rate float64
-			d    time.Duration
-		}{{64, 10 * time.Second}, {160, 10 * time.Second}, {64, 5 * time.Second}, {400, 10 * time.Second}, {64, 5 * time.Second}}
-		var at time.Duration
-		for _, ph := range phases {
-			drive(l, b, ph.rate, ph.d, t0, rec, &wg)
-			from := at
-			at += ph.d
-			wg.Wait()
-			report(t, rec.out, from, at, ph.rate)
-		}
-		close(done)
-	})
+func (s *sim) request(phase int) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	a := answer{phase: phase}
+	p, err := s.l.Acquire(ctx, overload.Normal)
+	var rf *overload.Refusal
+	switch {
+	case errors.As(err, &rf):
+		a.reason = rf.Reason
+	case err == nil && s.svc.serve(ctx):
+		a.ok = true
+		p.End()
+	case err == nil:
+		p.Drop()
+	}
+	a.latency = time.Since(start)
+	s.mu.Lock()
+	s.answers = append(s.answers, a)
+	s.mu.Unlock()
 }
 
-func report(t *testing.T, rs []result, from, to time.Duration, rate float64) {
+// end waits for every request, and stops the sampler.
+func (s *sim) end() {
+	s.wg.Wait()
+	close(s.stop)
+	<-s.sampled
+}
+
+// phaseStats are one phase's figures.
+type phaseStats struct {
+	ok, good, shed int
+	p50, p99       time.Duration
+}
+
+// stats returns the figures of phase: good counts the answers within
+// goodWithin.
+func (s *sim) stats(phase int, goodWithin time.Duration) phaseStats {
+	var ps phaseStats
 	var lat []time.Duration
-	good, shed := 0, 0
-	for _, r := range rs {
-		if r.at < from || r.at >= to {
+	for _, a := range s.answers {
+		if a.phase != phase {
 			continue
 		}
-		if r.ok {
-			lat = append(lat, r.latency)
-			if r.latency <= 500*time.Millisecond {
-				good++
-			}
-		} else {
-			shed++
+		if !a.ok {
+			ps.shed++
+			continue
+		}
+		ps.ok++
+		lat = append(lat, a.latency)
+		if a.latency <= goodWithin {
+			ps.good++
 		}
 	}
 	slices.Sort(lat)
-	p := func(q float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[int(q*float64(len(lat)-1))]
+	if len(lat) > 0 {
+		ps.p50 = lat[len(lat)/2]
+		ps.p99 = lat[int(math.Ceil(0.99*float64(len(lat))))-1]
 	}
-	secs := (to - from).Seconds()
-	// Latency by second.
-	for sec := from; sec < to; sec += time.Second {
-		var mx time.Duration
-		n := 0
-		for _, r := range rs {
-			if r.ok && r.at >= sec && r.at < sec+time.Second {
-				mx = max(mx, r.latency)
-				if r.latency > 100*time.Millisecond {
-					n++
-				}
-			}
+	return ps
+}
+
+// limit returns the median of the limits sampled in [from, to).
+func (s *sim) limit(from, to time.Duration) int {
+	var v []int
+	for _, l := range s.limits {
+		if l.at >= from && l.at < to {
+			v = append(v, l.limit)
 		}
-		fmt.Printf("  [%v] max %v over100 %d\n", sec, mx, n)
 	}
-	fmt.Printf("rate %v: goodput %.1f%% of 80/s, shed %d, p50 %v p99 %v max %v\n", rate, float64(good)/secs/80*100, shed, p(0.5), p(0.99), p(1))
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// within returns the first time from from on at which the sampled limit
+// was within 10% of want, or -1.
+func (s *sim) within(from time.Duration, want int) time.Duration {
+	for _, l := range s.limits {
+		if l.at >= from && math.Abs(float64(l.limit-want)) <= 0.1*float64(want) {
+			return l.at - from
+		}
+	}
+	return -1
+}
+
+// newLimiter returns a Limiter of the zero Config, or fails the test.
+func newLimiter(t testing.TB, c overload.Config) *overload.Limiter {
+	t.Helper()
+	l, err := overload.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
