@@ -37,7 +37,7 @@ func main() {
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, *phaseLen, *recovery, *timeout)
 
 	// The unloaded latency: a quarter of capacity, no guard.
-	cal := run(cases[0], []phase{{"unloaded", 0.25, min(*phaseLen, 10*time.Second)}}, *timeout)
+	cal := run(cases[0], []phase{{"unloaded", 0.25, max(*phaseLen, 10*time.Second)}}, *timeout)
 	base := latencies(cal.answers, 0)
 	p50, p99 := quantile(base, 0.50), quantile(base, 0.99)
 	fmt.Printf("unloaded (0.25×, no guard): p50 %v, p99 %v; an answer counts as goodput within %v\n\n",

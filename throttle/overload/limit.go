@@ -32,6 +32,9 @@ const (
 	// flat, however few requests run: a quiet service still takes a
 	// burst of this many at once without queueing.
 	idleLimit = 8
+	// busyWindows is over how many windows the requests that keep the
+	// service busy are averaged (an exponential moving average).
+	busyWindows = 4
 	// calmWindows is how many windows in a row must end under the target
 	// before the limit may double in a window again (TCP's slow start):
 	// a service that took more load than before at the same latency
@@ -47,9 +50,11 @@ const (
 	probeSamples = 8
 	minProbe     = 100 * time.Millisecond
 	// staleGradient: a window this far over the target while the limit
-	// already sat on the throughput floor means the base latency is
-	// stale (the service got slower for good): measure it again now.
+	// already sat on the throughput floor means the base latency may be
+	// stale (the service got slower for good): measure it again now, if
+	// the last probe ended staleGap ago.
 	staleGradient = 0.9
+	staleGap      = 2 * time.Second
 )
 
 // adaptive is the limit of requests in flight and what it learns from
@@ -72,6 +77,9 @@ type adaptive struct {
 	last   [windowSamples]int64
 	peak   int  // the most requests in flight when one of them was granted
 	floors bool // the last window left the limit on its throughput floor
+	// busy is how many requests keep the service busy: requests completed
+	// per second × base latency, averaged over the last windows.
+	busy float64
 	calm   int  // windows in a row under the target
 
 	// A probe of the base latency: while probing, the limit is halved so
@@ -82,6 +90,7 @@ type adaptive struct {
 	probeN    int
 	probe     [probeSamples]int64
 	nextProbe int64
+	probed    int64 // when the last probe ended
 }
 
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
@@ -94,7 +103,7 @@ func newAdaptive(lo, hi int) adaptive {
 func (a *adaptive) permits() int {
 	l := a.limit
 	if a.probing {
-		l = max(a.min, l/2)
+		l = max(a.min, min(l, max(l/2, math.Ceil(a.busy))))
 	}
 	return int(math.Round(l))
 }
@@ -130,11 +139,17 @@ func (a *adaptive) judge(now int64) {
 		}
 	}
 	g := float64(a.base) * (1 + tolerance) / float64(med)
+	busy := float64(a.n) * float64(a.base) / float64(now-a.start)
+	if a.busy == 0 {
+		a.busy = busy
+	}
+	a.busy += (busy - a.busy) / busyWindows
 	if g < 1 {
 		// Over the target: fall by the gradient, but not below the
-		// requests the window completed per base latency.
-		floor := math.Ceil(float64(a.n) * float64(a.base) / float64(now-a.start))
-		stale := a.floors && g < staleGradient
+		// requests that keep the service busy with the target's room
+		// to spare, where latency meets the target if the base is right.
+		floor := a.busy * (1 + tolerance)
+		stale := a.floors && g < staleGradient && now-a.probed >= int64(staleGap)
 		a.calm = 0
 		a.limit = min(a.limit, max(a.limit*max(g, minGradient), floor, a.min))
 		a.floors = a.limit <= floor || a.limit == a.min
@@ -174,7 +189,7 @@ func (a *adaptive) sampleProbe(now, start, rtt int64) {
 	if a.probeN > 0 {
 		a.base = median(a.probe[:min(a.probeN, probeSamples)])
 	}
-	a.probing = false
+	a.probing, a.probed = false, now
 	a.floors = false
 	a.scheduleProbe(now)
 	a.reset(now)
