@@ -80,7 +80,7 @@ type adaptive struct {
 	// busy is how many requests keep the service busy: requests completed
 	// per second × base latency, averaged over the last windows.
 	busy float64
-	calm   int  // windows in a row under the target
+	calm int // windows in a row under the target
 
 	// A probe of the base latency: while probing, the limit is halved so
 	// that requests stop waiting for each other, and the latencies of the
