@@ -17,17 +17,19 @@
 // (the median of requests that did not wait for each other). Over the
 // target, the limit falls by the gradient target/median (at most by half
 // in a window), as in Envoy's adaptive concurrency filter and Netflix's
-// Gradient limits, but never below the requests the window completed per
-// base latency: the throughput × latency product that keeps the service
-// busy, as TCP BBR keeps its window. At or under the target it rises by
-// the gradient, and doubles per window after 50 windows in a row under
-// it, up to twice the most requests in flight seen at that latency (at
-// least 8): room for a burst, not so much that the next overload starts
-// far above what the service takes. The base latency is measured again
-// every 10 to 12.5 s by a probe that halves the limit until 8 requests
-// granted since have ended, and at once when two windows in a row stay
-// over the target with the limit on its floor (the service became slower
-// for good).
+// Gradient limits, but never below the requests that keep the service
+// busy (requests completed per second × base latency, the product by
+// which TCP BBR sizes its window) with the target's 25% to spare, so that
+// a slot that frees finds a request ready. At or under the target it
+// rises by the gradient, and doubles per window after 50 windows in a row
+// under it, up to twice the most requests in flight seen at that latency
+// (at least 8): room for a burst, not so much that the next overload
+// starts far above what the service takes. The base latency is measured
+// again every 10 to 12.5 s by a probe that lowers the limit to half (or
+// to the requests that keep the service busy, if more) until 8 requests
+// granted since have ended; and sooner when a window is well over the
+// target with the limit already on its floor (the service may have
+// become slower for good).
 //
 // The queue. When every permit is taken a Normal request waits, as
 // CoDel is applied to request queues: at most the interval (100 ms, or

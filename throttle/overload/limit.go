@@ -40,8 +40,8 @@ const (
 	// a service that took more load than before at the same latency
 	// grows fast, one that was just overloaded grows by the gradient.
 	calmWindows = 50
-	// decay is how much of the distance to the demand's ceiling a window
-	// of flat latency takes back when the limit is above it.
+	// decay is the factor by which a window of flat latency brings a
+	// limit above the demand's ceiling down towards it.
 	decay = 0.9
 	// probeEvery is how often the base latency is measured again (plus up
 	// to a quarter more, so that the processes of a fleet do not probe in
@@ -61,9 +61,10 @@ const (
 // their latencies: the gradient of Envoy's adaptive concurrency filter and
 // Netflix's Gradient limits, limit × target / latency per window, with a
 // floor of completed requests per second × base latency (the
-// bandwidth-delay product, as TCP BBR keeps its window), so that no
-// window takes the limit below what keeps the service busy. Times are
-// nanoseconds on the limiter's clock. It is guarded by Limiter.mu.
+// bandwidth-delay product, as TCP BBR keeps its window) × (1 +
+// tolerance), so that no window takes the limit below what keeps the
+// service busy. Times are nanoseconds on the limiter's clock. It is
+// guarded by Limiter.mu.
 type adaptive struct {
 	limit, min, max float64
 	// base is the median latency of requests that did not wait for each
@@ -82,9 +83,10 @@ type adaptive struct {
 	busy float64
 	calm int // windows in a row under the target
 
-	// A probe of the base latency: while probing, the limit is halved so
-	// that requests stop waiting for each other, and the latencies of the
-	// requests granted since probeFrom are the base.
+	// A probe of the base latency: while probing, the limit is halved (or
+	// set to busy, if more) so that requests stop waiting for each other,
+	// and the latencies of the requests granted since probeFrom are the
+	// base.
 	probing   bool
 	probeFrom int64
 	probeN    int
