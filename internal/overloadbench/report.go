@@ -39,6 +39,49 @@ func printTables(results []result, phases []phase, p50, p99 time.Duration) {
 	for _, c := range results {
 		fmt.Printf("- %s: %s\n", c.c.name, c.c.notes)
 	}
+	fmt.Println()
+	printTargets(results, phases, good, p99)
+}
+
+// printTargets checks issue 39's targets on throttle's row: at 2× and 5×,
+// goodput at least 90% of capacity and a p99 within 3× the unloaded p99,
+// both ahead of failsafe-go's; at 0.8×, nothing shed.
+func printTargets(results []result, phases []phase, good, p99 time.Duration) {
+	var ours, theirs *result
+	for i := range results {
+		switch results[i].c.name {
+		case "throttle":
+			ours = &results[i]
+		case "failsafe-go":
+			theirs = &results[i]
+		}
+	}
+	if ours == nil {
+		return
+	}
+	check := func(ok bool, what string, args ...any) {
+		mark := "met"
+		if !ok {
+			mark = "MISSED"
+		}
+		fmt.Printf("- %s: "+what+"\n", append([]any{mark}, args...)...)
+	}
+	s := summarize(ours.answers, 0, good)
+	check(s.shed == 0, "0.8×: %d shed", s.shed)
+	for pi, ph := range phases {
+		if ph.load < 2 {
+			continue
+		}
+		s := summarize(ours.answers, pi, good)
+		goodput := float64(s.good) / ph.d.Seconds() / capacity
+		check(goodput >= 0.9, "%s: goodput %.1f%% of capacity (at least 90%%)", ph.name, 100*goodput)
+		check(s.p99 <= 3*p99, "%s: p99 %s (at most 3× the unloaded %s)", ph.name, ms(s.p99), ms(p99))
+		if theirs != nil {
+			t := summarize(theirs.answers, pi, good)
+			check(s.good >= t.good && s.p99 < t.p99, "%s: ahead of failsafe-go (goodput %d ≥ %d, p99 %s < %s)",
+				ph.name, s.good, t.good, ms(s.p99), ms(t.p99))
+		}
+	}
 }
 
 // A summary is one phase of one case.
@@ -53,13 +96,13 @@ func summarize(answers []answer, phase int, good time.Duration) summary {
 		if a.phase != phase {
 			continue
 		}
-		switch {
-		case a.status == 200:
+		switch a.status {
+		case 200:
 			s.ok++
 			if a.latency <= good {
 				s.good++
 			}
-		case a.status == 0:
+		case 0:
 			s.none++
 		default:
 			s.shed++
