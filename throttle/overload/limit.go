@@ -46,15 +46,16 @@ const (
 	// probeEvery is how often the base latency is measured again (plus up
 	// to a quarter more, so that the processes of a fleet do not probe in
 	// step); probeSamples and minProbe say how long a probe lasts.
-	probeEvery   = 10 * time.Second
+	probeEvery   = 30 * time.Second
 	probeSamples = 8
 	minProbe     = 100 * time.Millisecond
-	// staleGradient: a window this far over the target while the limit
-	// already sat on the throughput floor means the base latency may be
+	// staleGradient: staleWindows in a row this far over the target with
+	// the limit on its throughput floor mean that the base latency may be
 	// stale (the service got slower for good): measure it again now, if
 	// the last probe ended staleGap ago.
 	staleGradient = 0.9
-	staleGap      = 2 * time.Second
+	staleWindows  = 3
+	staleGap      = 5 * time.Second
 )
 
 // adaptive is the limit of requests in flight and what it learns from
@@ -73,20 +74,20 @@ type adaptive struct {
 	base int64
 
 	// The window being measured: requests that ended since start.
-	start  int64
-	n      int // latencies in the window
-	last   [windowSamples]int64
-	peak   int  // the most requests in flight when one of them was granted
-	floors bool // the last window left the limit on its throughput floor
+	start int64
+	n     int // latencies in the window
+	last  [windowSamples]int64
+	peak  int // the most requests in flight when one of them was granted
+	stale int // windows in a row well over the target with the limit on its floor
 	// busy is how many requests keep the service busy: requests completed
 	// per second × base latency, averaged over the last windows.
 	busy float64
 	calm int // windows in a row under the target
 
-	// A probe of the base latency: while probing, the limit is halved (or
-	// set to busy, if more) so that requests stop waiting for each other,
-	// and the latencies of the requests granted since probeFrom are the
-	// base.
+	// A probe of the base latency: while probing, the limit is halved so
+	// that requests stop waiting for each other (the equilibrium under
+	// overload is 1.25 × what keeps the service busy), and the latencies
+	// of the requests granted since probeFrom are the base.
 	probing   bool
 	probeFrom int64
 	probeN    int
@@ -105,7 +106,7 @@ func newAdaptive(lo, hi int) adaptive {
 func (a *adaptive) permits() int {
 	l := a.limit
 	if a.probing {
-		l = max(a.min, min(l, max(l/2, math.Ceil(a.busy))))
+		l = max(a.min, l/2)
 	}
 	return int(math.Round(l))
 }
@@ -150,12 +151,12 @@ func (a *adaptive) judge(now int64) {
 		// Over the target: fall by the gradient, but not below the
 		// requests that keep the service busy with the target's room
 		// to spare, where latency meets the target if the base is right.
-		floor := a.busy * (1 + tolerance)
-		stale := a.floors && g < staleGradient && now-a.probed >= int64(staleGap)
+		floor, fall := a.busy*(1+tolerance), a.limit*max(g, minGradient)
 		a.calm = 0
-		a.limit = min(a.limit, max(a.limit*max(g, minGradient), floor, a.min))
-		a.floors = a.limit <= floor || a.limit == a.min
-		if stale {
+		a.limit = min(a.limit, max(fall, floor, a.min))
+		if fall > max(floor, a.min) || g >= staleGradient {
+			a.stale = 0
+		} else if a.stale++; a.stale >= staleWindows && now-a.probed >= int64(staleGap) {
 			a.nextProbe = now
 		}
 		return
@@ -163,7 +164,7 @@ func (a *adaptive) judge(now int64) {
 	// Flat latency: rise by the gradient towards the ceiling set by the
 	// most requests in flight with which latency was seen flat, or come
 	// down towards it when demand fell.
-	a.floors = false
+	a.stale = 0
 	a.calm++
 	if a.calm >= calmWindows {
 		g = 2
@@ -191,8 +192,7 @@ func (a *adaptive) sampleProbe(now, start, rtt int64) {
 	if a.probeN > 0 {
 		a.base = median(a.probe[:min(a.probeN, probeSamples)])
 	}
-	a.probing, a.probed = false, now
-	a.floors = false
+	a.probing, a.probed, a.stale = false, now, 0
 	a.scheduleProbe(now)
 	a.reset(now)
 }

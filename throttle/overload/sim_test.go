@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 // holding its slot for work; a request waits for a free slot, or for its
 // context to end.
 type service struct {
-	slots chan struct{}
-	work  atomic.Int64 // a time.Duration
+	slots  chan struct{}
+	work   atomic.Int64  // a time.Duration
+	jitter time.Duration // added to work: up to this much, at random
 }
 
 func newService(slots int, work time.Duration) *service {
@@ -37,7 +39,11 @@ func (s *service) serve(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
-	time.Sleep(time.Duration(s.work.Load()))
+	d := time.Duration(s.work.Load())
+	if s.jitter > 0 {
+		d += rand.N(s.jitter)
+	}
+	time.Sleep(d)
 	<-s.slots
 	return true
 }
