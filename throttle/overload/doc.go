@@ -25,11 +25,10 @@
 // under it, up to twice the most requests in flight seen at that latency
 // (at least 8): room for a burst, not so much that the next overload
 // starts far above what the service takes. The base latency is measured
-// again every 10 to 12.5 s by a probe that lowers the limit to half (or
-// to the requests that keep the service busy, if more) until 8 requests
-// granted since have ended; and sooner when a window is well over the
-// target with the limit already on its floor (the service may have
-// become slower for good).
+// again every 30 to 37.5 s by a probe that halves the limit until 8
+// requests granted since have ended; and sooner when three windows in a
+// row end well over the target with the limit on its floor (the service
+// may have become slower for good).
 //
 // The queue. When every permit is taken a Normal request waits, as
 // CoDel is applied to request queues: at most the interval (100 ms, or

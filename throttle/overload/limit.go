@@ -53,7 +53,7 @@ const (
 	// the limit on its throughput floor mean that the base latency may be
 	// stale (the service got slower for good): measure it again now, if
 	// the last probe ended staleGap ago.
-	staleGradient = 0.9
+	staleGradient = 0.75
 	staleWindows  = 3
 	staleGap      = 5 * time.Second
 )
@@ -106,7 +106,7 @@ func newAdaptive(lo, hi int) adaptive {
 func (a *adaptive) permits() int {
 	l := a.limit
 	if a.probing {
-		l = max(a.min, l/2)
+		l = max(a.min, math.Ceil(l/2))
 	}
 	return int(math.Round(l))
 }
