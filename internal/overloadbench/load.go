@@ -18,6 +18,7 @@ type phase struct {
 // An answer is what one request got.
 type answer struct {
 	phase   int
+	at      time.Duration // its scheduled arrival, since its phase began
 	latency time.Duration // from its scheduled arrival to the end of its body
 	status  int           // 0: no answer (the client gave up, or the connection failed)
 }
@@ -49,7 +50,7 @@ func drive(client *http.Client, url string, phases []phase, timeout time.Duratio
 			go func() {
 				defer wg.Done()
 				a := one(client, url, at, timeout)
-				a.phase = pi
+				a.phase, a.at = pi, at.Sub(start)
 				mu.Lock()
 				answers = append(answers, a)
 				mu.Unlock()
