@@ -86,9 +86,8 @@ const (
 )
 
 // The queue's CoDel figures: a waiter's deadline is the interval, or the
-// target once the service showed overload within the last interval. The
-// interval
-// is at least minInterval, and the base latency when requests take longer.
+// target when the service showed overload within the last interval. The
+// interval is minInterval, or the base latency when requests take longer.
 const (
 	minInterval    = 100 * time.Millisecond
 	targetDivision = 20 // the target is the interval / targetDivision: 5 ms of 100 ms
@@ -141,9 +140,9 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 }
 
 // dispatch grants free permits to waiters, with l.mu held: the oldest
-// first, or the newest first once the queue stands (adaptive LIFO: under
-// overload, the requests whose clients are likeliest still there). A
-// waiter past its deadline is shed.
+// first, or the newest first under overload (adaptive LIFO: the requests
+// whose clients are likeliest still there). A waiter past its deadline is
+// shed.
 func (l *Limiter) dispatch(now int64) {
 	if l.q.n == 0 {
 		return

@@ -234,43 +234,33 @@ func TestPriorities(t *testing.T) {
 	})
 }
 
+// serveEach takes n permits of priority p in turn, each held for d, and
+// ends each with end (Permit.End or Permit.Drop).
+func serveEach(t *testing.T, l *overload.Limiter, p overload.Priority, n int, d time.Duration, end func(overload.Permit)) {
+	t.Helper()
+	for range n {
+		pm, err := l.Acquire(context.Background(), p)
+		require.NoError(t, err)
+		time.Sleep(d)
+		end(pm)
+	}
+}
+
 // TestNeverShedTeachesNothing: fast NeverShed requests (health checks) do
-// not make the base latency theirs.
+// not make the base latency theirs, and a dropped permit frees its place
+// without a latency.
 func TestNeverShedTeachesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLimiter(t, overload.Config{})
-		for range 100 {
-			p, err := l.Acquire(context.Background(), overload.NeverShed)
-			require.NoError(t, err)
-			time.Sleep(time.Millisecond)
-			p.End()
-		}
+		serveEach(t, l, overload.NeverShed, 100, time.Millisecond, overload.Permit.End)
 		assert.Zero(t, l.Stats().BaseLatency)
-		for range 100 {
-			p, err := l.Acquire(context.Background(), overload.Normal)
-			require.NoError(t, err)
-			time.Sleep(3 * time.Millisecond)
-			p.End()
-		}
-		assert.Equal(t, 3*time.Millisecond, l.Stats().BaseLatency)
-	})
-}
-
-// TestDropTeachesNothing: a dropped permit frees its place without a
-// latency.
-func TestDropTeachesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, overload.Config{})
-		for range 100 {
-			p, err := l.Acquire(context.Background(), overload.Normal)
-			require.NoError(t, err)
-			time.Sleep(time.Millisecond)
-			p.Drop()
-		}
+		serveEach(t, l, overload.Normal, 100, time.Millisecond, overload.Permit.Drop)
 		s := l.Stats()
 		assert.Zero(t, s.BaseLatency)
 		assert.Zero(t, s.InFlight)
-		assert.Equal(t, uint64(100), s.Admitted)
+		assert.Equal(t, uint64(200), s.Admitted)
+		serveEach(t, l, overload.Normal, 100, 3*time.Millisecond, overload.Permit.End)
+		assert.Equal(t, 3*time.Millisecond, l.Stats().BaseLatency)
 		overload.Permit{}.End() // the zero Permit ends nothing
 		overload.Permit{}.Drop()
 	})

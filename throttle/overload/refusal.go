@@ -15,8 +15,8 @@ const (
 	// so it did not wait.
 	ReasonLimit Reason = "limit"
 	// ReasonQueueTimeout: the request waited for a permit until its
-	// deadline: the queue's interval, or its target once the queue stood
-	// for an interval (CoDel).
+	// deadline: the queue's interval, or its target when the service
+	// showed overload within the last interval (CoDel).
 	ReasonQueueTimeout Reason = "queue-timeout"
 	// ReasonQueueFull: every permit was taken and the queue was full.
 	ReasonQueueFull Reason = "queue-full"
@@ -25,6 +25,7 @@ const (
 // Refusal is the error of a request that Acquire shed: an HTTP adapter
 // answers it with 503 and Retry-After, a gRPC one with UNAVAILABLE.
 type Refusal struct {
+	// Reason says why the request was shed.
 	Reason Reason
 	// RetryAfter is how long a client should wait before it tries again:
 	// a second, or the queue's interval when requests take longer.

@@ -4,8 +4,9 @@ import "time"
 
 // Stats is a snapshot of a Limiter.
 type Stats struct {
-	// Limit is how many requests may be in flight now; InFlight how many
-	// are, NeverShed ones included; Queued how many wait.
+	// Limit is how many requests may be in flight now (half the limit
+	// while a probe measures the base latency); InFlight how many are,
+	// NeverShed ones included; Queued how many wait.
 	Limit, InFlight, Queued int
 	// QueueDelay is how long the oldest waiting request has waited.
 	QueueDelay time.Duration
