@@ -1,0 +1,181 @@
+package flow
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// Limits is what the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-11 say of a call: the policies
+// that decided it and what they leave. Every transport sends the same
+// values (HTTP header fields, gRPC header metadata). The zero Limits says
+// nothing.
+type Limits struct {
+	j    *Job
+	kind limitsKind
+	n    int64            // held by another: t (-1: none); places: r
+	p    *plan            // a Quota's rates,
+	d    store.Decision   // and the decision of its one rate,
+	ds   []store.Decision // or of each
+}
+
+type limitsKind uint8
+
+const (
+	noLimits   limitsKind = iota
+	policyOnly            // RateLimit-Policy alone: nothing held or decided
+	held                  // the key held: r=0, t the window (none for Exclusive)
+	places                // an Exclusive lock of several holders: r=n
+	refused               // the key held by another: r=0, t=n
+	decided               // a Quota's decision under p
+)
+
+// Limit is one policy of Limits, with the values its fields give.
+type Limit struct {
+	Name string
+	// Quota is the policy's q: calls per Window, or at once without one.
+	Quota int
+	// Window is the policy's w in whole seconds; 0 for concurrent calls.
+	Window time.Duration
+	// Remaining is the RateLimit field's r; -1 when that field is not sent.
+	Remaining int
+	// Reset is the RateLimit field's t in whole seconds; 0 when it has none.
+	Reset time.Duration
+}
+
+// Fields returns the values of the RateLimit-Policy and RateLimit fields,
+// nil for a field not sent. They are shared: send or copy them, never
+// change them.
+func (l Limits) Fields() (policy, limit []string) {
+	j := l.j
+	switch l.kind {
+	case noLimits:
+		return nil, nil
+	case decided:
+		return l.p.limitFields(&l.d, l.ds)
+	case held:
+		return j.policyField, j.heldField
+	case places:
+		return j.policyField, j.places.get(l.n)
+	case refused:
+		if j.policyField != nil {
+			return j.policyField, j.rejected.get(l.n)
+		}
+	}
+	return j.policyField, nil
+}
+
+// Append appends the policies of Limits to dst in the order of the
+// fields: the most restrictive first.
+func (l Limits) Append(dst []Limit) []Limit {
+	j := l.j
+	switch {
+	case l.kind == noLimits:
+		return dst
+	case l.kind == decided:
+		return l.p.appendLimits(dst, &l.d, l.ds)
+	case l.kind == policyOnly && j.plan != nil:
+		return j.plan.appendLimits(dst, nil, nil)
+	case j.policyField == nil:
+		return dst
+	}
+	lim := Limit{Name: j.name, Quota: j.holders, Remaining: -1}
+	if j.mode != throttle.Exclusive {
+		lim.Window = wholeSeconds(j.window)
+	}
+	switch l.kind {
+	case held:
+		lim.Remaining = 0
+		if j.mode != throttle.Exclusive {
+			lim.Reset = lim.Window
+		}
+	case places:
+		lim.Remaining = int(l.n)
+	case refused:
+		lim.Remaining = 0
+		lim.Reset = max(time.Duration(l.n), 0) * time.Second
+	}
+	return append(dst, lim)
+}
+
+// wholeSeconds is d as the fields give it: whole seconds, rounded up.
+func wholeSeconds(d time.Duration) time.Duration { return time.Duration(seconds(d)) * time.Second }
+
+// policy is the Limits of a call of j that holds nothing and was not
+// decided: RateLimit-Policy alone.
+func (j *Job) policy() Limits { return Limits{j: j, kind: policyOnly} }
+
+// The field values a job's answers repeat, built once.
+type fields struct {
+	names       []string // the job's name alone, for Violated
+	policyField []string // nil for a Quota whose rates are a function
+	heldField   []string
+	rejected    fieldCache // r=0 and t, by t
+	places      fieldCache // by r
+}
+
+func (j *Job) initFields() {
+	j.names = []string{j.name}
+	switch {
+	case j.plan != nil:
+		j.policyField = j.plan.policy
+	case j.quota == nil:
+		b := strconv.AppendQuote(make([]byte, 0, 64), j.name)
+		if j.mode == throttle.Exclusive {
+			b = strconv.AppendInt(append(b, ";q="...), int64(j.holders), 10)
+			b = append(b, `;qu="concurrent-requests"`...)
+		} else {
+			b = strconv.AppendInt(append(b, ";q=1;w="...), seconds(j.window), 10)
+		}
+		j.policyField = []string{string(b)}
+	}
+	t := int64(-1) // an Exclusive hold lasts as long as the work
+	if j.mode != throttle.Exclusive {
+		t = seconds(j.window)
+	}
+	j.heldField = []string{limitField(j.name, 0, t)}
+	j.rejected = fieldCache{vals: make([]atomic.Pointer[[]string], 301),
+		format: func(t int64) string { return limitField(j.name, 0, t) }}
+	j.places = fieldCache{vals: make([]atomic.Pointer[[]string], j.holders+1),
+		format: func(r int64) string { return limitField(j.name, int(r), -1) }}
+}
+
+// The fields are one item each: the policy's name (strconv.Quote makes the
+// sf-string of a name throttle allows) with parameters, never pk, which
+// would tell a client another's partition. RateLimit's t is the effective
+// window: none for an Exclusive holder or a full Quota. Sent before the
+// call runs, they understate what a call that then frees its key or is
+// refunded leaves.
+
+// limitField returns a RateLimit value: r, and t unless it is negative.
+func limitField(name string, r int, t int64) string {
+	b := strconv.AppendQuote(make([]byte, 0, 48), name)
+	b = strconv.AppendInt(append(b, ";r="...), int64(r), 10)
+	if t >= 0 {
+		b = strconv.AppendInt(append(b, ";t="...), t, 10)
+	}
+	return string(b)
+}
+
+// fieldCache holds the field values of 0 to len(vals)-1, made by format
+// on first use and shared.
+type fieldCache struct {
+	vals   []atomic.Pointer[[]string]
+	format func(n int64) string
+}
+
+func (c *fieldCache) get(n int64) []string {
+	if n < 0 || n >= int64(len(c.vals)) {
+		return []string{c.format(n)}
+	}
+	if v := c.vals[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{c.format(n)}
+	c.vals[n].Store(&v)
+	return v
+}
