@@ -89,7 +89,7 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 
 // rejected hands rej, with its header fields set, to the reject handler.
 func (m *middleware) rejected(c echo.Context, rej guard.Rejection) error {
-	rej.SetHeader(guard.HTTPHeader(c.Response().Header()))
+	rej.SetHeader(c.Response().Header())
 	return m.reject(c, &rej)
 }
 
@@ -128,7 +128,7 @@ type captureWriter struct {
 }
 
 func (w *captureWriter) WriteHeader(code int) {
-	w.capture.WriteHeader(guard.HTTPHeader(w.Header()), code)
+	w.capture.WriteHeader(w.Header(), code)
 	w.ResponseWriter.WriteHeader(code)
 }
 

@@ -66,7 +66,7 @@ func WithRejectHandler(h func(c *gin.Context, rej *guard.Rejection)) Option {
 
 // rejected hands rej, with its header fields set, to the reject handler.
 func (m *middleware) rejected(c *gin.Context, rej guard.Rejection) {
-	rej.SetHeader(guard.HTTPHeader(c.Writer.Header()))
+	rej.SetHeader(c.Writer.Header())
 	m.reject(c, &rej)
 }
 
@@ -101,7 +101,7 @@ type captureWriter struct {
 	capture *guard.Capture
 }
 
-func (w *captureWriter) sent() { w.capture.WriteHeader(guard.HTTPHeader(w.Header()), w.Status()) }
+func (w *captureWriter) sent() { w.capture.WriteHeader(w.Header(), w.Status()) }
 
 func (w *captureWriter) Write(b []byte) (int, error) {
 	w.sent()

@@ -73,6 +73,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // rejected hands rej, with its header fields set, to the reject handler.
 func (h *handler) rejected(w http.ResponseWriter, r *http.Request, rej guard.Rejection) {
-	rej.SetHeader(guard.HTTPHeader(w.Header()))
+	rej.SetHeader(w.Header())
 	h.reject(w, r, &rej)
 }

@@ -28,7 +28,7 @@ var recorders = sync.Pool{New: func() any { return new(recorder) }}
 func (w *recorder) note(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
-		w.capture.WriteHeader(guard.HTTPHeader(w.Header()), code)
+		w.capture.WriteHeader(w.Header(), code)
 	}
 }
 

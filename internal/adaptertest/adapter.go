@@ -68,9 +68,9 @@ const (
 // middleware set: the suite checks that both say the same.
 func CustomAnswer(rej *guard.Rejection) map[string]string {
 	m := map[string]string{CustomHeader: string(rej.Reason), CustomRetry: strconv.Itoa(int(rej.RetryAfter / time.Second))}
-	if ls := rej.Limits.Append(nil); len(ls) > 0 && ls[0].Remaining >= 0 {
-		m[CustomRemaining] = strconv.Itoa(ls[0].Remaining)
-		m[CustomReset] = strconv.Itoa(int(ls[0].Reset / time.Second))
+	if first := rej.Limits.First(); first.Remaining >= 0 {
+		m[CustomRemaining] = strconv.Itoa(first.Remaining)
+		m[CustomReset] = strconv.Itoa(int(first.Reset / time.Second))
 	}
 	return m
 }

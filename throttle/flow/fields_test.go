@@ -121,13 +121,13 @@ func TestPolicyField(t *testing.T) {
 		policy, limit := fieldsOf(c.j.policy())
 		assert.Equal(t, c.want, policy, "RateLimit-Policy of %s", c.j.name)
 		assert.Empty(t, limit, "RateLimit of %s", c.j.name)
-		assert.Equal(t, []Limit{c.lim}, c.j.policy().Append(nil), "Append of %s", c.j.name)
+		assert.Equal(t, c.lim, c.j.policy().First(), "First of %s", c.j.name)
 	}
 	var none Limits
 	p, l := none.Fields()
 	assert.Nil(t, p)
 	assert.Nil(t, l)
-	assert.Empty(t, none.Append(nil))
+	assert.Zero(t, none.First())
 }
 
 // TestQuotaFields checks that the cached RateLimit values of Quota
@@ -162,7 +162,7 @@ func TestDecidedLimits(t *testing.T) {
 	policy, limit := fieldsOf(lim)
 	assert.Equal(t, `"search";q=10;w=60`, policy)
 	assert.Equal(t, `"search";r=2;t=3`, limit, "t: until one more fits")
-	assert.Equal(t, []Limit{{"search", 10, time.Minute, 2, 3 * time.Second}}, lim.Append(nil))
+	assert.Equal(t, Limit{"search", 10, time.Minute, 2, 3 * time.Second}, lim.First())
 	lim.d = store.Decision{Remaining: 10}
 	_, limit = fieldsOf(lim)
 	assert.Equal(t, `"search";r=10`, limit, "a full quota: no t")
@@ -174,8 +174,6 @@ func TestDecidedLimits(t *testing.T) {
 	policy, limit = fieldsOf(lim)
 	assert.Equal(t, `"daily";q=3;w=86400, "burst";q=100;w=1`, policy, "the most restrictive first")
 	assert.Equal(t, `"daily";r=0;t=28800, "burst";r=99;t=1`, limit)
-	got := lim.Append(nil)
-	require.Len(t, got, 2)
-	assert.Equal(t, Limit{"daily", 3, 24 * time.Hour, 0, 28800 * time.Second}, got[0])
+	assert.Equal(t, Limit{"daily", 3, 24 * time.Hour, 0, 28800 * time.Second}, lim.First())
 	assert.Equal(t, []string{"daily"}, (&Refusal{Limits: lim}).Violated())
 }

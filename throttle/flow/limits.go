@@ -17,7 +17,8 @@ import (
 type Limits struct {
 	j    *Job
 	kind limitsKind
-	n    int64            // held by another: t (-1: none); places: r
+	r    int              // a lock's RateLimit r,
+	t    int64            // and t (-1: none)
 	p    *plan            // a Quota's rates,
 	d    store.Decision   // and the decision of its one rate,
 	ds   []store.Decision // or of each
@@ -28,9 +29,7 @@ type limitsKind uint8
 const (
 	noLimits   limitsKind = iota
 	policyOnly            // RateLimit-Policy alone: nothing held or decided
-	held                  // the key held: r=0, t the window (none for Exclusive)
-	places                // an Exclusive lock of several holders: r=n
-	refused               // the key held by another: r=0, t=n
+	lockLimit             // a lock's key held or refused: r and t
 	decided               // a Quota's decision under p
 )
 
@@ -51,56 +50,44 @@ type Limit struct {
 // nil for a field not sent. They are shared: send or copy them, never
 // change them.
 func (l Limits) Fields() (policy, limit []string) {
-	j := l.j
-	switch l.kind {
-	case noLimits:
+	switch {
+	case l.kind == noLimits:
 		return nil, nil
-	case decided:
+	case l.kind == decided:
 		return l.p.limitFields(&l.d, l.ds)
-	case held:
-		return j.policyField, j.heldField
-	case places:
-		return j.policyField, j.places.get(l.n)
-	case refused:
-		if j.policyField != nil {
-			return j.policyField, j.rejected.get(l.n)
-		}
+	case l.kind == lockLimit && l.j.policyField != nil:
+		return l.j.policyField, l.j.lockFields(l.r, l.t)
 	}
-	return j.policyField, nil
+	return l.j.policyField, nil
 }
 
-// Append appends the policies of Limits to dst in the order of the
-// fields: the most restrictive first.
-func (l Limits) Append(dst []Limit) []Limit {
+// First returns the first policy of the fields, the most restrictive: the
+// values a page for a person ("2 of 10 left") or the legacy X-RateLimit
+// fields give. Its Name is "" when the fields say nothing.
+func (l Limits) First() Limit {
 	j := l.j
 	switch {
 	case l.kind == noLimits:
-		return dst
+		return Limit{}
 	case l.kind == decided:
-		return l.p.appendLimits(dst, &l.d, l.ds)
+		return l.p.first(&l.d, l.ds)
 	case l.kind == policyOnly && j.plan != nil:
-		return j.plan.appendLimits(dst, nil, nil)
+		return j.plan.first(nil, nil)
 	case j.policyField == nil:
-		return dst
+		return Limit{}
 	}
 	lim := Limit{Name: j.name, Quota: j.holders, Remaining: -1}
 	if j.mode != throttle.Exclusive {
 		lim.Window = wholeSeconds(j.window)
 	}
-	switch l.kind {
-	case held:
-		lim.Remaining = 0
-		if j.mode != throttle.Exclusive {
-			lim.Reset = lim.Window
-		}
-	case places:
-		lim.Remaining = int(l.n)
-	case refused:
-		lim.Remaining = 0
-		lim.Reset = max(time.Duration(l.n), 0) * time.Second
+	if l.kind == lockLimit {
+		lim.Remaining, lim.Reset = l.r, max(time.Duration(l.t), 0)*time.Second
 	}
-	return append(dst, lim)
+	return lim
 }
+
+// lockLimits is the Limits of a lock's call: r and t (-1: none).
+func (j *Job) lockLimits(r int, t int64) Limits { return Limits{j: j, kind: lockLimit, r: r, t: t} }
 
 // wholeSeconds is d as the fields give it: whole seconds, rounded up.
 func wholeSeconds(d time.Duration) time.Duration { return time.Duration(seconds(d)) * time.Second }
@@ -113,10 +100,12 @@ func (j *Job) policy() Limits { return Limits{j: j, kind: policyOnly} }
 type fields struct {
 	names       []string // the job's name alone, for Violated
 	policyField []string // nil for a Quota whose rates are a function
-	heldField   []string
-	rejected    fieldCache // r=0 and t, by t
-	places      fieldCache // by r
+	heldT       int64    // a holder's t: the window, none (-1) for Exclusive
+	locks       fieldCache
 }
+
+// maxT is the largest t of a lock's RateLimit values cached.
+const maxT = 300
 
 func (j *Job) initFields() {
 	j.names = []string{j.name}
@@ -133,15 +122,20 @@ func (j *Job) initFields() {
 		}
 		j.policyField = []string{string(b)}
 	}
-	t := int64(-1) // an Exclusive hold lasts as long as the work
+	j.heldT = -1 // an Exclusive hold lasts as long as the work
 	if j.mode != throttle.Exclusive {
-		t = seconds(j.window)
+		j.heldT = seconds(j.window)
 	}
-	j.heldField = []string{limitField(j.name, 0, t)}
-	j.rejected = fieldCache{vals: make([]atomic.Pointer[[]string], 301),
-		format: func(t int64) string { return limitField(j.name, 0, t) }}
-	j.places = fieldCache{vals: make([]atomic.Pointer[[]string], j.holders+1),
-		format: func(r int64) string { return limitField(j.name, int(r), -1) }}
+	j.locks = fieldCache{vals: make([]atomic.Pointer[[]string], (j.holders+1)*(maxT+2)),
+		format: func(n int64) string { return limitField(j.name, int(n/(maxT+2)), n%(maxT+2)-1) }}
+}
+
+// lockFields is a lock's RateLimit value of r and t.
+func (j *Job) lockFields(r int, t int64) []string {
+	if r < 0 || r > j.holders || t < -1 || t > maxT {
+		return []string{limitField(j.name, r, t)}
+	}
+	return j.locks.get(int64(r)*(maxT+2) + t + 1)
 }
 
 // The fields are one item each: the policy's name (strconv.Quote makes the

@@ -24,14 +24,14 @@ func (j *Job) beginLock(ctx context.Context, id string, p *Permit, ref *Refusal)
 		return j.refuse(ref, p)
 	}
 	h.job = j
-	p.limits = Limits{j: j, kind: held}
+	p.limits = j.lockLimits(0, j.heldT)
 	switch {
 	case h.lease == nil && h.key == (throttle.Hold{}): // failed open
-		p.limits.kind = policyOnly
+		p.limits = j.policy()
 	case h.lease == nil:
 	case j.mode == throttle.Exclusive:
 		if j.holders > 1 {
-			p.limits = Limits{j: j, kind: places, n: int64(j.holders - h.lease.Holders())}
+			p.limits = j.lockLimits(j.holders-h.lease.Holders(), -1)
 		}
 		p.ctx, h.stop = h.lease.KeepAlive(ctx)
 	case j.fence || j.reentrant:

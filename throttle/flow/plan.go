@@ -3,6 +3,7 @@ package flow
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,9 +116,8 @@ func (p *plan) limitFields(d *store.Decision, ds []store.Decision) (policy, limi
 		return p.policy, p.quotaLimit(0, d.Remaining, p.reset(0, d))
 	}
 	var buf [storekit.MaxLimits]int
-	order := p.order(buf[:0], ds)
-	policy = p.policy
-	if !sorted(order) {
+	order, policy := p.order(buf[:0], ds), p.policy
+	if !slices.IsSorted(order) {
 		items := make([]string, len(order))
 		for k, i := range order {
 			items[k] = p.items[i]
@@ -135,52 +135,31 @@ func (p *plan) limitFields(d *store.Decision, ds []store.Decision) (policy, limi
 	return policy, []string{string(b)}
 }
 
-// appendLimits appends the rates with d or ds as fields does; with
-// neither, in their order and without RateLimit.
-func (p *plan) appendLimits(dst []Limit, d *store.Decision, ds []store.Decision) []Limit {
-	var buf [storekit.MaxLimits]int
-	order := buf[:len(p.rates)]
-	for i := range order {
-		order[i] = i
-	}
+// first returns the most restrictive rate of d or ds as fields gives it;
+// with neither, the first rate, without RateLimit.
+func (p *plan) first(d *store.Decision, ds []store.Decision) Limit {
+	i := 0
 	if ds != nil {
-		order = p.order(buf[:0], ds)
+		var buf [storekit.MaxLimits]int
+		i = p.order(buf[:0], ds)[0]
+		d = &ds[i]
 	}
-	for _, i := range order {
-		r := p.rates[i]
-		lim := Limit{Name: p.names[i], Quota: r.Limit, Window: wholeSeconds(r.Window), Remaining: -1}
-		if ds != nil {
-			d = &ds[i]
-		}
-		if d != nil {
-			lim.Remaining = d.Remaining
-			lim.Reset = max(time.Duration(p.reset(i, d)), 0) * time.Second
-		}
-		dst = append(dst, lim)
+	r := p.rates[i]
+	lim := Limit{Name: p.names[i], Quota: r.Limit, Window: wholeSeconds(r.Window), Remaining: -1}
+	if d != nil {
+		lim.Remaining, lim.Reset = d.Remaining, max(time.Duration(p.reset(i, d)), 0)*time.Second
 	}
-	return dst
+	return lim
 }
 
-// order appends the rates' indices to dst, fewest calls left first.
+// order appends the rates' indices to dst, fewest calls left first (ties
+// as given).
 func (p *plan) order(dst []int, ds []store.Decision) []int {
 	for i := range ds {
-		k := len(dst)
 		dst = append(dst, i)
-		for ; k > 0 && ds[dst[k-1]].Remaining > ds[i].Remaining; k-- {
-			dst[k] = dst[k-1]
-		}
-		dst[k] = i
 	}
+	slices.SortStableFunc(dst, func(a, b int) int { return cmp.Compare(ds[a].Remaining, ds[b].Remaining) })
 	return dst
-}
-
-func sorted(order []int) bool {
-	for k, i := range order {
-		if k != i {
-			return false
-		}
-	}
-	return true
 }
 
 // violated returns the names of the rates that refused a call: those
@@ -203,15 +182,13 @@ func (p *plan) violated(ds []store.Decision) []string {
 }
 
 // plans makes the plan of each call of a job whose rates are a function,
-// keeping the plans of the first maxPlans rates (one) or sets of up to
-// four rates (all).
+// keeping the plans of the first maxPlans sets of up to four rates.
 type plans struct {
 	name string
 	one  func(Call) throttle.Rate
 	all  func(Call) []throttle.Rate
 	mu   sync.RWMutex
-	ones map[throttle.Rate]*plan
-	alls map[[4]throttle.Rate]*plan
+	m    map[[4]throttle.Rate]*plan
 }
 
 // maxPlans bounds the plans a job keeps: a function that returns ever
@@ -219,39 +196,34 @@ type plans struct {
 const maxPlans = 256
 
 func (ps *plans) get(c Call) (*plan, error) {
-	if ps.one != nil {
-		rate := ps.one(c)
-		return cached(ps, &ps.ones, rate, func() []throttle.Rate { return []throttle.Rate{rate} })
-	}
-	rates := ps.all(c)
 	var k [4]throttle.Rate
-	if len(rates) > len(k) || len(rates) == 0 || rates[0] == (throttle.Rate{}) {
-		return newPlan(ps.name, rates) // not cached: an empty rate stands for none
+	n := 1
+	if ps.one != nil {
+		k[0] = ps.one(c)
+	} else {
+		rates := ps.all(c)
+		if len(rates) > len(k) || len(rates) == 0 || rates[0] == (throttle.Rate{}) {
+			return newPlan(ps.name, rates) // not cached: an empty rate stands for none
+		}
+		n = copy(k[:], rates)
 	}
-	copy(k[:], rates)
-	return cached(ps, &ps.alls, k, func() []throttle.Rate { return rates })
-}
-
-// cached returns the plan of the rates of k, kept in *m; rates returns
-// them for a new plan.
-func cached[K comparable](ps *plans, m *map[K]*plan, k K, rates func() []throttle.Rate) (*plan, error) {
 	ps.mu.RLock()
-	p := (*m)[k]
+	p := ps.m[k]
 	ps.mu.RUnlock()
 	if p != nil {
 		return p, nil
 	}
-	p, err := newPlan(ps.name, rates())
+	p, err := newPlan(ps.name, k[:n])
 	if err != nil {
 		return nil, err
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if *m == nil {
-		*m = map[K]*plan{}
+	if ps.m == nil {
+		ps.m = map[[4]throttle.Rate]*plan{}
 	}
-	if len(*m) < maxPlans {
-		(*m)[k] = p
+	if len(ps.m) < maxPlans {
+		ps.m[k] = p
 	}
 	return p, nil
 }

@@ -15,30 +15,16 @@ type Reason string
 
 // The reasons.
 const (
-	// ReasonContended: the key is held by another call or the quota spent.
-	ReasonContended Reason = "contended"
-	// ReasonBadKey: Call.Err; the identity could not be built.
-	ReasonBadKey Reason = "bad-key"
-	// ReasonStoreUnavailable: the store failed and the limiter fails
-	// closed, or the store is full.
-	ReasonStoreUnavailable Reason = "store-unavailable"
-	// ReasonCanceled: the call's context ended first.
-	ReasonCanceled Reason = "canceled"
-	// ReasonBadCost: a Quota call's cost is out of range, or WithCost failed.
-	ReasonBadCost Reason = "bad-cost"
-	// ReasonInFlight: a Replay key's first call still ran when the
-	// duplicate's wait ended; a retry gets its answer.
-	ReasonInFlight Reason = "in-flight"
-	// ReasonKeyReused: the Replay key came with another Fingerprint.
-	ReasonKeyReused Reason = "key-reused"
-	// ReasonNotKept: a Replay key's first call succeeded but its answer was
-	// not kept; it does not run again until the key expires.
-	ReasonNotKept Reason = "not-kept"
-	// ReasonBadRate: a Quota's rate function gave rates that cannot be decided.
-	ReasonBadRate Reason = "bad-rate"
-	// ReasonReplayed: a Replay duplicate, to be answered with Replayed, the
-	// first call's answer; not an error.
-	ReasonReplayed Reason = "replayed"
+	ReasonContended        Reason = "contended"         // the key is held by another call, or the quota spent
+	ReasonBadKey           Reason = "bad-key"           // Call.Err: the identity could not be built
+	ReasonStoreUnavailable Reason = "store-unavailable" // the store failed and the limiter fails closed, or is full
+	ReasonCanceled         Reason = "canceled"          // the call's context ended first
+	ReasonBadCost          Reason = "bad-cost"          // a Quota call's cost is out of range, or WithCost failed
+	ReasonInFlight         Reason = "in-flight"         // a Replay key's first call still runs: a retry gets its answer
+	ReasonKeyReused        Reason = "key-reused"        // the Replay key came with another Fingerprint
+	ReasonNotKept          Reason = "not-kept"          // a Replay key's first call succeeded, its answer was not kept
+	ReasonBadRate          Reason = "bad-rate"          // a Quota's rate function gave rates that cannot be decided
+	ReasonReplayed         Reason = "replayed"          // a Replay duplicate: answer with Replayed, not as an error
 )
 
 // Refusal is the answer to a call that did not go ahead.
@@ -93,7 +79,8 @@ func (j *Job) refusal(err error, lim Limits) Refusal {
 		}
 		secs := seconds(d)
 		if lim.kind == noLimits {
-			lim = Limits{j: j, kind: refused, n: secs, p: j.plan}
+			lim = j.lockLimits(0, secs)
+			lim.p = j.plan // for Violated
 		}
 		return Refusal{Reason: ReasonContended, RetryAfter: time.Duration(secs) * time.Second, Limits: lim, Err: err}
 	case !errors.Is(err, throttle.ErrStore) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):

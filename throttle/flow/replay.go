@@ -31,7 +31,7 @@ func (j *Job) beginReplay(ctx context.Context, c *Call, p *Permit, ref *Refusal)
 	if lease == nil { // failed open
 		return true
 	}
-	h.lease, h.fingerprint, p.records, p.limits.kind = lease, c.Fingerprint, true, held
+	h.lease, h.fingerprint, p.records, p.limits = lease, c.Fingerprint, true, j.lockLimits(0, j.heldT)
 	if j.fence {
 		p.ctx = throttle.WithLease(ctx, lease)
 	}
@@ -48,7 +48,7 @@ func (j *Job) replayed(b []byte, fp string) Refusal {
 	rec, err := decodeRecord(b)
 	switch {
 	case err != nil: // another version's, or damaged: never answer with it
-		return Refusal{Reason: ReasonContended, RetryAfter: time.Second, Limits: Limits{j: j, kind: refused, n: 1}, Err: err}
+		return Refusal{Reason: ReasonContended, RetryAfter: time.Second, Limits: j.lockLimits(0, 1), Err: err}
 	case fp != "" && rec.fingerprint != "" && fp != rec.fingerprint:
 		return Refusal{Reason: ReasonKeyReused, Limits: j.policy()}
 	case rec.answer == nil:
@@ -60,7 +60,7 @@ func (j *Job) replayed(b []byte, fp string) Refusal {
 		t = seconds(time.Until(rec.expires))
 	}
 	return Refusal{Reason: ReasonReplayed, RetryAfter: time.Duration(max(t, 0)) * time.Second,
-		Limits: Limits{j: j, kind: refused, n: t}, Replayed: rec.answer}
+		Limits: j.lockLimits(0, t), Replayed: rec.answer}
 }
 
 // recordRetry bounds the retries of a record while the store fails.

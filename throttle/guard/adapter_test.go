@@ -120,7 +120,7 @@ func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Re
 		func(r *http.Request, c *guard.Capture) int {
 			rec := httptest.NewRecorder()
 			h(rec, r)
-			c.WriteHeader(guard.HTTPHeader(rec.Header()), rec.Code)
+			c.WriteHeader(rec.Header(), rec.Code)
 			c.Write(rec.Body.Bytes())
 			maps.Copy(w.Header(), rec.Header())
 			w.WriteHeader(rec.Code)

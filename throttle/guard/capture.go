@@ -33,7 +33,7 @@ const maxRecordedBody = 64 << 10
 
 // WriteHeader notes the final status and the recorded fields of h as they
 // are sent. Later calls and 1xx statuses are ignored, but 101 abandons.
-func (c *Capture) WriteHeader(h Header, status int) {
+func (c *Capture) WriteHeader(h map[string][]string, status int) {
 	if c != nil && status == http.StatusSwitchingProtocols {
 		c.abandoned = true
 	}
@@ -42,7 +42,7 @@ func (c *Capture) WriteHeader(h Header, status int) {
 	}
 	c.Status = status
 	for _, k := range recordedHeaders {
-		if vs := h.Values(k); len(vs) > 0 {
+		if vs := h[k]; len(vs) > 0 {
 			if c.Header == nil {
 				c.Header = make(map[string][]string, len(recordedHeaders))
 			}
@@ -82,17 +82,17 @@ var replayedField = []string{"true"}
 // replay sets the fields of a Replay duplicate's answer on h, and returns
 // its status and body: the recorded response under the RateLimit fields
 // of now, never the recorded ones.
-func (rej *Rejection) replay(h Header) (int, []byte) {
+func (rej *Rejection) replay(h map[string][]string) (int, []byte) {
 	rej.g.setLimits(h, rej.Limits)
 	a := rej.Replayed
 	for k, vs := range a.Header {
 		if !notReplayed[k] {
-			h.Set(k, vs)
+			h[k] = vs
 		}
 	}
-	h.Set("Idempotent-Replayed", replayedField)
+	h["Idempotent-Replayed"] = replayedField
 	if len(a.Body) > 0 {
-		h.Set("Content-Length", []string{strconv.Itoa(len(a.Body))})
+		h["Content-Length"] = []string{strconv.Itoa(len(a.Body))}
 	}
 	return a.Status, a.Body
 }

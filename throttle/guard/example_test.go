@@ -70,7 +70,7 @@ func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guar
 			if c.Status == 0 {
 				c.Status = http.StatusOK
 			}
-			capture.WriteHeader(guard.HTTPHeader(c.Header), c.Status)
+			capture.WriteHeader(c.Header, c.Status)
 			capture.Write(c.Body.Bytes())
 			return c.Status
 		})
@@ -80,7 +80,7 @@ func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guar
 		case reject == nil || rej.Reason == guard.ReasonReplayed: // a replay is the answer asked for
 			rej.Write(miniWriter{c})
 		default:
-			rej.SetHeader(guard.HTTPHeader(c.Header))
+			rej.SetHeader(c.Header)
 			reject(c, &rej)
 		}
 		c.Abort()

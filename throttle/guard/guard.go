@@ -21,7 +21,7 @@ type Guard struct {
 	status  int // of a request turned away for its key or quota
 	failed  func(status int) bool
 	legacy  bool // LegacyHeaders
-	// onlyFailures: a Quota's CountOnlyFailures.
+	// onlyFailures: CountOnlyFailures, for a Quota.
 	onlyFailures bool
 	flowOpts     []flow.Option
 
@@ -55,14 +55,10 @@ func WithFailed(failed func(status int) bool) Option {
 	}
 }
 
-// CountOnlyFailures makes a Quota charge only failed requests, such as wrong
-// passwords. A request is charged before the handler runs and refunded when
-// it succeeds, so that concurrent requests never exceed the quota together.
+// CountOnlyFailures makes a Quota charge only failed requests (see
+// WithFailed), such as wrong passwords: flow.CountOnlyFailures.
 func CountOnlyFailures() Option {
-	return func(g *Guard) {
-		g.onlyFailures = g.mode == throttle.ModeQuota
-		g.flowOpts = append(g.flowOpts, flow.CountOnlyFailures())
-	}
+	return func(g *Guard) { g.onlyFailures, g.flowOpts = true, append(g.flowOpts, flow.CountOnlyFailures()) }
 }
 
 // WithCost makes a Quota charge each request what f says instead of 1 (the
@@ -77,12 +73,9 @@ func WithCost(f func(r *http.Request) (int, error)) Option {
 }
 
 // Skip lets the requests for which skip returns true through unguarded, in
-// every adapter: they go straight to the rest of the chain with no store
-// call and no RateLimit fields, and hold, record or are charged nothing.
-// It serves allow-lists, health checks and internal callers on a guarded
-// route. skip runs for every request, before anything else the guard does
-// (the adapter has built the key already), so it should be cheap; nil
-// skips nothing.
+// every adapter, before anything else the guard does (the adapter has built
+// the key already), as flow.Skip does: for allow-lists, health checks and
+// internal callers on a guarded route. nil skips nothing.
 func Skip(skip func(r *http.Request) bool) Option {
 	return func(g *Guard) {
 		if skip != nil {
@@ -129,8 +122,8 @@ type Rates interface {
 }
 
 // Quota returns the Guard of q under rates, each Burst defaulting to Limit.
-// It panics when q is nil or a fixed rate is not usable; a function's rate
-// that is not usable answers its request 500.
+// It panics when q or a rate function is nil or a fixed rate is not
+// usable; a function's rate that is not usable answers its request 500.
 func Quota[R Rates](q *throttle.Quota, rates R, opts ...Option) *Guard {
 	if q == nil {
 		panic("guard: Quota needs a non-nil *throttle.Quota")
@@ -147,17 +140,19 @@ func Quota[R Rates](q *throttle.Quota, rates R, opts ...Option) *Guard {
 			violated = cmp.Or(v[0].Name, name)
 		}
 	case func(*http.Request, string) throttle.Rate:
-		if v == nil {
-			panic("guard: Quota needs a non-nil rate function")
-		}
-		job = flow.Quota(q, func(c flow.Call) throttle.Rate { return v(request(c), c.ID) }, g.flowOpts...)
+		job = flow.Quota(q, ofCall(v), g.flowOpts...)
 	case func(*http.Request, string) []throttle.Rate:
-		if v == nil {
-			panic("guard: Quota needs a non-nil rate function")
-		}
-		job = flow.Quota(q, func(c flow.Call) []throttle.Rate { return v(request(c), c.ID) }, g.flowOpts...)
+		job = flow.Quota(q, ofCall(v), g.flowOpts...)
 	}
 	return g.init(job, violated)
+}
+
+// ofCall is the rate function f of the request and key as flow takes it.
+func ofCall[T any](f func(*http.Request, string) T) func(flow.Call) T {
+	if f == nil {
+		return nil
+	}
+	return func(c flow.Call) T { return f(request(c), c.ID) }
 }
 
 func newGuard(name string, mode throttle.Mode, window time.Duration, holders int, opts []Option) *Guard {
@@ -174,6 +169,7 @@ func newGuard(name string, mode throttle.Mode, window time.Duration, holders int
 
 func (g *Guard) init(job *flow.Job, violated string) *Guard {
 	g.job, g.flowOpts, g.violated = job, nil, violated
+	g.onlyFailures = g.onlyFailures && g.mode == throttle.ModeQuota
 	g.contendedDetail = g.contended()
 	rej := Rejection{Refusal: flow.Refusal{Reason: ReasonContended}, Status: g.status, Detail: g.contendedDetail, g: g}
 	g.contendedBody = rej.buildBody([]string{violated})
@@ -186,27 +182,25 @@ func (g *Guard) init(job *flow.Job, violated string) *Guard {
 func (g *Guard) Job() *flow.Job { return g.job }
 
 // Serve decides the request r for an adapter on net/http's types (w may
-// wrap the framework's writer): c holds the identity the adapter's key
-// function built or the error it failed with, and the route template the
-// router matched, such as net/http's r.Pattern ("POST /orders/{id}": its
-// method and host are dropped) or gin's c.FullPath() ("/orders/:id"), or
-// "" when none matched. A Replay scopes its stored keys by method and
-// route ("" stands for r.URL.Path), so that one Replay on two routes never
-// answers one route's request with the other's response; Locks and Quotas
-// store the identity alone. Serve fills in the rest of c.
+// wrap the framework's writer). c holds the identity the adapter's key
+// function built, or its error, and the route template the router matched
+// ("" when none): r.Pattern ("POST /orders/{id}", of which the path is
+// kept) or gin's c.FullPath(). A Replay scopes its stored keys by method
+// and route ("" stands for r.URL.Path) so that one Replay on two routes
+// never answers one route's request with the other's response; Locks and
+// Quotas store the identity alone. Serve fills in the rest of c.
 //
 // A request that goes ahead gets its RateLimit fields on w, and next runs
 // the rest of the chain with r (carrying the context the hold needs) and
 // returns the client's status, 200 when nothing was written. For a Replay
-// key's first request, c is not nil: next feeds it the response as it is
-// sent (WriteHeader, every body write, Abandon on a flush or hijack), or
-// once the chain returned if the framework buffers. The hold ends when
-// next returns or panics (the panic keeps unwinding).
+// key's first request c is not nil: next feeds it the response as it is
+// sent, or once the chain returned if the framework buffers. The hold ends
+// when next returns or panics (the panic keeps unwinding).
 //
 // A request turned away never reaches next: ok is false, and the adapter
-// stops its chain and answers rej, with rej.Write or its own rejection
-// handler (after rej.SetHeader), except that a Replay duplicate
-// (ReasonReplayed) is always answered with rej.Write, the recorded response.
+// stops its chain and answers rej with rej.Write, or, after rej.SetHeader,
+// with its own rejection handler; a Replay duplicate (ReasonReplayed)
+// always with rej.Write, the recorded response.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call,
 	next func(r *http.Request, c *Capture) (status int)) (rej Rejection, ok bool) {
 	c.Request = r
@@ -216,7 +210,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call,
 			c.Fingerprint, c.Err = idempotencyFingerprint(r)
 		}
 	}
-	h := HTTPHeader(w.Header())
+	h := w.Header()
 	ref, ok := g.job.Serve(r.Context(), c, func(p flow.Permit) flow.Outcome {
 		capture := g.Admit(h, p)
 		if ctx := p.Context(); ctx != r.Context() {
@@ -235,7 +229,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call,
 // Admit sets on h the RateLimit fields of a request p lets go ahead, and
 // returns the capture of its response when p records it (a Replay key's
 // first request), else nil.
-func (g *Guard) Admit(h Header, p flow.Permit) *Capture {
+func (g *Guard) Admit(h map[string][]string, p flow.Permit) *Capture {
 	g.setLimits(h, p.Limits())
 	if p.Records() {
 		return new(Capture)

@@ -194,7 +194,7 @@ func TestGuardPolicy(t *testing.T) {
 	assert.PanicsWithValue(t, "guard: Quota needs a non-nil *throttle.Quota", func() { Quota(nil, throttle.Rate{Limit: 1, Window: time.Second}) })
 	assert.PanicsWithValue(t, "guard: Replay needs a non-nil *throttle.Replay", func() { Replay(nil) })
 	assert.Panics(t, func() { Quota(quota, throttle.Rate{}) }, "a rate that is not usable")
-	assert.PanicsWithValue(t, "guard: Quota needs a non-nil rate function", func() {
+	assert.PanicsWithValue(t, "flow: Quota needs a non-nil rate function", func() {
 		Quota(quota, (func(*http.Request, string) throttle.Rate)(nil))
 	})
 }

@@ -1,30 +1,11 @@
 package guard
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/flow"
 )
-
-// Header is a response's header as guard sets and reads it, so that its
-// answers serve any HTTP implementation: HTTPHeader is net/http's. Names
-// are canonical ("Ratelimit-Policy"); Set replaces a field's values with
-// a slice that may be shared: send or copy it, never change it.
-type Header interface {
-	Set(name string, values []string)
-	Values(name string) []string
-}
-
-// HTTPHeader is net/http's header as a Header.
-type HTTPHeader http.Header
-
-// Set sets the field name to values.
-func (h HTTPHeader) Set(name string, values []string) { h[name] = values }
-
-// Values returns the values of the field name.
-func (h HTTPHeader) Values(name string) []string { return h[name] }
 
 // LegacyHeaders adds the de facto X-RateLimit-Limit, X-RateLimit-Remaining
 // and X-RateLimit-Reset fields beside the RateLimit and RateLimit-Policy
@@ -41,26 +22,25 @@ func LegacyHeaders() Option {
 }
 
 // setLimits sets the RateLimit fields lim gives, and the legacy ones.
-func (g *Guard) setLimits(h Header, lim flow.Limits) {
+func (g *Guard) setLimits(h map[string][]string, lim flow.Limits) {
 	policy, limit := lim.Fields()
 	if policy == nil {
 		return
 	}
-	h.Set("Ratelimit-Policy", policy)
+	h["Ratelimit-Policy"] = policy
 	if limit != nil {
-		h.Set("Ratelimit", limit)
+		h["Ratelimit"] = limit
 	}
 	if !g.legacy {
 		return
 	}
-	var buf [4]flow.Limit
-	first := lim.Append(buf[:0])[0]
-	h.Set("X-Ratelimit-Limit", smallInt(int64(first.Quota)))
+	first := lim.First()
+	h["X-Ratelimit-Limit"] = smallInt(int64(first.Quota))
 	if first.Remaining >= 0 {
-		h.Set("X-Ratelimit-Remaining", smallInt(int64(first.Remaining)))
+		h["X-Ratelimit-Remaining"] = smallInt(int64(first.Remaining))
 	}
 	if first.Reset > 0 {
-		h.Set("X-Ratelimit-Reset", smallInt(int64(first.Reset/time.Second)))
+		h["X-Ratelimit-Reset"] = smallInt(int64(first.Reset / time.Second))
 	}
 }
 

@@ -15,24 +15,20 @@ import (
 // not: a stable label for logs, metrics and rejection handlers.
 type Reason = flow.Reason
 
-// The reasons, with the status each gets; problem bodies link here for
-// those a client must act on.
+// The reasons, with the status each gets; problem bodies link here for the
+// four a client must act on.
 const (
-	// ReasonContended: the key is held or the quota spent; the guard's
-	// status (429, 409 for Exclusive).
-	ReasonContended = flow.ReasonContended
+	ReasonContended        = flow.ReasonContended        // the guard's status: 429, or 409 for Exclusive
+	ReasonStoreUnavailable = flow.ReasonStoreUnavailable // 503: the store failed and the limiter fails closed, or is full
+	ReasonCanceled         = flow.ReasonCanceled         // 503, for logs: the request's context ended first
+	ReasonBadCost          = flow.ReasonBadCost          // 413 above Burst, else 400 or the 4xx of the cost function's error
+	ReasonBadRate          = flow.ReasonBadRate          // 500: a rate function's rates cannot be decided
+	ReasonReplayed         = flow.ReasonReplayed         // a Replay duplicate, answered with the recorded response
+
 	// ReasonBadKey: the key could not be built; 400, or the 4xx the key
 	// function's error carries (413 for a body too long to hash). The
 	// detail names what was missing or bad for a *keyfuncs.Error.
 	ReasonBadKey = flow.ReasonBadKey
-	// ReasonStoreUnavailable: the store failed and the limiter fails
-	// closed, or the store is full; 503.
-	ReasonStoreUnavailable = flow.ReasonStoreUnavailable
-	// ReasonCanceled: the request's context ended first; 503, for logs.
-	ReasonCanceled = flow.ReasonCanceled
-	// ReasonBadCost: a Quota request's cost is out of range or could not
-	// be worked out; 413 above Burst, else 400 or the cost function's 4xx.
-	ReasonBadCost = flow.ReasonBadCost
 	// ReasonInFlight: a Replay key's first request still ran when the
 	// duplicate's wait ended; 409, Retry-After 1 s: retry to get its response.
 	ReasonInFlight = flow.ReasonInFlight
@@ -43,12 +39,6 @@ const (
 	// response was not kept (too large, or the store failed); 409 until
 	// the key expires (Retry-After), and the request is not processed again.
 	ReasonNotKept = flow.ReasonNotKept
-	// ReasonBadRate: a Quota guard's rate function returned rates that
-	// cannot be decided; 500, and the detail does not say more.
-	ReasonBadRate = flow.ReasonBadRate
-	// ReasonReplayed: a Replay duplicate, answered with the first
-	// request's recorded response (its status), never by a rejection handler.
-	ReasonReplayed = flow.ReasonReplayed
 )
 
 // Rejection is the answer to a request that does not go ahead, which
@@ -94,7 +84,7 @@ var statuses = map[Reason]int{ReasonStoreUnavailable: 503, ReasonCanceled: 503, 
 
 // Write answers the request with Render: as the adapters do by default.
 func (rej *Rejection) Write(w http.ResponseWriter) {
-	status, body := rej.Render(HTTPHeader(w.Header()))
+	status, body := rej.Render(w.Header())
 	w.WriteHeader(status)
 	_, _ = w.Write(body) //nolint:gosec // problem+json with nosniff, or a recorded response
 }
@@ -103,14 +93,14 @@ func (rej *Rejection) Write(w http.ResponseWriter) {
 // send: Retry-After, the RateLimit fields and an RFC 9457 problem+json
 // body, or, for a Replay duplicate, the recorded response. The body is
 // shared: send it, never change it.
-func (rej *Rejection) Render(h Header) (status int, body []byte) {
+func (rej *Rejection) Render(h map[string][]string) (status int, body []byte) {
 	if rej.Reason == ReasonReplayed && rej.Replayed != nil {
 		return rej.replay(h)
 	}
 	rej.SetHeader(h)
-	h.Set("Content-Type", problemJSON)
-	h.Set("Cache-Control", noStore)
-	h.Set("X-Content-Type-Options", noSniff)
+	h["Content-Type"] = problemJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	return rej.Status, rej.body()
 }
 
@@ -122,9 +112,9 @@ var (
 
 // SetHeader sets rej's Retry-After and RateLimit fields on h: what an
 // adapter sets before its own rejection handler runs.
-func (rej *Rejection) SetHeader(h Header) {
+func (rej *Rejection) SetHeader(h map[string][]string) {
 	if rej.RetryAfter > 0 {
-		h.Set("Retry-After", smallInt(seconds(rej.RetryAfter)))
+		h["Retry-After"] = smallInt(seconds(rej.RetryAfter))
 	}
 	if rej.g != nil {
 		rej.g.setLimits(h, rej.Limits)

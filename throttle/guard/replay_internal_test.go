@@ -27,7 +27,7 @@ func order(g *Guard, method, path, route string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, nil)
 	rej, ok := g.Serve(w, r, flow.Call{Route: route, ID: "alice"}, func(_ *http.Request, c *Capture) int {
 		w.Header().Set("Location", "/orders/7")
-		c.WriteHeader(HTTPHeader(w.Header()), http.StatusCreated)
+		c.WriteHeader(w.Header(), http.StatusCreated)
 		w.WriteHeader(http.StatusCreated)
 		c.Write([]byte(`{"id":7}`))
 		_, _ = w.Write([]byte(`{"id":7}`))
@@ -72,7 +72,7 @@ func TestReplayFieldsOfNow(t *testing.T) {
 func TestCaptureKeepsNoRateLimit(t *testing.T) {
 	var c Capture
 	h := http.Header{"Ratelimit": {"x"}, "Ratelimit-Policy": {"y"}, "Location": {"/orders/1"}}
-	c.WriteHeader(HTTPHeader(h), http.StatusCreated)
+	c.WriteHeader(h, http.StatusCreated)
 	require.Equal(t, map[string][]string{"Location": {"/orders/1"}}, c.answer().Header)
 }
 
