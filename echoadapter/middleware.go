@@ -72,15 +72,15 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	}
 	id, err := m.key(c)
 	var herr error // the handler's
-	call := flow.Call{Route: c.Path(), ID: id, Err: err}
-	rej, ok := m.g.Serve(c.Response(), c.Request(), call, func(r *http.Request, capture *guard.Capture) int {
-		herr = run(c, next, r, capture)
-		return status(c, herr)
-	})
-	switch {
-	case ok:
+	var rej guard.Rejection
+	if m.g.Serve(c.Response(), c.Request(), flow.Call{Route: c.Path(), ID: id, Err: err}, &rej,
+		func(r *http.Request, capture *guard.Capture) int {
+			herr = run(c, next, r, capture)
+			return status(c, herr)
+		}) {
 		return herr
-	case m.reject == nil || rej.Reason == guard.ReasonReplayed:
+	}
+	if m.reject == nil || rej.Reason == guard.ReasonReplayed {
 		rej.Write(c.Response())
 		return nil
 	}

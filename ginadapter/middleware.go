@@ -36,16 +36,14 @@ func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gi
 	}
 	return func(c *gin.Context) {
 		id, err := m.key(c)
-		call := flow.Call{Route: c.FullPath(), ID: id, Err: err}
-		rej, ok := g.Serve(c.Writer, c.Request, call, func(r *http.Request, capture *guard.Capture) int {
-			return next(c, r, capture)
-		})
-		switch {
-		case ok:
+		var rej guard.Rejection
+		if g.Serve(c.Writer, c.Request, flow.Call{Route: c.FullPath(), ID: id, Err: err}, &rej,
+			func(r *http.Request, capture *guard.Capture) int { return next(c, r, capture) }) {
 			return
-		case m.reject == nil || rej.Reason == guard.ReasonReplayed:
+		}
+		if m.reject == nil || rej.Reason == guard.ReasonReplayed {
 			rej.Write(c.Writer)
-		default:
+		} else {
 			m.rejected(c, rej)
 		}
 		c.Abort()

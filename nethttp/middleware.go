@@ -53,7 +53,8 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	rej, ok := h.g.Serve(w, r, flow.Call{Route: r.Pattern, ID: id, Err: err}, func(r *http.Request, c *guard.Capture) int {
+	var rej guard.Rejection
+	if h.g.Serve(w, r, flow.Call{Route: r.Pattern, ID: id, Err: err}, &rej, func(r *http.Request, c *guard.Capture) int {
 		rec := recorders.Get().(*recorder)
 		*rec = recorder{ResponseWriter: w, capture: c}
 		h.next.ServeHTTP(rec, r)
@@ -61,14 +62,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		*rec = recorder{}                           // keeps nothing alive
 		recorders.Put(rec)
 		return status
-	})
-	switch {
-	case ok:
-	case h.reject == nil || rej.Reason == guard.ReasonReplayed:
-		rej.Write(w)
-	default:
-		h.rejected(w, r, rej)
+	}) {
+		return
 	}
+	if h.reject == nil || rej.Reason == guard.ReasonReplayed {
+		rej.Write(w)
+		return
+	}
+	h.rejected(w, r, rej)
 }
 
 // rejected hands rej, with its header fields set, to the reject handler.

@@ -53,7 +53,8 @@ func throttleRPC(j *flow.Job, h rpcHandler) rpcHandler {
 		}
 		var reply *rpcReply
 		var err error
-		ref, ok := j.Serve(ctx, c, func(p flow.Permit) flow.Outcome {
+		var ref flow.Refusal
+		ok := j.Serve(ctx, c, &ref, func(p flow.Permit) flow.Outcome {
 			if reply, err = h(p.Context(), req); err != nil {
 				return flow.Outcome{Failed: true}
 			}
@@ -64,10 +65,10 @@ func throttleRPC(j *flow.Job, h rpcHandler) rpcHandler {
 		case ok:
 			return reply, err
 		case ref.Reason == flow.ReasonReplayed:
-			meta := limitsMeta(map[string]string{"idempotent-replayed": "true"}, ref.Limits)
+			meta := limitsMeta(map[string]string{"idempotent-replayed": "true"}, &ref.Limits)
 			return &rpcReply{Meta: meta, Payload: string(ref.Replayed.Body)}, nil
 		}
-		return nil, &rpcError{Code: codes[ref.Reason], RetryAfter: ref.RetryAfter, Meta: limitsMeta(nil, ref.Limits)}
+		return nil, &rpcError{Code: codes[ref.Reason], RetryAfter: ref.RetryAfter, Meta: limitsMeta(nil, &ref.Limits)}
 	}
 }
 
@@ -79,7 +80,7 @@ var codes = map[flow.Reason]string{
 }
 
 // limitsMeta adds the RateLimit fields to meta, as every answer carries them.
-func limitsMeta(meta map[string]string, lim flow.Limits) map[string]string {
+func limitsMeta(meta map[string]string, lim *flow.Limits) map[string]string {
 	if meta == nil {
 		meta = map[string]string{}
 	}

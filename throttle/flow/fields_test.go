@@ -118,10 +118,11 @@ func TestPolicyField(t *testing.T) {
 		{quota("a b.c", throttle.Rate{Limit: 5, Burst: 50, Window: 1500 * time.Millisecond}), `"a b.c";q=5;w=2;throttle-burst=50`,
 			Limit{"a b.c", 5, 2 * time.Second, -1, 0}},
 	} {
-		policy, limit := fieldsOf(c.j.policy())
+		lim := c.j.policy()
+		policy, limit := fieldsOf(&lim)
 		assert.Equal(t, c.want, policy, "RateLimit-Policy of %s", c.j.name)
 		assert.Empty(t, limit, "RateLimit of %s", c.j.name)
-		assert.Equal(t, c.lim, c.j.policy().First(), "First of %s", c.j.name)
+		assert.Equal(t, c.lim, lim.First(), "First of %s", c.j.name)
 	}
 	var none Limits
 	p, l := none.Fields()
@@ -152,26 +153,29 @@ func TestQuotaFields(t *testing.T) {
 	}
 }
 
-// TestDecidedLimits checks the fields and Append of Quota decisions: t
+// TestDecidedLimits checks the fields and First of Quota decisions: t
 // when a refill is ahead, none for a full quota; several rates most
 // restrictive first, and the names Violated gives.
 func TestDecidedLimits(t *testing.T) {
 	one := mustPlan("search", []throttle.Rate{{Limit: 10, Window: time.Minute}})
 	j := &Job{name: "search", plan: one}
-	lim := Limits{j: j, kind: decided, p: one, d: store.Decision{Remaining: 2, RetryAfter: 10 * time.Second, ResetAfter: 45 * time.Second}}
-	policy, limit := fieldsOf(lim)
+	d := store.Decision{Remaining: 2, RetryAfter: 10 * time.Second, ResetAfter: 45 * time.Second}
+	require.Equal(t, int64(3), one.reset(0, &d), "t: until one more fits")
+	require.Equal(t, int64(-1), one.reset(0, &store.Decision{Remaining: 10}), "a full quota: no t")
+	lim := Limits{j: j, kind: decided, p: one, r: 2, t: 3}
+	policy, limit := fieldsOf(&lim)
 	assert.Equal(t, `"search";q=10;w=60`, policy)
 	assert.Equal(t, `"search";r=2;t=3`, limit, "t: until one more fits")
 	assert.Equal(t, Limit{"search", 10, time.Minute, 2, 3 * time.Second}, lim.First())
-	lim.d = store.Decision{Remaining: 10}
-	_, limit = fieldsOf(lim)
+	lim.r, lim.t = 10, -1
+	_, limit = fieldsOf(&lim)
 	assert.Equal(t, `"search";r=10`, limit, "a full quota: no t")
 	assert.Equal(t, []string{"search"}, (&Refusal{Limits: lim}).Violated())
 
 	two := mustPlan("items", []throttle.Rate{{Name: "burst", Limit: 100, Window: time.Second}, {Name: "daily", Limit: 3, Window: 24 * time.Hour}})
 	lim = Limits{j: j, kind: decided, p: two, ds: []store.Decision{{Remaining: 99, ResetAfter: 10 * time.Millisecond},
 		{Remaining: 0, RetryAfter: time.Hour, ResetAfter: 24 * time.Hour}}}
-	policy, limit = fieldsOf(lim)
+	policy, limit = fieldsOf(&lim)
 	assert.Equal(t, `"daily";q=3;w=86400, "burst";q=100;w=1`, policy, "the most restrictive first")
 	assert.Equal(t, `"daily";r=0;t=28800, "burst";r=99;t=1`, limit)
 	assert.Equal(t, Limit{"daily", 3, 24 * time.Hour, 0, 28800 * time.Second}, lim.First())

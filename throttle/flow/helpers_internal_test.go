@@ -50,7 +50,7 @@ func isHeld(t testing.TB, j *Job, id string) bool {
 }
 
 // fieldsOf returns what lim's fields say, "" for a field not sent.
-func fieldsOf(lim Limits) (policy, limit string) {
+func fieldsOf(lim *Limits) (policy, limit string) {
 	p, l := lim.Fields()
 	if p != nil {
 		policy = p[0]

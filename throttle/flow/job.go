@@ -92,11 +92,12 @@ func (j *Job) init(o throttle.Options, opts []Option) *Job {
 // panics or calls runtime.Goexit (nothing is recovered). next's Permit
 // gives the context to run with and the Limits to send; its End does
 // nothing, as Serve ends the hold. A call that does not go ahead never
-// reaches next: ok is false and ref says why.
-func (j *Job) Serve(ctx context.Context, c Call, next func(Permit) Outcome) (ref Refusal, ok bool) {
+// reaches next: Serve returns false and fills *ref, the caller's (so
+// that no refusal is copied or allocated on the way), with the reason.
+func (j *Job) Serve(ctx context.Context, c Call, ref *Refusal, next func(Permit) Outcome) bool {
 	var p Permit
-	if !j.begin(ctx, &c, &p, &ref) {
-		return ref, false
+	if !j.begin(ctx, &c, &p, ref) {
+		return false
 	}
 	ended := false
 	defer func() {
@@ -107,7 +108,7 @@ func (j *Job) Serve(ctx context.Context, c Call, next func(Permit) Outcome) (ref
 	o := next(Permit{ctx: p.ctx, limits: p.limits, records: p.records})
 	ended = true
 	p.End(o)
-	return Refusal{}, true
+	return true
 }
 
 // Begin decides c, as Serve does, for an adapter that must end the hold

@@ -16,12 +16,11 @@ import (
 // nothing.
 type Limits struct {
 	j    *Job
-	kind limitsKind
-	r    int              // a lock's RateLimit r,
-	t    int64            // and t (-1: none)
 	p    *plan            // a Quota's rates,
-	d    store.Decision   // and the decision of its one rate,
-	ds   []store.Decision // or of each
+	ds   []store.Decision // and the decision of each when several
+	r    int              // else RateLimit's r,
+	t    int32            // and t (-1: none), of a lock or a Quota's one rate
+	kind limitsKind
 }
 
 type limitsKind uint8
@@ -30,7 +29,7 @@ const (
 	noLimits   limitsKind = iota
 	policyOnly            // RateLimit-Policy alone: nothing held or decided
 	lockLimit             // a lock's key held or refused: r and t
-	decided               // a Quota's decision under p
+	decided               // a Quota's decision under p: r and t, or ds
 )
 
 // Limit is one policy of Limits, with the values its fields give.
@@ -49,14 +48,16 @@ type Limit struct {
 // Fields returns the values of the RateLimit-Policy and RateLimit fields,
 // nil for a field not sent. They are shared: send or copy them, never
 // change them.
-func (l Limits) Fields() (policy, limit []string) {
+func (l *Limits) Fields() (policy, limit []string) {
 	switch {
 	case l.kind == noLimits:
 		return nil, nil
+	case l.kind == decided && l.ds != nil:
+		return l.p.limitFields(l.ds)
 	case l.kind == decided:
-		return l.p.limitFields(&l.d, l.ds)
+		return l.p.policy, l.p.quotaLimit(0, l.r, int64(l.t))
 	case l.kind == lockLimit && l.j.policyField != nil:
-		return l.j.policyField, l.j.lockFields(l.r, l.t)
+		return l.j.policyField, l.j.lockFields(l.r, int64(l.t))
 	}
 	return l.j.policyField, nil
 }
@@ -64,15 +65,17 @@ func (l Limits) Fields() (policy, limit []string) {
 // First returns the first policy of the fields, the most restrictive: the
 // values a page for a person ("2 of 10 left") or the legacy X-RateLimit
 // fields give. Its Name is "" when the fields say nothing.
-func (l Limits) First() Limit {
+func (l *Limits) First() Limit {
 	j := l.j
 	switch {
 	case l.kind == noLimits:
 		return Limit{}
+	case l.kind == decided && l.ds != nil:
+		return l.p.first(l.ds)
 	case l.kind == decided:
-		return l.p.first(&l.d, l.ds)
+		return l.p.limit(0, l.r, l.t)
 	case l.kind == policyOnly && j.plan != nil:
-		return j.plan.first(nil, nil)
+		return j.plan.limit(0, -1, -1)
 	case j.policyField == nil:
 		return Limit{}
 	}
@@ -87,7 +90,9 @@ func (l Limits) First() Limit {
 }
 
 // lockLimits is the Limits of a lock's call: r and t (-1: none).
-func (j *Job) lockLimits(r int, t int64) Limits { return Limits{j: j, kind: lockLimit, r: r, t: t} }
+func (j *Job) lockLimits(r int, t int64) Limits {
+	return Limits{j: j, kind: lockLimit, r: r, t: int32(t)}
+}
 
 // wholeSeconds is d as the fields give it: whole seconds, rounded up.
 func wholeSeconds(d time.Duration) time.Duration { return time.Duration(seconds(d)) * time.Second }
@@ -101,6 +106,7 @@ type fields struct {
 	names       []string // the job's name alone, for Violated
 	policyField []string // nil for a Quota whose rates are a function
 	heldT       int64    // a holder's t: the window, none (-1) for Exclusive
+	heldField   []string // a holder's RateLimit value
 	locks       fieldCache
 }
 
@@ -126,12 +132,16 @@ func (j *Job) initFields() {
 	if j.mode != throttle.Exclusive {
 		j.heldT = seconds(j.window)
 	}
+	j.heldField = []string{limitField(j.name, 0, j.heldT)}
 	j.locks = fieldCache{vals: make([]atomic.Pointer[[]string], (j.holders+1)*(maxT+2)),
 		format: func(n int64) string { return limitField(j.name, int(n/(maxT+2)), n%(maxT+2)-1) }}
 }
 
 // lockFields is a lock's RateLimit value of r and t.
 func (j *Job) lockFields(r int, t int64) []string {
+	if r == 0 && t == j.heldT {
+		return j.heldField // every admitted call's
+	}
 	if r < 0 || r > j.holders || t < -1 || t > maxT {
 		return []string{limitField(j.name, r, t)}
 	}

@@ -19,9 +19,8 @@ func (j *Job) beginLock(ctx context.Context, id string, p *Permit, ref *Refusal)
 		h.lease, err = j.lock.Admit(ctx, id)
 	}
 	if err != nil {
-		*h = hold{} // whatever came with the error is not held
-		*ref = j.refusal(err, Limits{})
-		return j.refuse(ref, p)
+		h.key, h.lease = throttle.Hold{}, nil // whatever came with the error is not held
+		return j.refuse(err, Limits{}, p, ref)
 	}
 	h.job = j
 	p.limits = j.lockLimits(0, j.heldT)
@@ -38,7 +37,7 @@ func (j *Job) beginLock(ctx context.Context, id string, p *Permit, ref *Refusal)
 		p.ctx = throttle.WithLease(ctx, h.lease)
 	}
 	if h.lease != nil && j.observer != nil {
-		h.since = time.Now()
+		h.since = time.Since(epoch)
 	}
 	return true
 }

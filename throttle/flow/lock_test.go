@@ -44,7 +44,7 @@ func TestBeginContended(t *testing.T) {
 			require.Zero(t, ref.RetryAfter%time.Second, "RetryAfter %v: not whole seconds", ref.RetryAfter)
 			assert.GreaterOrEqual(t, ref.RetryAfter, time.Second, "RetryAfter")
 			assert.LessOrEqual(t, ref.RetryAfter, c.window, "RetryAfter")
-			policy, limit := fieldsOf(ref.Limits)
+			policy, limit := fieldsOf(&ref.Limits)
 			assert.Equal(t, c.policy, policy, "RateLimit-Policy")
 			assert.Equal(t, fmt.Sprintf("%s%d", c.prefix, ref.RetryAfter/time.Second), limit, "RateLimit: t is RetryAfter")
 			assert.Equal(t, []string{c.c.Name}, ref.Violated(), "violated")
@@ -61,9 +61,10 @@ func TestRetryAfterRounds(t *testing.T) {
 		4100 * time.Millisecond: 5 * time.Second, 4 * time.Second: 4 * time.Second, time.Millisecond: time.Second,
 		0: time.Second, -1: 5 * time.Second,
 	} {
-		ref := j.refusal(&throttle.ContendedError{RetryAfter: held}, Limits{})
+		var ref Refusal
+		require.False(t, j.refuse(&throttle.ContendedError{RetryAfter: held}, Limits{}, &Permit{}, &ref))
 		assert.Equal(t, want, ref.RetryAfter, "held %v", held)
-		_, limit := fieldsOf(ref.Limits)
+		_, limit := fieldsOf(&ref.Limits)
 		assert.Equal(t, fmt.Sprintf(`"submit";r=0;t=%d`, want/time.Second), limit, "held %v", held)
 	}
 }
@@ -82,7 +83,7 @@ func TestBeginStoreFailsOpen(t *testing.T) {
 			parent := context.WithValue(context.Background(), ctxKey{}, 1)
 			j := Lock(l)
 			ran := 0
-			_, ok := j.Serve(parent, Call{ID: "u1"}, func(p Permit) Outcome {
+			ok := j.Serve(parent, Call{ID: "u1"}, new(Refusal), func(p Permit) Outcome {
 				ran++
 				require.Equal(t, parent, p.Context(), "an unguarded call got a new context")
 				policy, limit := fieldsOf(p.Limits())
@@ -114,7 +115,7 @@ func TestBeginStoreFailsClosed(t *testing.T) {
 			assert.Equal(t, time.Second, ref.RetryAfter, "RetryAfter")
 			require.ErrorIs(t, ref.Err, throttle.ErrStore)
 			require.ErrorIs(t, ref.Err, errBroken, "Err wraps the store's error")
-			policy, limit := fieldsOf(ref.Limits)
+			policy, limit := fieldsOf(&ref.Limits)
 			require.NotEmpty(t, policy, "RateLimit-Policy")
 			require.Empty(t, limit, "RateLimit")
 		})
@@ -166,7 +167,7 @@ func TestBadKey(t *testing.T) {
 	assert.Equal(t, ReasonBadKey, ref.Reason, "reason")
 	assert.Zero(t, ref.RetryAfter, "RetryAfter")
 	require.ErrorIs(t, ref.Err, bad)
-	policy, limit := fieldsOf(ref.Limits)
+	policy, limit := fieldsOf(&ref.Limits)
 	assert.Equal(t, `"submit";q=1;w=2`, policy, "RateLimit-Policy")
 	assert.Empty(t, limit, "RateLimit")
 	s := l.Stats()
@@ -203,7 +204,7 @@ type panicValue struct{ n int }
 // reached the caller.
 func servePanicking(j *Job, v any) (got any) {
 	defer func() { got = recover() }()
-	j.Serve(context.Background(), Call{ID: "u1"}, func(Permit) Outcome { panic(v) })
+	j.Serve(context.Background(), Call{ID: "u1"}, new(Refusal), func(Permit) Outcome { panic(v) })
 	return nil
 }
 
@@ -226,7 +227,7 @@ func TestServeGoexit(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		j.Serve(context.Background(), Call{ID: "u1"}, func(Permit) Outcome { runtime.Goexit(); return Outcome{} })
+		j.Serve(context.Background(), Call{ID: "u1"}, new(Refusal), func(Permit) Outcome { runtime.Goexit(); return Outcome{} })
 	}()
 	<-done
 	require.False(t, isHeld(t, j, "u1"), "a call that called runtime.Goexit kept the key")
@@ -235,7 +236,7 @@ func TestServeGoexit(t *testing.T) {
 func TestExclusive(t *testing.T) {
 	j := Lock(newLock(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, Fence: true}))
 	var ctx context.Context
-	_, ok := j.Serve(context.Background(), Call{ID: "c1"}, func(p Permit) Outcome {
+	ok := j.Serve(context.Background(), Call{ID: "c1"}, new(Refusal), func(p Permit) Outcome {
 		ctx = p.Context()
 		ls := throttle.LeaseFrom(ctx)
 		require.NotNil(t, ls, "the call's context carries no lease")

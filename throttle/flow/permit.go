@@ -19,27 +19,29 @@ type Permit struct {
 // hold is what a permit holds, by job: a lock's key, a Quota's charge, or
 // a Replay key marked in flight.
 type hold struct {
-	job         *Job
-	key         throttle.Hold   // a lock's key held with Lock.Hold,
-	lease       *throttle.Lease // or with a Lease; a Replay's mark
-	stop        context.CancelFunc
-	id          string // a CountOnlyFailures Quota's identity,
-	refund      int    // and what a success gets back
-	fingerprint string // a Replay's Call.Fingerprint
-	since       time.Time
+	job    *Job
+	key    throttle.Hold   // a lock's key held with Lock.Hold,
+	lease  *throttle.Lease // or with a Lease; a Replay's mark
+	stop   context.CancelFunc
+	id     string        // a CountOnlyFailures Quota's identity; a Replay's Call.Fingerprint
+	refund int           // what a CountOnlyFailures success gets back
+	since  time.Duration // since epoch, for an Observer
 }
+
+// epoch is what hold.since counts from, on the monotonic clock.
+var epoch = time.Now()
 
 // Context is the context to run the call with: it carries the lease
 // (throttle.LeaseFrom) when the job needs one, and an Exclusive lock's is
 // cancelled with throttle.ErrLost when its lease is lost.
-func (p Permit) Context() context.Context { return p.ctx }
+func (p *Permit) Context() context.Context { return p.ctx }
 
 // Limits is what the RateLimit fields say of the call as it goes ahead.
-func (p Permit) Limits() Limits { return p.limits }
+func (p *Permit) Limits() *Limits { return &p.limits }
 
 // Records reports whether the call is a Replay key's first: its
 // Outcome.Answer, if it succeeds, is kept for its duplicates.
-func (p Permit) Records() bool { return p.records }
+func (p *Permit) Records() bool { return p.records }
 
 // End ends the hold as the job's mode says for the call's outcome o, even
 // if the permit's context ended: an Exclusive lock frees its key, Dedupe
@@ -84,5 +86,5 @@ func (h *hold) release(ctx context.Context, o Outcome) {
 	case o.Failed:
 		reason = "failed"
 	}
-	h.job.observe(ctx, throttle.Event{Kind: "released", Hold: time.Since(h.since), Reason: reason})
+	h.job.observe(ctx, throttle.Event{Kind: "released", Hold: time.Since(epoch) - h.since, Reason: reason})
 }

@@ -108,13 +108,10 @@ func (p *plan) quotaLimit(i, r int, t int64) []string {
 	return p.fields[i].get(n)
 }
 
-// limitFields returns the RateLimit fields of the decision d of a plan's one
-// rate, or of the decisions ds, one per rate: then the rates most
-// restrictive first (fewest calls left; ties as given).
-func (p *plan) limitFields(d *store.Decision, ds []store.Decision) (policy, limit []string) {
-	if ds == nil {
-		return p.policy, p.quotaLimit(0, d.Remaining, p.reset(0, d))
-	}
+// limitFields returns the RateLimit fields of the decisions ds, one per
+// rate: the rates most restrictive first (fewest calls left; ties as
+// given).
+func (p *plan) limitFields(ds []store.Decision) (policy, limit []string) {
 	var buf [storekit.MaxLimits]int
 	order, policy := p.order(buf[:0], ds), p.policy
 	if !slices.IsSorted(order) {
@@ -135,21 +132,18 @@ func (p *plan) limitFields(d *store.Decision, ds []store.Decision) (policy, limi
 	return policy, []string{string(b)}
 }
 
-// first returns the most restrictive rate of d or ds as fields gives it;
-// with neither, the first rate, without RateLimit.
-func (p *plan) first(d *store.Decision, ds []store.Decision) Limit {
-	i := 0
-	if ds != nil {
-		var buf [storekit.MaxLimits]int
-		i = p.order(buf[:0], ds)[0]
-		d = &ds[i]
-	}
-	r := p.rates[i]
-	lim := Limit{Name: p.names[i], Quota: r.Limit, Window: wholeSeconds(r.Window), Remaining: -1}
-	if d != nil {
-		lim.Remaining, lim.Reset = d.Remaining, max(time.Duration(p.reset(i, d)), 0)*time.Second
-	}
-	return lim
+// first returns the most restrictive rate of ds as limitFields gives it.
+func (p *plan) first(ds []store.Decision) Limit {
+	var buf [storekit.MaxLimits]int
+	i := p.order(buf[:0], ds)[0]
+	return p.limit(i, ds[i].Remaining, int32(p.reset(i, &ds[i])))
+}
+
+// limit returns rate i as a Limit with r and t (-1: none; r -1: no RateLimit).
+func (p *plan) limit(i, r int, t int32) Limit {
+	rate := p.rates[i]
+	return Limit{Name: p.names[i], Quota: rate.Limit, Window: wholeSeconds(rate.Window), Remaining: r,
+		Reset: max(time.Duration(t), 0) * time.Second}
 }
 
 // order appends the rates' indices to dst, fewest calls left first (ties
@@ -182,13 +176,15 @@ func (p *plan) violated(ds []store.Decision) []string {
 }
 
 // plans makes the plan of each call of a job whose rates are a function,
-// keeping the plans of the first maxPlans sets of up to four rates.
+// keeping the plans of the first maxPlans rates (one) or sets of up to
+// four rates (all).
 type plans struct {
 	name string
 	one  func(Call) throttle.Rate
 	all  func(Call) []throttle.Rate
 	mu   sync.RWMutex
-	m    map[[4]throttle.Rate]*plan
+	ones map[throttle.Rate]*plan // a Rate key hashes faster than four
+	alls map[[4]throttle.Rate]*plan
 }
 
 // maxPlans bounds the plans a job keeps: a function that returns ever
@@ -196,34 +192,39 @@ type plans struct {
 const maxPlans = 256
 
 func (ps *plans) get(c Call) (*plan, error) {
-	var k [4]throttle.Rate
-	n := 1
 	if ps.one != nil {
-		k[0] = ps.one(c)
-	} else {
-		rates := ps.all(c)
-		if len(rates) > len(k) || len(rates) == 0 || rates[0] == (throttle.Rate{}) {
-			return newPlan(ps.name, rates) // not cached: an empty rate stands for none
-		}
-		n = copy(k[:], rates)
+		rate := ps.one(c)
+		return cached(ps, &ps.ones, rate, func() []throttle.Rate { return []throttle.Rate{rate} })
 	}
+	rates := ps.all(c)
+	var k [4]throttle.Rate
+	if len(rates) > len(k) || len(rates) == 0 || rates[0] == (throttle.Rate{}) {
+		return newPlan(ps.name, rates) // not cached: an empty rate stands for none
+	}
+	copy(k[:], rates)
+	return cached(ps, &ps.alls, k, func() []throttle.Rate { return rates })
+}
+
+// cached returns the plan of the rates of k, kept in *m; rates returns
+// them for a new plan.
+func cached[K comparable](ps *plans, m *map[K]*plan, k K, rates func() []throttle.Rate) (*plan, error) {
 	ps.mu.RLock()
-	p := ps.m[k]
+	p := (*m)[k]
 	ps.mu.RUnlock()
 	if p != nil {
 		return p, nil
 	}
-	p, err := newPlan(ps.name, k[:n])
+	p, err := newPlan(ps.name, rates())
 	if err != nil {
 		return nil, err
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if ps.m == nil {
-		ps.m = map[[4]throttle.Rate]*plan{}
+	if *m == nil {
+		*m = map[K]*plan{}
 	}
-	if len(ps.m) < maxPlans {
-		ps.m[k] = p
+	if len(*m) < maxPlans {
+		(*m)[k] = p
 	}
 	return p, nil
 }

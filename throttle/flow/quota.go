@@ -77,14 +77,13 @@ func (j *Job) beginQuota(ctx context.Context, c *Call, cost int, p *Permit, ref 
 	} else {
 		var d *store.Decision
 		if d, err = j.quota.Admit(ctx, c.ID, pl.rates[0], cost); d != nil {
-			lim.d = *d
+			lim.r, lim.t = d.Remaining, int32(pl.reset(0, d))
 		} else {
 			lim.kind = noLimits
 		}
 	}
 	if err != nil {
-		*ref = j.refusal(err, lim)
-		return j.refuse(ref, p)
+		return j.refuse(err, lim, p, ref)
 	}
 	p.hold.job = j
 	if lim.kind == noLimits { // failed open

@@ -101,7 +101,7 @@ func TestRatesOfTheCall(t *testing.T) {
 	_, ref, ok := j.Begin(context.Background(), Call{ID: "bad", Request: 20})
 	require.False(t, ok)
 	assert.Equal(t, ReasonBadRate, ref.Reason)
-	policy, _ = fieldsOf(ref.Limits)
+	policy, _ = fieldsOf(&ref.Limits)
 	assert.Empty(t, policy, "a function's rates have no policy before a decision")
 	assert.PanicsWithValue(t, "flow: Quota needs a non-nil rate function", func() {
 		Quota(newQuota(t, throttle.QuotaConfig{Name: "x"}), (func(Call) throttle.Rate)(nil))

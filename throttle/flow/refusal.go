@@ -64,13 +64,17 @@ func seconds(d time.Duration) int64 {
 	return max(int64((d+time.Second-1)/time.Second), 1)
 }
 
-// refusal turns the call away for err, an error of the limiter; lim is a
-// Quota's decision, if it made one.
-func (j *Job) refusal(err error, lim Limits) Refusal {
+// refuse fills ref with the refusal of a call for err, an error of the
+// limiter; lim is a Quota's decision, if it made one. It returns false,
+// except under DryRun (and for a call whose context ended), where the call
+// goes ahead holding nothing, with the RateLimit fields of a contended
+// refusal.
+func (j *Job) refuse(err error, lim Limits, p *Permit, ref *Refusal) bool {
 	ce, ok := err.(*throttle.ContendedError) // errors.As would move ce to the heap
 	if !ok {
 		ce = contendedIn(err)
 	}
+	ref.Err, ref.Replayed = err, nil
 	switch {
 	case ce != nil:
 		d := ce.RetryAfter
@@ -82,24 +86,14 @@ func (j *Job) refusal(err error, lim Limits) Refusal {
 			lim = j.lockLimits(0, secs)
 			lim.p = j.plan // for Violated
 		}
-		return Refusal{Reason: ReasonContended, RetryAfter: time.Duration(secs) * time.Second, Limits: lim, Err: err}
+		ref.Reason, ref.RetryAfter, ref.Limits = ReasonContended, time.Duration(secs)*time.Second, lim
 	case !errors.Is(err, throttle.ErrStore) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return Refusal{Reason: ReasonCanceled, Limits: j.policy(), Err: err}
+		ref.Reason, ref.RetryAfter, ref.Limits = ReasonCanceled, 0, j.policy()
+		return false
+	default:
+		ref.Reason, ref.RetryAfter, ref.Limits = ReasonStoreUnavailable, time.Second, j.policy()
 	}
-	return Refusal{Reason: ReasonStoreUnavailable, RetryAfter: time.Second, Limits: j.policy(), Err: err}
-}
-
-func contendedIn(err error) *throttle.ContendedError {
-	var ce *throttle.ContendedError
-	errors.As(err, &ce)
-	return ce
-}
-
-// refuse returns false for ref's call, except under DryRun (and for a
-// call whose context ended), where the call goes ahead holding nothing,
-// with the RateLimit fields of a contended refusal.
-func (j *Job) refuse(ref *Refusal, p *Permit) bool {
-	if !j.dryRun || ref.Reason == ReasonCanceled {
+	if !j.dryRun {
 		return false
 	}
 	p.limits = j.policy()
@@ -107,6 +101,12 @@ func (j *Job) refuse(ref *Refusal, p *Permit) bool {
 		p.limits = ref.Limits
 	}
 	return true
+}
+
+func contendedIn(err error) *throttle.ContendedError {
+	var ce *throttle.ContendedError
+	errors.As(err, &ce)
+	return ce
 }
 
 // badInput refuses a call without identity or cost, or lets it through

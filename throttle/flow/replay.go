@@ -17,11 +17,13 @@ func (j *Job) beginReplay(ctx context.Context, c *Call, p *Permit, ref *Refusal)
 	lease, rec, err := j.replay.Claim(ctx, storekit.JoinID(c.Method, c.Route, c.ID))
 	switch {
 	case err != nil:
-		*ref = j.refusal(err, Limits{})
-		if ref.Reason == ReasonContended && !j.dryRun {
+		if j.refuse(err, Limits{}, p, ref) {
+			return true
+		}
+		if ref.Reason == ReasonContended {
 			ref.Reason, ref.RetryAfter, ref.Limits = ReasonInFlight, time.Second, j.policy()
 		}
-		return j.refuse(ref, p)
+		return false
 	case rec != nil:
 		*ref = j.replayed(rec, c.Fingerprint)
 		return false
@@ -31,12 +33,12 @@ func (j *Job) beginReplay(ctx context.Context, c *Call, p *Permit, ref *Refusal)
 	if lease == nil { // failed open
 		return true
 	}
-	h.lease, h.fingerprint, p.records, p.limits = lease, c.Fingerprint, true, j.lockLimits(0, j.heldT)
+	h.lease, h.id, p.records, p.limits = lease, c.Fingerprint, true, j.lockLimits(0, j.heldT)
 	if j.fence {
 		p.ctx = throttle.WithLease(ctx, lease)
 	}
 	if j.observer != nil {
-		h.since = time.Now()
+		h.since = time.Since(epoch)
 	}
 	return true
 }
@@ -72,13 +74,13 @@ const recordRetry = 2 * time.Second
 // key is held: meanwhile its duplicates are refused, never run again.
 func (h *hold) record(ctx context.Context, a *Answer) {
 	expires := time.Now().Add(h.job.window) // Record holds the key for the TTL
-	rec := encodeRecord(a, h.fingerprint, expires)
+	rec := encodeRecord(a, h.id, expires)
 	notKept := false
 	for pause := recordRetry / 32; ; pause *= 2 {
 		err := h.lease.Record(ctx, rec)
 		switch {
 		case errors.Is(err, store.ErrInvalid) && !notKept:
-			rec, notKept = encodeRecord(nil, h.fingerprint, expires), true
+			rec, notKept = encodeRecord(nil, h.id, expires), true
 			continue
 		case !errors.Is(err, throttle.ErrStore):
 			return // recorded, or the key is gone

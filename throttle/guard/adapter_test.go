@@ -116,7 +116,8 @@ func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Rejection, *httptest.ResponseRecorder) {
 	w := httptest.NewRecorder()
 	call := flow.Call{Route: "/orders", ID: key}
-	rej, ok := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), call,
+	var rej guard.Rejection
+	ok := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), call, &rej,
 		func(r *http.Request, c *guard.Capture) int {
 			rec := httptest.NewRecorder()
 			h(rec, r)

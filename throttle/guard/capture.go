@@ -83,7 +83,7 @@ var replayedField = []string{"true"}
 // its status and body: the recorded response under the RateLimit fields
 // of now, never the recorded ones.
 func (rej *Rejection) replay(h map[string][]string) (int, []byte) {
-	rej.g.setLimits(h, rej.Limits)
+	rej.g.setLimits(h, &rej.Limits)
 	a := rej.Replayed
 	for k, vs := range a.Header {
 		if !notReplayed[k] {

@@ -60,26 +60,26 @@ func (c *miniCtx) String(status int, s string) {
 func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	return func(c *miniCtx) {
 		id, err := key(c.Request)
-		call := flow.Call{Route: c.Route, ID: id, Err: err}
-		rej, ok := g.Serve(miniWriter{c}, c.Request, call, func(r *http.Request, capture *guard.Capture) int {
-			// mini collects the whole response before sending it, so the
-			// capture of a Replay's first request gets it once the chain
-			// returned.
-			c.Request = r
-			c.Next()
-			if c.Status == 0 {
-				c.Status = http.StatusOK
-			}
-			capture.WriteHeader(c.Header, c.Status)
-			capture.Write(c.Body.Bytes())
-			return c.Status
-		})
-		switch {
-		case ok:
+		var rej guard.Rejection
+		if g.Serve(miniWriter{c}, c.Request, flow.Call{Route: c.Route, ID: id, Err: err}, &rej,
+			func(r *http.Request, capture *guard.Capture) int {
+				// mini collects the whole response before sending it, so
+				// the capture of a Replay's first request gets it once
+				// the chain returned.
+				c.Request = r
+				c.Next()
+				if c.Status == 0 {
+					c.Status = http.StatusOK
+				}
+				capture.WriteHeader(c.Header, c.Status)
+				capture.Write(c.Body.Bytes())
+				return c.Status
+			}) {
 			return
-		case reject == nil || rej.Reason == guard.ReasonReplayed: // a replay is the answer asked for
+		}
+		if reject == nil || rej.Reason == guard.ReasonReplayed { // a replay is the answer asked for
 			rej.Write(miniWriter{c})
-		default:
+		} else {
 			rej.SetHeader(c.Header)
 			reject(c, &rej)
 		}

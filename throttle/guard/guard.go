@@ -84,6 +84,12 @@ func Skip(skip func(r *http.Request) bool) Option {
 	}
 }
 
+// WithFlow adds options to the guard's flow.Job: flow.Skip or flow.WithCost
+// of a flow.Call, for an adapter whose requests are not *http.Request.
+func WithFlow(opts ...flow.Option) Option {
+	return func(g *Guard) { g.flowOpts = append(g.flowOpts, opts...) }
+}
+
 // request is the *http.Request Serve put in c.
 func request(c flow.Call) *http.Request { return c.Request.(*http.Request) }
 
@@ -113,11 +119,12 @@ func Replay(r *throttle.Replay, opts ...Option) *Guard {
 // Rates are what a Quota guard decides a request under: one rate, several
 // rates decided as one (10 a second and 1,000 a day: a request refused by
 // either is charged to neither), or a function of the request and its key
-// that returns them (a plan's or a tier's limits). Give each of several
-// rates its own Name: the RateLimit fields list them by it, most
-// restrictive first.
+// that returns them (a plan's or a tier's limits); for an adapter whose
+// requests are not *http.Request, a function of the flow.Call. Give each
+// of several rates its own Name: the RateLimit fields list them by it,
+// most restrictive first.
 type Rates interface {
-	throttle.Rate | []throttle.Rate |
+	throttle.Rate | []throttle.Rate | func(flow.Call) throttle.Rate | func(flow.Call) []throttle.Rate |
 		func(r *http.Request, id string) throttle.Rate | func(r *http.Request, id string) []throttle.Rate
 }
 
@@ -143,6 +150,10 @@ func Quota[R Rates](q *throttle.Quota, rates R, opts ...Option) *Guard {
 		job = flow.Quota(q, ofCall(v), g.flowOpts...)
 	case func(*http.Request, string) []throttle.Rate:
 		job = flow.Quota(q, ofCall(v), g.flowOpts...)
+	case func(flow.Call) throttle.Rate:
+		job = flow.Quota(q, v, g.flowOpts...)
+	case func(flow.Call) []throttle.Rate:
+		job = flow.Quota(q, v, g.flowOpts...)
 	}
 	return g.init(job, violated)
 }
@@ -197,12 +208,13 @@ func (g *Guard) Job() *flow.Job { return g.job }
 // sent, or once the chain returned if the framework buffers. The hold ends
 // when next returns or panics (the panic keeps unwinding).
 //
-// A request turned away never reaches next: ok is false, and the adapter
-// stops its chain and answers rej with rej.Write, or, after rej.SetHeader,
-// with its own rejection handler; a Replay duplicate (ReasonReplayed)
-// always with rej.Write, the recorded response.
-func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call,
-	next func(r *http.Request, c *Capture) (status int)) (rej Rejection, ok bool) {
+// A request turned away never reaches next: Serve returns false and fills
+// *rej, the adapter's, which stops its chain and answers rej with
+// rej.Write, or, after rej.SetHeader, with its own rejection handler; a
+// Replay duplicate (ReasonReplayed) always with rej.Write, the recorded
+// response.
+func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call, rej *Rejection,
+	next func(r *http.Request, c *Capture) (status int)) bool {
 	c.Request = r
 	if g.mode == throttle.ModeReplay {
 		c.Method, c.Route = cmp.Or(r.Method, http.MethodGet), cmp.Or(routePath(c.Route), r.URL.Path)
@@ -211,25 +223,25 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call,
 		}
 	}
 	h := w.Header()
-	ref, ok := g.job.Serve(r.Context(), c, func(p flow.Permit) flow.Outcome {
-		capture := g.Admit(h, p)
+	if g.job.Serve(r.Context(), c, &rej.Refusal, func(p flow.Permit) flow.Outcome {
+		capture := g.Admit(h, &p)
 		if ctx := p.Context(); ctx != r.Context() {
 			r = r.WithContext(ctx)
 		}
 		status := next(r, capture)
 		capture.WriteHeader(h, status) // nothing was sent: the header goes out now
 		return g.Outcome(status, capture)
-	})
-	if ok {
-		return Rejection{}, true
+	}) {
+		return true
 	}
-	return g.Rejection(ref), false
+	g.reject(rej)
+	return false
 }
 
 // Admit sets on h the RateLimit fields of a request p lets go ahead, and
 // returns the capture of its response when p records it (a Replay key's
 // first request), else nil.
-func (g *Guard) Admit(h map[string][]string, p flow.Permit) *Capture {
+func (g *Guard) Admit(h map[string][]string, p *flow.Permit) *Capture {
 	g.setLimits(h, p.Limits())
 	if p.Records() {
 		return new(Capture)

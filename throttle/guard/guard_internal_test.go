@@ -149,7 +149,8 @@ func cmpCtx(ctx context.Context) context.Context {
 // serveStatus serves a request of id whose handler answers status.
 func serveStatus(g *Guard, id string, status int) int {
 	w := httptest.NewRecorder()
-	rej, ok := g.Serve(w, httptest.NewRequest(http.MethodPost, "/", nil), flow.Call{ID: id},
+	var rej Rejection
+	ok := g.Serve(w, httptest.NewRequest(http.MethodPost, "/", nil), flow.Call{ID: id}, &rej,
 		func(*http.Request, *Capture) int { return status })
 	if !ok {
 		return rej.Status

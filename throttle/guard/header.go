@@ -22,7 +22,7 @@ func LegacyHeaders() Option {
 }
 
 // setLimits sets the RateLimit fields lim gives, and the legacy ones.
-func (g *Guard) setLimits(h map[string][]string, lim flow.Limits) {
+func (g *Guard) setLimits(h map[string][]string, lim *flow.Limits) {
 	policy, limit := lim.Fields()
 	if policy == nil {
 		return

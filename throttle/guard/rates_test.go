@@ -25,7 +25,8 @@ func serveAs(g *guard.Guard, id string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/api/items", nil)
 	r.Header.Set("X-User-ID", id)
-	if rej, ok := g.Serve(w, r, flow.Call{Route: "/api/items", ID: id}, func(*http.Request, *guard.Capture) int {
+	var rej guard.Rejection
+	if ok := g.Serve(w, r, flow.Call{Route: "/api/items", ID: id}, &rej, func(*http.Request, *guard.Capture) int {
 		w.WriteHeader(http.StatusOK)
 		return http.StatusOK
 	}); !ok {
@@ -175,7 +176,7 @@ func TestHoldersFields(t *testing.T) {
 		wg.Go(func() {
 			w := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodPost, "/exports", nil)
-			g.Serve(w, r, flow.Call{Route: "/exports", ID: "u"}, func(*http.Request, *guard.Capture) int {
+			g.Serve(w, r, flow.Call{Route: "/exports", ID: "u"}, new(guard.Rejection), func(*http.Request, *guard.Capture) int {
 				fields[i] = w.Header().Get("RateLimit")
 				inside <- struct{}{}
 				<-release

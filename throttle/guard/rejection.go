@@ -58,25 +58,31 @@ type Rejection struct {
 
 // Rejection returns the HTTP answer to ref, a refusal of g's job.
 func (g *Guard) Rejection(ref flow.Refusal) Rejection {
-	rej := Rejection{Refusal: ref, Policy: g.name, g: g}
-	switch ref.Reason {
+	rej := Rejection{Refusal: ref}
+	g.reject(&rej)
+	return rej
+}
+
+// reject fills in the HTTP answer to rej.Refusal.
+func (g *Guard) reject(rej *Rejection) {
+	rej.Policy, rej.g = g.name, g
+	switch rej.Reason {
 	case ReasonReplayed:
-		rej.Status = ref.Replayed.Status
-		return rej
+		rej.Status, rej.Detail = rej.Replayed.Status, ""
+		return
 	case ReasonContended:
 		rej.Status, rej.Detail = g.status, g.contendedDetail
-		return rej
+		return
 	case ReasonBadKey, ReasonBadCost:
 		rej.Status = http.StatusBadRequest
 		var hs interface{ HTTPStatus() int }
-		if errors.As(ref.Err, &hs) && hs.HTTPStatus() >= 400 && hs.HTTPStatus() < 500 {
+		if errors.As(rej.Err, &hs) && hs.HTTPStatus() >= 400 && hs.HTTPStatus() < 500 {
 			rej.Status = hs.HTTPStatus()
 		}
 	default:
-		rej.Status = statuses[ref.Reason]
+		rej.Status = statuses[rej.Reason]
 	}
 	rej.Detail = rej.detail()
-	return rej
 }
 
 var statuses = map[Reason]int{ReasonStoreUnavailable: 503, ReasonCanceled: 503, ReasonInFlight: 409,
@@ -117,7 +123,7 @@ func (rej *Rejection) SetHeader(h map[string][]string) {
 		h["Retry-After"] = smallInt(seconds(rej.RetryAfter))
 	}
 	if rej.g != nil {
-		rej.g.setLimits(h, rej.Limits)
+		rej.g.setLimits(h, &rej.Limits)
 	}
 }
 

@@ -25,7 +25,8 @@ func replayGuard(t *testing.T, opts ...Option) *Guard {
 func order(g *Guard, method, path, route string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(method, path, nil)
-	rej, ok := g.Serve(w, r, flow.Call{Route: route, ID: "alice"}, func(_ *http.Request, c *Capture) int {
+	var rej Rejection
+	ok := g.Serve(w, r, flow.Call{Route: route, ID: "alice"}, &rej, func(_ *http.Request, c *Capture) int {
 		w.Header().Set("Location", "/orders/7")
 		c.WriteHeader(w.Header(), http.StatusCreated)
 		w.WriteHeader(http.StatusCreated)

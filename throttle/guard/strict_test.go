@@ -86,7 +86,8 @@ func TestStrictCountOnlyFailures(t *testing.T) {
 	login := func(id string, status int) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/login", nil)
-		if rej, ok := g.Serve(w, r, flow.Call{Route: "/login", ID: id}, func(*http.Request, *guard.Capture) int {
+		var rej guard.Rejection
+		if ok := g.Serve(w, r, flow.Call{Route: "/login", ID: id}, &rej, func(*http.Request, *guard.Capture) int {
 			w.WriteHeader(status)
 			return status
 		}); !ok {
