@@ -31,7 +31,9 @@ var adapter = adaptertest.Adapter{
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, echoadapter.Middleware(g, key, echoadapter.WithRejectHandler(
 			func(c echo.Context, rej *guard.Rejection) error {
-				c.Response().Header().Set(adaptertest.CustomHeader, string(rej.Reason))
+				for k, v := range adaptertest.CustomAnswer(rej) {
+					c.Response().Header().Set(k, v)
+				}
 				return c.NoContent(adaptertest.CustomStatus)
 			})))
 	},

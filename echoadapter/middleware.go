@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -46,7 +47,8 @@ type Option func(*middleware)
 // default problem+json. h writes the response and returns nil, or returns
 // an error for the application's HTTPErrorHandler, such as
 // echo.NewHTTPError(rej.Status, rej.Detail); the Retry-After and RateLimit
-// fields are set already. A replayed response never reaches h.
+// fields are set already, and rej.RetryAfter and rej.Limits say the same.
+// A replayed response never reaches h.
 func WithRejectHandler(h func(c echo.Context, rej *guard.Rejection) error) Option {
 	return func(m *middleware) { m.reject = h }
 }
@@ -70,14 +72,25 @@ func (m *middleware) serve(c echo.Context, next echo.HandlerFunc) error {
 	}
 	id, err := m.key(c)
 	var herr error // the handler's
-	_, rej := m.g.Serve(c.Response(), c.Request(), c.Path(), id, err, func(r *http.Request, capture *guard.Capture) int {
-		herr = run(c, next, r, capture)
-		return status(c, herr)
-	}, m.reject == nil)
-	if rej != nil {
-		return m.reject(c, rej)
+	var rej guard.Rejection
+	if m.g.Serve(c.Response(), c.Request(), flow.Call{Route: c.Path(), ID: id, Err: err}, &rej,
+		func(r *http.Request, capture *guard.Capture) int {
+			herr = run(c, next, r, capture)
+			return status(c, herr)
+		}) {
+		return herr
 	}
-	return herr
+	if m.reject == nil || rej.Reason == guard.ReasonReplayed {
+		rej.Write(c.Response())
+		return nil
+	}
+	return m.rejected(c, rej)
+}
+
+// rejected hands rej, with its header fields set, to the reject handler.
+func (m *middleware) rejected(c echo.Context, rej guard.Rejection) error {
+	rej.SetHeader(c.Response().Header())
+	return m.reject(c, &rej)
 }
 
 func run(c echo.Context, next echo.HandlerFunc, r *http.Request, capture *guard.Capture) error {

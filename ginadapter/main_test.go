@@ -34,7 +34,9 @@ var adapter = adaptertest.Adapter{
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		return engine(h, ginadapter.Middleware(g, key, ginadapter.WithRejectHandler(
 			func(c *gin.Context, rej *guard.Rejection) {
-				c.Header(adaptertest.CustomHeader, string(rej.Reason))
+				for k, v := range adaptertest.CustomAnswer(rej) {
+					c.Header(k, v)
+				}
 				c.AbortWithStatus(adaptertest.CustomStatus)
 			})))
 	},

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -35,15 +36,17 @@ func Middleware[K keyfuncs.Func | func(*http.Request) (string, error) | func(*gi
 	}
 	return func(c *gin.Context) {
 		id, err := m.key(c)
-		ran, rej := g.Serve(c.Writer, c.Request, c.FullPath(), id, err, func(r *http.Request, capture *guard.Capture) int {
-			return next(c, r, capture)
-		}, m.reject == nil)
-		if rej != nil {
-			m.reject(c, rej)
+		var rej guard.Rejection
+		if g.Serve(c.Writer, c.Request, flow.Call{Route: c.FullPath(), ID: id, Err: err}, &rej,
+			func(r *http.Request, capture *guard.Capture) int { return next(c, r, capture) }) {
+			return
 		}
-		if !ran {
-			c.Abort()
+		if m.reject == nil || rej.Reason == guard.ReasonReplayed {
+			rej.Write(c.Writer)
+		} else {
+			m.rejected(c, rej)
 		}
+		c.Abort()
 	}
 }
 
@@ -52,10 +55,17 @@ type Option func(*middleware)
 
 // WithRejectHandler answers rejected requests with h, in the gin idiom
 // (c.AbortWithStatusJSON), instead of the default problem+json; the
-// Retry-After and RateLimit fields are set already, and the chain is
-// aborted after h. A replayed response never reaches h.
+// Retry-After and RateLimit fields are set already (rej.RetryAfter and
+// rej.Limits say the same), and the chain is aborted after h. A replayed
+// response never reaches h.
 func WithRejectHandler(h func(c *gin.Context, rej *guard.Rejection)) Option {
 	return func(m *middleware) { m.reject = h }
+}
+
+// rejected hands rej, with its header fields set, to the reject handler.
+func (m *middleware) rejected(c *gin.Context, rej guard.Rejection) {
+	rej.SetHeader(c.Writer.Header())
+	m.reject(c, &rej)
 }
 
 type middleware struct {

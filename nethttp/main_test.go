@@ -24,7 +24,9 @@ var adapter = adaptertest.Adapter{
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		return mux(nethttp.Middleware(g, key, nethttp.WithRejectHandler(
 			func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
-				w.Header().Set(adaptertest.CustomHeader, string(rej.Reason))
+				for k, v := range adaptertest.CustomAnswer(rej) {
+					w.Header().Set(k, v)
+				}
 				w.WriteHeader(adaptertest.CustomStatus)
 			}))(h))
 	},

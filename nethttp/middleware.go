@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -37,7 +38,8 @@ type Option func(*handler)
 // WithRejectHandler answers rejected requests with h instead of the
 // default problem+json, for services with their own error format. h must
 // write the whole response; the Retry-After and RateLimit fields are set
-// already. A replayed response never reaches h.
+// already, and rej.RetryAfter and rej.Limits say the same (for a page
+// that says "try again in N s"). A replayed response never reaches h.
 func WithRejectHandler(h func(w http.ResponseWriter, r *http.Request, rej *guard.Rejection)) Option {
 	return func(m *handler) { m.reject = h }
 }
@@ -51,7 +53,8 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.key(r)
-	_, rej := h.g.Serve(w, r, r.Pattern, id, err, func(r *http.Request, c *guard.Capture) int {
+	var rej guard.Rejection
+	if h.g.Serve(w, r, flow.Call{Route: r.Pattern, ID: id, Err: err}, &rej, func(r *http.Request, c *guard.Capture) int {
 		rec := recorders.Get().(*recorder)
 		*rec = recorder{ResponseWriter: w, capture: c}
 		h.next.ServeHTTP(rec, r)
@@ -59,8 +62,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		*rec = recorder{}                           // keeps nothing alive
 		recorders.Put(rec)
 		return status
-	}, h.reject == nil)
-	if rej != nil {
-		h.reject(w, r, rej)
+	}) {
+		return
 	}
+	if h.reject == nil || rej.Reason == guard.ReasonReplayed {
+		rej.Write(w)
+		return
+	}
+	h.rejected(w, r, rej)
+}
+
+// rejected hands rej, with its header fields set, to the reject handler.
+func (h *handler) rejected(w http.ResponseWriter, r *http.Request, rej guard.Rejection) {
+	rej.SetHeader(w.Header())
+	h.reject(w, r, &rej)
 }

@@ -2,6 +2,8 @@ package adaptertest
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -21,7 +23,8 @@ type Adapter struct {
 
 	// WrapCustom is Wrap with the adapter's own rejection handler option
 	// answering every rejection, in the framework's idiom, with status
-	// CustomStatus and the header CustomHeader set to rej.Reason.String().
+	// CustomStatus and the header fields CustomAnswer gives, as a handler
+	// rendering its own page ("try again in N s") would.
 	WrapCustom func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler
 
 	// Routes serves each handler of routes on a route of its own of the
@@ -51,8 +54,26 @@ type Adapter struct {
 // The answer the WrapCustom rejection handlers give.
 const (
 	CustomStatus = http.StatusTeapot
-	CustomHeader = "X-Rejected"
+	CustomHeader = "X-Rejected" // rej.Reason
+	// CustomRetry is rej.RetryAfter in seconds; CustomRemaining and
+	// CustomReset the first policy's Remaining and Reset in seconds, when
+	// the RateLimit field is sent.
+	CustomRetry     = "X-Retry-In"
+	CustomRemaining = "X-Remaining"
+	CustomReset     = "X-Reset"
 )
+
+// CustomAnswer returns the header fields the WrapCustom rejection handlers
+// answer with, made from rej's values rather than the header fields the
+// middleware set: the suite checks that both say the same.
+func CustomAnswer(rej *guard.Rejection) map[string]string {
+	m := map[string]string{CustomHeader: string(rej.Reason), CustomRetry: strconv.Itoa(int(rej.RetryAfter / time.Second))}
+	if first := rej.Limits.First(); first.Remaining >= 0 {
+		m[CustomRemaining] = strconv.Itoa(first.Remaining)
+		m[CustomReset] = strconv.Itoa(int(first.Reset / time.Second))
+	}
+	return m
+}
 
 // UserHeader carries the user identity in the suite's requests.
 const UserHeader = "X-User-ID"

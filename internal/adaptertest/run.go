@@ -419,6 +419,10 @@ func testBodyTooLarge(t *testing.T, a Adapter) {
 	Status(t, Serve(h, SubmitBody("u1", "other")), http.StatusCreated)
 }
 
+// testCustomReject: the adapter's own rejection handler answers every
+// rejection, with the standard fields set before it ran, and the values it
+// reads from the rejection are those the fields give (issue 37: RetryAfter
+// gave 4 s where Retry-After said 5).
 func testCustomReject(t *testing.T, a Adapter) {
 	g, _ := LockGuard(t, throttle.LockConfig{Name: "submit"})
 	h := a.WrapCustom(g, UserKey(), &counter{})
@@ -436,5 +440,48 @@ func testCustomReject(t *testing.T, a Adapter) {
 		} else {
 			NoLimit(t, rec.Header())
 		}
+		checkCustomValues(t, rec.Header(), "submit")
 	}
+	t.Run("Quota", func(t *testing.T) {
+		q := NewQuota(t, throttle.QuotaConfig{Name: "search"})
+		h := a.WrapCustom(guard.Quota(q, throttle.Rate{Limit: 2, Window: 7 * time.Second}), UserKey(), &counter{})
+		for range 2 {
+			Status(t, Serve(h, Submit("u1")), http.StatusCreated)
+		}
+		rec := Serve(h, Submit("u1"))
+		Status(t, rec, CustomStatus)
+		checkCustomValues(t, rec.Header(), "search")
+	})
+	t.Run("Exclusive", func(t *testing.T) {
+		g, _ := LockGuard(t, throttle.LockConfig{Name: "job", Mode: throttle.Exclusive, TTL: 3 * time.Second})
+		b := newBlocker()
+		h := a.WrapCustom(g, UserKey(), b)
+		first := background(h, Submit("c1"))
+		<-b.entered
+		rec := Serve(h, Submit("c1"))
+		close(b.release)
+		require.Equal(t, http.StatusOK, first())
+		Status(t, rec, CustomStatus)
+		checkCustomValues(t, rec.Header(), "job")
+	})
+}
+
+// checkCustomValues fails the test unless the values the custom handler
+// read from the rejection (CustomAnswer) are those of the header fields
+// the middleware set: RetryAfter is Retry-After, and the first policy's
+// Remaining and Reset are RateLimit's r and t.
+func checkCustomValues(t testing.TB, h http.Header, name string) {
+	t.Helper()
+	want := "0"
+	if h.Get("Retry-After") != "" {
+		want = strconv.Itoa(RetryAfter(t, h))
+	}
+	require.Equal(t, want, h.Get(CustomRetry), "RetryAfter, against Retry-After")
+	if len(h.Values(RateLimitHeader)) == 0 {
+		require.Empty(t, h.Get(CustomRemaining), "Remaining without RateLimit")
+		return
+	}
+	f := LimitOf(t, h, name)
+	require.Equal(t, strconv.FormatInt(f.R, 10), h.Get(CustomRemaining), "Remaining, against RateLimit's r")
+	require.Equal(t, strconv.FormatInt(f.T, 10), h.Get(CustomReset), "Reset, against RateLimit's t")
 }

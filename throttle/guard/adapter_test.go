@@ -12,6 +12,7 @@ import (
 	"github.com/go-throttle/throttle/internal/adaptertest"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -28,7 +29,9 @@ var miniAdapter = adaptertest.Adapter{
 	},
 	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
 		reject := func(c *miniCtx, rej *guard.Rejection) {
-			c.Header.Set(adaptertest.CustomHeader, string(rej.Reason))
+			for k, v := range adaptertest.CustomAnswer(rej) {
+				c.Header.Set(k, v)
+			}
 			c.Status = adaptertest.CustomStatus
 		}
 		return miniServer(throttleMini(g, key, reject), miniHTTP(h))
@@ -108,10 +111,13 @@ func newLock(t *testing.T, c throttle.LockConfig) *throttle.Lock {
 
 // serveOrder serves a POST /orders with g and key through h, the response
 // recorded whole and fed to the capture, and returns whether h ran, the
-// rejection left to answer and what was written.
+// rejection left to answer (answered on the writer returned) and what was
+// written.
 func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Rejection, *httptest.ResponseRecorder) {
 	w := httptest.NewRecorder()
-	ran, rej := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), "/orders", key, nil,
+	call := flow.Call{Route: "/orders", ID: key}
+	var rej guard.Rejection
+	ok := g.Serve(w, httptest.NewRequest(http.MethodPost, "/orders", nil), call, &rej,
 		func(r *http.Request, c *guard.Capture) int {
 			rec := httptest.NewRecorder()
 			h(rec, r)
@@ -121,6 +127,13 @@ func serveOrder(g *guard.Guard, key string, h http.HandlerFunc) (bool, *guard.Re
 			w.WriteHeader(rec.Code)
 			_, _ = w.Write(rec.Body.Bytes())
 			return rec.Code
-		}, false)
-	return ran, rej, w
+		})
+	if ok {
+		return true, nil, w
+	}
+	if rej.Reason == guard.ReasonReplayed {
+		rej.Write(w)
+		return false, nil, w
+	}
+	return false, &rej, w
 }

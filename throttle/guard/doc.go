@@ -1,12 +1,19 @@
-// Package guard is what a throttle middleware does, minus the framework:
-// nethttp, ginadapter and echoadapter only translate their framework's
-// idioms for [Guard.Serve], which decides each request, answers the ones
-// turned away (429 or 409 with Retry-After, RateLimit fields and a problem
-// body that never holds the key or an internal error) and ends the hold
-// when the chain returns, alike in every framework.
+// Package guard is what a throttle middleware does over HTTP, minus the
+// framework: a flow.Job decides each request (package flow, the same for
+// every transport), and guard gives the decision its HTTP form: the
+// status, Retry-After, the RateLimit fields and a problem body that never
+// holds the key or an internal error for a request turned away (429 or
+// 409), the RateLimit fields of one that goes ahead, and the capture and
+// replay of a Replay's responses.
 //
-// An adapter for another framework is about 60 lines: copy nethttp's
-// middleware.go, or the package example, a complete adapter for a made-up
-// framework. See docs/adapters.md in the repository for every answer and
-// the steps of an adapter.
+// nethttp, ginadapter and echoadapter only translate their framework's
+// idioms for Guard.Serve, which takes net/http's request and writer. An
+// adapter for another HTTP framework on net/http's types does the same in
+// about 40 lines (the package example is a complete one). One on other
+// types (fasthttp) serves with Guard.Job and answers with Admit, Outcome,
+// Rejection and Rejection.Render, which set header fields on a
+// map[string][]string keyed by canonical names (http.Header is one; values
+// may be shared: send or copy them, never change them). A transport other
+// than HTTP (gRPC) builds on package flow alone. See docs/adapters.md in
+// the repository for every answer and the steps of an adapter.
 package guard

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -59,25 +60,30 @@ func (c *miniCtx) String(status int, s string) {
 func throttleMini(g *guard.Guard, key keyfuncs.Func, reject func(*miniCtx, *guard.Rejection)) miniHandler {
 	return func(c *miniCtx) {
 		id, err := key(c.Request)
-		ran, rej := g.Serve(miniWriter{c}, c.Request, c.Route, id, err, func(r *http.Request, capture *guard.Capture) int {
-			// mini collects the whole response before sending it, so the
-			// capture of a Replay's first request gets it once the chain
-			// returned.
-			c.Request = r
-			c.Next()
-			if c.Status == 0 {
-				c.Status = http.StatusOK
-			}
-			capture.WriteHeader(c.Header, c.Status)
-			capture.Write(c.Body.Bytes())
-			return c.Status
-		}, reject == nil)
-		if rej != nil {
-			reject(c, rej)
+		var rej guard.Rejection
+		if g.Serve(miniWriter{c}, c.Request, flow.Call{Route: c.Route, ID: id, Err: err}, &rej,
+			func(r *http.Request, capture *guard.Capture) int {
+				// mini collects the whole response before sending it, so
+				// the capture of a Replay's first request gets it once
+				// the chain returned.
+				c.Request = r
+				c.Next()
+				if c.Status == 0 {
+					c.Status = http.StatusOK
+				}
+				capture.WriteHeader(c.Header, c.Status)
+				capture.Write(c.Body.Bytes())
+				return c.Status
+			}) {
+			return
 		}
-		if !ran {
-			c.Abort()
+		if reject == nil || rej.Reason == guard.ReasonReplayed { // a replay is the answer asked for
+			rej.Write(miniWriter{c})
+		} else {
+			rej.SetHeader(c.Header)
+			reject(c, &rej)
 		}
+		c.Abort()
 	}
 }
 
@@ -99,11 +105,11 @@ func (w miniWriter) Write(b []byte) (int, error) {
 
 // The adapter ends here.
 
-// An adapter for another framework takes a Guard (here guard.Lock's, made
-// once when the middleware is built) and translates its request, response
-// and abort idioms for Guard.Serve. The same user's second submission
-// within the lock's 5 s TTL is turned away, and a request without a user is
-// never throttled under a shared key.
+// An adapter for another framework on net/http's types takes a Guard (here
+// guard.Lock's, made once when the middleware is built) and translates its
+// request, response and abort idioms for Guard.Serve. The same user's
+// second submission within the lock's 5 s TTL is turned away, and a
+// request without a user is never throttled under a shared key.
 func Example() {
 	lock, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit"})
 	if err != nil {

@@ -7,5 +7,5 @@ import (
 )
 
 // TestMain checks that no test leaves a goroutine behind: an admitted
-// Exclusive ticket runs a lease refresher until it is finished.
+// Exclusive request runs a lease refresher until its hold ends.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

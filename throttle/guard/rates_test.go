@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -24,10 +25,13 @@ func serveAs(g *guard.Guard, id string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/api/items", nil)
 	r.Header.Set("X-User-ID", id)
-	g.Serve(w, r, "/api/items", id, nil, func(*http.Request, *guard.Capture) int {
+	var rej guard.Rejection
+	if ok := g.Serve(w, r, flow.Call{Route: "/api/items", ID: id}, &rej, func(*http.Request, *guard.Capture) int {
 		w.WriteHeader(http.StatusOK)
 		return http.StatusOK
-	}, true)
+	}); !ok {
+		rej.Write(w)
+	}
 	return w
 }
 
@@ -172,12 +176,12 @@ func TestHoldersFields(t *testing.T) {
 		wg.Go(func() {
 			w := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodPost, "/exports", nil)
-			g.Serve(w, r, "/exports", "u", nil, func(*http.Request, *guard.Capture) int {
+			g.Serve(w, r, flow.Call{Route: "/exports", ID: "u"}, new(guard.Rejection), func(*http.Request, *guard.Capture) int {
 				fields[i] = w.Header().Get("RateLimit")
 				inside <- struct{}{}
 				<-release
 				return http.StatusOK
-			}, true)
+			})
 		})
 		<-inside
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 )
@@ -85,10 +86,13 @@ func TestStrictCountOnlyFailures(t *testing.T) {
 	login := func(id string, status int) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/login", nil)
-		g.Serve(w, r, "/login", id, nil, func(*http.Request, *guard.Capture) int {
+		var rej guard.Rejection
+		if ok := g.Serve(w, r, flow.Call{Route: "/login", ID: id}, &rej, func(*http.Request, *guard.Capture) int {
 			w.WriteHeader(status)
 			return status
-		}, true)
+		}); !ok {
+			rej.Write(w)
+		}
 		return w
 	}
 	var wg sync.WaitGroup

@@ -3,8 +3,8 @@ package guard
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,20 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/memstore"
-	"github.com/go-throttle/throttle/throttle/store"
 )
 
-func TestSeconds(t *testing.T) {
-	for d, want := range map[time.Duration]int64{
-		0: 1, time.Millisecond: 1, time.Second: 1, time.Second + 1: 2, 2500 * time.Millisecond: 3,
-	} {
-		assert.Equal(t, want, seconds(d), "seconds(%v)", d)
-	}
-}
-
 func TestWrite(t *testing.T) {
-	st := memstore.New()
+	clock := time.Now()
+	st := memstore.New(memstore.WithClock(func() time.Time { return clock }))
 	lock := func(c throttle.LockConfig) *Guard {
 		l, err := throttle.NewLock(st, c)
 		require.NoError(t, err)
@@ -35,51 +28,44 @@ func TestWrite(t *testing.T) {
 	exclusive := lock(throttle.LockConfig{Name: "sync", Mode: throttle.Exclusive, TTL: 30 * time.Second})
 	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "search"})
 	require.NoError(t, err)
-	search := Quota(q, throttle.Rate{Limit: 10, Burst: 10, Window: time.Minute})
+	search := Quota(q, throttle.Rate{Limit: 10, Window: time.Minute}, WithCost(func(r *http.Request) (int, error) {
+		return len(r.Header["Cost"]), nil
+	}))
+	defer admit(t, submit, "42")()
+	defer admit(t, exclusive, "42")()
+	for range 10 {
+		p, _, ok := search.job.Begin(t.Context(), flow.Call{ID: "42", Request: costly(1)})
+		require.True(t, ok)
+		p.End(flow.Outcome{})
+	}
+	down, err := throttle.NewLock(downStore{memstore.New()}, throttle.LockConfig{Name: "submit",
+		Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Logger: slog.New(slog.DiscardHandler)}})
+	require.NoError(t, err)
 	secret := errors.New("dial tcp 10.0.0.7:6379: key throttle:{submit:42} token abc")
+	elsewhere := Rejection{Refusal: flow.Refusal{Reason: ReasonContended, RetryAfter: 3 * time.Second, Err: secret},
+		Status: 429, Policy: "submit"}
 	cases := []struct {
 		name                     string
 		rej                      Rejection
 		retry, policy, rateLimit string
 		problemType              string
 	}{
-		{"dedupe", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 2100 * time.Millisecond,
-			Policy: "submit", g: submit, Err: secret},
-			"3", `"submit";q=1;w=5`, `"submit";r=0;t=3`, quotaExceeded},
-		{"exclusive", Rejection{Status: 409, Reason: ReasonContended, RetryAfter: 20 * time.Second,
-			Policy: "sync", g: exclusive, Err: secret},
-			"20", `"sync";q=1;qu="concurrent-requests"`, `"sync";r=0;t=20`, "about:blank"},
-		{"no expiry", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: -1, Policy: "submit", g: submit},
-			"5", `"submit";q=1;w=5`, `"submit";r=0;t=5`, quotaExceeded},
-		{"contended, no time given", Rejection{Status: 429, Reason: ReasonContended, Policy: "submit", g: submit},
-			"1", `"submit";q=1;w=5`, `"submit";r=0;t=1`, quotaExceeded},
-		{"quota", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 5200 * time.Millisecond,
-			Policy:   "search",
-			g:        search,
-			Decision: &store.Decision{RetryAfter: 5200 * time.Millisecond, ResetAfter: 59200 * time.Millisecond}},
-			"6", `"search";q=10;w=60`, `"search";r=0;t=6`, quotaExceeded},
-		{"quota, cost above what remains", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 10 * time.Second,
-			Policy:   "search",
-			g:        search,
-			Decision: &store.Decision{Remaining: 2, RetryAfter: 10 * time.Second, ResetAfter: 45 * time.Second}},
-			"10", `"search";q=10;w=60`, `"search";r=2;t=3`, quotaExceeded},
-		{"store down", Rejection{Status: 503, Reason: ReasonStoreUnavailable, RetryAfter: time.Second,
-			Policy: "submit", g: submit, Err: secret},
+		{"dedupe", refused(t, submit, flow.Call{ID: "42"}), "5", `"submit";q=1;w=5`, `"submit";r=0;t=5`, quotaExceeded},
+		{"exclusive", refused(t, exclusive, flow.Call{ID: "42"}), "30", `"sync";q=1;qu="concurrent-requests"`, `"sync";r=0;t=30`,
+			"about:blank"},
+		{"quota", refused(t, search, flow.Call{ID: "42", Request: costly(1)}), "6", `"search";q=10;w=60`, `"search";r=0;t=6`,
+			quotaExceeded},
+		{"store down", refused(t, Lock(down), flow.Call{ID: "42"}),
 			"1", `"submit";q=1;w=5`, "", "about:blank"},
-		{"bad key", Rejection{Status: 400, Reason: ReasonBadKey, Policy: "submit", g: submit, Err: secret},
-			"", `"submit";q=1;w=5`, "", reasonDoc + "ReasonBadKey"},
-		{"cost above burst", Rejection{Status: 413, Reason: ReasonBadCost, Policy: "search", g: search},
-			"", `"search";q=10;w=60`, "", "about:blank"},
+		{"bad key", refused(t, submit, flow.Call{Err: secret}), "", `"submit";q=1;w=5`, "", reasonDoc + "ReasonBadKey"},
+		{"cost above burst", refused(t, search, flow.Call{ID: "43", Request: costly(11)}), "", `"search";q=10;w=60`, "", "about:blank"},
 		// Made elsewhere than in a Guard: no policy is known, whatever
 		// the name says, so no RateLimit field.
-		{"no guard", Rejection{Status: 429, Reason: ReasonContended, RetryAfter: 2100 * time.Millisecond,
-			Policy: "submit", Err: secret},
-			"3", "", "", quotaExceeded},
+		{"no guard", elsewhere, "3", "", "", quotaExceeded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := httptest.NewRecorder()
-			c.rej.Write(w)
+			w := written(&c.rej)
 			h := w.Result().Header
 			assert.Equal(t, c.rej.Status, w.Code, "status")
 			assert.Equal(t, c.retry, h.Get("Retry-After"), "Retry-After")
@@ -100,4 +86,11 @@ func TestWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// costly is a request that costs n under TestWrite's cost function.
+func costly(n int) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.Header["Cost"] = make([]string, n)
+	return r
 }

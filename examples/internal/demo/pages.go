@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/go-throttle/throttle/throttle/guard"
 )
@@ -23,9 +25,12 @@ func RejectPage(w http.ResponseWriter, r *http.Request, rej *guard.Rejection) {
 		rej.Write(w)
 		return
 	}
-	// The page gives the wait Retry-After gives: the seconds left of the
-	// first submission's window (rej.RetryAfter), rounded up.
-	d := pageData{RetryAfter: w.Header().Get("Retry-After")}
+	// The page gives the wait Retry-After gives: rej.RetryAfter, the
+	// seconds left of the first submission's window, rounded up.
+	var d pageData
+	if rej.RetryAfter > 0 {
+		d.RetryAfter = strconv.Itoa(int(rej.RetryAfter / time.Second))
+	}
 	name := "error"
 	if rej.Reason == guard.ReasonContended {
 		name = "duplicate"

@@ -1,7 +1,6 @@
-package guard
+package flow
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -14,10 +13,10 @@ import (
 // mark of an unrecorded success.
 func TestRecordRoundTrip(t *testing.T) {
 	expires := time.UnixMilli(1_800_000_000_123)
-	for _, resp := range []*response{
-		{status: 201, header: http.Header{"Location": {"/orders/7"}, "Vary": {"Accept", "Cookie"}}, body: []byte(`{"id":7}`)},
-		{status: 303, header: http.Header{"Location": {"/orders/8"}}},
-		{status: 204},
+	for _, resp := range []*Answer{
+		{Status: 201, Header: map[string][]string{"Location": {"/orders/7"}, "Vary": {"Accept", "Cookie"}}, Body: []byte(`{"id":7}`)},
+		{Status: 303, Header: map[string][]string{"Location": {"/orders/8"}}},
+		{Status: 204},
 		nil,
 	} {
 		b := encodeRecord(resp, "fp", expires)
@@ -26,16 +25,16 @@ func TestRecordRoundTrip(t *testing.T) {
 		require.Equal(t, "fp", rec.fingerprint, "fingerprint")
 		require.True(t, rec.expires.Equal(expires), "expires %v, want %v", rec.expires, expires)
 		if resp == nil {
-			require.Nil(t, rec.resp, "unrecorded mark read as %+v", rec)
+			require.Nil(t, rec.answer, "unrecorded mark read as %+v", rec)
 			continue
 		}
-		got := rec.resp
+		got := rec.answer
 		require.NotNil(t, got, "the response")
-		require.Equal(t, resp.status, got.status, "status")
-		require.Equal(t, string(resp.body), string(got.body), "body")
-		require.Len(t, got.header, len(resp.header), "header %v", got.header)
-		if len(resp.header) > 0 {
-			require.Equal(t, resp.header, got.header, "header")
+		require.Equal(t, resp.Status, got.Status, "status")
+		require.Equal(t, string(resp.Body), string(got.Body), "body")
+		require.Len(t, got.Header, len(resp.Header), "header %v", got.Header)
+		if len(resp.Header) > 0 {
+			require.Equal(t, resp.Header, got.Header, "header")
 		}
 	}
 }
@@ -43,7 +42,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // TestRecordMalformed: truncations and corruptions of a record are refused,
 // never half-read.
 func TestRecordMalformed(t *testing.T) {
-	b := encodeRecord(&response{status: 201, header: http.Header{"Location": {"/x"}}, body: []byte("body")}, "fp", time.Now())
+	b := encodeRecord(&Answer{Status: 201, Header: map[string][]string{"Location": {"/x"}}, Body: []byte("body")}, "fp", time.Now())
 	for i := range len(b) - len("body") {
 		_, err := decodeRecord(b[:i])
 		require.Error(t, err, "a record cut to %d of %d bytes was accepted", i, len(b))
@@ -57,7 +56,7 @@ func TestRecordMalformed(t *testing.T) {
 // FuzzDecodeRecord: decodeRecord never panics, and whatever it accepts
 // encodes back to a record that decodes the same.
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(encodeRecord(&response{status: 201, header: http.Header{"A": {"b"}}, body: []byte("x")}, "fp", time.Now()))
+	f.Add(encodeRecord(&Answer{Status: 201, Header: map[string][]string{"A": {"b"}}, Body: []byte("x")}, "fp", time.Now()))
 	f.Add(encodeRecord(nil, "", time.Now()))
 	f.Add([]byte{1, 1, 0, 0, 200, 1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -65,9 +64,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := decodeRecord(encodeRecord(rec.resp, rec.fingerprint, rec.expires))
+		again, err := decodeRecord(encodeRecord(rec.answer, rec.fingerprint, rec.expires))
 		require.NoError(t, err, "re-encoded %+v", rec)
 		require.Equal(t, rec.fingerprint, again.fingerprint, "re-encoded %+v", rec)
-		require.Equal(t, rec.resp == nil, again.resp == nil, "re-encoded %+v", rec)
+		require.Equal(t, rec.answer == nil, again.answer == nil, "re-encoded %+v", rec)
 	})
 }
