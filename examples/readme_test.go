@@ -49,6 +49,7 @@ var (
 	key, user  keyfuncs.Func
 	submitGin  gin.HandlerFunc
 	submitEcho echo.HandlerFunc
+	submit     http.Handler
 	lock       *throttle.Lock
 	search     *throttle.Quota
 	items      *throttle.Quota
