@@ -139,6 +139,10 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	report, err := demo.NewReportLimiter(s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
@@ -169,6 +173,8 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	e.POST("/jobs/:id/run", runJob(s), echoadapter.Middleware(guard.Lock(jobs), jobKey))
 	e.GET("/api/items", echo.WrapHandler(http.HandlerFunc(demo.Items)), echoadapter.Middleware(guard.Quota(items, demo.ItemsRates), key))
 	e.POST("/exports", echo.WrapHandler(demo.RunExport(s, "echo")), echoadapter.Middleware(guard.Lock(exports), key))
+	// GET /api/report: overload protection for the whole process (any key).
+	e.GET("/api/report", echo.WrapHandler(demo.Report()), echoadapter.Middleware(guard.Overload(report, nil), keyfuncs.Static("all")))
 	// POST /admin/reset, with -admin-token only: never throttled.
 	if admin := demo.NewAdmin(s, key, search, items, submitLock, reset); admin != nil {
 		e.POST("/admin/reset", echo.WrapHandler(admin))

@@ -138,6 +138,10 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	report, err := demo.NewReportLimiter(s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP. keyfuncs works on the *http.Request, so
@@ -172,6 +176,8 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	r.POST("/jobs/:id/run", ginadapter.Middleware(guard.Lock(jobs), jobKey), runJob(s))
 	r.GET("/api/items", ginadapter.Middleware(guard.Quota(items, demo.ItemsRates), key), gin.WrapF(demo.Items))
 	r.POST("/exports", ginadapter.Middleware(guard.Lock(exports), key), gin.WrapH(demo.RunExport(s, "gin")))
+	// GET /api/report: overload protection for the whole process (any key).
+	r.GET("/api/report", ginadapter.Middleware(guard.Overload(report, nil), keyfuncs.Static("all")), gin.WrapH(demo.Report()))
 	// POST /admin/reset, with -admin-token only: never throttled.
 	if admin := demo.NewAdmin(s, key, search, items, submitLock, reset); admin != nil {
 		r.POST("/admin/reset", gin.WrapH(admin))

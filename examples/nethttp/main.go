@@ -53,6 +53,9 @@
 //	POST /admin/reset     With -admin-token TOKEN and Authorization: Bearer TOKEN: clears the
 //	                      quotas and frees the keys of ?user=ID, 204; else 401. Without
 //	                      -admin-token: 404. Never throttled.
+//	GET  /api/report      Overload protection for the whole process: four slots of 50 ms
+//	                      (80 per second) behind an adaptive limit (package overload);
+//	                      what it sheds gets 503 with Retry-After.
 //	GET  /healthz         200, never throttled.
 //	GET  /metrics         Prometheus text format (package promthrottle), never throttled.
 //
@@ -137,6 +140,10 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	report, err := demo.NewReportLimiter(s)
+	if err != nil {
+		return nil, err
+	}
 	// Who is submitting or searching: the X-User-ID header; else the
 	// demo_user cookie that GET / sets, since a browser's form cannot send
 	// a header; else the peer's IP.
@@ -160,6 +167,8 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	mux.Handle("POST /jobs/{id}/run", nethttp.Middleware(guard.Lock(jobs), jobKey)(runJob(s)))
 	mux.Handle("GET /api/items", nethttp.Middleware(guard.Quota(items, demo.ItemsRates), key)(http.HandlerFunc(demo.Items)))
 	mux.Handle("POST /exports", nethttp.Middleware(guard.Lock(exports), key)(demo.RunExport(s, "nethttp")))
+	// GET /api/report: overload protection for the whole process (any key).
+	mux.Handle("GET /api/report", nethttp.Middleware(guard.Overload(report, nil), keyfuncs.Static("all"))(demo.Report()))
 	// POST /admin/reset, with -admin-token only: never throttled.
 	if admin := demo.NewAdmin(s, key, search, items, submitLock, reset); admin != nil {
 		mux.Handle("POST /admin/reset", admin)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/overload"
 )
 
 // Job decides the calls of one limiter, made by Lock, Quota or Replay when
@@ -20,10 +21,12 @@ type Job struct {
 	cost         func(Call) (int, error)
 	onlyFailures bool
 
-	lock             *throttle.Lock // one of the three is set
+	lock             *throttle.Lock // one of the four is set
 	quota            *throttle.Quota
 	replay           *throttle.Replay
-	holds            bool // a lock's calls hold their keys with Lock.Hold
+	overload         *overload.Limiter
+	priority         func(Call) overload.Priority // an Overload's
+	holds            bool                         // a lock's calls hold their keys with Lock.Hold
 	fence, reentrant bool
 	plan             *plan  // a Quota's rates when fixed,
 	plans            *plans // else the function that gives them
@@ -136,6 +139,8 @@ func (j *Job) begin(ctx context.Context, c *Call, p *Permit, ref *Refusal) bool 
 		}
 	}
 	switch {
+	case j.overload != nil:
+		return j.beginOverload(ctx, c, p, ref)
 	case j.replay != nil:
 		return j.beginReplay(ctx, c, p, ref)
 	case j.quota != nil:

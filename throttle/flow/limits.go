@@ -118,6 +118,7 @@ func (j *Job) initFields() {
 	switch {
 	case j.plan != nil:
 		j.policyField = j.plan.policy
+	case j.overload != nil: // no quota of the user's to state
 	case j.quota == nil:
 		b := strconv.AppendQuote(make([]byte, 0, 64), j.name)
 		if j.mode == throttle.Exclusive {

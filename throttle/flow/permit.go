@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/overload"
 )
 
 // Permit is a call's leave to go ahead, and the hold it ends. The zero
@@ -23,9 +24,10 @@ type hold struct {
 	key    throttle.Hold   // a lock's key held with Lock.Hold,
 	lease  *throttle.Lease // or with a Lease; a Replay's mark
 	stop   context.CancelFunc
-	id     string        // a CountOnlyFailures Quota's identity; a Replay's Call.Fingerprint
-	refund int           // what a CountOnlyFailures success gets back
-	since  time.Duration // since epoch, for an Observer
+	id     string          // a CountOnlyFailures Quota's identity; a Replay's Call.Fingerprint
+	refund int             // what a CountOnlyFailures success gets back
+	since  time.Duration   // since epoch, for an Observer
+	shed   overload.Permit // an Overload's
 }
 
 // epoch is what hold.since counts from, on the monotonic clock.
@@ -53,6 +55,8 @@ func (p *Permit) End(o Outcome) {
 	p.hold = hold{}
 	switch j := h.job; {
 	case j == nil:
+	case j.overload != nil:
+		h.endOverload(o)
 	case j.quota != nil:
 		if h.refund > 0 && !o.Failed { // a failed refund leaves the charge: the safe side
 			p.refundCharge(h)

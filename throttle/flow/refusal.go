@@ -24,6 +24,7 @@ const (
 	ReasonKeyReused        Reason = "key-reused"        // the Replay key came with another Fingerprint
 	ReasonNotKept          Reason = "not-kept"          // a Replay key's first call succeeded, its answer was not kept
 	ReasonBadRate          Reason = "bad-rate"          // a Quota's rate function gave rates that cannot be decided
+	ReasonOverloaded       Reason = "overloaded"        // an Overload job shed the call: the process has more than it can serve in time
 	ReasonReplayed         Reason = "replayed"          // a Replay duplicate: answer with Replayed, not as an error
 )
 

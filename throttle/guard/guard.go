@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
+	"github.com/go-throttle/throttle/throttle/overload"
 )
 
 // Guard is one limiter's request handling over HTTP, made by Lock, Quota
@@ -114,6 +115,23 @@ func Replay(r *throttle.Replay, opts ...Option) *Guard {
 	c := r.Config()
 	g := newGuard(c.Name, throttle.ModeReplay, c.TTL, 1, opts)
 	return g.init(flow.Replay(r, g.flowOpts...), c.Name)
+}
+
+// Overload returns the Guard of l: a request waits for one of l's permits
+// (overload is per process: the key is not used), and one that l sheds
+// gets 503 with Retry-After. priority, when not nil, says how a request
+// fares (a health check never shed, background work shed first). It
+// panics when l is nil.
+func Overload(l *overload.Limiter, priority func(r *http.Request) overload.Priority, opts ...Option) *Guard {
+	if l == nil {
+		panic("guard: Overload needs a non-nil *overload.Limiter")
+	}
+	g := newGuard(l.Name(), throttle.ModeOverload, 0, 1, opts)
+	var prio func(flow.Call) overload.Priority
+	if priority != nil {
+		prio = func(c flow.Call) overload.Priority { return priority(request(c)) }
+	}
+	return g.init(flow.Overload(l, prio, g.flowOpts...), l.Name())
 }
 
 // Rates are what a Quota guard decides a request under: one rate, several

@@ -24,6 +24,7 @@ const (
 	ReasonBadCost          = flow.ReasonBadCost          // 413 above Burst, else 400 or the 4xx of the cost function's error
 	ReasonBadRate          = flow.ReasonBadRate          // 500: a rate function's rates cannot be decided
 	ReasonReplayed         = flow.ReasonReplayed         // a Replay duplicate, answered with the recorded response
+	ReasonOverloaded       = flow.ReasonOverloaded       // 503: an Overload guard shed the request
 
 	// ReasonBadKey: the key could not be built; 400, or the 4xx the key
 	// function's error carries (413 for a body too long to hash). The
@@ -85,7 +86,7 @@ func (g *Guard) reject(rej *Rejection) {
 	rej.Detail = rej.detail()
 }
 
-var statuses = map[Reason]int{ReasonStoreUnavailable: 503, ReasonCanceled: 503, ReasonInFlight: 409,
+var statuses = map[Reason]int{ReasonStoreUnavailable: 503, ReasonCanceled: 503, ReasonOverloaded: 503, ReasonInFlight: 409,
 	ReasonKeyReused: 422, ReasonNotKept: 409, ReasonBadRate: 500}
 
 // Write answers the request with Render: as the adapters do by default.
@@ -195,6 +196,7 @@ var details = map[Reason]string{
 	ReasonBadCost:          "The request's cost could not be worked out.",
 	ReasonStoreUnavailable: "The request cannot be checked for duplicates or limits right now, so it was not processed. Retry shortly.",
 	ReasonBadRate:          "The server's rate limit is misconfigured.",
+	ReasonOverloaded:       "The server has more requests than it can answer in time right now. Retry after the time in Retry-After.",
 	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
 	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
 	ReasonNotKept: "A request with the same idempotency key was processed and succeeded, but its response was not kept. " +

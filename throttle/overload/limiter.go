@@ -87,6 +87,9 @@ func New(c Config) (*Limiter, error) {
 	return &Limiter{name: c.Name, obs: c.Observer, epoch: time.Now(), a: newAdaptive(lo, hi), overAt: -int64(time.Hour)}, nil
 }
 
+// Name is the limiter's Config.Name: its policy in events and answers.
+func (l *Limiter) Name() string { return l.name }
+
 // Acquire returns a Permit for a request of priority p, waiting in the
 // queue if every permit is taken. Its error is a *Refusal when the request
 // is shed, or ctx.Err() when ctx ended while it waited: a client that gave
