@@ -59,7 +59,7 @@ var (
 	proRates   []throttle.Rate
 	isPro      func(*http.Request) bool
 
-	placeOrder, searchHandler, loginHandler, itemsHandler, syncHandler, exportHandler http.Handler
+	placeOrder, searchHandler, loginHandler, itemsHandler, syncHandler, exportHandler, reportHandler http.Handler
 
 	syncCustomer func(ctx context.Context, id string, fence int64) error
 )
@@ -76,6 +76,7 @@ var readmeImports = map[string]string{
 	"nethttp":    "github.com/go-throttle/throttle/nethttp",
 	"ginadapter": "github.com/go-throttle/throttle/ginadapter", "echoadapter": "github.com/go-throttle/throttle/echoadapter",
 	"throttle": "github.com/go-throttle/throttle/throttle", "guard": "github.com/go-throttle/throttle/throttle/guard",
+	"overload": "github.com/go-throttle/throttle/throttle/overload",
 	"memstore": "github.com/go-throttle/throttle/throttle/memstore", "redisstore": "github.com/go-throttle/throttle/throttle/redisstore",
 	"promthrottle": "github.com/go-throttle/throttle/throttle/promthrottle", "otelthrottle": "github.com/go-throttle/throttle/throttle/otelthrottle",
 }
