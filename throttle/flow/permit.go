@@ -65,16 +65,24 @@ func (p *Permit) End(o Outcome) {
 		if o.Failed && j.mode == throttle.Dedupe {
 			_ = h.key.Release(p.ctx) // no Observer to tell (see Job.holds)
 		}
-	case h.lease == nil:
-	case j.replay != nil && !o.Failed:
-		h.record(p.ctx, o.Answer)
-	default:
-		if h.stop != nil {
-			h.stop()
-		}
-		if j.mode == throttle.Exclusive || o.Failed && j.mode != throttle.Cooldown {
-			h.release(p.ctx, o)
-		}
+	case h.lease != nil:
+		h.endLease(p.ctx, o)
+	}
+}
+
+// endLease ends a hold under a lease: a Replay records a success's answer;
+// a lock stops its refresher and frees its key as its mode says.
+func (h *hold) endLease(ctx context.Context, o Outcome) {
+	j := h.job
+	if j.replay != nil && !o.Failed {
+		h.record(ctx, o.Answer)
+		return
+	}
+	if h.stop != nil {
+		h.stop()
+	}
+	if j.mode == throttle.Exclusive || o.Failed && j.mode != throttle.Cooldown {
+		h.release(ctx, o)
 	}
 }
 
