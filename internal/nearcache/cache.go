@@ -57,8 +57,8 @@ type Cache struct {
 
 type shard struct {
 	mu  sync.RWMutex
-	gen uint64 // bumped by every invalidation of a key of the shard
-	m   map[string]Entry
+	gen atomic.Uint64 // bumped by every invalidation of a key of the shard
+	m   map[string]Entry // under mu
 }
 
 // New returns a cache of at most size entries (at least one per shard),
@@ -87,10 +87,7 @@ func (c *Cache) Stamp(key string) (gen uint64, ok bool) {
 	if !c.ready.Load() {
 		return 0, false
 	}
-	sh := c.shard(key)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	return sh.gen, c.ready.Load()
+	return c.shard(key).gen.Load(), c.ready.Load()
 }
 
 // Put keeps e for key unless key was invalidated (or the cache cleared)
@@ -99,7 +96,7 @@ func (c *Cache) Put(key string, e Entry, gen uint64) bool {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.gen != gen || !c.ready.Load() || !e.Until.After(c.now()) {
+	if sh.gen.Load() != gen || !c.ready.Load() || !e.Until.After(c.now()) {
 		return false
 	}
 	if _, ok := sh.m[key]; !ok && len(sh.m) >= c.max {
@@ -116,17 +113,21 @@ func (c *Cache) Put(key string, e Entry, gen uint64) bool {
 	return true
 }
 
-// Get returns key's entry unexpired at now (the cache's Now); Hit counts
-// the refusals the caller answered with it.
-func (c *Cache) Get(key string, now time.Time) (Entry, bool) {
+// Get returns key's entry unexpired at now, the cache's Now (read only
+// when key has an entry: a miss, the usual answer, costs no clock); Hit
+// counts the refusals the caller answered with it.
+func (c *Cache) Get(key string) (e Entry, now time.Time, ok bool) {
 	sh := c.shard(key)
 	sh.mu.RLock()
-	e, ok := sh.m[key]
+	e, ok = sh.m[key]
 	sh.mu.RUnlock()
-	if !ok || !e.Until.After(now) {
-		return Entry{}, false
+	if !ok {
+		return Entry{}, time.Time{}, false
 	}
-	return e, true
+	if now = c.now(); !e.Until.After(now) {
+		return Entry{}, now, false
+	}
+	return e, now, true
 }
 
 // Hit counts one refusal answered from the cache.
@@ -138,11 +139,35 @@ func (c *Cache) Invalidate(keys ...string) {
 	for _, k := range keys {
 		sh := c.shard(k)
 		sh.mu.Lock()
-		sh.gen++
-		if _, ok := sh.m[k]; ok {
-			delete(sh.m, k)
-			c.invalidations.Add(1)
-		}
+		sh.gen.Add(1)
+		c.drop(sh, k)
+		sh.mu.Unlock()
+	}
+}
+
+// drop deletes k's entry from sh, whose lock the caller holds.
+func (c *Cache) drop(sh *shard, k string) {
+	if _, ok := sh.m[k]; ok {
+		delete(sh.m, k)
+		c.invalidations.Add(1)
+	}
+}
+
+// Forget is Invalidate of one key that this process changed, as cheap as
+// a Get when key has no entry (a release of a lock nobody was refused):
+// the generation is bumped without the shard's lock, then the entry, if
+// any, is dropped under it. A Put racing it either reads the new
+// generation and keeps nothing, or read the old one holding the lock
+// before the bump, so its entry is there for Forget to drop.
+func (c *Cache) Forget(key string) {
+	sh := c.shard(key)
+	sh.gen.Add(1)
+	sh.mu.RLock()
+	_, ok := sh.m[key]
+	sh.mu.RUnlock()
+	if ok {
+		sh.mu.Lock()
+		c.drop(sh, key)
 		sh.mu.Unlock()
 	}
 }
@@ -163,7 +188,7 @@ func (c *Cache) Clear() {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		sh.gen++
+		sh.gen.Add(1)
 		c.invalidations.Add(uint64(len(sh.m)))
 		clear(sh.m)
 		sh.mu.Unlock()

@@ -35,11 +35,11 @@ func TestPutGetExpires(t *testing.T) {
 	if !c.Put("k", Entry{Until: clk.now().Add(time.Second)}, gen) {
 		t.Fatal("Put refused a fresh stamp")
 	}
-	if _, ok := c.Get("k", clk.now()); !ok {
+	if _, _, ok := c.Get("k"); !ok {
 		t.Fatal("no entry after Put")
 	}
 	clk.add(time.Second)
-	if _, ok := c.Get("k", clk.now()); ok {
+	if _, _, ok := c.Get("k"); ok {
 		t.Fatal("an entry outlived its Until")
 	}
 	if c.Put("k", Entry{Until: clk.now()}, gen) {
@@ -55,6 +55,11 @@ func TestInvalidationRacingThePut(t *testing.T) {
 	c.Invalidate("k")
 	if c.Put("k", Entry{Until: clk.now().Add(time.Hour)}, gen) {
 		t.Fatal("Put kept a refusal older than an invalidation of its key")
+	}
+	gen, _ = c.Stamp("k")
+	c.Forget("k") // this process released it: no entry to drop, yet the Put must lose
+	if c.Put("k", Entry{Until: clk.now().Add(time.Hour)}, gen) {
+		t.Fatal("Put kept a refusal older than this process's own change of its key")
 	}
 	gen, _ = c.Stamp("k")
 	c.Ready(false) // the tracking connection was lost
@@ -86,12 +91,16 @@ func TestInvalidateAndClearCount(t *testing.T) {
 		gen, _ := c.Stamp(k)
 		c.Put(k, Entry{Until: clk.now().Add(time.Hour)}, gen)
 	}
-	c.Invalidate("0", "1", "absent")
-	if _, ok := c.Get("0", clk.now()); ok {
+	c.Invalidate("0", "absent")
+	c.Forget("1")
+	if _, _, ok := c.Get("1"); ok {
+		t.Fatal("a forgotten key is still refused")
+	}
+	if _, _, ok := c.Get("0"); ok {
 		t.Fatal("an invalidated key is still refused")
 	}
 	c.Ready(false)
-	if _, ok := c.Get("5", clk.now()); ok {
+	if _, _, ok := c.Get("5"); ok {
 		t.Fatal("an entry survived a lost tracking connection")
 	}
 	if st := c.Stats(); st.Invalidations != 10 || st.Entries != 0 {

@@ -122,10 +122,16 @@ func (s *Store) keepStrict(key string, st nearStamp, d store.Decision, r store.R
 }
 
 // forget drops key's refusal after this process changed key (a release, a
-// refund), before Redis's invalidation arrives.
+// refund), before Redis's invalidation arrives: a refusal sent before the
+// change and kept after this returns would refuse this process's next
+// acquisition. Most releases find no entry, so the cache's Forget takes
+// no write lock then; it still bumps the generation, so such a racing
+// refusal is never kept (Redis's invalidation of the change, which the
+// tracking connections report for every client's writes, would drop it
+// too, but only once it arrives).
 func (s *Store) forget(key string) {
 	if s.near.cache != nil {
-		s.near.cache.Invalidate(key)
+		s.near.cache.Forget(key)
 	}
 }
 
@@ -137,8 +143,7 @@ func (s *Store) Refused(req store.Request) (store.Grant, bool) {
 	if c == nil || semaphore(req) || req.Reentrant {
 		return store.Grant{}, false
 	}
-	now := c.Now()
-	e, ok := c.Get(key, now)
+	e, now, ok := c.Get(key)
 	if !ok || e.Interval != 0 || e.Holder == req.Token {
 		return store.Grant{}, false
 	}
@@ -154,8 +159,7 @@ func (s *Store) Spent(key string, r store.Rate, cost int) (store.Decision, bool)
 	if c == nil || cost <= 0 || cost > r.Burst {
 		return store.Decision{}, false
 	}
-	now := c.Now()
-	e, ok := c.Get(key, now)
+	e, now, ok := c.Get(key)
 	if r.Strict {
 		return spentStrict(c, e, ok, now, r, cost)
 	}
