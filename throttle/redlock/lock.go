@@ -29,8 +29,14 @@ type round struct {
 	took    time.Duration
 }
 
-// maxTries bounds the attempts of a split vote.
-const maxTries = 8
+// maxTries bounds the attempts of a split vote; keeperTries the keeper's,
+// whose nodes contenders that keep arriving may take round after round
+// (200 at once on a loaded machine outlasted 8 tries: every one of them
+// was refused, and nobody held the key).
+const (
+	maxTries    = 8
+	keeperTries = 16
+)
 
 // Acquire holds req.Key once a quorum of nodes granted it (see the package
 // documentation); the grant's TTL is the lock's validity. It is refused once
@@ -64,7 +70,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		}
 		timer := time.NewTimer(min(lo+rand.N(lo), time.Until(end)))
 		var cause error
-		if try < maxTries && time.Now().Before(end) {
+		if (try < maxTries || r.keep && try < keeperTries) && time.Now().Before(end) {
 			select {
 			case <-timer.C:
 				continue
