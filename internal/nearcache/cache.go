@@ -57,7 +57,7 @@ type Cache struct {
 
 type shard struct {
 	mu  sync.RWMutex
-	gen atomic.Uint64 // bumped by every invalidation of a key of the shard
+	gen atomic.Uint64    // bumped by every invalidation of a key of the shard
 	m   map[string]Entry // under mu
 }
 
