@@ -110,17 +110,7 @@ func TestNearCacheThroughLock(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		require.True(t, ce.RetryAfter > 0 && ce.RetryAfter <= time.Minute, "retry after %v", ce.RetryAfter)
 	}
-	require.Eventually(t, func() bool {
-		hits := b.NearCacheStats().Hits
-		refused()
-		return b.NearCacheStats().Hits > hits
-	}, 10*time.Second, time.Millisecond, "the near cache never answered")
-	before, hits := redistest.DataCalls(t, c), lb.Stats().NearHits
-	for range 100 {
-		refused()
-	}
-	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
-	require.Equal(t, hits+100, lb.Stats().NearHits, "Stats.NearHits of 100 remembered refusals")
+	refusedFromCache(t, b, c, refused, func() uint64 { return lb.Stats().NearHits })
 	require.NoError(t, lease.Release(ctx))
 	require.Eventually(t, func() bool {
 		l, err := lb.Admit(ctx, "user")
@@ -152,21 +142,29 @@ func TestNearCacheStrictQuota(t *testing.T) {
 		require.True(t, d.RetryAfter > 50*time.Second && d.RetryAfter <= time.Minute, "retry after %v", d.RetryAfter)
 		require.Zero(t, d.Remaining)
 	}
-	require.Eventually(t, func() bool {
-		hits := b.NearCacheStats().Hits
-		refused()
-		return b.NearCacheStats().Hits > hits
-	}, 10*time.Second, time.Millisecond, "the near cache never answered")
-	before, hits := redistest.DataCalls(t, c), qb.Stats().NearHits
-	for range 100 {
-		refused()
-	}
-	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
-	require.Equal(t, hits+100, qb.Stats().NearHits, "Stats.NearHits of 100 remembered refusals")
+	refusedFromCache(t, b, c, refused, func() uint64 { return qb.Stats().NearHits })
 	_, err = qa.Admit(ctx, "user", rate, -1) // a refund in the other process
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		d, err := qb.Admit(ctx, "user", rate, 1)
 		return err == nil && d != nil
 	}, 10*time.Second, time.Millisecond, "still refused after the refund")
+}
+
+// refusedFromCache refuses through the limiter until b's near cache answers,
+// then 100 times more: with no command on c's server, each counted in the
+// limiter's Stats.NearHits (nearHits).
+func refusedFromCache(t *testing.T, b *redisstore.Store, c *redis.Client, refused func(), nearHits func() uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		hits := b.NearCacheStats().Hits
+		refused()
+		return b.NearCacheStats().Hits > hits
+	}, 10*time.Second, time.Millisecond, "the near cache never answered")
+	before, hits := redistest.DataCalls(t, c), nearHits()
+	for range 100 {
+		refused()
+	}
+	require.Equal(t, before, redistest.DataCalls(t, c), "commands of 100 remembered refusals")
+	require.Equal(t, hits+100, nearHits(), "Stats.NearHits of 100 remembered refusals")
 }
