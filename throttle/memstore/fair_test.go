@@ -69,12 +69,20 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	assert.False(t, g.Acquired, "a duplicate of the other policy's key must stay refused")
 	assert.Equal(t, time.Minute, g.Remaining)
 
-	// Many other keys of other policies still fit, all of them.
+	// Every other policy still gets its whole fair share in every shard,
+	// however many shards GOMAXPROCS gives the store: keys are taken only
+	// in shards where the policy is below its share.
 	for _, policy := range others[1:] {
-		for i := range 100 {
+		inShard := map[*shard]int64{}
+		fair := s.shards[0].locks.fair
+		for i := 0; len(inShard) < len(s.shards) || !allAt(inShard, fair); i++ {
 			k := storekit.Key("throttle", policy, "user-"+strconv.Itoa(i))
+			if inShard[s.shard(k)] == fair {
+				continue
+			}
+			inShard[s.shard(k)]++
 			g, err := s.Acquire(bg, store.Request{Key: k, Token: "t", TTL: time.Minute, Fence: i%2 == 0})
-			require.NoError(t, err, "%s key %d after the flood", policy, i)
+			require.NoError(t, err, "%s key %d after the flood (fair share %d per shard)", policy, i, fair)
 			require.True(t, g.Acquired, "%s key %d", policy, i)
 		}
 	}
@@ -83,6 +91,16 @@ func TestFloodOfOnePolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, g.Acquired, "a held key of the flooded policy was given to a duplicate")
 	s.checkPolicyCounts(t)
+}
+
+// allAt reports whether every count is n.
+func allAt(counts map[*shard]int64, n int64) bool {
+	for _, c := range counts {
+		if c != n {
+			return false
+		}
+	}
+	return true
 }
 
 // TestOnePolicyFillsTheStore (issue 36): a policy alone in a store may use

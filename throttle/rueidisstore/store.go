@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -50,19 +52,37 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 	n := int64(len(keys))
 	var res rueidis.RedisResult
 	eval := sha == ""
-	if !eval {
-		res = a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
-		re, ok := rueidis.IsRedisErr(res.Error())
-		eval = ok && re.IsNoScript()
-	}
-	if eval {
-		res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
+	for try := 0; try < 2; try++ {
+		if !eval {
+			res = a.c.Do(ctx, a.c.B().Evalsha().Sha1(sha).Numkeys(n).Key(keys...).Arg(args...).Build())
+			re, ok := rueidis.IsRedisErr(res.Error())
+			eval = ok && re.IsNoScript()
+		}
+		if eval {
+			res = a.c.Do(ctx, a.c.B().Eval().Script(s.Src).Numkeys(n).Key(keys...).Arg(args...).Build())
+		}
+		if !broken(res.Error()) || ctx.Err() != nil {
+			break
+		}
 	}
 	if m, err := res.ToMessage(); err != nil || m.IsArray() {
 		return res.AsIntSlice()
 	}
 	v, err := res.AsInt64()
 	return redisalgo.One(v), err
+}
+
+// broken reports whether err is a connection that broke under the call.
+// rueidis spreads calls over several pipelined connections
+// (PipelineMultiplex), and after a Redis restart each one fails its next
+// call once before it reconnects; go-redis retries such a call, and so does
+// Eval, once. The lock scripts are safe to run again (an acquisition that
+// finds the key held by its own token is granted; a release or an extension
+// checks the token); a quota charge whose connection broke after Redis ran
+// it counts twice, as under go-redis's retries.
+func broken(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
