@@ -53,7 +53,14 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, notApplied("acquire", err)
 	}
 	a := &acquisition{req: req}
+	// The retries end by a quarter of the TTL, and early enough for the
+	// last one to be answered before the caller's deadline: a split given up
+	// then is load (ErrBusy), where one cut short by the deadline would
+	// look like a store that did not answer (which a Dedupe lets through).
 	end := time.Now().Add(req.TTL / 4)
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
 	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
 		g, err := s.attempt(ctx, a, r)
@@ -68,9 +75,10 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 			a.calls.Wait()
 			lo *= 3
 		}
-		timer := time.NewTimer(min(lo+rand.N(lo), time.Until(end)))
+		wait := lo + rand.N(lo)
+		timer := time.NewTimer(wait)
 		var cause error
-		if (try < maxTries || r.keep && try < keeperTries) && time.Now().Before(end) {
+		if (try < maxTries || r.keep && try < keeperTries) && time.Now().Add(wait+2*r.took).Before(end) {
 			select {
 			case <-timer.C:
 				continue
