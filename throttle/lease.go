@@ -83,8 +83,10 @@ func (ls *Lease) ValidFor() time.Duration {
 
 // Release frees the key if the lease still holds it (a reentrant key loses
 // one hold). It fails with ErrNotHeld when the key expired or changed hands
-// (nothing is freed, and a second Release gets it too) or with ErrStore. It
-// runs even when ctx is cancelled, bounded by Options.Timeout instead.
+// (nothing is freed, and a second Release gets it too) or with ErrStore,
+// after which the release is sent again in the background until the store
+// answers (but a reentrant key's, which could drop an outer hold). It runs
+// even when ctx is cancelled, bounded by Options.Timeout instead.
 func (ls *Lease) Release(ctx context.Context) error {
 	ls.keep.halt()
 	if ls.released.Swap(true) {
@@ -104,6 +106,13 @@ func (ls *Lease) Release(ctx context.Context) error {
 	err = c.end(err)
 	ls.l.storeCall(ctx, "release", start, err)
 	if err != nil {
+		// The release may not have reached the store: it is sent again in
+		// the background until it is answered or the key would have expired,
+		// so that the key is not left to a holder that let it go.
+		if left := ls.ValidFor(); left > 0 && !ls.reentrant {
+			req := store.Request{Key: ls.key, Token: ls.token, TTL: left + ls.ttl/50}
+			ls.l.releaseLater(ctx, st, req, monoNow(), err)
+		}
 		return &storeError{op: "release", err: err}
 	}
 	if out == store.OK || out == store.StillHeld {
