@@ -200,6 +200,11 @@ func (l *limiter) wait(ctx context.Context, req store.Request, remaining time.Du
 		// With a watch, look again at once: the holder may have let go
 		// between the first try and the watch.
 		if attempt > 0 || wake != nil {
+			// The release that woke the wait may be told before Redis
+			// invalidates this process's remembered refusal of the key.
+			if n, ok := l.store.(storekit.Near); ok {
+				n.Forget(req.Key)
+			}
 			lease, rem, err := l.try(ctx, req, monoNow())
 			var rec []byte
 			if lease == nil && err == nil && look != nil {

@@ -49,7 +49,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	}
 	for i, key := range keys {
 		_, err := s.conn.Eval(ctx, deleteScript, []string{key, storekit.RecordKey(key)}, channel(key))
-		s.forget(key)
+		s.Forget(key)
 		if err != nil {
 			return s.fail("delete", err, i == 0)
 		}

@@ -121,7 +121,7 @@ func (s *Store) keepStrict(key string, st nearStamp, d store.Decision, r store.R
 		Retry: at(d.RetryAfter), Reset: at(d.ResetAfter)}}, st.gen)
 }
 
-// forget drops key's refusal after this process changed key (a release, a
+// Forget drops key's refusal after this process changed key (a release, a
 // refund), before Redis's invalidation arrives: a refusal sent before the
 // change and kept after this returns would refuse this process's next
 // acquisition. Most releases find no entry, so the cache's Forget takes
@@ -129,7 +129,7 @@ func (s *Store) keepStrict(key string, st nearStamp, d store.Decision, r store.R
 // refusal is never kept (Redis's invalidation of the change, which the
 // tracking connections report for every client's writes, would drop it
 // too, but only once it arrives).
-func (s *Store) forget(key string) {
+func (s *Store) Forget(key string) {
 	if s.near.cache != nil {
 		s.near.cache.Forget(key)
 	}

@@ -40,7 +40,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 	case err == nil && !d.Allowed:
 		s.keep(key, st, d.ResetAfter, r, "")
 	case cost < 0: // a refund: this process's refusals of key are stale
-		s.forget(key)
+		s.Forget(key)
 	}
 	return d, err
 }

@@ -92,7 +92,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	if semaphore(req) || req.Reentrant || s.cfg.replicas > 0 {
 		g, _, err := s.acquire(ctx, req)
 		if g.Acquired { // a holder's acquisition may change the key's TTL
-			s.forget(req.Key)
+			s.Forget(req.Key)
 		}
 		return g, err
 	}
@@ -177,7 +177,7 @@ func (s *Store) Release(ctx context.Context, key, token string) (store.Outcome, 
 	if err := storekit.CheckLock(s.name, key, token, 1); err != nil {
 		return 0, err
 	}
-	defer s.forget(key)
+	defer s.Forget(key)
 	// The key's two names in one string, keys and args in a pooled array:
 	// one allocation, not five.
 	names := key + ":record" + key + ":released"
@@ -217,7 +217,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
-	defer s.forget(key) // the key's TTL changes
+	defer s.Forget(key) // the key's TTL changes
 	res, err := s.conn.Eval(ctx, extendScript, []string{key}, token, strconv.FormatInt(millis(ttl), 10))
 	return s.result("extend", res, err)
 }
@@ -229,7 +229,7 @@ func (s *Store) Record(ctx context.Context, key, token string, rec []byte, ttl t
 	if err := storekit.CheckLock(s.name, key, token, ttl); err != nil {
 		return 0, err
 	}
-	defer s.forget(key)
+	defer s.Forget(key)
 	res, err := s.conn.Eval(ctx, recordScript, []string{key, storekit.RecordKey(key)}, token, string(rec), channel(key),
 		strconv.FormatInt(millis(ttl), 10))
 	return s.result("record", res, err)

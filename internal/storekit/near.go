@@ -17,6 +17,10 @@ type Near interface {
 	// Spent returns the store's refusal of a charge of cost under r on
 	// key, when it remembers one.
 	Spent(key string, r store.Rate, cost int) (store.Decision, bool)
+	// Forget drops what it remembers of key: a waiter woken by the key's
+	// release asks the store, as the release's message may come before
+	// Redis's invalidation of the entry.
+	Forget(key string)
 }
 
 // NearStats counts a near cache's work: refusals answered in the process
