@@ -3,8 +3,8 @@ package throttle_test
 import (
 	"context"
 	"sync"
-	"testing/synctest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
