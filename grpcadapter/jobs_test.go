@@ -81,7 +81,9 @@ func TestDedupe(t *testing.T) {
 func TestCooldownKeepsFailedCallsKey(t *testing.T) {
 	lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "reset", Mode: throttle.Cooldown, TTL: time.Minute})
 	conn := serve(t, grpcadapter.Unary(flow.Lock(lock), user), nil,
-		func(context.Context, *structpb.Struct) (*structpb.Struct, error) { return nil, errors.New("mail server down") }, nil)
+		func(context.Context, *structpb.Struct) (*structpb.Struct, error) {
+			return nil, errors.New("mail server down")
+		}, nil)
 	call(t, conn, nil, "x-user-id", "42").code(t, codes.Unknown)
 	dup := call(t, conn, nil, "x-user-id", "42").code(t, codes.ResourceExhausted).fields(t, `"reset";q=1;w=60`, `"reset";r=0;t=60`)
 	require.Equal(t, time.Minute, dup.retry(t))

@@ -196,3 +196,6 @@ var errEOF = io.EOF
 func withUser(ctx context.Context, id string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "x-user-id", id)
 }
+
+// codeOf is the gRPC code of err.
+func codeOf(err error) codes.Code { return status.Code(err) }
