@@ -33,7 +33,7 @@ type (
 // serve starts a real gRPC server on 127.0.0.1:0 with the interceptors
 // and handlers given, and returns a client connection to it; both end
 // with the test.
-func serve(t *testing.T, unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor, call callFunc, chat chatFunc) *grpc.ClientConn {
+func serve(t testing.TB, unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor, call callFunc, chat chatFunc) *grpc.ClientConn {
 	t.Helper()
 	var opts []grpc.ServerOption
 	if unary != nil {
