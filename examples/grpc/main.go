@@ -61,15 +61,13 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9090", "address to listen on")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
-	clusterAddrs := flag.String("redis-cluster", "", "Redis Cluster seed nodes (host:port[,...])")
-	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
+	backendFlags := demo.BackendFlags() // -redis, -redis-cluster, -redis-sentinel
 	window := flag.Duration("window", 5*time.Second, "how long an accepted Submit turns its duplicates away")
 	work := flag.Duration("work", 2*time.Second, "how long a RunJob works")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 
-	backend, err := demo.ParseBackend(*redisAddr, *clusterAddrs, *sentinel)
+	backend, err := backendFlags()
 	switch {
 	case *window <= 0:
 		err = fmt.Errorf("-window %v: want a positive duration", *window)

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"flag"
 
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -11,11 +12,17 @@ import (
 // same stores as the HTTP examples', so that they share locks and quotas.
 type Backend struct{ b backend }
 
-// ParseBackend reads the values of -redis, -redis-cluster and
-// -redis-sentinel, as Main does; an error is a bad flag.
-func ParseBackend(redisAddrs, clusterAddrs, sentinel string) (Backend, error) {
-	b, err := chooseBackend(redisAddrs, clusterAddrs, sentinel)
-	return Backend{b}, err
+// BackendFlags defines -redis, -redis-cluster and -redis-sentinel on the
+// command line's flags; once they are parsed, the function it returns reads
+// them (an error is a bad flag).
+func BackendFlags() func() (Backend, error) {
+	redisAddrs := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
+	clusterAddrs := flag.String("redis-cluster", "", "Redis Cluster seed nodes (host:port[,...])")
+	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
+	return func() (Backend, error) {
+		b, err := chooseBackend(*redisAddrs, *clusterAddrs, *sentinel)
+		return Backend{b}, err
+	}
 }
 
 // Open opens the store of locks, and that of quotas and records
