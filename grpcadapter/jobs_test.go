@@ -307,3 +307,52 @@ func TestStatus(t *testing.T) {
 		require.NotContains(t, st.Message(), "10.0.0.9", "%s", c.ref.Reason) // never the error
 	}
 }
+
+// TestCountOnlyFailures: a Quota that charges only failed calls (wrong
+// passwords) refunds a call whose handler returned no error, and WithFailed
+// says which errors are failures.
+func TestCountOnlyFailures(t *testing.T) {
+	q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "login"})
+	require.NoError(t, err)
+	job := flow.Quota(q, throttle.Rate{Limit: 2, Window: time.Minute}, flow.CountOnlyFailures())
+	notFailure := func(err error) bool { return status.Code(err) != codes.NotFound }
+	conn := serve(t, grpcadapter.Unary(job, user, grpcadapter.WithFailed(notFailure)), nil,
+		func(_ context.Context, in *structpb.Struct) (*structpb.Struct, error) {
+			switch in.GetFields()["password"].GetStringValue() {
+			case "right":
+				return in, nil
+			case "gone":
+				return nil, status.Error(codes.NotFound, "no such user")
+			}
+			return nil, status.Error(codes.Unauthenticated, "wrong password")
+		}, nil)
+	for range 5 { // refunded
+		call(t, conn, map[string]any{"password": "right"}, "x-user-id", "42").code(t, codes.OK)
+		call(t, conn, map[string]any{"password": "gone"}, "x-user-id", "42").code(t, codes.NotFound)
+	}
+	call(t, conn, map[string]any{"password": "wrong"}, "x-user-id", "42").code(t, codes.Unauthenticated)
+	call(t, conn, map[string]any{"password": "wrong"}, "x-user-id", "42").code(t, codes.Unauthenticated)
+	spent := call(t, conn, map[string]any{"password": "right"}, "x-user-id", "42").code(t, codes.ResourceExhausted)
+	require.Equal(t, []string{"login"}, spent.violated(t))
+}
+
+// TestBadCost: a cost function's error refuses the call with
+// INVALID_ARGUMENT before anything is charged.
+func TestBadCost(t *testing.T) {
+	q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "upload"})
+	require.NoError(t, err)
+	cost := func(c flow.Call) (int, error) {
+		req, _ := c.Request.(grpcadapter.Info).Request.(*structpb.Struct)
+		if n := req.GetFields()["bytes"].GetNumberValue(); n > 0 {
+			return int(n), nil
+		}
+		return 0, errors.New("no size")
+	}
+	n := 0
+	conn := serve(t, grpcadapter.Unary(flow.Quota(q, throttle.Rate{Limit: 100, Window: time.Minute}, flow.WithCost(cost)), user), nil, echo(&n), nil)
+	call(t, conn, map[string]any{"bytes": 60}, "x-user-id", "42").code(t, codes.OK).fields(t, `"upload";q=100;w=60`, `"upload";r=40;t=1`)
+	call(t, conn, nil, "x-user-id", "42").code(t, codes.InvalidArgument)
+	call(t, conn, map[string]any{"bytes": 101}, "x-user-id", "42").code(t, codes.InvalidArgument)
+	call(t, conn, map[string]any{"bytes": 60}, "x-user-id", "42").code(t, codes.ResourceExhausted)
+	require.Equal(t, 1, n)
+}
