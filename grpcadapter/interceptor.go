@@ -52,7 +52,8 @@ func (a *adapter) call(i Info) flow.Call {
 // with the permit's context and ends its hold when the handler returns:
 // as failed when it returns an error (see WithFailed) or panics (the panic
 // keeps unwinding). A call turned away gets the status doc.go lists.
-// Either way the header metadata carries the RateLimit fields.
+// Either way the header metadata carries the RateLimit fields. It panics
+// when job or key is nil.
 //
 // For a Replay job, a call carrying the metadata "idempotency-key" is
 // fingerprinted (a digest of its request, deterministically marshalled):
@@ -83,7 +84,7 @@ func Unary(job *flow.Job, key Key, opts ...Option) grpc.UnaryServerInterceptor {
 		}) {
 			return resp, err
 		}
-		if ref.Reason == flow.ReasonReplayed {
+		if ref.Reason == flow.ReasonReplayed && ref.Replayed != nil {
 			return replay(ctx, &ref)
 		}
 		_ = grpc.SetHeader(ctx, limitsMD(&ref.Limits))

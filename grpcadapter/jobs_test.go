@@ -300,6 +300,7 @@ func TestStatus(t *testing.T) {
 		{flow.Refusal{Reason: flow.ReasonCanceled, Err: context.Canceled}, codes.Canceled, false},
 		{flow.Refusal{Reason: flow.ReasonCanceled, Err: fmt.Errorf("wrapped: %w", context.DeadlineExceeded)}, codes.DeadlineExceeded, false},
 		{flow.Refusal{Reason: flow.ReasonBadRate}, codes.Internal, false},
+		{flow.Refusal{Reason: "from-a-later-flow"}, codes.Unknown, false},
 	} {
 		st := grpcadapter.Status(&c.ref)
 		require.Equal(t, c.code, st.Code(), "%s", c.ref.Reason)

@@ -47,7 +47,8 @@ func Metadata(name string) Key {
 // Peer keys on the IP address of the peer, written as keyfuncs.RemoteIP
 // writes a client's (no port or zone, IPv4-mapped as IPv4), so that a
 // client has the same identity over HTTP and gRPC. Behind a proxy the peer
-// is the proxy: key on metadata it sets instead.
+// is the proxy: key on metadata it sets instead. A peer without an IP
+// address (a Unix socket) is an error.
 func Peer() Key {
 	return func(i Info) (string, error) {
 		p, ok := peer.FromContext(i.Ctx)

@@ -42,8 +42,10 @@ const inProgress = "the same call is already in progress, or as many as may run 
 // google.rpc.QuotaFailure naming the violated policies for
 // RESOURCE_EXHAUSTED: what an interceptor returns.
 func Status(ref *flow.Refusal) *status.Status {
-	a := answers[ref.Reason]
+	a, known := answers[ref.Reason]
 	switch {
+	case !known: // a reason newer than this table
+		a.code, a.msg = codes.Unknown, "the call was not processed"
 	case ref.Reason == flow.ReasonContended && ref.Limits.First().Window == 0: // Exclusive, N in flight: HTTP 409
 		a.code, a.msg = codes.Aborted, inProgress
 	case ref.Reason == flow.ReasonCanceled && errors.Is(ref.Err, context.DeadlineExceeded):
