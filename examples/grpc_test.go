@@ -218,8 +218,8 @@ func TestGRPCBadWindow(t *testing.T) {
 // TestCrossTransport runs examples/nethttp and examples/grpc on one real
 // redis-server: their keys are the same, so a duplicate is refused across
 // HTTP and gRPC, for a user named in metadata or a header and for one
-// known by its address; and with Redis gone, RunJob (Exclusive, failing
-// closed) is UNAVAILABLE.
+// known by its address; an order is replayed across two gRPC processes;
+// and with Redis gone, RunJob (Exclusive, failing closed) is UNAVAILABLE.
 func TestCrossTransport(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
@@ -274,6 +274,15 @@ func TestCrossTransport(t *testing.T) {
 	default:
 		t.Fatalf("POST /jobs/cross/run: %d %s", web1.status, web1.body)
 	}
+
+	// An order placed through one gRPC process is replayed by another.
+	rpc2 := startApp(t, "grpc", "-redis", srv.Addr)
+	book := map[string]any{"item": "book"}
+	o1 := demoCall(t, conn, "Order", book, "x-user-id", "x-4", "idempotency-key", "k1").is(t, codes.OK)
+	o2 := demoCall(t, dialGRPC(t, rpc2), "Order", book, "x-user-id", "x-4", "idempotency-key", "k1").is(t, codes.OK)
+	require.True(t, proto.Equal(o1.out, o2.out), "%v != %v", o1.out, o2.out)
+	require.Equal(t, "true", o2.meta("idempotent-replayed"))
+	rpc2.stop(t, syscall.SIGTERM)
 
 	srv.Kill(t)
 	down := demoCall(t, conn, "RunJob", map[string]any{"id": "j9"}).is(t, codes.Unavailable)
