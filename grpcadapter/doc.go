@@ -21,7 +21,9 @@
 //
 //	reason (flow)       HTTP  code                 details
 //	contended           429   RESOURCE_EXHAUSTED   RetryInfo, QuotaFailure (the violated policies)
-//	  Exclusive, N at once  409   ABORTED          RetryInfo
+//	  (Exclusive, N in
+//	  flight: a policy
+//	  with no window)   409   ABORTED              RetryInfo
 //	bad-key, bad-cost   400   INVALID_ARGUMENT     (the message names what is missing)
 //	key-reused          422   INVALID_ARGUMENT
 //	store-unavailable   503   UNAVAILABLE          RetryInfo
