@@ -47,7 +47,7 @@ func binary(t *testing.T, name string) string {
 			buildErr = err
 		} else {
 			cmd := exec.Command(goBin, "build", "-o", binDir+string(filepath.Separator),
-				"./nethttp", "./gin", "./echo")
+				"./nethttp", "./gin", "./echo", "./grpc")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = &buildError{err: err, out: string(out)}
 			}

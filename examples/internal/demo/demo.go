@@ -99,9 +99,7 @@ func failName(m throttle.FailMode) string {
 // SIGINT or SIGTERM, or 1 on failure (2 for a bad flag).
 func Main(name string, routes Routes) {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); several, comma-separated: Redlock over those independent masters; empty keeps locks in this process's memory")
-	clusterAddrs := flag.String("redis-cluster", "", "Redis Cluster seed nodes (host:port[,...])")
-	sentinel := flag.String("redis-sentinel", "", "Redis Sentinel: master@host:port[,...] (the master's name, then the sentinels)")
+	backendFlags := BackendFlags()
 	replicaAck := flag.Int("replica-ack", 0, "with -redis or -redis-sentinel: admit only once this many replicas have the lock (Redis WAIT); 0: do not wait")
 	window := flag.Duration("window", 5*time.Second, "how long an accepted submission turns its duplicates away")
 	work := flag.Duration("work", 2*time.Second, "how long a job of POST /jobs/{id}/run works")
@@ -127,7 +125,8 @@ func Main(name string, routes Routes) {
 	if mode == throttle.FailOver {
 		s.Fallback = memstore.New()
 	}
-	backend, err := chooseBackend(*redisAddr, *clusterAddrs, *sentinel)
+	b, err := backendFlags()
+	backend := b.b
 	if err == nil && *replicaAck != 0 {
 		if *replicaAck < 0 || (backend.kind != "redis" && backend.kind != "sentinel") {
 			err = errors.New("-replica-ack takes a positive count, with -redis (one address) or -redis-sentinel")
