@@ -142,18 +142,7 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	switch e.Kind {
 	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "full", "fallback",
 		"key_error", "replayed":
-		c, ok := s.outcomes.get(e.Kind)
-		if !ok {
-			c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
-		}
-		c.Inc()
-		if e.Kind == "admitted" && e.Mode == throttle.ModeOverload {
-			h, ok := s.queueTime.get("")
-			if !ok {
-				h = s.queueTime.keep(&o.mu, "", o.queueTime.WithLabelValues(s.policy))
-			}
-			h.Observe(e.Latency.Seconds())
-		}
+		o.outcome(s, e)
 	case "extended", "lost", "fallback_on", "fallback_off":
 		c, ok := s.leaseEvents.get(e.Kind)
 		if !ok {
@@ -186,6 +175,23 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 			c = s.nearHits.keep(&o.mu, "", o.nearHits.WithLabelValues(s.policy, s.mode))
 		}
 		c.Inc()
+	}
+}
+
+// outcome counts the outcome of e, a request's decision, and times how
+// long an overload limiter's admission waited in its queue.
+func (o *Observer) outcome(s *series, e throttle.Event) {
+	c, ok := s.outcomes.get(e.Kind)
+	if !ok {
+		c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
+	}
+	c.Inc()
+	if e.Kind == "admitted" && e.Mode == throttle.ModeOverload {
+		h, ok := s.queueTime.get("")
+		if !ok {
+			h = s.queueTime.keep(&o.mu, "", o.queueTime.WithLabelValues(s.policy))
+		}
+		h.Observe(e.Latency.Seconds())
 	}
 }
 
