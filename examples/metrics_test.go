@@ -3,6 +3,7 @@ package examples_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -129,8 +130,9 @@ func requests(samples []sample) (map[string]float64, float64) {
 
 // TestMetrics checks GET /metrics in each example: after some traffic it
 // answers 200 in the Prometheus text format, with throttle_requests_total
-// counting /submit's admitted and rejected requests and the jobs policy; it
-// is never throttled, and neither it nor /healthz is counted.
+// counting /submit's admitted and rejected requests and the jobs policy,
+// and the state of GET /api/report's overload limiter (checkReportMetrics);
+// it is never throttled, and neither it nor /healthz is counted.
 func TestMetrics(t *testing.T) {
 	skipUnlessProcesses(t)
 	t.Parallel()
@@ -144,6 +146,10 @@ func TestMetrics(t *testing.T) {
 			checkDuplicate(t, name, "ida", submit(c, a, "ida"), time.Minute)
 			checkJobDone(t, "m-1", runJob(context.Background(), c, a, "m-1"), work)
 			checkSearchOK(t, "search", "gcra", search(c, a, "ida", "gcra"), searchLimit-1, searchLimit-1)
+			req, _ := http.NewRequest(http.MethodGet, a.url+"/api/report", nil)
+			if r := do(c, req); r.err != nil || r.status != http.StatusOK {
+				t.Fatalf("%s GET /api/report: got %d %v, want 200", name, r.status, r.err)
+			}
 
 			r, samples := scrape(t, c, a)
 			if r.err != nil || r.status != http.StatusOK {
@@ -164,6 +170,7 @@ func TestMetrics(t *testing.T) {
 					t.Errorf("%s GET /metrics: jobs counted under mode %q, want exclusive", name, s.labels["mode"])
 				}
 			}
+			checkReportMetrics(t, name, samples)
 
 			// Many scrapes and health checks: all answered, none throttled
 			// (no RateLimit fields) nor counted.
@@ -180,5 +187,53 @@ func TestMetrics(t *testing.T) {
 			}
 			a.stop(t, syscall.SIGTERM)
 		})
+	}
+}
+
+// reportSeries returns the samples of name for the "report" limiter, by
+// their reason label ("" for a series without one).
+func reportSeries(samples []sample, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range samples {
+		if s.name == name && s.labels["policy"] == "report" {
+			out[s.labels["reason"]] = s.value
+		}
+	}
+	return out
+}
+
+// checkReportMetrics checks the series of GET /api/report's overload
+// limiter after one request, served at once: a limit, nothing queued, no
+// request shed or canceled (every reason listed), one admission counted
+// and timed in the queueing delay histogram.
+func checkReportMetrics(t *testing.T, name string, samples []sample) {
+	t.Helper()
+	one := func(metric string) float64 {
+		v, ok := reportSeries(samples, metric)[""]
+		if !ok {
+			t.Errorf("%s GET /metrics: no %s{policy=\"report\"}", name, metric)
+		}
+		return v
+	}
+	if v := one("throttle_overload_limit"); v < 1 {
+		t.Errorf("%s GET /metrics: throttle_overload_limit{policy=\"report\"} %v, want at least 1", name, v)
+	}
+	if v := one("throttle_overload_in_flight"); v < 0 || v > 1 { // its permit may end after the answer
+		t.Errorf("%s GET /metrics: throttle_overload_in_flight{policy=\"report\"} %v, want 0 or 1", name, v)
+	}
+	for _, metric := range []string{"throttle_overload_queued", "throttle_overload_canceled_total", "throttle_overload_base_latency_seconds"} {
+		if v := one(metric); v != 0 {
+			t.Errorf("%s GET /metrics: %s{policy=\"report\"} %v, want 0 after one request", name, metric, v)
+		}
+	}
+	want := map[string]float64{"limit": 0, "queue-timeout": 0, "queue-full": 0}
+	if got := reportSeries(samples, "throttle_overload_shed_total"); !maps.Equal(got, want) {
+		t.Errorf("%s GET /metrics: throttle_overload_shed_total{policy=\"report\"} by reason %v, want %v", name, got, want)
+	}
+	if v := one("throttle_overload_queue_duration_seconds_count"); v != 1 {
+		t.Errorf("%s GET /metrics: throttle_overload_queue_duration_seconds_count{policy=\"report\"} %v, want 1", name, v)
+	}
+	if by, _ := requests(samples); by["report/admitted"] != 1 {
+		t.Errorf("%s GET /metrics: throttle_requests_total{policy=\"report\",outcome=\"admitted\"} %v, want 1", name, by["report/admitted"])
 	}
 }

@@ -13,7 +13,8 @@ import (
 // TestReportOverload: GET /api/report in each example answers one request
 // 200; a burst far beyond its four slots gets 200s and, for the rest, 503
 // with Retry-After and a problem body (shed, never queued without bound),
-// and the route serves again once the burst is over. Counts, not timings:
+// each counted in GET /metrics' throttle_overload_shed_total, and the route
+// serves again once the burst is over. Counts, not timings:
 // how many are shed depends on the machine.
 func TestReportOverload(t *testing.T) {
 	skipUnlessProcesses(t)
@@ -56,6 +57,14 @@ func TestReportOverload(t *testing.T) {
 			assert.Equal(t, burst, counts[200]+counts[503], "statuses other than 200 and 503: %v", counts)
 			assert.Positive(t, counts[200], "nothing served under the burst: %v", counts)
 			assert.Positive(t, counts[503], "a burst of %d on four slots of 50 ms shed nothing: %v", burst, counts)
+			_, samples := scrape(t, http.DefaultClient, a)
+			shed := 0.0
+			for _, n := range reportSeries(samples, "throttle_overload_shed_total") {
+				shed += n
+			}
+			assert.Equal(t, float64(counts[503]), shed, "throttle_overload_shed_total{policy=\"report\"} by reason: %v",
+				reportSeries(samples, "throttle_overload_shed_total"))
+			assert.Zero(t, reportSeries(samples, "throttle_overload_queued")[""], "queued after the burst")
 			res, err = get()
 			require.NoError(t, err)
 			assert.Equal(t, http.StatusOK, res.StatusCode, "not served again after the burst")

@@ -1,6 +1,7 @@
 package nethttp_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/overload"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -60,3 +62,59 @@ func BenchmarkStoreFloor(b *testing.B) {
 	})
 	adaptertest.DriveWith(b, h, http.StatusCreated, adaptertest.ByAddr(adaptertest.DistinctAddrs(1<<18)))
 }
+
+// BenchmarkOverload measures a request through guard.Overload and the
+// middleware against the bare handler (201 with a small body, at once), at
+// the concurrency its name states: one goroutine, or 8 per CPU (run with
+// -cpu 1,2 for 8 and 16 at once). The limiter has the zero Config, as the
+// examples' GET /api/report; with 16 requests at once, more than its
+// starting limit of 8, some may wait for a permit or, under the CPU
+// contention, be shed with 503 (reported as 503s/op). shed-first-503 is
+// the refusal's path: a ShedFirst request with the one permit held,
+// answered 503 with Retry-After and a problem body at once.
+func BenchmarkOverload(b *testing.B) {
+	addr := adaptertest.ByAddr([]string{adaptertest.ClientAddr + ":1234"})
+	guarded := func(b *testing.B, c overload.Config, prio func(*http.Request) overload.Priority) http.Handler {
+		l, err := overload.New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return nethttp.Middleware(guard.Overload(l, prio), keyfuncs.Static("all"))(benchCreated)
+	}
+	b.Run("bare/1-goroutine", func(b *testing.B) {
+		adaptertest.DriveWith(b, benchCreated, http.StatusCreated, addr)
+	})
+	b.Run("overload/1-goroutine", func(b *testing.B) {
+		adaptertest.DriveWith(b, guarded(b, overload.Config{Name: "report"}, nil), http.StatusCreated, addr)
+	})
+	b.Run("bare/8-goroutines-per-cpu", func(b *testing.B) {
+		adaptertest.DriveParallel(b, benchCreated, 8, http.StatusCreated, 0)
+	})
+	b.Run("overload/8-goroutines-per-cpu", func(b *testing.B) {
+		h := guarded(b, overload.Config{Name: "report"}, nil)
+		adaptertest.DriveParallel(b, h, 8, http.StatusCreated, http.StatusServiceUnavailable)
+	})
+	b.Run("shed-first-503/1-goroutine", func(b *testing.B) {
+		l, err := overload.New(overload.Config{Name: "report", MinLimit: 1, MaxLimit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		held, err := l.Acquire(context.Background(), overload.Normal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer held.End()
+		shedFirst := func(*http.Request) overload.Priority { return overload.ShedFirst }
+		h := nethttp.Middleware(guard.Overload(l, shedFirst), keyfuncs.Static("all"))(benchCreated)
+		adaptertest.DriveWith(b, h, http.StatusServiceUnavailable, addr)
+	})
+}
+
+// benchCreated answers 201 with a small body, as the adapter suite's
+// guarded handler does.
+var benchCreated = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(createdBody)
+})
+
+var createdBody = []byte(`{"ok":true}` + "\n")

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/overload"
 )
 
 // TestCachedAnswers checks that the problem body a Guard caches for a
@@ -66,4 +68,32 @@ func TestBodyNotShared(t *testing.T) {
 	want := string(b)
 	clear(b)
 	require.Equal(t, want, written(&rej).Body.String(), "answer after the caller changed a built body")
+}
+
+// TestOverloadedAnswerCached checks that an Overload guard answers a shed
+// request with the body built once for every shed request, the one built
+// for it without the cache, and builds its own when the application's
+// rejection handler changed the rejection.
+func TestOverloadedAnswerCached(t *testing.T) {
+	l, err := overload.New(overload.Config{Name: "report", MinLimit: 1, MaxLimit: 1})
+	require.NoError(t, err)
+	g := Overload(l, nil)
+	defer admit(t, g, "")()
+	shedFirst := Overload(l, func(*http.Request) overload.Priority { return overload.ShedFirst })
+	for i, change := range []func(*Rejection){
+		func(*Rejection) {}, // the cached answer, checked below
+		func(r *Rejection) { r.Status = http.StatusTooManyRequests },
+		func(r *Rejection) { r.Detail = "other" },
+	} {
+		rej := refused(t, shedFirst, flow.Call{Request: httptest.NewRequest(http.MethodGet, "/api/report", nil)})
+		require.Equal(t, ReasonOverloaded, rej.Reason)
+		change(&rej)
+		got := written(&rej).Body.String()
+		if i == 0 {
+			require.Same(t, &overloadedBody[0], &rej.body()[0], "the shed request was not answered from the cache")
+		} else {
+			require.NotSame(t, &overloadedBody[0], &rej.body()[0], "change %d answered from the cache", i)
+		}
+		require.Equal(t, string(rej.buildBody(rej.Violated())), got, "change %d: body", i)
+	}
 }

@@ -138,8 +138,11 @@ var problemTypes = map[Reason]string{ReasonBadKey: reasonDoc + "ReasonBadKey", R
 	ReasonKeyReused: reasonDoc + "ReasonKeyReused", ReasonNotKept: reasonDoc + "ReasonNotKept"}
 
 // body returns the problem+json body, shared for a Guard's unchanged
-// answer to a duplicate.
+// answer to a duplicate and for the unchanged answer to a shed request.
 func (rej *Rejection) body() []byte {
+	if rej.Reason == ReasonOverloaded && rej.Status == http.StatusServiceUnavailable && rej.Detail == overloadedDetail {
+		return overloadedBody
+	}
 	violated := rej.Violated()
 	if g := rej.g; g != nil && rej.Reason == ReasonContended && rej.Status == g.status &&
 		rej.Detail == g.contendedDetail && len(violated) == 1 && violated[0] == g.violated {
@@ -147,6 +150,12 @@ func (rej *Rejection) body() []byte {
 	}
 	return rej.buildBody(violated)
 }
+
+// overloadedBody is the body of every Overload guard's answer to a shed
+// request, built once: under overload most answers are this one, and
+// shedding must cost little.
+var overloadedBody = (&Rejection{Refusal: flow.Refusal{Reason: ReasonOverloaded}, Status: http.StatusServiceUnavailable,
+	Detail: overloadedDetail}).buildBody(nil)
 
 func (rej *Rejection) buildBody(violated []string) []byte {
 	typ, documented := problemTypes[rej.Reason]
@@ -191,12 +200,14 @@ func (rej *Rejection) detail() string {
 	return cmp.Or(details[rej.Reason], "The request was not processed.")
 }
 
+const overloadedDetail = "The server has more requests than it can answer in time right now. Retry after the time in Retry-After."
+
 var details = map[Reason]string{
 	ReasonContended:        "The same request was received moments ago. Retry after the window ends.",
 	ReasonBadCost:          "The request's cost could not be worked out.",
 	ReasonStoreUnavailable: "The request cannot be checked for duplicates or limits right now, so it was not processed. Retry shortly.",
 	ReasonBadRate:          "The server's rate limit is misconfigured.",
-	ReasonOverloaded:       "The server has more requests than it can answer in time right now. Retry after the time in Retry-After.",
+	ReasonOverloaded:       overloadedDetail,
 	ReasonInFlight:         "A request with the same idempotency key is still being processed. Retry shortly to get its response.",
 	ReasonKeyReused:        "The idempotency key was already used for a request with a different body. Use a new key for a new request.",
 	ReasonNotKept: "A request with the same idempotency key was processed and succeeded, but its response was not kept. " +

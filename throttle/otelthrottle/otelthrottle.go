@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/go-throttle/throttle/internal/obskit"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 )
@@ -36,8 +37,10 @@ const (
 type Observer struct {
 	requests, lease, nearHits metric.Int64Counter
 	storeTime, holdTime       metric.Float64Histogram
+	queueTime                 metric.Float64Histogram
 	sets                      sync.Map // limiterID to *limiterSets
 	near                      storekit.NearCounters
+	overloads                 obskit.Overloads
 }
 
 // NearCache is a store with a near cache of refusals: *redisstore.Store,
@@ -70,7 +73,7 @@ func (o *Observer) invalidations(_ context.Context, obs metric.Int64Observer) er
 func New(mp metric.MeterProvider) (*Observer, error) {
 	m := cmp.Or(mp, otel.GetMeterProvider()).Meter("github.com/go-throttle/throttle/throttle/otelthrottle")
 	o := &Observer{}
-	var errs [6]error
+	var errs [8]error
 	o.requests, errs[0] = m.Int64Counter("throttle.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests decided by a throttle policy, by outcome."))
 	o.storeTime, errs[1] = m.Float64Histogram("throttle.store.duration", metric.WithUnit("s"),
@@ -88,6 +91,11 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("Refusals the near caches dropped because Redis reported a change of their key, "+
 			"or their tracking connection was lost."),
 		metric.WithInt64Callback(o.invalidations))
+	o.queueTime, errs[6] = m.Float64Histogram("throttle.overload.queue.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long requests an overload limiter admitted waited in its queue."),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+			0.5, 1, 2.5))
+	errs[7] = o.newOverloadInstruments(m)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -127,6 +135,9 @@ func (o *Observer) Observe(ctx context.Context, e throttle.Event) {
 			return
 		}
 		o.requests.Add(ctx, 1, opts...)
+		if e.Kind == "admitted" && s.queue != nil {
+			o.queueTime.Record(ctx, e.Latency.Seconds(), s.queue...)
+		}
 		if e.Kind == "rejected" || e.Kind == "dry_run_rejected" {
 			rejectionEvent(ctx, s, e)
 		}
@@ -177,6 +188,7 @@ type limiterSets struct {
 	counts       map[string][]metric.AddOption    // outcomes and lease events, by kind
 	store        map[string]storeSets             // by op
 	hold         map[string][]metric.RecordOption // by reason
+	queue        []metric.RecordOption            // an overload limiter's queueing delay; nil for other modes
 }
 
 // storeSets are a store operation's options, and its span event's name.
@@ -206,8 +218,11 @@ func (o *Observer) limiter(policy string, mode throttle.Mode) *limiterSets {
 	for _, op := range []string{"acquire", "release", "extend", "quota", "record", "recorded", "delete"} {
 		s.store[op] = s.storeSets(op)
 	}
-	for _, r := range []string{"done", "failed", "panic", "unknown"} {
+	for _, r := range []string{"done", "failed", "panic", "dropped", "unknown"} {
 		s.hold[r] = s.holdOpts(r)
+	}
+	if mode == throttle.ModeOverload {
+		s.queue = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(s.policy))}
 	}
 	actual, _ := o.sets.LoadOrStore(id, s)
 	return actual.(*limiterSets)

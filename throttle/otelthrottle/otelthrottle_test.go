@@ -29,6 +29,7 @@ import (
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
 	"github.com/go-throttle/throttle/throttle/otelthrottle"
+	"github.com/go-throttle/throttle/throttle/overload"
 	"github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -715,6 +716,8 @@ func TestSteadyStateAllocs(t *testing.T) {
 		{Kind: "admitted", Policy: "submit"},
 		{Kind: "store_call", Policy: "submit", Op: "acquire", Latency: time.Millisecond},
 		{Kind: "released", Policy: "submit", Hold: time.Second, Reason: "failed"},
+		{Kind: "admitted", Policy: "report", Mode: throttle.ModeOverload, Latency: time.Millisecond},
+		{Kind: "released", Policy: "report", Mode: throttle.ModeOverload, Hold: time.Second, Reason: "dropped"},
 	}
 	for _, ev := range events {
 		e.obs.Observe(ctx, ev) // builds the sets and the SDK's series
@@ -752,7 +755,10 @@ func TestDescriptions(t *testing.T) {
 	for _, k := range []string{"admitted", "store_call", "released", "lost", "near_hit"} {
 		e.obs.Observe(ctx, throttle.Event{Kind: k, Policy: "p"})
 	}
-	e.obs.NearCaches(nearCache{})
+	e.obs.Observe(ctx, throttle.Event{Kind: "admitted", Policy: "p", Mode: throttle.ModeOverload})
+	l, err := overload.New(overload.Config{Name: "p"})
+	require.NoError(t, err)
+	e.obs.NearCaches(nearCache{}).Overload(l)
 	got := map[string]string{}
 	for _, sm := range e.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -767,5 +773,12 @@ func TestDescriptions(t *testing.T) {
 		"throttle.near_cache.hits": "{request} Refusals that the Redis store's near cache answered without a store call.",
 		"throttle.near_cache.invalidations": "{entry} Refusals the near caches dropped because Redis reported a change " +
 			"of their key, or their tracking connection was lost.",
+		"throttle.overload.limit":          "{request} Requests an overload limiter lets be in flight now.",
+		"throttle.overload.in_flight":      "{request} Requests holding a permit of an overload limiter now.",
+		"throttle.overload.queued":         "{request} Requests waiting in an overload limiter's queue now.",
+		"throttle.overload.base_latency":   "s The latency an overload limiter's limit aims near (0 until measured).",
+		"throttle.overload.shed":           "{request} Requests an overload limiter shed, by reason.",
+		"throttle.overload.canceled":       "{request} Requests that left an overload limiter's queue because their context ended.",
+		"throttle.overload.queue.duration": "s How long requests an overload limiter admitted waited in its queue.",
 	}, got)
 }

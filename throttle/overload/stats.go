@@ -2,7 +2,9 @@ package overload
 
 import "time"
 
-// Stats is a snapshot of a Limiter.
+// Stats is a snapshot of a Limiter. promthrottle and otelthrottle read
+// it at each collection (their Observer's Overload method), so that
+// metrics of the limiter's state cost the permit path nothing.
 type Stats struct {
 	// Limit is how many requests may be in flight now (half the limit
 	// while a probe measures the base latency); InFlight how many are,

@@ -21,7 +21,7 @@ import (
 // after one event of every kind.
 func exported(t *testing.T, obs *promthrottle.Observer) map[string]dto.MetricType {
 	t.Helper()
-	ch := make(chan *prometheus.Desc, 16)
+	ch := make(chan *prometheus.Desc, 32)
 	obs.Describe(ch)
 	close(ch)
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
@@ -112,12 +112,13 @@ func TestDashboard(t *testing.T) {
 	}
 	walk(d.Panels)
 	for _, want := range []string{"Rejection ratio", "Store latency p50 / p99", "Hold time p50 / p99",
-		"Store errors and fail-opens", "Lease losses and FailOver switches", "Near cache hits and invalidations"} {
+		"Store errors and fail-opens", "Lease losses and FailOver switches", "Near cache hits and invalidations",
+		"Overload limit, in flight and queued", "Overload queueing delay and shed requests"} {
 		assert.True(t, slices.ContainsFunc(d.Panels, func(p panel) bool { return p.Title == want }), "no panel %q", want)
 	}
 
-	names := exported(t, promthrottle.New(memstore.New()).NearCaches(nearCache{}))
-	require.Len(t, names, 8, "the Observer's metrics")
+	names := exported(t, promthrottle.New(memstore.New()).NearCaches(nearCache{}).Overload(newOverload(t, "dashboard")))
+	require.Len(t, names, 15, "the Observer's metrics")
 	used := map[string]bool{}
 	metric := regexp.MustCompile(`\bthrottle_[a-z0-9_]*`)
 	for _, e := range exprs {

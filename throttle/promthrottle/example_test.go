@@ -16,6 +16,7 @@ import (
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
 	"github.com/go-throttle/throttle/throttle/memstore"
+	"github.com/go-throttle/throttle/throttle/overload"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
@@ -87,4 +88,39 @@ func ExampleNew() {
 	}
 	// Output:
 	// throttle_memstore_keys 3
+}
+
+// An overload limiter reports its decisions as events to the Observer in
+// its Config, and its state, read at every scrape, once given to Overload:
+// here a request holds one of its permits.
+func ExampleObserver_Overload() {
+	obs := promthrottle.New()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(obs)
+
+	report, err := overload.New(overload.Config{Name: "report", Observer: obs})
+	if err != nil {
+		panic(err)
+	}
+	obs.Overload(report)
+	p, err := report.Acquire(context.Background(), overload.Normal)
+	if err != nil {
+		panic(err)
+	}
+	defer p.End()
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "throttle_overload_limit", "throttle_overload_in_flight", "throttle_overload_queued":
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	// Output:
+	// throttle_overload_in_flight 1
+	// throttle_overload_limit 8
+	// throttle_overload_queued 0
 }

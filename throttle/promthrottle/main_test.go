@@ -19,6 +19,7 @@ import (
 	"github.com/go-throttle/throttle/nethttp"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/guard"
+	"github.com/go-throttle/throttle/throttle/overload"
 	"github.com/go-throttle/throttle/throttle/promthrottle"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -178,7 +179,16 @@ func allEvents(policy string) []throttle.Event {
 		}
 		out = append(out, e)
 	}
-	return out
+	// An overload limiter's admission after a wait in its queue.
+	return append(out, throttle.Event{Kind: "admitted", Policy: policy, Mode: throttle.ModeOverload, Latency: 3 * time.Millisecond})
+}
+
+// newOverload returns an overload limiter named name, or fails the test.
+func newOverload(t testing.TB, name string) *overload.Limiter {
+	t.Helper()
+	l, err := overload.New(overload.Config{Name: name})
+	require.NoError(t, err)
+	return l
 }
 
 // labels builds a labelString from name=value pairs given in any order.

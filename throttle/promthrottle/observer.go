@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-throttle/throttle/internal/obskit"
 	"github.com/go-throttle/throttle/internal/storekit"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -21,10 +22,12 @@ import (
 // concurrent use.
 type Observer struct {
 	requests, storeErrors, leaseEvents, nearHits *prometheus.CounterVec
-	storeTime, holdTime                          *prometheus.HistogramVec
+	storeTime, holdTime, queueTime               *prometheus.HistogramVec
 	keys, invalidations                          *prometheus.Desc
 	stores                                       []*memstore.Store
 	near                                         storekit.NearCounters
+	overload                                     overloadDescs
+	overloads                                    obskit.Overloads
 
 	// index holds each policy's series by mode, copied on write under mu
 	// so that Observe reads it without a lock.
@@ -44,7 +47,7 @@ type modes [throttle.ModeOverload + 2]series
 type series struct {
 	policy, mode                            string
 	outcomes, leaseEvents, errors, nearHits children[prometheus.Counter]
-	storeTime, holdTime                     children[prometheus.Observer]
+	storeTime, holdTime, queueTime          children[prometheus.Observer]
 }
 
 // children maps label values to metric children, copied on write.
@@ -115,6 +118,13 @@ func New(stores ...*memstore.Store) *Observer {
 		invalidations: prometheus.NewDesc("throttle_near_cache_invalidations_total",
 			"Refusals the near caches of the Redis stores given to the observer dropped because Redis reported "+
 				"a change of their key, or their tracking connection was lost.", nil, nil),
+		queueTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "throttle_overload_queue_duration_seconds",
+			Help: "How long requests an overload limiter admitted waited in its queue (0 for those admitted at once).",
+			Buckets: []float64{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+				2.5},
+		}, []string{"policy"}),
+		overload: newOverloadDescs(),
 	}
 	for _, st := range stores {
 		if st != nil && !slices.Contains(o.stores, st) {
@@ -132,11 +142,7 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 	switch e.Kind {
 	case "admitted", "rejected", "dry_run_rejected", "failed_open", "failed_closed", "shed", "full", "fallback",
 		"key_error", "replayed":
-		c, ok := s.outcomes.get(e.Kind)
-		if !ok {
-			c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
-		}
-		c.Inc()
+		o.outcome(s, e)
 	case "extended", "lost", "fallback_on", "fallback_off":
 		c, ok := s.leaseEvents.get(e.Kind)
 		if !ok {
@@ -169,6 +175,23 @@ func (o *Observer) Observe(_ context.Context, e throttle.Event) {
 			c = s.nearHits.keep(&o.mu, "", o.nearHits.WithLabelValues(s.policy, s.mode))
 		}
 		c.Inc()
+	}
+}
+
+// outcome counts the outcome of e, a request's decision, and times how
+// long an overload limiter's admission waited in its queue.
+func (o *Observer) outcome(s *series, e throttle.Event) {
+	c, ok := s.outcomes.get(e.Kind)
+	if !ok {
+		c = s.outcomes.keep(&o.mu, e.Kind, o.requests.WithLabelValues(s.policy, s.mode, e.Kind))
+	}
+	c.Inc()
+	if e.Kind == "admitted" && e.Mode == throttle.ModeOverload {
+		h, ok := s.queueTime.get("")
+		if !ok {
+			h = s.queueTime.keep(&o.mu, "", o.queueTime.WithLabelValues(s.policy))
+		}
+		h.Observe(e.Latency.Seconds())
 	}
 }
 
@@ -213,7 +236,7 @@ func (o *Observer) series(policy string, mode throttle.Mode) *series {
 }
 
 // Describe sends the descriptors of every metric, throttle_memstore_keys
-// included even without stores. It implements prometheus.Collector.
+// and the overload limiters' included even without stores or limiters. It implements prometheus.Collector.
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.requests.Describe(ch)
 	o.storeTime.Describe(ch)
@@ -221,11 +244,14 @@ func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.holdTime.Describe(ch)
 	o.leaseEvents.Describe(ch)
 	o.nearHits.Describe(ch)
+	o.queueTime.Describe(ch)
+	o.overload.describe(ch)
 	ch <- o.keys
 	ch <- o.invalidations
 }
 
-// Collect sends every series and the stores' key count, read now. It
+// Collect sends every series, and the stores' key count and the overload
+// limiters' state, read now. It
 // implements prometheus.Collector.
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.requests.Collect(ch)
@@ -234,6 +260,8 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.holdTime.Collect(ch)
 	o.leaseEvents.Collect(ch)
 	o.nearHits.Collect(ch)
+	o.queueTime.Collect(ch)
+	o.overload.collect(&o.overloads, ch)
 	if n, ok := o.near.Invalidations(); ok {
 		ch <- prometheus.MustNewConstMetric(o.invalidations, prometheus.CounterValue, float64(n))
 	}

@@ -179,7 +179,8 @@ func TestOddEvents(t *testing.T) {
 }
 
 // TestBuckets checks the histograms' bucket bounds: store calls from 50µs
-// to 1s, holds from 1ms to 5 minutes.
+// to 1s, holds from 1ms to 5 minutes, queueing delays from 100µs (the 5 ms
+// target and the 100 ms interval of the overload queue are bounds) to 2.5s.
 func TestBuckets(t *testing.T) {
 	obs := promthrottle.New()
 	observeAll(obs, "b")
@@ -195,6 +196,8 @@ func TestBuckets(t *testing.T) {
 		bounds("throttle_store_duration_seconds", op("b", "acquire")), "store buckets")
 	assert.Equal(t, []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		bounds("throttle_hold_duration_seconds", hold("b", "exclusive", "done")), "hold buckets")
+	assert.Equal(t, []float64{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+		bounds("throttle_overload_queue_duration_seconds", "policy=b"), "queueing delay buckets")
 }
 
 // TestRegisterTwice checks that a second Observer in the same registry is
@@ -208,7 +211,7 @@ func TestRegisterTwice(t *testing.T) {
 // TestHelp pins each family's help text: the scrape is the package's
 // output, and it must not change behind its users' backs.
 func TestHelp(t *testing.T) {
-	obs := promthrottle.New(memstore.New()).NearCaches(nearCache{})
+	obs := promthrottle.New(memstore.New()).NearCaches(nearCache{}).Overload(newOverload(t, "h"))
 	observeAll(obs, "h")
 	help := map[string]string{}
 	for name, mf := range gather(t, newRegistry(t, obs)) {
@@ -229,5 +232,17 @@ func TestHelp(t *testing.T) {
 			"without a store call.",
 		"throttle_near_cache_invalidations_total": "Refusals the near caches of the Redis stores given to the observer " +
 			"dropped because Redis reported a change of their key, or their tracking connection was lost.",
+		"throttle_overload_limit": "Requests an overload limiter lets be in flight now (its adaptive limit; half of it " +
+			"while a probe measures the base latency).",
+		"throttle_overload_in_flight": "Requests holding a permit of an overload limiter now, NeverShed ones included.",
+		"throttle_overload_queued":    "Requests waiting in an overload limiter's queue now.",
+		"throttle_overload_base_latency_seconds": "The latency an overload limiter's limit aims near: the median of " +
+			"requests that did not wait for each other (0 until measured).",
+		"throttle_overload_shed_total": "Requests an overload limiter shed, by reason: limit (ShedFirst with no permit " +
+			"free), queue-timeout or queue-full.",
+		"throttle_overload_canceled_total": "Requests that left an overload limiter's queue because their context ended " +
+			"(the client gave up) before a permit was free.",
+		"throttle_overload_queue_duration_seconds": "How long requests an overload limiter admitted waited in its queue " +
+			"(0 for those admitted at once).",
 	}, help)
 }

@@ -46,7 +46,7 @@ var app = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // TestLint lints the metrics after one event of every kind, so that every
 // family and every label is present.
 func TestLint(t *testing.T) {
-	obs := promthrottle.New(memstore.New())
+	obs := promthrottle.New(memstore.New()).Overload(newOverload(t, "lint"))
 	observeAll(obs, "lint")
 	problems, err := testutil.CollectAndLint(obs)
 	require.NoError(t, err)

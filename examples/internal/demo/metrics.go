@@ -17,7 +17,9 @@ import (
 // (Settings.Observer) and the handler of GET /metrics (Settings.Metrics),
 // which serves it, in the Prometheus text format, from a registry of its
 // own. The in-memory stores among stores (the store without -redis, the
-// fallback of -fail over) are counted in throttle_memstore_keys.
+// fallback of -fail over) are counted in throttle_memstore_keys; the
+// overload limiter of GET /api/report is read at each scrape too
+// (NewReportLimiter gives it to the Observer's Overload).
 func newMetrics(stores ...store.Store) (*promthrottle.Observer, http.Handler) {
 	var mem []*memstore.Store
 	for _, st := range stores {

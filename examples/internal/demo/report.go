@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/throttle/overload"
+	"github.com/go-throttle/throttle/throttle/promthrottle"
 )
 
 // The service behind GET /api/report: ReportSlots slots, each held for
@@ -17,9 +18,18 @@ const (
 )
 
 // NewReportLimiter returns the adaptive limit of GET /api/report,
-// "report": per process, nothing to tune (see package overload).
+// "report": per process, nothing to tune (see package overload). Its
+// events go to s.Observer, and GET /metrics reads its limit, requests in
+// flight and queued, and sheds by reason at each scrape.
 func NewReportLimiter(s Settings) (*overload.Limiter, error) {
-	return overload.New(overload.Config{Name: "report", Observer: s.Observer})
+	l, err := overload.New(overload.Config{Name: "report", Observer: s.Observer})
+	if err != nil {
+		return nil, err
+	}
+	if obs, ok := s.Observer.(*promthrottle.Observer); ok {
+		obs.Overload(l)
+	}
+	return l, nil
 }
 
 // Report is the handler of GET /api/report: it waits for one of its
