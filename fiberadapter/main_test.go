@@ -1,9 +1,19 @@
 package fiberadapter_test
 
 import (
+	"net/http"
 	"testing"
 
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
 	"go.uber.org/goleak"
+
+	"github.com/go-throttle/throttle/fiberadapter"
+	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
+	"github.com/go-throttle/throttle/throttle/guard"
 )
 
 // fasthttp keeps one goroutine for the process's life, updating the Date
@@ -11,3 +21,61 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
 }
+
+// newApp is a fiber app that lets panics through to the test, as the
+// suite wants them.
+func newApp() *fiber.App { return fiber.New() }
+
+// engine serves h for every method and path on a fiber.App behind mw,
+// as an http.Handler (adaptor.FiberApp).
+func engine(h http.Handler, mw ...any) http.Handler {
+	app := newApp()
+	if len(mw) == 0 {
+		app.All("/*", httpHandler(h))
+	} else {
+		app.All("/*", mw[0], append(mw[1:], httpHandler(h))...)
+	}
+	return adaptor.FiberApp(app)
+}
+
+var adapter = adaptertest.Adapter{
+	Name: "fiber",
+	Wrap: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, fiberadapter.Middleware(g, fiberadapter.Request(key)))
+	},
+	WrapCustom: func(g *guard.Guard, key keyfuncs.Func, h http.Handler) http.Handler {
+		return engine(h, fiberadapter.Middleware(g, fiberadapter.Request(key), fiberadapter.WithRejectHandler(
+			func(c fiber.Ctx, rej *guard.Rejection) error {
+				for k, v := range adaptertest.CustomAnswer(rej) {
+					c.Set(k, v)
+				}
+				return c.SendStatus(adaptertest.CustomStatus)
+			})))
+	},
+	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
+		app := newApp()
+		for path, h := range routes {
+			app.All(path, fiberadapter.Middleware(g, fiberadapter.Request(key)), httpHandler(h))
+		}
+		return adaptor.FiberApp(app)
+	},
+	Bare:     func(h http.Handler) http.Handler { return engine(h) },
+	Buffered: true, // fasthttp buffers the response; httpHandler has no Flush
+	Request: func(c flow.Call) *http.Request {
+		r, err := adaptor.ConvertRequest(c.Request.(fiber.Ctx), true)
+		if err != nil {
+			panic(err)
+		}
+		return r
+	},
+}
+
+// submitGuard is the guard of a Dedupe lock "submit" on a fresh memory
+// store, and the lock.
+func submitGuard(t testing.TB) (*guard.Guard, *throttle.Lock) {
+	return adaptertest.LockGuard(t, throttle.LockConfig{Name: "submit"})
+}
+
+func TestSuite(t *testing.T) { adaptertest.Run(t, adapter) }
+
+func TestStoreFailures(t *testing.T) { adaptertest.RunStoreFailures(t, adapter) }
