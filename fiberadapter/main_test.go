@@ -17,9 +17,11 @@ import (
 )
 
 // fasthttp keeps one goroutine for the process's life, updating the Date
-// field once a second.
+// field once a second, and a served listener's worker pool leaves its
+// cleaner asleep for up to 10 s after the server shut down.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
 }
 
 // newApp is a fiber app that lets panics through to the test, as the
