@@ -18,10 +18,14 @@ import (
 
 // fasthttp keeps one goroutine for the process's life, updating the Date
 // field once a second, and a served listener's worker pool leaves its
-// cleaner asleep for up to 10 s after the server shut down.
+// cleaner asleep for up to 10 s after the server shut down. fiber's
+// limiter, which the benchmarks compare with, starts a clock and a sweeper
+// of its default storage that nothing stops.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/gofiber/utils/v2.StartTimeStampUpdater.func1.1"),
+		goleak.IgnoreAnyFunction("github.com/gofiber/fiber/v3/internal/memory.(*Storage).gc"))
 }
 
 // newApp is a fiber app that lets panics through to the test, as the

@@ -83,6 +83,12 @@ func (m *middleware) serve(c fiber.Ctx) error {
 		setHeader(c, h)
 		return c.Status(status).Send(body)
 	}
+	return m.rejected(c, h, rej)
+}
+
+// rejected hands rej, with its header fields set, to the reject handler
+// (rej is a copy: only this path moves one to the heap).
+func (m *middleware) rejected(c fiber.Ctx, h map[string][]string, rej guard.Rejection) error {
 	rej.SetHeader(h)
 	setHeader(c, h)
 	return m.reject(c, &rej)
@@ -116,7 +122,8 @@ func record(c fiber.Ctx, err error, capture *guard.Capture) (int, *guard.Capture
 	return res.StatusCode(), capture
 }
 
-// setHeader sets the fields of h on c's response, and clears h.
+// setHeader sets the fields of h, keyed by canonical names, on c's
+// response.
 func setHeader(c fiber.Ctx, h map[string][]string) {
 	res := &c.Response().Header
 	for k, vs := range h {
@@ -131,5 +138,4 @@ func setHeader(c fiber.Ctx, h map[string][]string) {
 			}
 		}
 	}
-	clear(h)
 }
