@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-throttle/throttle/fiberadapter"
 	"github.com/go-throttle/throttle/internal/adaptertest"
+	"github.com/go-throttle/throttle/internal/fiberhttp"
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
@@ -37,9 +38,9 @@ func newApp() *fiber.App { return fiber.New() }
 func engine(h http.Handler, mw ...any) http.Handler {
 	app := newApp()
 	if len(mw) == 0 {
-		app.All("/*", httpHandler(h))
+		app.All("/*", fiberhttp.Handler(h))
 	} else {
-		app.All("/*", mw[0], append(mw[1:], httpHandler(h))...)
+		app.All("/*", mw[0], append(mw[1:], fiberhttp.Handler(h))...)
 	}
 	return adaptor.FiberApp(app)
 }
@@ -61,12 +62,12 @@ var adapter = adaptertest.Adapter{
 	Routes: func(g *guard.Guard, key keyfuncs.Func, routes map[string]http.Handler) http.Handler {
 		app := newApp()
 		for path, h := range routes {
-			app.All(path, fiberadapter.Middleware(g, fiberadapter.Request(key)), httpHandler(h))
+			app.All(path, fiberadapter.Middleware(g, fiberadapter.Request(key)), fiberhttp.Handler(h))
 		}
 		return adaptor.FiberApp(app)
 	},
 	Bare:     func(h http.Handler) http.Handler { return engine(h) },
-	Buffered: true, // fasthttp buffers the response; httpHandler has no Flush
+	Buffered: true, // fasthttp buffers the response; fiberhttp.Handler has no Flush
 	Request: func(c flow.Call) *http.Request {
 		r, err := adaptor.ConvertRequest(c.Request.(fiber.Ctx), true)
 		if err != nil {

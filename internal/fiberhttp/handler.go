@@ -1,4 +1,7 @@
-package fiberadapter_test
+// Package fiberhttp runs net/http handlers inside fiber, for the fiber
+// adapter's tests and the fiber example, which serve the handlers the
+// other adapters and examples share.
+package fiberhttp
 
 import (
 	"net/http"
@@ -7,19 +10,20 @@ import (
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 )
 
-// httpHandler runs h as a fiber handler on the request's own goroutine
-// (fiber's adaptor.HTTPHandler runs it on another, and turns its panic
-// into one of its own): its request is fiber's, converted, with
-// c.Context(), which carries the lease, as its context; what it writes
-// goes to fiber's response.
-func httpHandler(h http.Handler) fiber.Handler {
+// Handler runs h as a fiber handler on the request's own goroutine (fiber's
+// adaptor.HTTPHandler runs it on another and replaces its panic with one of
+// its own): its request is fiber's, converted, with c.Context(), which
+// carries the throttle lease, as its context; what it writes goes to
+// fiber's response, the header fields it sets replacing those set before
+// it (as net/http's header map does), the body buffered. It has no Flush.
+func Handler(h http.Handler) fiber.Handler {
 	return func(c fiber.Ctx) error {
 		r, err := adaptor.ConvertRequest(c, true)
 		if err != nil {
 			return err
 		}
 		w := &writer{c: c, h: http.Header{}}
-		for k, v := range c.Response().Header.All() { // the middleware's fields
+		for k, v := range c.Response().Header.All() { // set before h runs
 			w.h.Add(string(k), string(v))
 		}
 		h.ServeHTTP(w, r.WithContext(c.Context()))
