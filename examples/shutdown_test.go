@@ -64,7 +64,7 @@ func TestShutdownWithStalledClients(t *testing.T) {
 			// waiting for the rest of the body. fiber (fasthttp, and its
 			// adaptor under net/http) reads a request's whole body before
 			// any handler runs, so there they stay stalled before it.
-			admitted := 2
+			admitted := 2.0
 			if name == "fiber" {
 				admitted = 0
 			}
