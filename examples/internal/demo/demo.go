@@ -188,7 +188,8 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 		// keep-alive connections open longer than that.
 		IdleTimeout: 2 * time.Minute,
 	}
-	return serve(ctx, srv, ln, base, cancelRequests)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
+	return serve(ctx, srv, ln, cancelRequests)
 }
 
 // The server's bounds: how long a client has to send its request header
@@ -207,15 +208,14 @@ const (
 // still running ShutdownGrace after SIGINT or SIGTERM are cancelled.
 var ErrShuttingDown = errors.New("the server is shutting down")
 
-// serve runs srv, whose requests' contexts derive from base, until ctx
-// ends, then shuts it down: it stops accepting, closes idle connections,
+// serve runs srv, whose requests' contexts cancelRequests cancels, until
+// ctx ends, then shuts it down: it stops accepting, closes idle connections,
 // and lets the requests in flight finish. Those still running after
 // ShutdownGrace have their contexts cancelled with ErrShuttingDown
 // (cancelRequests), so that a long job stops and its key is released, and
 // get cancelledGrace more to return; only if one still has not is the
 // shutdown a failure.
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, base context.Context, cancelRequests context.CancelCauseFunc) error {
-	srv.BaseContext = func(net.Listener) context.Context { return base }
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, cancelRequests context.CancelCauseFunc) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
