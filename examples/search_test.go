@@ -167,12 +167,13 @@ func checkSearchRun(t *testing.T, user string, rs []reply, queries []string) {
 	}
 }
 
-// searchQueries are the q parameters of a run: an empty one, quotes and
-// backslashes, HTML, non-ASCII, query syntax, and invalid UTF-8 (which the
-// body must still carry as valid JSON).
+// searchQueries are the q parameters of a run (ten, then one per
+// example): an empty one, quotes and backslashes, HTML, non-ASCII, query
+// syntax, and invalid UTF-8 (which the body must still carry as valid
+// JSON).
 var searchQueries = []string{
 	"gcra", "", `say "hi" \ ok`, "</script><b>&amp;", "été 検索 🚀", "a&b=c;d+e%f", "\xff\xfe bad",
-	"rate", "Idempotent", "\"", "tail", "last", "after",
+	"rate", "Idempotent", "\"", "tail", "last", "after", "fourth",
 }
 
 // TestSearchMemory runs each example on its in-memory store (with a -window
