@@ -177,14 +177,10 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 		StrictRouting: true,
 	})
 	app.Use(recover.New())
-	// The requests' context: the server's, cancelled when a shutdown's
-	// grace is over (fiber's adaptor does not pass on net/http's).
-	if s.Requests != nil {
-		app.Use(func(c fiber.Ctx) error {
-			c.SetContext(s.Requests)
-			return c.Next()
-		})
-	}
+	// Each request runs with its net/http context, which ends when the
+	// client leaves or the shutdown's grace is over (see contexts).
+	var cs contexts
+	app.Use(cs.receive)
 	app.Get("/", fiberhttp.Handler(demo.FormPage(s, "fiber"))) // the order form
 	// A browser gets a rejection as a page, other clients as problem+json.
 	app.Post("/submit", fiberadapter.Middleware(guard.Lock(submitLock), key, fiberadapter.WithRejectHandler(rejectPage)),
@@ -215,7 +211,7 @@ func routes(store store.Store, s demo.Settings) (http.Handler, error) {
 	}
 	app.Get("/healthz", healthz)                      // no throttle middleware: never throttled
 	app.Get("/metrics", fiberhttp.Handler(s.Metrics)) // likewise
-	return adaptor.FiberApp(app), nil
+	return cs.send(adaptor.FiberApp(app)), nil
 }
 
 func submit(w http.ResponseWriter, r *http.Request) {

@@ -65,11 +65,6 @@ type Settings struct {
 	// AdminToken is the bearer token of POST /admin/reset (-admin-token);
 	// empty: no such route.
 	AdminToken string
-	// Requests is the context of the server's requests, cancelled with
-	// cause ErrShuttingDown once a shutdown's grace is over: for a router
-	// whose requests do not come with the server's context (fiber behind
-	// its adaptor). Nil in a Settings made by hand.
-	Requests context.Context
 }
 
 // Options returns the options every limiter of an example shares: what a
@@ -159,9 +154,6 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 	}
 	defer closeStore()
 	s.Quotas = quotas
-	base, cancelRequests := context.WithCancelCause(context.Background())
-	defer cancelRequests(nil)
-	s.Requests = base
 	obs, metrics := newMetrics(st, s.Fallback)
 	s.Observer, s.Metrics = obs, metrics
 
@@ -188,8 +180,7 @@ func run(addr string, b backend, s Settings, routes Routes) error {
 		// keep-alive connections open longer than that.
 		IdleTimeout: 2 * time.Minute,
 	}
-	srv.BaseContext = func(net.Listener) context.Context { return base }
-	return serve(ctx, srv, ln, cancelRequests)
+	return serve(ctx, srv, ln)
 }
 
 // The server's bounds: how long a client has to send its request header
@@ -208,14 +199,16 @@ const (
 // still running ShutdownGrace after SIGINT or SIGTERM are cancelled.
 var ErrShuttingDown = errors.New("the server is shutting down")
 
-// serve runs srv, whose requests' contexts cancelRequests cancels, until
-// ctx ends, then shuts it down: it stops accepting, closes idle connections,
-// and lets the requests in flight finish. Those still running after
-// ShutdownGrace have their contexts cancelled with ErrShuttingDown
-// (cancelRequests), so that a long job stops and its key is released, and
+// serve runs srv until ctx ends, then shuts it down: it stops accepting,
+// closes idle connections, and lets the requests in flight finish. Those
+// still running after ShutdownGrace have their contexts cancelled with
+// ErrShuttingDown, so that a long job stops and its key is released, and
 // get cancelledGrace more to return; only if one still has not is the
 // shutdown a failure.
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, cancelRequests context.CancelCauseFunc) error {
+func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	base, cancelRequests := context.WithCancelCause(context.Background())
+	defer cancelRequests(nil)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
