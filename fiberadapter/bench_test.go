@@ -83,7 +83,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return fiberadapter.Middleware(guard.Quota(q, throttle.Rate{Limit: 1 << 20, Window: time.Hour}), fiberadapter.RemoteIP())
+		return fiberadapter.Middleware(guard.Quota(q, throttle.Rate{Limit: 10000, Window: time.Hour}), fiberadapter.RemoteIP())
 	}
 	lock := func(b *testing.B) fiber.Handler {
 		l, err := throttle.NewLock(memstore.New(), throttle.LockConfig{Name: "submit", TTL: 5 * time.Minute})
@@ -93,7 +93,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		return fiberadapter.Middleware(guard.Lock(l), fiberadapter.RemoteIP())
 	}
 	fiberLimiter := func(*testing.B) fiber.Handler {
-		return limiter.New(limiter.Config{Max: 1 << 20, Expiration: time.Hour})
+		return limiter.New(limiter.Config{Max: 10000, Expiration: time.Hour})
 	}
 	admitted := func(b *testing.B, mw ...fiber.Handler) {
 		d := newDriver(b, submitApp(mw...))

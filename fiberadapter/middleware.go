@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/utils/v2"
 
 	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -123,7 +124,7 @@ func record(c fiber.Ctx, err error, capture *guard.Capture) (int, *guard.Capture
 }
 
 // setHeader sets the fields of h, keyed by canonical names, on c's
-// response.
+// response: fasthttp copies keys and values, and needs not normalise them.
 func setHeader(c fiber.Ctx, h map[string][]string) {
 	res := &c.Response().Header
 	for k, vs := range h {
@@ -132,9 +133,9 @@ func setHeader(c fiber.Ctx, h map[string][]string) {
 		}
 		for i, v := range vs {
 			if i == 0 {
-				res.Set(k, v)
+				res.SetCanonical(utils.UnsafeBytes(k), utils.UnsafeBytes(v))
 			} else {
-				res.Add(k, v)
+				res.AddBytesKV(utils.UnsafeBytes(k), utils.UnsafeBytes(v))
 			}
 		}
 	}
