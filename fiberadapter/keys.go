@@ -1,6 +1,7 @@
 package fiberadapter
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -65,8 +66,8 @@ func Route() func(fiber.Ctx) (string, error) {
 // Value keys on the value an earlier handler stored with c.Locals(key, v):
 // a string, integer or fmt.Stringer, as keyfuncs.FromValue accepts; a
 // missing or empty one is an error (400), never a shared key.
-func Value(key string) func(fiber.Ctx) (string, error) {
-	source := "fiber local " + strconv.Quote(key)
+func Value(key any) func(fiber.Ctx) (string, error) {
+	source := "fiber local " + strconv.Quote(fmt.Sprint(key))
 	return func(c fiber.Ctx) (string, error) { return keyfuncs.FromValue(c.Locals(key), source) }
 }
 
