@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binary returns the path of the named example's binary, building the three
+// binary returns the path of the named example's binary, building the four
 // examples with one go build the first time it is called.
 func binary(t *testing.T, name string) string {
 	t.Helper()
@@ -47,7 +47,7 @@ func binary(t *testing.T, name string) string {
 			buildErr = err
 		} else {
 			cmd := exec.Command(goBin, "build", "-o", binDir+string(filepath.Separator),
-				"./nethttp", "./gin", "./echo", "./grpc")
+				"./nethttp", "./gin", "./echo", "./fiber", "./grpc")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = &buildError{err: err, out: string(out)}
 			}

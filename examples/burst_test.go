@@ -90,7 +90,7 @@ func statusCounts(rs []reply) map[int]int {
 	return m
 }
 
-// TestColdStartBurst is issue 27's first case: three examples freshly
+// TestColdStartBurst is issue 27's first case: four examples freshly
 // started on one healthy Redis (with the default policies: Dedupe fails
 // open on an outage) get 600 identical POST /submit of one user at once,
 // 200 each, on an idle and on a loaded machine. A store that answers,
@@ -108,7 +108,7 @@ func TestColdStartBurst(t *testing.T) {
 				wrapper = loadCPU(t)
 			}
 			apps := []*app{startWrapped(t, wrapper, "nethttp", args...), startWrapped(t, wrapper, "gin", args...),
-				startWrapped(t, wrapper, "echo", args...)}
+				startWrapped(t, wrapper, "echo", args...), startWrapped(t, wrapper, "fiber", args...)}
 			c := burstClient(t, len(apps)*perApp)
 			user := fmt.Sprintf("burst-%d-%d", round, time.Now().UnixNano())
 			rs := fire(len(apps)*perApp, func(i int) *http.Request {

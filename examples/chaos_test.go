@@ -29,9 +29,9 @@ type chaosTally struct {
 	faultsRun []string
 }
 
-// TestChaos runs the three examples (net/http, gin, echo) on shared Redis
+// TestChaos runs the four examples (net/http, gin, echo, fiber) on shared Redis
 // while it fails, with many users sending bursts of concurrent duplicate
-// submissions to all three processes, once per set-up: one Redis paused
+// submissions to all four processes, once per set-up: one Redis paused
 // (SIGSTOP), resumed, killed and restarted empty, with each -fail mode; and
 // Redlock over three independent masters, one of them paused, killed and
 // restarted (after the window: a delayed restart) at a time. It counts double
@@ -140,11 +140,12 @@ func chaosRedlock(t *testing.T) *chaosTally {
 // during which bursts land.
 type stepFunc func(name string, f func(), d time.Duration)
 
-// chaosRun starts the three examples with args (plus the window), has users
+// chaosRun starts the four examples with args (plus the window), has users
 // send bursts while schedule runs its steps, and counts the answers.
 func chaosRun(t *testing.T, args []string, schedule func(stepFunc)) *chaosTally {
 	args = append(args, "-window", chaosWindow.String())
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 	for _, a := range apps {
 		healthz(t, c, a)

@@ -116,10 +116,10 @@ func checkDuplicate(t *testing.T, name, user string, r reply, win time.Duration)
 	}
 }
 
-// TestSharedRedis runs the three examples against one redis-server and sends
-// each user's copies of a submission to all three at once: exactly one copy
+// TestSharedRedis runs the four examples against one redis-server and sends
+// each user's copies of a submission to all four at once: exactly one copy
 // per user may go through, whichever framework serves it, which shows the
-// three build the same key.
+// four build the same key.
 func TestSharedRedis(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
@@ -127,7 +127,8 @@ func TestSharedRedis(t *testing.T) {
 	// the policy's timeout, a copy is refused (503) rather than let
 	// through, as failing open would by design; the test is about keys.
 	args := []string{"-redis", srv.Addr, "-window", window.String(), "-fail", "closed"}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 	for _, a := range apps {
 		healthz(t, c, a)

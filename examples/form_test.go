@@ -28,6 +28,7 @@ var acceptedJSON = map[string]string{
 	"nethttp": `{"server":"nethttp","status":"accepted"}` + "\n",
 	"gin":     `{"server":"gin","status":"accepted"}`,
 	"echo":    `{"server":"echo","status":"accepted"}` + "\n",
+	"fiber":   `{"server":"fiber","status":"accepted"}` + "\n",
 }
 
 // pageReply is an answer with the fields the form tests look at.
@@ -244,7 +245,7 @@ func TestSubmitNegotiation(t *testing.T) {
 	}
 }
 
-// TestCookieSharedRedis shows that the three examples build the same key
+// TestCookieSharedRedis shows that the four examples build the same key
 // from the user cookie: pointed at one Redis, a browser's submission to one
 // of them turns its copies to the other two away.
 func TestCookieSharedRedis(t *testing.T) {
@@ -253,7 +254,8 @@ func TestCookieSharedRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	const win = time.Minute
 	args := []string{"-redis", srv.Addr, "-window", win.String()}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 	for i, first := range apps {
 		cookie := "shared-" + strconv.Itoa(i)

@@ -26,7 +26,7 @@ const jobWork = time.Second
 // policy limits concurrency, not a rate (DESIGN section 3).
 const jobsPolicy = `"jobs";q=1;qu="concurrent-requests"`
 
-var exampleNames = []string{"nethttp", "gin", "echo"}
+var exampleNames = []string{"nethttp", "gin", "echo", "fiber"}
 
 // runJob posts to /jobs/{escaped}/run; escaped is put in the path as is.
 func runJob(ctx context.Context, c *http.Client, a *app, escaped string) reply {
@@ -269,16 +269,17 @@ func checkClientLeaves(t *testing.T, c *http.Client, a *app) {
 	}
 }
 
-// TestJobsSharedRedis runs the three examples on one redis-server and sends
+// TestJobsSharedRedis runs the four examples on one redis-server and sends
 // one run of each job id to each of them at once: one process runs it, the
 // other two answer 409 while it does, whichever framework serves which,
-// which shows the three build the same key for the same id (an id with
+// which shows the four build the same key for the same id (an id with
 // encoded characters too).
 func TestJobsSharedRedis(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
 	args := []string{"-redis", srv.Addr, "-work", jobWork.String()}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 
 	ids := []string{"sync-1", "sync-2", "sync-3", "x/y é"}

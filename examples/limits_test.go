@@ -168,13 +168,14 @@ func TestLimitsMemory(t *testing.T) {
 	}
 }
 
-// TestLimitsSharedRedis runs the three examples on one redis-server: the
+// TestLimitsSharedRedis runs the four examples on one redis-server: the
 // items quotas, the exports in flight and the admin reset are shared.
 func TestLimitsSharedRedis(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
 	args := []string{"-redis", srv.Addr, "-work", "1s", "-admin-token", adminToken}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 	checkItems(t, c, apps, "zoe")
 	checkExports(t, c, apps, "zoe", time.Second)

@@ -76,7 +76,7 @@ func checkCreated(t *testing.T, what string, o orderReply) {
 // each example on its memory store.
 func TestOrders(t *testing.T) {
 	skipUnlessProcesses(t)
-	for _, name := range []string{"nethttp", "gin", "echo"} {
+	for _, name := range exampleNames {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			a := startApp(t, name)
@@ -150,14 +150,15 @@ func get(c *http.Client, a *app, path, accept string) reply {
 }
 
 // TestOrdersSharedRedis: 50 identical POSTs with one Idempotency-Key, sent
-// at once across the three examples on one Redis, place one order: 50
+// at once across the four examples on one Redis, place one order: 50
 // answers 201 with its id, 49 of them replays, one admission in all the
 // processes' metrics.
 func TestOrdersSharedRedis(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
 	args := []string{"-redis", srv.Addr}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 	const n = 50
 	replies := make([]orderReply, n)

@@ -18,7 +18,7 @@ import (
 // how many are shed depends on the machine.
 func TestReportOverload(t *testing.T) {
 	skipUnlessProcesses(t)
-	for _, name := range []string{"nethttp", "gin", "echo"} {
+	for _, name := range exampleNames {
 		t.Run(name, func(t *testing.T) {
 			a := startApp(t, name)
 			get := func() (*http.Response, error) {

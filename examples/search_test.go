@@ -167,24 +167,25 @@ func checkSearchRun(t *testing.T, user string, rs []reply, queries []string) {
 	}
 }
 
-// searchQueries are the q parameters of a run: an empty one, quotes and
-// backslashes, HTML, non-ASCII, query syntax, and invalid UTF-8 (which the
-// body must still carry as valid JSON).
+// searchQueries are the q parameters of a run (ten, then one per
+// example): an empty one, quotes and backslashes, HTML, non-ASCII, query
+// syntax, and invalid UTF-8 (which the body must still carry as valid
+// JSON).
 var searchQueries = []string{
 	"gcra", "", `say "hi" \ ok`, "</script><b>&amp;", "été 検索 🚀", "a&b=c;d+e%f", "\xff\xfe bad",
-	"rate", "Idempotent", "\"", "tail", "last", "after",
+	"rate", "Idempotent", "\"", "tail", "last", "after", "fourth",
 }
 
 // TestSearchMemory runs each example on its in-memory store (with a -window
 // the quota must ignore) and spends one user's quota of GET /search: ten
 // 200s counting RateLimit r down 9..0, then 429. Another user, and a client
 // without X-User-ID (keyed by its IP), still have theirs; POST /search is
-// 405 and costs nothing; the three answer a search with the same bytes.
+// 405 and costs nothing; the four answer a search with the same bytes.
 func TestSearchMemory(t *testing.T) {
 	skipUnlessProcesses(t)
 	c := newClient(t)
 	bodies := map[string]string{}
-	for _, name := range []string{"nethttp", "gin", "echo"} {
+	for _, name := range exampleNames {
 		t.Run(name, func(t *testing.T) {
 			a := startApp(t, name, "-window", "1s")
 			req, _ := http.NewRequest(http.MethodPost, a.url+"/search", strings.NewReader(`{"q":"x"}`))
@@ -205,12 +206,12 @@ func TestSearchMemory(t *testing.T) {
 			a.stop(t, syscall.SIGTERM)
 		})
 	}
-	if bodies["gin"] != bodies["nethttp"] || bodies["echo"] != bodies["nethttp"] {
-		t.Errorf("the examples answer the same search differently:\n%q\n%q\n%q", bodies["nethttp"], bodies["gin"], bodies["echo"])
+	if bodies["gin"] != bodies["nethttp"] || bodies["echo"] != bodies["nethttp"] || bodies["fiber"] != bodies["nethttp"] {
+		t.Errorf("the examples answer the same search differently:\n%q\n%q\n%q\n%q", bodies["nethttp"], bodies["gin"], bodies["echo"], bodies["fiber"])
 	}
 }
 
-// TestSearchSharedRedis runs the three examples on one redis-server and
+// TestSearchSharedRedis runs the four examples on one redis-server and
 // spreads one user's searches round-robin over them: together they admit
 // exactly 10, whichever process answers, and then every process refuses,
 // which shows they build the same quota key.
@@ -218,7 +219,8 @@ func TestSearchSharedRedis(t *testing.T) {
 	skipUnlessProcesses(t)
 	srv := redistest.Start(t)
 	args := []string{"-redis", srv.Addr, "-window", "1s"}
-	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...)}
+	apps := []*app{startApp(t, "nethttp", args...), startApp(t, "gin", args...), startApp(t, "echo", args...),
+		startApp(t, "fiber", args...)}
 	c := newClient(t)
 
 	// 10 round-robin, then one more to each process.

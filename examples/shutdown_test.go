@@ -61,11 +61,17 @@ func TestShutdownWithStalledClients(t *testing.T) {
 			resp.Body.Close()
 			// Wait for the middleware to admit both submissions stalled in
 			// their body: their handlers are then running, or done and
-			// waiting for the rest of the body.
+			// waiting for the rest of the body. fiber (fasthttp, and its
+			// adaptor under net/http) reads a request's whole body before
+			// any handler runs, so there they stay stalled before it.
+			admitted := 2.0
+			if name == "fiber" {
+				admitted = 0
+			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				_, samples := scrape(t, c, a)
-				if by, _ := requests(samples); by["submit/admitted"] >= 2 {
+				if by, _ := requests(samples); by["submit/admitted"] >= admitted {
 					break
 				}
 				if time.Now().After(deadline) {

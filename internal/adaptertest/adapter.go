@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-throttle/throttle/keyfuncs"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
 )
 
@@ -49,6 +51,39 @@ type Adapter struct {
 	// that a handler's flush streams nothing and its response is recorded
 	// for Replay like any other: the suite skips its flushed-response case.
 	Buffered bool
+
+	// Request is nil for an adapter on net/http's types. One whose
+	// requests are not *http.Request (fiber) puts its own in
+	// flow.Call.Request, which guard.Skip, guard.WithCost and a Quota's
+	// rate functions of an *http.Request cannot read: Request converts it,
+	// and the suite gives its functions as flow.Skip, flow.WithCost
+	// (guard.WithFlow) and rates of the flow.Call, as such an adapter's
+	// users do.
+	Request func(c flow.Call) *http.Request
+}
+
+// skip is the guard option that skips the requests f returns true for.
+func (a Adapter) skip(f func(*http.Request) bool) guard.Option {
+	if a.Request == nil {
+		return guard.Skip(f)
+	}
+	return guard.WithFlow(flow.Skip(func(c flow.Call) bool { return f(a.Request(c)) }))
+}
+
+// cost is the guard option that charges each request what f says.
+func (a Adapter) cost(f func(*http.Request) (int, error)) guard.Option {
+	if a.Request == nil {
+		return guard.WithCost(f)
+	}
+	return guard.WithFlow(flow.WithCost(func(c flow.Call) (int, error) { return f(a.Request(c)) }))
+}
+
+// perRequest is the guard of q under the rate f gives each request.
+func perRequest(a Adapter, q *throttle.Quota, f func(*http.Request, string) throttle.Rate) *guard.Guard {
+	if a.Request == nil {
+		return guard.Quota(q, f)
+	}
+	return guard.Quota(q, func(c flow.Call) throttle.Rate { return f(a.Request(c), c.ID) })
 }
 
 // The answer the WrapCustom rejection handlers give.

@@ -145,7 +145,7 @@ func Bench(b *testing.B, a Adapter) {
 			}
 			return free
 		}
-		Drive(b, a.Wrap(guard.Quota(benchQuota(b), plan), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
+		Drive(b, a.Wrap(perRequest(a, benchQuota(b), plan), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(1<<16))
 	})
 	b.Run("replay-distinct-users", func(b *testing.B) {
 		Drive(b, a.Wrap(replayGuard(b, b.N), UserKey(), benchHandler), http.StatusCreated, DistinctIDs(b.N))

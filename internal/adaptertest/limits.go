@@ -29,7 +29,7 @@ func planRates(r *http.Request, _ string) throttle.Rate {
 // testRatePerRequest checks a quota whose rate is a function of the
 // request: each user gets the rate of their plan, and the fields say it.
 func testRatePerRequest(t *testing.T, a Adapter) {
-	h := a.Wrap(guard.Quota(newSearch(t), planRates), UserKey(), &statusHandler{})
+	h := a.Wrap(perRequest(a, newSearch(t), planRates), UserKey(), &statusHandler{})
 	for range 2 {
 		rec := Serve(h, Submit("free"))
 		Status(t, rec, http.StatusOK)

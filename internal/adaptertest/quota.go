@@ -204,7 +204,7 @@ func newBatch(t testing.TB) *throttle.Quota {
 
 func testCostCharged(t *testing.T, a Adapter) {
 	c := &statusHandler{}
-	h := a.Wrap(guard.Quota(newBatch(t), batchRate, guard.WithCost(CostFromHeader)), UserKey(), c)
+	h := a.Wrap(guard.Quota(newBatch(t), batchRate, a.cost(CostFromHeader)), UserKey(), c)
 
 	rec := Serve(h, costly("u1", 4))
 	Status(t, rec, http.StatusOK)
@@ -245,7 +245,7 @@ func testCostAboveBurst(t *testing.T, a Adapter) {
 			rate.Burst = burst
 			q := newBatch(t)
 			c := &statusHandler{}
-			h := a.Wrap(guard.Quota(q, rate, guard.WithCost(CostFromHeader)), UserKey(), c)
+			h := a.Wrap(guard.Quota(q, rate, a.cost(CostFromHeader)), UserKey(), c)
 			want := WindowPolicy("batch", 10, 60)
 			if burst != rate.Limit {
 				want.Burst = int64(burst)
@@ -289,7 +289,7 @@ func testCostInvalid(t *testing.T, a Adapter) {
 				}
 				return CostFromHeader(r)
 			}
-			h := a.Wrap(guard.Quota(q, batchRate, guard.WithCost(cost)), UserKey(), s)
+			h := a.Wrap(guard.Quota(q, batchRate, a.cost(cost)), UserKey(), s)
 			rec := Serve(h, WithHeader(Submit("u1"), CostHeader, c.cost))
 			CheckProblem(t, rec, c.status, "about:blank", "many", "strconv", "syntax", "cost function", "u1")
 			CheckPolicy(t, rec.Header(), WindowPolicy("batch", 10, 60))
@@ -318,7 +318,7 @@ func (e httpStatusError) HTTPStatus() int { return e.status }
 func testCostOtherModes(t *testing.T, a Adapter) {
 	l := NewLock(t, throttle.LockConfig{Name: "submit"})
 	c := &statusHandler{}
-	h := a.Wrap(guard.Lock(l, guard.WithCost(CostFromHeader)), UserKey(), c)
+	h := a.Wrap(guard.Lock(l, a.cost(CostFromHeader)), UserKey(), c)
 	for _, user := range []string{"u1", "u2"} {
 		cost := 11
 		if user == "u2" {
@@ -333,7 +333,7 @@ func testCostOtherModes(t *testing.T, a Adapter) {
 	require.Equal(t, int32(2), c.calls.Load(), "handler runs")
 	// The cost function is not even asked: one that would fail does not
 	// turn requests away.
-	broken := a.Wrap(guard.Lock(l, guard.WithCost(func(*http.Request) (int, error) {
+	broken := a.Wrap(guard.Lock(l, a.cost(func(*http.Request) (int, error) {
 		t.Error("cost function called under a Dedupe lock")
 		return 0, tooLarge
 	})), UserKey(), c)
@@ -345,7 +345,7 @@ func testCostOtherModes(t *testing.T, a Adapter) {
 // with the quota's Retry-After once the quota is spent.
 func testCostZero(t *testing.T, a Adapter) {
 	s := &statusHandler{}
-	h := a.Wrap(guard.Quota(newBatch(t), batchRate, guard.WithCost(CostFromHeader)), UserKey(), s)
+	h := a.Wrap(guard.Quota(newBatch(t), batchRate, a.cost(CostFromHeader)), UserKey(), s)
 	rec := Serve(h, costly("u1", 0))
 	Status(t, rec, http.StatusOK)
 	CheckLimitNoT(t, rec.Header(), "batch", 10) // full: nothing to refill

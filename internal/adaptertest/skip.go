@@ -42,7 +42,7 @@ func testSkip(t *testing.T, a Adapter) {
 	t.Run("Lock", func(t *testing.T) {
 		l := NewLock(t, throttle.LockConfig{Name: "submit"})
 		c := &counter{}
-		h := a.Wrap(guard.Lock(l, guard.Skip(internal), guard.LegacyHeaders()), UserKey(), c)
+		h := a.Wrap(guard.Lock(l, a.skip(internal), guard.LegacyHeaders()), UserKey(), c)
 		for _, user := range []string{"u1", "u1", "u1", ""} {
 			rec := Serve(h, skipped(user))
 			Status(t, rec, http.StatusCreated)
@@ -60,7 +60,7 @@ func testSkip(t *testing.T, a Adapter) {
 	})
 	t.Run("Quota", func(t *testing.T) {
 		q := NewQuota(t, throttle.QuotaConfig{Name: "search"})
-		g := guard.Quota(q, throttle.Rate{Limit: 2, Window: time.Minute}, guard.Skip(internal))
+		g := guard.Quota(q, throttle.Rate{Limit: 2, Window: time.Minute}, a.skip(internal))
 		h := a.Wrap(g, UserKey(), &counter{})
 		for range 5 {
 			rec := Serve(h, skipped("u1"))
@@ -77,7 +77,7 @@ func testSkip(t *testing.T, a Adapter) {
 	t.Run("Replay", func(t *testing.T) {
 		r := NewReplay(t, ReplayConfig())
 		o := &Orders{}
-		h := a.Wrap(guard.Replay(r, guard.Skip(internal)), ReplayKey(), o)
+		h := a.Wrap(guard.Replay(r, a.skip(internal)), ReplayKey(), o)
 		for i := range 3 {
 			req := Order("alice", "k1", "{}")
 			req.Header.Set(InternalHeader, "batch")

@@ -10,8 +10,9 @@
 // idioms for Guard.Serve, which takes net/http's request and writer. An
 // adapter for another HTTP framework on net/http's types does the same in
 // about 40 lines (the package example is a complete one). One on other
-// types (fasthttp) serves with Guard.Job and answers with Admit, Outcome,
-// Rejection and Rejection.Render, which set header fields on a
+// types (fasthttp: fiberadapter) completes its flow.Call with Scope, serves
+// with Guard.Job and answers with Admit, Outcome, Rejection and
+// Rejection.Render, which set header fields on a
 // map[string][]string keyed by canonical names (http.Header is one; values
 // may be shared: send or copy them, never change them). A transport other
 // than HTTP (gRPC) builds on package flow alone. See docs/adapters.md in

@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"bytes"
 	"cmp"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -92,7 +95,15 @@ func WithFlow(opts ...flow.Option) Option {
 }
 
 // request is the *http.Request Serve put in c.
-func request(c flow.Call) *http.Request { return c.Request.(*http.Request) }
+func request(c flow.Call) *http.Request {
+	r, ok := c.Request.(*http.Request)
+	if !ok {
+		panic(fmt.Sprintf("guard: Skip, WithCost, Overload's priority and a Quota's rates of an *http.Request "+
+			"need an adapter on net/http's types; this request is a %T: give functions of the flow.Call instead "+
+			"(guard.WithFlow, a rate function of the flow.Call)", c.Request))
+	}
+	return r
+}
 
 // Lock returns the Guard of l: each request holds its key as l's Mode says.
 // It panics when l is nil.
@@ -235,7 +246,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call, rej *
 	next func(r *http.Request, c *Capture) (status int)) bool {
 	c.Request = r
 	if g.mode == throttle.ModeReplay {
-		c.Method, c.Route = cmp.Or(r.Method, http.MethodGet), cmp.Or(routePath(c.Route), r.URL.Path)
+		g.scope(&c, r.Method, r.URL.Path)
 		if c.Err == nil {
 			c.Fingerprint, c.Err = idempotencyFingerprint(r)
 		}
@@ -254,6 +265,26 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call, rej *
 	}
 	g.reject(rej)
 	return false
+}
+
+// Scope completes c as Serve does, for an adapter whose requests are not
+// *http.Request (fasthttp): a Replay scopes its stored keys by method and
+// route (path when c.Route is ""), and, for a request with an
+// Idempotency-Key field (keyed), fingerprints body, so that a key reused
+// for another body gets 422, and a body over 1 MiB 413. Other guards leave
+// c as it is.
+func (g *Guard) Scope(c *flow.Call, method, path string, keyed bool, body []byte) {
+	if g.mode != throttle.ModeReplay {
+		return
+	}
+	g.scope(c, method, path)
+	if c.Err == nil && keyed {
+		c.Fingerprint, c.Err = hashBody(&http.Request{Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))})
+	}
+}
+
+func (g *Guard) scope(c *flow.Call, method, path string) {
+	c.Method, c.Route = cmp.Or(method, http.MethodGet), cmp.Or(routePath(c.Route), path)
 }
 
 // Admit sets on h the RateLimit fields of a request p lets go ahead, and

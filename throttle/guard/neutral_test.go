@@ -2,13 +2,17 @@ package guard_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/guard"
@@ -79,4 +83,51 @@ func TestGuardWithoutNetHTTP(t *testing.T) {
 	assert.Equal(t, []string{"true"}, h["Idempotent-Replayed"])
 	assert.Equal(t, []string{"text/plain"}, h["Content-Type"])
 	assert.Equal(t, []string{strconv.Itoa(len("order 1"))}, h["Content-Length"])
+}
+
+// TestScope: Scope completes a Replay's call as Serve does, so that a
+// request served through Job (fasthttp) finds the record a request through
+// Serve (net/http) left under the same key, and a reused Idempotency-Key
+// with another body gets 422 in either; other guards leave the call alone.
+func TestScope(t *testing.T) {
+	r, err := throttle.NewReplay(memstore.New(), throttle.ReplayConfig{Name: "orders", TTL: time.Minute})
+	require.NoError(t, err)
+	g := guard.Replay(r)
+	serveHTTP := func(body string) int {
+		req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", `"k1"`)
+		w := httptest.NewRecorder()
+		var rej guard.Rejection
+		if g.Serve(w, req, flow.Call{Route: "/orders", ID: "u"}, &rej, func(_ *http.Request, c *guard.Capture) int {
+			w.WriteHeader(http.StatusCreated)
+			c.WriteHeader(w.Header(), http.StatusCreated)
+			return http.StatusCreated
+		}) {
+			return w.Code
+		}
+		rej.Write(w)
+		return w.Code
+	}
+	scoped := func(body []byte, keyed bool) flow.Call {
+		c := flow.Call{Route: "/orders", ID: "u"}
+		g.Scope(&c, http.MethodPost, "/ignored", keyed, body)
+		return c
+	}
+	require.Equal(t, http.StatusCreated, serveHTTP("a"))
+	var ref flow.Refusal
+	for body, want := range map[string]flow.Reason{"a": flow.ReasonReplayed, "b": flow.ReasonKeyReused} {
+		c := scoped([]byte(body), true)
+		assert.Equal(t, "POST", c.Method)
+		assert.Equal(t, "/orders", c.Route)
+		ran := g.Job().Serve(context.Background(), c, &ref, func(flow.Permit) flow.Outcome { return flow.Outcome{} })
+		assert.False(t, ran, "body %q", body)
+		assert.Equal(t, want, ref.Reason, "body %q", body)
+	}
+	assert.Empty(t, scoped([]byte("a"), false).Fingerprint, "without an Idempotency-Key")
+	var ke *keyfuncs.Error
+	require.ErrorAs(t, scoped(make([]byte, 1<<20+1), true).Err, &ke, "a body over 1 MiB")
+	assert.Equal(t, http.StatusRequestEntityTooLarge, ke.HTTPStatus())
+	c := flow.Call{Route: "/orders/:id", ID: "u"}
+	guard.Lock(newLock(t, throttle.LockConfig{Name: "submit"})).Scope(&c, http.MethodPost, "/orders/7", true, []byte("a"))
+	assert.Equal(t, flow.Call{Route: "/orders/:id", ID: "u"}, c, "a Lock's call")
 }

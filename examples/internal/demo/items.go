@@ -37,8 +37,13 @@ func times(r throttle.Rate, n int) throttle.Rate {
 // ItemsRates returns the rates of a GET /api/items request: the pro plan's
 // for a user whose id (UserID) begins with ProPrefix, else the free plan's.
 // guard.Quota calls it for each request.
-func ItemsRates(r *http.Request, _ string) []throttle.Rate {
-	if strings.HasPrefix(UserID(r), ProPrefix) {
+func ItemsRates(r *http.Request, _ string) []throttle.Rate { return PlanRates(UserID(r)) }
+
+// PlanRates returns the rates of GET /api/items for the user id (UserID):
+// the pro plan's for an id that begins with ProPrefix, else the free
+// plan's.
+func PlanRates(id string) []throttle.Rate {
+	if strings.HasPrefix(id, ProPrefix) {
 		return proItems
 	}
 	return freeItems

@@ -55,8 +55,12 @@ func NewOrdersReplay(store store.Store, s Settings) (*throttle.Replay, error) {
 // hash of its body. The checkout form carries a field unique to each page
 // load, so that two checkouts are two orders and a double click is one.
 func OrderKey(user keyfuncs.Func) keyfuncs.Func {
-	return keyfuncs.Join(user, keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1<<20)))
+	return keyfuncs.Join(user, OrderRequest)
 }
+
+// OrderRequest is the part of OrderKey after the user: the request's
+// Idempotency-Key, or else the hash of its body.
+var OrderRequest = keyfuncs.IdempotencyKey(keyfuncs.BodyHash(1 << 20))
 
 // Order is a placed order, the JSON body of POST /orders (201) and of
 // GET /orders/{id}.
