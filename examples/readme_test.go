@@ -32,10 +32,12 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/overload"
 	storepkg "github.com/go-throttle/throttle/throttle/store"
 )
 
@@ -49,6 +51,9 @@ var (
 	key, user  keyfuncs.Func
 	submitGin  gin.HandlerFunc
 	submitEcho echo.HandlerFunc
+	app        *fiber.App
+	submitFiber fiber.Handler
+	report     *overload.Limiter
 	submit     http.Handler
 	lock       *throttle.Lock
 	search     *throttle.Quota
@@ -76,7 +81,9 @@ var readmeImports = map[string]string{
 	"nethttp":    "github.com/go-throttle/throttle/nethttp",
 	"ginadapter": "github.com/go-throttle/throttle/ginadapter", "echoadapter": "github.com/go-throttle/throttle/echoadapter",
 	"fiberadapter": "github.com/go-throttle/throttle/fiberadapter",
-	"throttle":     "github.com/go-throttle/throttle/throttle", "guard": "github.com/go-throttle/throttle/throttle/guard",
+	"grpc":         "google.golang.org/grpc", "grpcadapter": "github.com/go-throttle/throttle/grpcadapter",
+	"flow":     "github.com/go-throttle/throttle/throttle/flow",
+	"throttle": "github.com/go-throttle/throttle/throttle", "guard": "github.com/go-throttle/throttle/throttle/guard",
 	"overload": "github.com/go-throttle/throttle/throttle/overload",
 	"memstore": "github.com/go-throttle/throttle/throttle/memstore", "redisstore": "github.com/go-throttle/throttle/throttle/redisstore",
 	"promthrottle": "github.com/go-throttle/throttle/throttle/promthrottle", "otelthrottle": "github.com/go-throttle/throttle/throttle/otelthrottle",
