@@ -259,7 +259,7 @@ func TestWorkersShareCustomers(t *testing.T) {
 func TestWorkerRoundsFence(t *testing.T) {
 	srv := redistest.Start(t)
 	p := startWorker(t, "-redis", srv.Addr, "-id", "solo", "-customers", "3", "-rounds", "3",
-		"-work", "700ms", "-ttl", "300ms")
+		"-work", "1200ms", "-ttl", "1s") // a lease the refresher must keep alive, with room for a loaded machine
 	lines, code := p.wait()
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
