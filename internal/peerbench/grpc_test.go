@@ -1,0 +1,313 @@
+package peerbench
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit"
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/go-throttle/throttle/grpcadapter"
+	"github.com/go-throttle/throttle/throttle"
+	"github.com/go-throttle/throttle/throttle/flow"
+	"github.com/go-throttle/throttle/throttle/memstore"
+)
+
+// The gRPC comparison: one unary method, test.Svc/Call on
+// google.protobuf.Struct (no generated code), keyed by the x-user-id
+// metadata, behind throttle's grpcadapter.Unary on a memstore Quota or
+// behind go-grpc-middleware's ratelimit interceptor on x/time/rate token
+// buckets.
+const (
+	callMethod = "/test.Svc/Call"
+	userMD     = "x-user-id"
+)
+
+// A mix is what every call of a run gets: admitted (a rate no user
+// reaches) or refused with RESOURCE_EXHAUSTED (one call an hour, spent by
+// the untimed pass over every user before the timer starts).
+type mix struct {
+	name   string
+	limit  int
+	window time.Duration
+	want   codes.Code
+}
+
+var mixes = []mix{
+	{"admitted", limit, window, codes.OK},
+	{"refused", 1, time.Hour, codes.ResourceExhausted},
+}
+
+// every is a token bucket's refill interval for m: limit tokens a window,
+// with a burst of limit, the same allowance as a Quota of m.
+func (m mix) every() rate.Limit { return rate.Every(m.window / time.Duration(m.limit)) }
+
+// errLimited is the bucket limiters' refusal: go-grpc-middleware wraps it
+// in RESOURCE_EXHAUSTED.
+var errLimited = errors.New("rate limit exceeded")
+
+// userBuckets is the bare limiter go-grpc-middleware leaves to its users:
+// a token bucket per x-user-id in a map behind one mutex (echo's memory
+// store is built the same way). A call without the metadata is refused.
+type userBuckets struct {
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+	every   rate.Limit
+	burst   int
+}
+
+func (u *userBuckets) Limit(ctx context.Context) error {
+	v := metadata.ValueFromIncomingContext(ctx, userMD)
+	if len(v) == 0 || v[0] == "" {
+		return errLimited
+	}
+	u.mu.Lock()
+	b, ok := u.buckets[v[0]]
+	if !ok {
+		b = rate.NewLimiter(u.every, u.burst)
+		u.buckets[v[0]] = b
+	}
+	u.mu.Unlock()
+	if !b.Allow() {
+		return errLimited
+	}
+	return nil
+}
+
+// oneBucket is the shape of go-grpc-middleware's own example: one token
+// bucket for the whole server, whoever calls (key cardinality 1).
+type oneBucket struct{ *rate.Limiter }
+
+func (o oneBucket) Limit(context.Context) error {
+	if !o.Allow() {
+		return errLimited
+	}
+	return nil
+}
+
+// A grpcCase builds its interceptor per run (so each run starts on an
+// empty store); a nil interceptor is the bare server.
+type grpcCase struct {
+	name  string
+	build func(tb testing.TB, m mix) grpc.UnaryServerInterceptor
+}
+
+var grpcCases = []grpcCase{
+	{name: "bare", build: func(testing.TB, mix) grpc.UnaryServerInterceptor { return nil }},
+	{
+		name: "throttle-quota",
+		build: func(tb testing.TB, m mix) grpc.UnaryServerInterceptor {
+			q, err := throttle.NewQuota(memstore.New(), throttle.QuotaConfig{Name: "peer", Options: opts})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return grpcadapter.Unary(flow.Quota(q, throttle.Rate{Limit: m.limit, Window: m.window}), grpcadapter.Metadata(userMD))
+		},
+	},
+	{
+		name: "grpcmw-ratelimit-user-buckets",
+		build: func(_ testing.TB, m mix) grpc.UnaryServerInterceptor {
+			return ratelimit.UnaryServerInterceptor(&userBuckets{buckets: map[string]*rate.Limiter{}, every: m.every(), burst: m.limit})
+		},
+	},
+	{
+		name: "grpcmw-ratelimit-one-bucket",
+		build: func(_ testing.TB, m mix) grpc.UnaryServerInterceptor {
+			return ratelimit.UnaryServerInterceptor(oneBucket{rate.NewLimiter(m.every(), m.limit)})
+		},
+	},
+}
+
+// callResp is every admitted call's answer, built once.
+var callResp = &structpb.Struct{}
+
+func callHandler(ctx context.Context, _ any) (any, error) { return callResp, nil }
+
+// check fails the benchmark when a call's code is not the mix's.
+func check(tb testing.TB, m mix, i int, id string, err error) {
+	if c := status.Code(err); c != m.want {
+		tb.Fatalf("call %d (user %s): %v, want %v", i, id, err, m.want)
+	}
+}
+
+// headerStream is the server transport stream of a direct call: it takes
+// the header metadata and sends nothing, so that SetHeader costs what the
+// interceptor builds, not a transport's write.
+type headerStream struct{ grpc.ServerTransportStream }
+
+func (headerStream) Method() string               { return callMethod }
+func (headerStream) SetHeader(metadata.MD) error  { return nil }
+func (headerStream) SendHeader(metadata.MD) error { return nil }
+
+// driveDirect calls icpt as a server would, with no network, on this
+// goroutine: call i is user ids[i%len(ids)], whose incoming context is
+// built before the timer starts. One untimed pass over every user comes
+// first (it spends each user's call in the refused mix).
+func driveDirect(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []string) {
+	ctxs := make([]context.Context, len(ids))
+	for i, id := range ids {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(userMD, id))
+		ctxs[i] = grpc.NewContextWithServerTransportStream(ctx, headerStream{})
+	}
+	req := &structpb.Struct{}
+	info := &grpc.UnaryServerInfo{FullMethod: callMethod}
+	if icpt == nil {
+		icpt = func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(ctx, req)
+		}
+	}
+	for i := range ids {
+		_, _ = icpt(ctxs[i], req, info, callHandler)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, err := icpt(ctxs[i%len(ids)], req, info, callHandler)
+		check(b, m, i, ids[i%len(ids)], err)
+	}
+}
+
+// serveGRPC starts a real gRPC server on 127.0.0.1:0 serving test.Svc
+// behind icpt (none when nil), and returns a client connection to it;
+// both end with tb.
+func serveGRPC(tb testing.TB, icpt grpc.UnaryServerInterceptor) *grpc.ClientConn {
+	tb.Helper()
+	var sopts []grpc.ServerOption
+	if icpt != nil {
+		sopts = append(sopts, grpc.UnaryInterceptor(icpt))
+	}
+	srv := grpc.NewServer(sopts...)
+	srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Svc",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{MethodName: "Call", Handler: func(_ any, ctx context.Context, dec func(any) error,
+			icpt grpc.UnaryServerInterceptor) (any, error) {
+			in := new(structpb.Struct)
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			if icpt == nil {
+				return callHandler(ctx, in)
+			}
+			return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: callMethod}, callHandler)
+		}}},
+	}, struct{}{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		srv.Stop()
+		<-done
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = conn.Close()
+		srv.Stop()
+		<-done
+	})
+	return conn
+}
+
+// driveLoopback calls a real server over loopback TCP with a real client,
+// one call at a time from this goroutine, call i as user
+// ids[i%len(ids)]; the untimed pass over every user comes first.
+func driveLoopback(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []string) {
+	conn := serveGRPC(b, icpt)
+	ctxs := make([]context.Context, len(ids))
+	for i, id := range ids {
+		ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), userMD, id)
+	}
+	req := &structpb.Struct{}
+	for i := range ids {
+		_ = conn.Invoke(ctxs[i], callMethod, req, new(structpb.Struct))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := conn.Invoke(ctxs[i%len(ids)], callMethod, req, new(structpb.Struct))
+		check(b, m, i, ids[i%len(ids)], err)
+	}
+}
+
+// BenchmarkGRPCPeers compares throttle's unary interceptor with
+// go-grpc-middleware's ratelimit interceptor on token buckets, every call
+// of a run admitted or every call refused, with 1,024 or 65,536 users
+// taken in turn. "direct" calls the interceptor on one goroutine with no
+// network; "loopback" makes each call through a real server and client
+// over TCP, one call in flight. The bare server has no interceptor; the
+// one-bucket case ignores the user (one bucket for the server).
+func BenchmarkGRPCPeers(b *testing.B) {
+	for _, drive := range []struct {
+		name string
+		run  func(*testing.B, grpc.UnaryServerInterceptor, mix, []string)
+	}{{"direct", driveDirect}, {"loopback", driveLoopback}} {
+		b.Run(drive.name, func(b *testing.B) {
+			for _, n := range []int{1 << 10, 1 << 16} {
+				ids := users(n)
+				for _, m := range mixes {
+					b.Run("users="+strconv.Itoa(n)+"/"+m.name, func(b *testing.B) {
+						for _, c := range grpcCases {
+							if c.name == "bare" && m.want != codes.OK {
+								continue // the bare server refuses nothing
+							}
+							b.Run(c.name, func(b *testing.B) { drive.run(b, c.build(b, m), m, ids) })
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestGRPCPeers calls each case over loopback once per user of a small
+// set, twice: in each mix the second round must get the mix's code (the
+// first spends the refused mix's one call). throttle's answers must carry
+// the RateLimit header metadata, which is part of what its row costs;
+// with -v it logs the header metadata each case sends.
+func TestGRPCPeers(t *testing.T) {
+	ids := users(8)
+	for _, m := range mixes {
+		for _, c := range grpcCases {
+			if c.name == "bare" && m.want != codes.OK {
+				continue
+			}
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				conn := serveGRPC(t, c.build(t, m))
+				for round := range 2 {
+					for _, id := range ids {
+						var md metadata.MD
+						ctx := metadata.AppendToOutgoingContext(context.Background(), userMD, id)
+						err := conn.Invoke(ctx, callMethod, &structpb.Struct{}, new(structpb.Struct), grpc.Header(&md))
+						if round == 0 {
+							continue
+						}
+						if status.Code(err) != m.want {
+							t.Fatalf("user %s: %v, want %v", id, err, m.want)
+						}
+						if c.name == "throttle-quota" && (len(md["ratelimit"]) == 0 || len(md["ratelimit-policy"]) == 0) {
+							t.Fatalf("user %s: header metadata %v, want ratelimit and ratelimit-policy", id, md)
+						}
+						if id == ids[len(ids)-1] {
+							t.Logf("ratelimit-policy %q, ratelimit %q; %v", md["ratelimit-policy"], md["ratelimit"], err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
