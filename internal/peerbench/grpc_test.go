@@ -3,9 +3,11 @@ package peerbench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/go-throttle/throttle/grpcadapter"
+	"github.com/go-throttle/throttle/internal/benchload"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -85,17 +88,6 @@ func (u *userBuckets) Limit(ctx context.Context) error {
 	return nil
 }
 
-// oneBucket is the shape of go-grpc-middleware's own example: one token
-// bucket for the whole server, whoever calls (key cardinality 1).
-type oneBucket struct{ *rate.Limiter }
-
-func (o oneBucket) Limit(context.Context) error {
-	if !o.Allow() {
-		return errLimited
-	}
-	return nil
-}
-
 // A grpcCase builds its interceptor per run (so each run starts on an
 // empty store); a nil interceptor is the bare server.
 type grpcCase struct {
@@ -119,12 +111,6 @@ var grpcCases = []grpcCase{
 		name: "grpcmw-ratelimit-user-buckets",
 		build: func(_ testing.TB, m mix) grpc.UnaryServerInterceptor {
 			return ratelimit.UnaryServerInterceptor(&userBuckets{buckets: map[string]*rate.Limiter{}, every: m.every(), burst: m.limit})
-		},
-	},
-	{
-		name: "grpcmw-ratelimit-one-bucket",
-		build: func(_ testing.TB, m mix) grpc.UnaryServerInterceptor {
-			return ratelimit.UnaryServerInterceptor(oneBucket{rate.NewLimiter(m.every(), m.limit)})
 		},
 	},
 }
@@ -245,19 +231,22 @@ func driveLoopback(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []
 }
 
 // BenchmarkGRPCPeers compares throttle's unary interceptor with
-// go-grpc-middleware's ratelimit interceptor on token buckets, every call
-// of a run admitted or every call refused, with 1,024 or 65,536 users
-// taken in turn. "direct" calls the interceptor on one goroutine with no
-// network; "loopback" makes each call through a real server and client
-// over TCP, one call in flight. The bare server has no interceptor; the
-// one-bucket case ignores the user (one bucket for the server).
+// go-grpc-middleware's ratelimit interceptor on per-user token buckets,
+// every call of a run admitted or every call refused, one call at a time
+// from one goroutine. "direct" calls the interceptor with no network,
+// with 1,024 or 65,536 users taken in turn; "loopback" makes each call
+// through a real server and client over TCP, with 1,024 users (the
+// untimed pass over 65,536 would take seconds a run, and the store's
+// share of a call is the direct row's). The bare server has no
+// interceptor.
 func BenchmarkGRPCPeers(b *testing.B) {
 	for _, drive := range []struct {
-		name string
-		run  func(*testing.B, grpc.UnaryServerInterceptor, mix, []string)
-	}{{"direct", driveDirect}, {"loopback", driveLoopback}} {
+		name  string
+		run   func(*testing.B, grpc.UnaryServerInterceptor, mix, []string)
+		users []int
+	}{{"direct", driveDirect, []int{1 << 10, 1 << 16}}, {"loopback", driveLoopback, []int{1 << 10}}} {
 		b.Run(drive.name, func(b *testing.B) {
-			for _, n := range []int{1 << 10, 1 << 16} {
+			for _, n := range drive.users {
 				ids := users(n)
 				for _, m := range mixes {
 					b.Run("users="+strconv.Itoa(n)+"/"+m.name, func(b *testing.B) {
@@ -271,6 +260,47 @@ func BenchmarkGRPCPeers(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkGRPCPeersPaired makes the loopback calls of BenchmarkGRPCPeers
+// (1,024 users, each mix) to one server per case, interleaved in rounds
+// (benchload.Paired), so that the load of a shared machine hits every case
+// alike: at 1 and 16 concurrent callers on one client connection per
+// server. The first op is the bucket limiter: throttle-quota/grpcmw-... is
+// throttle's throughput relative to it (0.5 is half as fast), and its
+// -med the median over rounds.
+func BenchmarkGRPCPeersPaired(b *testing.B) {
+	ids := users(1 << 10)
+	order := []int{2, 1, 0} // grpcCases: buckets first, then throttle, then bare
+	for _, m := range mixes {
+		for _, conc := range []int{1, 16} {
+			b.Run("users=1024/"+m.name+"/c"+strconv.Itoa(conc), func(b *testing.B) {
+				var ops []benchload.Op
+				for _, i := range order {
+					c := grpcCases[i]
+					if c.name == "bare" && m.want != codes.OK {
+						continue
+					}
+					conn := serveGRPC(b, c.build(b, m))
+					ctxs := make([]context.Context, len(ids))
+					for i, id := range ids {
+						ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), userMD, id)
+						_ = conn.Invoke(ctxs[i], callMethod, &structpb.Struct{}, new(structpb.Struct))
+					}
+					var next atomic.Int64
+					ops = append(ops, benchload.Op{Name: c.name, Call: func() error {
+						i := int(next.Add(1)) % len(ids)
+						err := conn.Invoke(ctxs[i], callMethod, &structpb.Struct{}, new(structpb.Struct))
+						if c := status.Code(err); c != m.want {
+							return fmt.Errorf("user %s: %w, want %v", ids[i], err, m.want)
+						}
+						return nil
+					}})
+				}
+				benchload.Paired(b, conc, ops)
+			})
+		}
 	}
 }
 
