@@ -120,12 +120,9 @@ var callResp = &structpb.Struct{}
 
 func callHandler(ctx context.Context, _ any) (any, error) { return callResp, nil }
 
-// check fails the benchmark when a call's code is not the mix's.
-func check(tb testing.TB, m mix, i int, id string, err error) {
-	if c := status.Code(err); c != m.want {
-		tb.Fatalf("call %d (user %s): %v, want %v", i, id, err, m.want)
-	}
-}
+// A caller makes call i as user ids[i%len(ids)] and returns its error.
+// It is safe for concurrent use.
+type caller func(i int) error
 
 // headerStream is the server transport stream of a direct call: it takes
 // the header metadata and sends nothing, so that SetHeader costs what the
@@ -136,11 +133,9 @@ func (headerStream) Method() string               { return callMethod }
 func (headerStream) SetHeader(metadata.MD) error  { return nil }
 func (headerStream) SendHeader(metadata.MD) error { return nil }
 
-// driveDirect calls icpt as a server would, with no network, on this
-// goroutine: call i is user ids[i%len(ids)], whose incoming context is
-// built before the timer starts. One untimed pass over every user comes
-// first (it spends each user's call in the refused mix).
-func driveDirect(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []string) {
+// direct calls icpt as a server would, with no network: each user's
+// incoming context is built here, before any timer starts.
+func direct(_ testing.TB, icpt grpc.UnaryServerInterceptor, ids []string) caller {
 	ctxs := make([]context.Context, len(ids))
 	for i, id := range ids {
 		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(userMD, id))
@@ -153,14 +148,23 @@ func driveDirect(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []st
 			return h(ctx, req)
 		}
 	}
-	for i := range ids {
-		_, _ = icpt(ctxs[i], req, info, callHandler)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	return func(i int) error {
 		_, err := icpt(ctxs[i%len(ids)], req, info, callHandler)
-		check(b, m, i, ids[i%len(ids)], err)
+		return err
+	}
+}
+
+// loopback calls a real server behind icpt over loopback TCP with a real
+// client (one connection); each user's outgoing context is built here.
+func loopback(tb testing.TB, icpt grpc.UnaryServerInterceptor, ids []string) caller {
+	conn := serveGRPC(tb, icpt)
+	ctxs := make([]context.Context, len(ids))
+	for i, id := range ids {
+		ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), userMD, id)
+	}
+	req := &structpb.Struct{}
+	return func(i int) error {
+		return conn.Invoke(ctxs[i%len(ids)], callMethod, req, new(structpb.Struct))
 	}
 }
 
@@ -209,99 +213,105 @@ func serveGRPC(tb testing.TB, icpt grpc.UnaryServerInterceptor) *grpc.ClientConn
 	return conn
 }
 
-// driveLoopback calls a real server over loopback TCP with a real client,
-// one call at a time from this goroutine, call i as user
-// ids[i%len(ids)]; the untimed pass over every user comes first.
-func driveLoopback(b *testing.B, icpt grpc.UnaryServerInterceptor, m mix, ids []string) {
-	conn := serveGRPC(b, icpt)
-	ctxs := make([]context.Context, len(ids))
-	for i, id := range ids {
-		ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), userMD, id)
-	}
-	req := &structpb.Struct{}
+// warm makes one untimed call per user, so that each limiter starts the
+// timed part in its steady state (every user known; in the refused mix,
+// every user's one call spent), and returns call checked against m: an
+// error for any code but the mix's.
+func warm(call caller, m mix, ids []string) caller {
 	for i := range ids {
-		_ = conn.Invoke(ctxs[i], callMethod, req, new(structpb.Struct))
+		_ = call(i)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		err := conn.Invoke(ctxs[i%len(ids)], callMethod, req, new(structpb.Struct))
-		check(b, m, i, ids[i%len(ids)], err)
+	return func(i int) error {
+		if err := call(i); status.Code(err) != m.want {
+			return fmt.Errorf("call %d (user %s): %v, want %v", i, ids[i%len(ids)], err, m.want)
+		}
+		return nil
 	}
 }
+
+// A driver is direct or loopback, and the key cardinalities it runs with.
+type driver struct {
+	name  string
+	new   func(testing.TB, grpc.UnaryServerInterceptor, []string) caller
+	users []int
+}
+
+// drivers: loopback runs with 1,024 users only, since its untimed pass
+// over 65,536 would take seconds a run, and the store's share of a call
+// is the direct row's.
+var drivers = []driver{{"direct", direct, []int{1 << 10, 1 << 16}}, {"loopback", loopback, []int{1 << 10}}}
+
+// eachRun runs f as a sub-benchmark for every driver, key cardinality and
+// mix, named driver/users=N/mix.
+func eachRun(b *testing.B, f func(b *testing.B, d driver, m mix, ids []string)) {
+	for _, d := range drivers {
+		for _, n := range d.users {
+			ids := users(n)
+			for _, m := range mixes {
+				b.Run(d.name+"/users="+strconv.Itoa(n)+"/"+m.name, func(b *testing.B) { f(b, d, m, ids) })
+			}
+		}
+	}
+}
+
+// runs says whether case c runs in mix m: the bare server refuses nothing.
+func (c grpcCase) runs(m mix) bool { return c.name != "bare" || m.want == codes.OK }
 
 // BenchmarkGRPCPeers compares throttle's unary interceptor with
 // go-grpc-middleware's ratelimit interceptor on per-user token buckets,
 // every call of a run admitted or every call refused, one call at a time
-// from one goroutine. "direct" calls the interceptor with no network,
-// with 1,024 or 65,536 users taken in turn; "loopback" makes each call
-// through a real server and client over TCP, with 1,024 users (the
-// untimed pass over 65,536 would take seconds a run, and the store's
-// share of a call is the direct row's). The bare server has no
-// interceptor.
+// from one goroutine, users taken in turn. "direct" calls the interceptor
+// with no network; "loopback" makes each call through a real server and
+// client over TCP. The bare server has no interceptor.
 func BenchmarkGRPCPeers(b *testing.B) {
-	for _, drive := range []struct {
-		name  string
-		run   func(*testing.B, grpc.UnaryServerInterceptor, mix, []string)
-		users []int
-	}{{"direct", driveDirect, []int{1 << 10, 1 << 16}}, {"loopback", driveLoopback, []int{1 << 10}}} {
-		b.Run(drive.name, func(b *testing.B) {
-			for _, n := range drive.users {
-				ids := users(n)
-				for _, m := range mixes {
-					b.Run("users="+strconv.Itoa(n)+"/"+m.name, func(b *testing.B) {
-						for _, c := range grpcCases {
-							if c.name == "bare" && m.want != codes.OK {
-								continue // the bare server refuses nothing
-							}
-							b.Run(c.name, func(b *testing.B) { drive.run(b, c.build(b, m), m, ids) })
-						}
-					})
-				}
+	eachRun(b, func(b *testing.B, d driver, m mix, ids []string) {
+		for _, c := range grpcCases {
+			if !c.runs(m) {
+				continue
 			}
-		})
-	}
+			b.Run(c.name, func(b *testing.B) {
+				call := warm(d.new(b, c.build(b, m), ids), m, ids)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := call(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	})
 }
 
-// BenchmarkGRPCPeersPaired makes the loopback calls of BenchmarkGRPCPeers
-// (1,024 users, each mix) to one server per case, interleaved in rounds
-// (benchload.Paired), so that the load of a shared machine hits every case
-// alike: at 1 and 16 concurrent callers on one client connection per
-// server. The first op is the bucket limiter: throttle-quota/grpcmw-... is
-// throttle's throughput relative to it (0.5 is half as fast), and its
-// -med the median over rounds.
+// BenchmarkGRPCPeersPaired makes the calls of BenchmarkGRPCPeers
+// interleaved in rounds (benchload.Paired), so that the load of a shared
+// machine hits every case alike; loopback also at 16 concurrent callers,
+// on one client connection per server. Each call is timed, which adds
+// the same clock reads to every case: a direct case's cost is its -ns
+// less bare-ns. The first op is the bucket limiter, so that
+// throttle-quota/grpcmw-ratelimit-user-buckets is throttle's throughput
+// relative to it (0.5: half as fast), and -med the median over rounds.
 func BenchmarkGRPCPeersPaired(b *testing.B) {
-	ids := users(1 << 10)
-	order := []int{2, 1, 0} // grpcCases: buckets first, then throttle, then bare
-	for _, m := range mixes {
-		for _, conc := range []int{1, 16} {
-			b.Run("users=1024/"+m.name+"/c"+strconv.Itoa(conc), func(b *testing.B) {
+	order := []int{2, 1, 0} // grpcCases: the bucket limiter first, then throttle, then bare
+	eachRun(b, func(b *testing.B, d driver, m mix, ids []string) {
+		concs := []int{1}
+		if d.name == "loopback" {
+			concs = append(concs, 16)
+		}
+		for _, conc := range concs {
+			b.Run("c"+strconv.Itoa(conc), func(b *testing.B) {
 				var ops []benchload.Op
 				for _, i := range order {
-					c := grpcCases[i]
-					if c.name == "bare" && m.want != codes.OK {
-						continue
+					if c := grpcCases[i]; c.runs(m) {
+						call := warm(d.new(b, c.build(b, m), ids), m, ids)
+						var next atomic.Int64
+						ops = append(ops, benchload.Op{Name: c.name, Call: func() error { return call(int(next.Add(1))) }})
 					}
-					conn := serveGRPC(b, c.build(b, m))
-					ctxs := make([]context.Context, len(ids))
-					for i, id := range ids {
-						ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), userMD, id)
-						_ = conn.Invoke(ctxs[i], callMethod, &structpb.Struct{}, new(structpb.Struct))
-					}
-					var next atomic.Int64
-					ops = append(ops, benchload.Op{Name: c.name, Call: func() error {
-						i := int(next.Add(1)) % len(ids)
-						err := conn.Invoke(ctxs[i], callMethod, &structpb.Struct{}, new(structpb.Struct))
-						if c := status.Code(err); c != m.want {
-							return fmt.Errorf("user %s: %w, want %v", ids[i], err, m.want)
-						}
-						return nil
-					}})
 				}
 				benchload.Paired(b, conc, ops)
 			})
 		}
-	}
+	})
 }
 
 // TestGRPCPeers calls each case over loopback once per user of a small
