@@ -100,20 +100,33 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 	if l.overloaded(now) {
 		d /= targetDivision
 	}
+	if o := l.q.newest; o != nil && now >= o.deadline {
+		// The waiter held for a newer one (see expired) gives way.
+		l.q.remove(o, now)
+		o.state = late
+		close(o.ready)
+	}
 	w := &waiter{since: now, deadline: now + d, ready: make(chan struct{})}
 	l.q.push(w, now)
 	l.mu.Unlock()
 
 	t := time.NewTimer(time.Duration(d))
-	select {
-	case <-w.ready:
-	case <-ctx.Done():
-	case <-t.C:
+	for {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		now = l.now()
+		l.mu.Lock()
+		if w.state != waiting || ctx.Err() != nil || l.expired(w, now) {
+			break
+		}
+		l.mu.Unlock()
+		t.Reset(time.Duration(w.since + l.interval() - now))
 	}
 	t.Stop()
 
-	now = l.now()
-	l.mu.Lock()
 	if w.state == waiting {
 		l.q.remove(w, now)
 		w.state = late
@@ -153,8 +166,9 @@ func (l *Limiter) dispatch(now int64) {
 		if lifo {
 			w = l.q.newest
 		}
+		expired := l.expired(w, now)
 		l.q.remove(w, now)
-		if now >= w.deadline {
+		if expired {
 			w.state = late
 		} else {
 			l.inFlight++
@@ -162,6 +176,19 @@ func (l *Limiter) dispatch(now int64) {
 		}
 		close(w.ready)
 	}
+}
+
+// expired reports whether waiter w is to be shed rather than granted a
+// permit at now, with l.mu held: whether its deadline passed. The newest
+// waiter is held past its deadline, up to the interval, until a newer one
+// comes: under overload, when requests arrive further apart than the
+// target, shedding it would leave the next permit that frees with nobody
+// to take it, and a slot of the service idle until the next arrival.
+func (l *Limiter) expired(w *waiter, now int64) bool {
+	if w == l.q.newest {
+		return now >= w.since+l.interval()
+	}
+	return now >= w.deadline
 }
 
 // overloaded reports whether the service showed a sign of overload in the
