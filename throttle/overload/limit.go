@@ -56,12 +56,6 @@ const (
 	staleGradient = 0.75
 	staleWindows  = 3
 	staleGap      = 5 * time.Second
-	// A probe proves its base clean when it ran at most cleanShare of
-	// the requests that keep the service busy at that base; the next
-	// cleanProbes probes then run at busy, and the one after halves again
-	// (see endProbe).
-	cleanShare  = 0.8
-	cleanProbes = 3
 )
 
 // adaptive is the limit of requests in flight and what it learns from
@@ -92,21 +86,14 @@ type adaptive struct {
 
 	// A probe of the base latency: while probing, the limit is halved so
 	// that requests stop waiting for each other (the equilibrium under
-	// overload is 1.25 × what keeps the service busy), but not below busy
-	// once the base is clean; the latencies of the requests granted since
-	// probeFrom are the base.
+	// overload is 1.25 × what keeps the service busy), and the latencies
+	// of the requests granted since probeFrom are the base.
 	probing   bool
 	probeFrom int64
 	probeN    int
 	probe     [probeSamples]int64
-	probeWith int // the most requests in flight when one of them was granted
 	nextProbe int64
 	probed    int64 // when the last probe ended
-	// clean is the base of the last probe that proved that requests did
-	// not wait for each other in the service, and cleanLeft how many
-	// probes after it may still run at busy (see endProbe).
-	clean     int64
-	cleanLeft int
 }
 
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
@@ -119,14 +106,7 @@ func newAdaptive(lo, hi int) adaptive {
 func (a *adaptive) permits() int {
 	l := a.limit
 	if a.probing {
-		half := math.Ceil(l / 2)
-		if a.cleanLeft > 0 {
-			// As many as keep every slot busy without a queue in the
-			// service (TCP BBR's window): the slots stay busy while the
-			// probe runs.
-			half = max(half, min(l, math.Round(a.busy)))
-		}
-		l = max(a.min, half)
+		l = max(a.min, math.Ceil(l/2))
 	}
 	return int(math.Round(l))
 }
@@ -136,7 +116,7 @@ func (a *adaptive) permits() int {
 func (a *adaptive) sample(now, start int64, with int) {
 	rtt := max(now-start, int64(time.Microsecond))
 	if a.probing {
-		a.sampleProbe(now, start, rtt, with)
+		a.sampleProbe(now, start, rtt)
 		return
 	}
 	a.last[a.n%windowSamples] = rtt
@@ -148,7 +128,7 @@ func (a *adaptive) sample(now, start int64, with int) {
 	a.judge(now)
 	a.reset(now)
 	if a.base > 0 && now >= a.nextProbe {
-		a.probing, a.probeFrom, a.probeN, a.probeWith = true, now, 0, 0
+		a.probing, a.probeFrom, a.probeN = true, now, 0
 	}
 }
 
@@ -201,50 +181,20 @@ func (a *adaptive) judge(now int64) {
 // sampleProbe learns the base latency from the requests granted since the
 // probe began, and ends the probe when it has enough of them or has run
 // long enough.
-func (a *adaptive) sampleProbe(now, start, rtt int64, with int) {
+func (a *adaptive) sampleProbe(now, start, rtt int64) {
 	if start >= a.probeFrom {
 		a.probe[a.probeN%probeSamples] = rtt
 		a.probeN++
-		a.probeWith = max(a.probeWith, with)
 	}
 	if a.probeN < probeSamples && now-a.probeFrom < max(8*a.base, int64(minProbe)) {
 		return
 	}
 	if a.probeN > 0 {
-		a.endProbe(a.probe[:min(a.probeN, probeSamples)])
+		a.base = median(a.probe[:min(a.probeN, probeSamples)])
 	}
 	a.probing, a.probed, a.stale = false, now, 0
 	a.scheduleProbe(now)
 	a.reset(now)
-}
-
-// endProbe takes the median of the probe's latencies s as the base
-// latency, and says whether the next probe may run at busy rather than
-// halve the limit. A probe at busy on a base that queueing in the service
-// inflated would measure the same inflated base (throughput × base is
-// then the requests in flight that inflated it), and keep it for good. So
-// a probe proves its base clean only when its latencies were flat (the
-// upper quartile within the tolerance of the least: no request waited
-// for another in the service, or every one did alike) and it ran clearly
-// fewer requests at once than keep the service busy at that base
-// (cleanShare of them; halving the floor runs 0.625 of them, and requests
-// that all waited alike in the service would be as many as busy). The
-// probes at busy after it keep it clean while their base stays within
-// half the tolerance of the clean one, and at most cleanProbes of them:
-// then one halves again, so that no estimate that went wrong lasts.
-func (a *adaptive) endProbe(s []int64) {
-	base := median(s)                                // sorts s
-	busy := a.busy * float64(base) / float64(a.base) // at the new base
-	flat := len(s) == probeSamples && float64(s[len(s)*3/4]) <= float64(s[0])*(1+tolerance)
-	switch {
-	case flat && float64(a.probeWith) <= cleanShare*busy:
-		a.clean, a.cleanLeft = base, cleanProbes
-	case a.cleanLeft > 0 && float64(base) <= float64(a.clean)*(1+tolerance/2):
-		a.cleanLeft--
-	default:
-		a.cleanLeft = 0
-	}
-	a.base = base
 }
 
 // scheduleProbe sets the next probe a period and some jitter after now.
