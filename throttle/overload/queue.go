@@ -110,23 +110,7 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 	l.q.push(w, now)
 	l.mu.Unlock()
 
-	t := time.NewTimer(time.Duration(d))
-	for {
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		now = l.now()
-		l.mu.Lock()
-		if w.state != waiting || ctx.Err() != nil || l.expired(w, now) {
-			break
-		}
-		l.mu.Unlock()
-		t.Reset(time.Duration(w.since + l.interval() - now))
-	}
-	t.Stop()
-
+	now = l.await(ctx, w, d)
 	if w.state == waiting {
 		l.q.remove(w, now)
 		w.state = late
@@ -150,6 +134,29 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 		return Permit{}, ctx.Err()
 	}
 	return Permit{}, l.shed(ctx, ReasonQueueTimeout)
+}
+
+// await waits until w is granted a permit or shed, ctx ends, or w
+// expires, the first timeout d after it began to wait. It returns with
+// l.mu held, and the time then.
+func (l *Limiter) await(ctx context.Context, w *waiter, d int64) int64 {
+	t := time.NewTimer(time.Duration(d))
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		now := l.now()
+		l.mu.Lock()
+		if w.state != waiting || ctx.Err() != nil || l.expired(w, now) {
+			return now
+		}
+		d = w.since + l.interval() - now // held: see expired
+		l.mu.Unlock()
+		t.Reset(time.Duration(d))
+	}
 }
 
 // dispatch grants free permits to waiters, with l.mu held: the oldest
