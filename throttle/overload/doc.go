@@ -34,12 +34,9 @@
 // CoDel is applied to request queues: at most the interval (100 ms, or
 // the base latency if longer), or the target (the interval / 20: 5 ms)
 // once the service showed overload within the last interval (a waiter
-// shed, or a queue that did not empty for an interval). The newest waiter,
-// though, waits past the target until a newer one comes (up to the
-// interval): when requests arrive further apart than the target, the next
-// permit to free still finds one ready. Waiters are served oldest first,
-// and newest first under overload: those whose clients are likeliest
-// still to be there. A waiter whose context ends leaves at once.
+// shed, or a queue that did not empty for an interval). Waiters are served
+// oldest first, and newest first under overload: those whose clients are
+// likeliest still to be there. A waiter whose context ends leaves at once.
 // At most 64 wait, or 4 per permit.
 //
 // The limit compares latencies, so give each group of requests of like

@@ -100,17 +100,20 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 	if l.overloaded(now) {
 		d /= targetDivision
 	}
-	if o := l.q.newest; o != nil && now >= o.deadline {
-		// The waiter held for a newer one (see expired) gives way.
-		l.q.remove(o, now)
-		o.state = late
-		close(o.ready)
-	}
 	w := &waiter{since: now, deadline: now + d, ready: make(chan struct{})}
 	l.q.push(w, now)
 	l.mu.Unlock()
 
-	now = l.await(ctx, w, d)
+	t := time.NewTimer(time.Duration(d))
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+
+	now = l.now()
+	l.mu.Lock()
 	if w.state == waiting {
 		l.q.remove(w, now)
 		w.state = late
@@ -136,29 +139,6 @@ func (l *Limiter) wait(ctx context.Context, now int64) (Permit, error) {
 	return Permit{}, l.shed(ctx, ReasonQueueTimeout)
 }
 
-// await waits until w is granted a permit or shed, ctx ends, or w
-// expires, the first timeout d after it began to wait. It returns with
-// l.mu held, and the time then.
-func (l *Limiter) await(ctx context.Context, w *waiter, d int64) int64 {
-	t := time.NewTimer(time.Duration(d))
-	defer t.Stop()
-	for {
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		now := l.now()
-		l.mu.Lock()
-		if w.state != waiting || ctx.Err() != nil || l.expired(w, now) {
-			return now
-		}
-		d = w.since + l.interval() - now // held: see expired
-		l.mu.Unlock()
-		t.Reset(time.Duration(d))
-	}
-}
-
 // dispatch grants free permits to waiters, with l.mu held: the oldest
 // first, or the newest first under overload (adaptive LIFO: the requests
 // whose clients are likeliest still there). A waiter past its deadline is
@@ -173,9 +153,8 @@ func (l *Limiter) dispatch(now int64) {
 		if lifo {
 			w = l.q.newest
 		}
-		expired := l.expired(w, now)
 		l.q.remove(w, now)
-		if expired {
+		if now >= w.deadline {
 			w.state = late
 		} else {
 			l.inFlight++
@@ -183,19 +162,6 @@ func (l *Limiter) dispatch(now int64) {
 		}
 		close(w.ready)
 	}
-}
-
-// expired reports whether waiter w is to be shed rather than granted a
-// permit at now, with l.mu held: whether its deadline passed. The newest
-// waiter is held past its deadline, up to the interval, until a newer one
-// comes: under overload, when requests arrive further apart than the
-// target, shedding it would leave the next permit that frees with nobody
-// to take it, and a slot of the service idle until the next arrival.
-func (l *Limiter) expired(w *waiter, now int64) bool {
-	if w == l.q.newest {
-		return now >= w.since+l.interval()
-	}
-	return now >= w.deadline
 }
 
 // overloaded reports whether the service showed a sign of overload in the
