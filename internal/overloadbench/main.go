@@ -2,9 +2,20 @@
 // /api/report of DESIGN.md §6 (four slots, 50 ms of work each: 80 requests
 // a second), driven open loop at 0.8×, 2× and 5× its capacity, behind each
 // guard of cases.go in turn, in one run on one machine. It prints Markdown
-// tables: goodput (200s within 10× the unloaded median) as a share of
-// capacity, the 200s' p99 against the unloaded p99, what was shed, and how
-// long each adaptive limit took to come back after the overload.
+// tables: goodput as a share of capacity, the 200s' p99 against the
+// unloaded p99, what was shed, and how long each adaptive limit took to
+// come back after the overload.
+//
+// Goodput is the rate of good answers (200s within 10× the unloaded
+// median of their arrival) completed during the steady part of a phase,
+// from a second after it began to its end, whatever phase they arrived in,
+// over that window's length. Counted by arrival instead (the old column,
+// still printed), a guard that keeps a standing queue gets credit for the
+// backlog it answers after the phase ended, and can reach more than 100%
+// of capacity on a short phase; by completion, it gets credit only for
+// what its service did while the load held, and the backlog it carries in
+// from the phase before counts only if answered in time. The p99 is of the
+// 200s of requests that arrived in the phase.
 //
 //	cd internal/overloadbench && go run .                  # every case, 30 s phases: about 13 minutes
 //	cd internal/overloadbench && go run . -phase 3s -recovery 12s   # a smoke run

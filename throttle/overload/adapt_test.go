@@ -108,3 +108,33 @@ func TestSlowerServiceIsMeasuredAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestInflatedBaseIsMeasuredAgain: a limiter that starts under a 5×
+// overload measures its first base latency with requests waiting for
+// each other in the service (its limit starts at 8, for four slots with
+// up to 5 ms of jitter): some 90 ms for 50 ms of work. The probes, each
+// at half the limit, measure it again until no request waits for another,
+// and the base comes down to the unloaded one. (A probe that ran as many
+// requests as keep the service busy, throughput × base, would measure the
+// inflated base again, those being the requests that inflated it, and
+// keep it for good.)
+func TestInflatedBaseIsMeasuredAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, overload.Config{})
+		svc := newService(4, 50*time.Millisecond)
+		svc.jitter = 5 * time.Millisecond
+		s := newSim(l, svc)
+		s.run(0, 400, 5*time.Second)
+		inflated := l.Stats().BaseLatency
+		s.run(1, 400, 115*time.Second)
+		s.end()
+		base := l.Stats().BaseLatency
+		t.Logf("base latency %v after 5 s, %v after 120 s", inflated, base)
+		if inflated < 60*time.Millisecond {
+			t.Errorf("base latency %v after 5 s: not inflated, the test tests nothing", inflated)
+		}
+		if base > 55*time.Millisecond {
+			t.Errorf("base latency %v after 120 s, want at most 55ms", base)
+		}
+	})
+}
