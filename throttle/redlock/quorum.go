@@ -55,21 +55,30 @@ func (t *tally) add(a answer) {
 }
 
 // settled is fan's rule for an acquisition: whether to stop waiting, and
-// whether to wait briefly for the last nodes first. A refusal or a split
-// vote waits briefly for them (they may be down), which may be ours: then
-// we may be the keeper. A failure without grants waits for the other quick
+// whether to wait briefly for the last nodes first. A refusal waits briefly
+// for them (they may be down); a split vote first waits, up to the node
+// timeout, for the nodes below its lowest grant, which may be ours: then we
+// are the keeper. A failure without grants waits for the other quick
 // refusals.
 func (t *tally) settled() (bool, bool) {
 	switch all := t.outstanding() == 0; t.verdict() {
 	case won:
 		return true, false
 	case refused:
-		return all, true
+		// A split vote (grants of ours among the refusals) waits for the
+		// nodes below its lowest grant, up to the node timeout: they tell
+		// whether it is the keeper (round.decide). Deciding without them,
+		// two voters could each miss the other's lower grant and neither
+		// keep: nobody would win.
+		return all, t.ours == 0 || t.answeredBelow(slices.Min(t.oursAt))
 	case failed:
 		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
 	}
 	return false, t.split()
 }
+
+// answeredBelow reports whether every node before node i has answered.
+func (t *tally) answeredBelow(i int) bool { return !slices.Contains(t.seen[:i], false) }
 
 func (t *tally) answered() int { return t.ours + t.other + t.gone }
 
