@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,21 +55,25 @@ func TestKeepAliveHoldsPastTTL(t *testing.T) {
 // TestKeepAliveStopIsIdempotent checks the stop function of KeepAlive on its
 // own: calling it twice is harmless, it cancels the work context with a
 // plain context.Canceled (not ErrLost), and the lease can be released after.
+// It runs in a synctest bubble: a 30 ms lease outlives 100 ms of work only
+// by its refreshes, which a loaded machine must not be able to delay.
 func TestKeepAliveStopIsIdempotent(t *testing.T) {
-	b := memBackend(t)
-	l := newLock(t, b.store, throttle.LockConfig{Name: "stop", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond})
-	ctx := context.Background()
-	lease, err := l.Acquire(ctx, "x")
-	require.NoError(t, err)
-	wctx, stop := lease.KeepAlive(ctx)
-	require.Same(t, lease, throttle.LeaseFrom(wctx), "work context does not carry the lease")
-	time.Sleep(100 * time.Millisecond) // a few refreshes
-	require.NoError(t, wctx.Err(), "work cancelled while the lease was refreshed: %v", context.Cause(wctx))
-	stop()
-	stop()
-	require.ErrorIs(t, context.Cause(wctx), context.Canceled, "cause after stop")
-	require.NotErrorIs(t, context.Cause(wctx), throttle.ErrLost, "cause after stop")
-	require.NoError(t, lease.Release(ctx), "release after stop")
+	synctest.Test(t, func(t *testing.T) {
+		b := memBackend(t)
+		l := newLock(t, b.store, throttle.LockConfig{Name: "stop", Mode: throttle.Exclusive, TTL: 30 * time.Millisecond})
+		ctx := context.Background()
+		lease, err := l.Acquire(ctx, "x")
+		require.NoError(t, err)
+		wctx, stop := lease.KeepAlive(ctx)
+		require.Same(t, lease, throttle.LeaseFrom(wctx), "work context does not carry the lease")
+		time.Sleep(100 * time.Millisecond) // a few refreshes
+		require.NoError(t, wctx.Err(), "work cancelled while the lease was refreshed: %v", context.Cause(wctx))
+		stop()
+		stop()
+		require.ErrorIs(t, context.Cause(wctx), context.Canceled, "cause after stop")
+		require.NotErrorIs(t, context.Cause(wctx), throttle.ErrLost, "cause after stop")
+		require.NoError(t, lease.Release(ctx), "release after stop")
+	})
 }
 
 // TestLostLeaseCancelsWork takes the key away from a running Do in each way
