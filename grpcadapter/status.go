@@ -89,8 +89,8 @@ type refused struct {
 }
 
 // statuses are the refusals' statuses: a refusal costs a lookup, not the
-// marshalling of its details (which took most of its time and 20 of its
-// allocations).
+// marshalling of its details into Any (about half of a refusal's time in
+// the interceptor, and 18 of its 26 allocations).
 var statuses cache[statusKey, refused]
 
 // refusal returns the status of ref, from statuses unless more than four
