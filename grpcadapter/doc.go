@@ -16,8 +16,12 @@
 // Every answer, a refusal too, carries the header metadata
 // "ratelimit-policy" and "ratelimit", with the values of the RateLimit-Policy
 // and RateLimit fields of draft-ietf-httpapi-ratelimit-headers that an HTTP
-// adapter would send. A call turned away gets the code of gRPC's mapping of
-// the HTTP status package guard answers with:
+// adapter would send. The map an interceptor gives SetHeader is built once
+// for each pair of values and shared by the calls that send them, so that
+// a call allocates none: grpc-go's transport copies it, and so must a
+// grpc.ServerTransportStream of your own (a test's), never changing it.
+// A call turned away gets the code of gRPC's mapping of the HTTP status
+// package guard answers with:
 //
 //	reason (flow)       HTTP  code                 details
 //	contended           429   RESOURCE_EXHAUSTED   RetryInfo, QuotaFailure (the violated policies)

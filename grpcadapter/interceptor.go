@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
 )
 
@@ -27,13 +28,14 @@ type adapter struct {
 	job    *flow.Job
 	key    Key
 	failed func(error) bool
+	replay bool // the job is a Replay: its calls are fingerprinted
 }
 
 func newAdapter(job *flow.Job, key Key, opts []Option) *adapter {
 	if job == nil || key == nil {
 		panic("grpcadapter: an interceptor needs a job and a key")
 	}
-	a := &adapter{job: job, key: key, failed: func(error) bool { return true }}
+	a := &adapter{job: job, key: key, failed: func(error) bool { return true }, replay: job.Mode() == throttle.ModeReplay}
 	for _, o := range opts {
 		o(a)
 	}
@@ -65,7 +67,7 @@ func Unary(job *flow.Job, key Key, opts ...Option) grpc.UnaryServerInterceptor {
 	a := newAdapter(job, key, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		c := a.call(Info{Ctx: ctx, Method: info.FullMethod, Request: req})
-		if len(metadata.ValueFromIncomingContext(ctx, idempotencyKey)) > 0 {
+		if a.replay && len(metadata.ValueFromIncomingContext(ctx, idempotencyKey)) > 0 {
 			c.Fingerprint = fingerprint(req)
 		}
 		var resp any
@@ -88,7 +90,7 @@ func Unary(job *flow.Job, key Key, opts ...Option) grpc.UnaryServerInterceptor {
 			return replay(ctx, &ref)
 		}
 		_ = grpc.SetHeader(ctx, limitsMD(&ref.Limits))
-		return nil, Status(&ref).Err()
+		return nil, refusal(&ref).err
 	}
 }
 
@@ -104,7 +106,7 @@ func Stream(job *flow.Job, key Key, opts ...Option) grpc.StreamServerInterceptor
 		p, ref, ok := a.job.Begin(ctx, a.call(Info{Ctx: ctx, Method: info.FullMethod}))
 		if !ok {
 			_ = ss.SetHeader(limitsMD(&ref.Limits))
-			return Status(&ref).Err()
+			return refusal(&ref).err
 		}
 		ended := false
 		defer func() {
@@ -130,17 +132,3 @@ type stream struct {
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
-
-// limitsMD is the header metadata of lim: ratelimit-policy and ratelimit,
-// with the values of the HTTP fields.
-func limitsMD(lim *flow.Limits) metadata.MD {
-	policy, limit := lim.Fields()
-	md := make(metadata.MD, 2)
-	if policy != nil {
-		md["ratelimit-policy"] = policy
-	}
-	if limit != nil {
-		md["ratelimit"] = limit
-	}
-	return md
-}
