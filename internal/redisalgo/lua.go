@@ -49,10 +49,18 @@ func newScript(name string, libs ...string) *Script {
 // Digests holds the SHA1 of each script as SCRIPT LOAD returned it on one
 // client: Redis computes them (hashing here would panic under
 // GODEBUG=fips140=only). Each adapter of a store keeps one.
-type Digests struct{ sha []atomic.Pointer[string] }
+type Digests struct{ sha []atomic.Pointer[digest] }
+
+// digest is a script's SHA1, also as a command argument: go-redis takes
+// its arguments as interface values, and boxing the string on every call
+// would cost an allocation.
+type digest struct {
+	sha string
+	arg any
+}
 
 // NewDigests returns Digests that know no script yet.
-func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[string], len(scripts))} }
+func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[digest], len(scripts))} }
 
 // SHA returns s's digest, asking load (SCRIPT LOAD of s.Src on the node of
 // key) until it answers; calls racing to be first may each load it. ""
@@ -63,14 +71,23 @@ func NewDigests() *Digests { return &Digests{sha: make([]atomic.Pointer[string],
 // which runs the script and caches it on that node in one round trip.
 func (d *Digests) SHA(ctx context.Context, s *Script, key string,
 	load func(ctx context.Context, key, src string) (string, error)) (string, error) {
-	if sha := d.sha[s.id].Load(); sha != nil {
-		return *sha, nil
+	if p := d.sha[s.id].Load(); p != nil {
+		return p.sha, nil
 	}
 	sha, err := load(ctx, key, s.Src)
 	if err == nil {
-		d.sha[s.id].Store(&sha)
+		d.sha[s.id].Store(&digest{sha: sha, arg: sha})
 	}
 	return sha, err
+}
+
+// Arg returns the digest SHA returned for s as an interface value, made
+// once; nil before SHA has one.
+func (d *Digests) Arg(s *Script) any {
+	if p := d.sha[s.id].Load(); p != nil {
+		return p.arg
+	}
+	return nil
 }
 
 // Scripts returns every script by its file's name (tests).

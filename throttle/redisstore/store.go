@@ -101,14 +101,16 @@ type (
 	waitConn struct{ conn }
 )
 
-// evalCmd builds EVALSHA sha, or EVAL of s without a SHA1, routed by its
-// first key.
-func evalCmd(ctx context.Context, s *redisalgo.Script, sha string, keys, args []string) *redis.Cmd {
+// evalCmd builds EVALSHA with the digest sha (an interface value, see
+// redisalgo.Digests.Arg), or EVAL of s when sha is nil, routed by its first
+// key, in an argument array that the caller gives back (putArgs) once it
+// has read the reply.
+func evalCmd(ctx context.Context, s *redisalgo.Script, sha any, keys, args []string) (*redis.Cmd, *cmdArgs) {
 	var name, body any = "evalsha", sha
-	if sha == "" {
+	if sha == nil {
 		name, body = "eval", s.Src
 	}
-	all := make([]any, 0, 3+len(keys)+len(args))
+	buf, all := getArgs(3 + len(keys) + len(args))
 	all = append(all, name, body, len(keys))
 	for _, k := range keys {
 		all = append(all, k)
@@ -118,7 +120,43 @@ func evalCmd(ctx context.Context, s *redisalgo.Script, sha string, keys, args []
 	}
 	cmd := redis.NewCmd(ctx, all...)
 	cmd.SetFirstKeyPos(3)
-	return cmd
+	return cmd, buf
+}
+
+// cmdArgs is the argument array of one command. go-redis keeps a
+// command's arguments in the command, which the store drops once it has
+// read the reply (go-redis has then written it: the readers wait for an
+// auto-pipelined command to run), so the array goes back to argsPool for
+// the next command instead of being made anew: one allocation less a call.
+type cmdArgs [10]any
+
+var argsPool = sync.Pool{New: func() any { return new(cmdArgs) }}
+
+// getArgs returns an empty slice with room for n arguments, on a pooled
+// array when they fit (nil otherwise), which putArgs gives back.
+func getArgs(n int) (*cmdArgs, []any) {
+	if n > len(cmdArgs{}) {
+		return nil, make([]any, 0, n)
+	}
+	buf := argsPool.Get().(*cmdArgs)
+	return buf, buf[:0]
+}
+
+// putArgs clears buf, when not nil, and gives it back to the pool.
+func putArgs(buf *cmdArgs) {
+	if buf != nil {
+		*buf = cmdArgs{}
+		argsPool.Put(buf)
+	}
+}
+
+// shaArg returns the digest sha of s as evalCmd takes it: nil (EVAL) when
+// Redis refused SCRIPT LOAD.
+func (a conn) shaArg(s *redisalgo.Script, sha string) any {
+	if sha == "" {
+		return nil
+	}
+	return a.sha.Arg(s)
 }
 
 // load sends SCRIPT LOAD to the master of key (a Cluster client's
@@ -145,12 +183,15 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 	if err != nil {
 		return nil, err
 	}
-	cmd := evalCmd(ctx, s, sha, keys, args)
+	cmd, buf := evalCmd(ctx, s, a.shaArg(s, sha), keys, args)
 	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
-		cmd = evalCmd(ctx, s, "", keys, args)
+		putArgs(buf)
+		cmd, buf = evalCmd(ctx, s, nil, keys, args)
 		_ = a.c.Process(ctx, cmd)
 	}
-	return ints(cmd)
+	res, err := ints(cmd)
+	putArgs(buf)
+	return res, err
 }
 
 func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
@@ -161,8 +202,11 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	for _, sha := range []string{sha, ""} { // EVAL after NOSCRIPT
-		cmd, wait = evalCmd(ctx, s, sha, keys, args), redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+	var buf *cmdArgs
+	for _, sha := range []any{a.shaArg(s, sha), nil} { // EVAL after NOSCRIPT
+		putArgs(buf)
+		cmd, buf = evalCmd(ctx, s, sha, keys, args)
+		wait = redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
 		_ = p.BatchProcess(ctx, cmd, wait)
 		_, _ = p.Exec(ctx)
@@ -171,6 +215,7 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 		}
 	}
 	res, err := ints(cmd)
+	putArgs(buf)
 	return res, wait.Val(), wait.Err(), err
 }
 
@@ -184,17 +229,28 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
 	// A BoolCmd reads the nil reply of a refused SET NX as false, no error.
-	set := redis.NewBoolCmd(ctx, "set", key, value, "px", a.ms.Arg(ms), "nx")
+	buf, all := getArgs(6)
+	set := redis.NewBoolCmd(ctx, append(all, "set", key, value, "px", a.ms.Arg(ms), "nx")...)
 	set.SetFirstKeyPos(1)
-	if !lookup {
-		_ = a.c.Process(ctx, set)
-		return set.Val(), "", 0, set.Err()
+	if lookup {
+		return a.setLookup(ctx, set, buf, key)
 	}
+	_ = a.c.Process(ctx, set)
+	ok, err := set.Val(), set.Err()
+	putArgs(buf)
+	return ok, "", 0, err
+}
+
+// setLookup sends set (SET NX PX, its arguments in buf) with GET and PTTL
+// of key in one round trip.
+func (a conn) setLookup(ctx context.Context, set *redis.BoolCmd, buf *cmdArgs, key string) (bool, string, int64, error) {
 	get, pttl := redis.NewStringCmd(ctx, "get", key), redis.NewIntCmd(ctx, "pttl", key)
 	p := a.c.Pipeline()
 	_ = p.BatchProcess(ctx, set, get, pttl)
 	_, _ = p.Exec(ctx)
-	return set.Val(), get.Val(), pttl.Val(), cmp.Or(set.Err(), pttl.Err())
+	ok, err := set.Val(), cmp.Or(set.Err(), pttl.Err())
+	putArgs(buf)
+	return ok, get.Val(), pttl.Val(), err
 }
 
 func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
