@@ -127,9 +127,13 @@ func TestNearClusterTopology(t *testing.T) {
 		require.Equal(t, 1, tracks)
 		require.Len(t, live, 2, "connections")
 
-		Moved(s)
-		require.Zero(t, s.NearCacheStats().Entries, "entries after Moved")
-		require.False(t, s.stamp(key).ok, "a refusal may be kept before the masters were read again")
+		func() {
+			c.mu.Lock() // the masters are not read again (Masters waits) until the checks are done
+			defer c.mu.Unlock()
+			Moved(s)
+			require.Zero(t, s.NearCacheStats().Entries, "entries after Moved")
+			require.False(t, s.stamp(key).ok, "a refusal may be kept before the masters were read again")
+		}()
 		synctest.Wait() // the masters read again: the same
 		kept("after Moved")
 		tracks, _ = c.state()
