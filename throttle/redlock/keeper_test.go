@@ -17,10 +17,10 @@ import (
 // TestLateLowestGrantKeeps: the contender that took node 0 hears of that
 // grant last. Three contenders race on five nodes, each through a proxy of
 // its own per node: A's SETs reach nodes 0 and 3 first, B's nodes 1 and 2,
-// C's node 4, so that nobody holds a quorum; B and C hear first that node 0
-// is held, and node 0's reply to A comes two seconds after the others'. B and
-// C let go; A must wait for that reply to learn that it keeps (the holder
-// of the lowest node), then retry and win. Deciding without it, A let go
+// C's node 4, so that nobody holds a quorum; B and C are refused first,
+// and node 0's reply to A comes two seconds after the others'. B and C let
+// go; A must wait for that reply to learn that it keeps (the holder of the
+// lowest node), then retry and win. Deciding without it, A let go
 // too, and all three were refused: nobody won the key. A hears its grant
 // on node 3 with the refusals (a split vote), or with node 0's (refusals
 // first, with no grant among them).
@@ -79,20 +79,29 @@ func lateLowestGrant(t *testing.T, late, node3 time.Duration) {
 		}
 		return true
 	}, "the first SETs did not all land")
-	// Then let them through in three steps, each once the last one's
-	// SETs were answered: A's (refused before B and C let go), B's and C's
-	// on node 0 (they learn that it is held before they learn more), the
-	// others.
+	// B's and C's releases are held until A is answered, so that nobody
+	// takes the nodes they let go before every contender decided. (Their
+	// SETs' replies went through: the key was read on the servers since.)
+	releases := []*faultproxy.Proxy{proxies[1][1], proxies[1][2], proxies[2][4]}
+	for _, p := range releases {
+		p.SetBlackHole(true)
+	}
+	// Then the SETs that come second, in steps, each once the last one's
+	// were answered: B's and C's on node 0 (they learn that it is held
+	// first), their others (they are refused and let go), A's.
 	for _, step := range [][]*faultproxy.Proxy{
-		{proxies[0][1], proxies[0][2], proxies[0][4]},
 		{proxies[1][0], proxies[2][0]},
 		{proxies[1][3], proxies[1][4], proxies[2][1], proxies[2][2], proxies[2][3]},
+		{proxies[0][1], proxies[0][2], proxies[0][4]},
 	} {
 		for _, p := range step {
 			before := p.Stats().ServerBytes
 			p.SetBlackHole(false)
 			eventually(t, func() bool { return p.Stats().ServerBytes > before }, "a held SET was not answered")
 		}
+	}
+	for _, p := range releases {
+		p.SetBlackHole(false)
 	}
 	wg.Wait()
 	proxies[0][0].Clear()

@@ -61,20 +61,16 @@ func (t *tally) add(a answer) {
 // lowest one it knows held: one of them may be ours, and the holder of the
 // lowest node is the keeper (round.decide). Deciding without them, the
 // voter holding node 0 could miss that grant while the others saw it held:
-// nobody would keep, and nobody win. Then a split vote is decided at once
-// (the losers let go of their grants and the keeper retries, without
-// waiting for a slow or stopped node), and a refusal waits briefly for the
-// last nodes (they may be down). A failure without grants waits for the
-// other quick refusals.
+// nobody would keep, and nobody win. Then it waits briefly for the last
+// nodes (they may be down). A failure without grants waits for the other
+// quick refusals.
 func (t *tally) settled() (bool, bool) {
-	all, known := t.outstanding() == 0, t.answeredBelow(t.lowest())
+	all := t.outstanding() == 0
 	switch v := t.verdict(); {
 	case v == won:
 		return true, false
-	case t.split():
-		return all || known, false
-	case v == refused:
-		return all, known
+	case v == refused || t.split():
+		return all, t.answeredBelow(t.lowest())
 	case v == failed:
 		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
 	}
