@@ -26,7 +26,6 @@ type round struct {
 	decided chan struct{}
 	keep    bool // set before decided closes: the grants stay ours
 	split   bool // a split vote to retry: no token may hold a quorum yet
-	took    time.Duration
 }
 
 // maxTries bounds the attempts of a split vote; keeperTries the keeper's,
@@ -67,18 +66,26 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		if err != nil || !r.split {
 			return g, err
 		}
-		// The keeper retries once the others released their grants; they
-		// look again later, after their late answers were cleaned up (a
-		// late release must not free the next grant: same token).
-		lo := time.Duration(try) * max(r.took, time.Millisecond)
+		// The keeper retries once the others let go of their grants: they
+		// decide when it does and release at once, in a round trip (the
+		// first answer's time: a burst's queueing inflates the others).
+		// They look again later, after their late answers were cleaned up
+		// (a late release must not free the next grant: same token). A
+		// retry is a round trip that must end by end; the keeper's last one
+		// is squeezed in.
+		rtt := max(r.first, time.Millisecond)
+		lo := time.Duration(try) * rtt
 		if !r.keep {
 			a.calls.Wait()
 			lo *= 3
 		}
-		wait := lo + rand.N(lo)
-		timer := time.NewTimer(wait)
+		wait, left := lo+rand.N(lo), time.Until(end)-rtt
+		if r.keep {
+			wait = min(wait, left)
+		}
+		timer := time.NewTimer(max(wait, 0))
 		var cause error
-		if (try < maxTries || r.keep && try < keeperTries) && time.Now().Add(wait+2*r.took).Before(end) {
+		if (try < maxTries || r.keep && try < keeperTries) && 0 <= wait && wait <= left {
 			select {
 			case <-timer.C:
 				continue
@@ -122,8 +129,8 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		return an
 	}, func(an answer) { s.cleanUp(ctx, a, r, an) })
 	v := t.verdict()
-	r.took = time.Since(start)
-	if left := validity(req.TTL, t.quorum, t.ttls, r.took); v == won && left > 0 {
+	took := time.Since(start)
+	if left := validity(req.TTL, t.quorum, t.ttls, took); v == won && left > 0 {
 		r.keep = true
 		close(r.decided)
 		if t.outstanding() > 0 {
@@ -141,7 +148,7 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		return store.Grant{}, nil
 	case v == won:
 		return store.Grant{}, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
-			errNoQuorum, t.ours, r.took, req.TTL)
+			errNoQuorum, t.ours, took, req.TTL)
 	case v == refused || split:
 		return r.refusal(), nil
 	}

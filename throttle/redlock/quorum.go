@@ -23,6 +23,7 @@ type answer struct {
 // other held by another, gone without the key, failed with an error or late.
 type tally struct {
 	n, quorum, ours, other, gone, failed int
+	first                                time.Duration // how long the first answer took
 
 	firstOther      int             // the lowest node held by another token, n if none
 	ttls, remaining []time.Duration // the grants' TTLs; how long the other holders keep the key
@@ -55,26 +56,33 @@ func (t *tally) add(a answer) {
 }
 
 // settled is fan's rule for an acquisition: whether to stop waiting, and
-// whether to wait briefly for the last nodes first. A refusal waits briefly
-// for them (they may be down); a split vote first waits, up to the node
-// timeout, for the nodes below its lowest grant, which may be ours: then we
-// are the keeper. A failure without grants waits for the other quick
-// refusals.
+// whether to wait briefly for the last nodes first. A split vote or a
+// refusal first waits, up to the node timeout, for the nodes below the
+// lowest one it knows held: one of them may be ours, and the holder of the
+// lowest node is the keeper (round.decide). Deciding without them, the
+// voter holding node 0 could miss that grant while the others saw it held:
+// nobody would keep, and nobody win. Then it waits briefly for the last
+// nodes (they may be down). A failure without grants waits for the other
+// quick refusals.
 func (t *tally) settled() (bool, bool) {
-	switch all := t.outstanding() == 0; t.verdict() {
-	case won:
+	all := t.outstanding() == 0
+	switch v := t.verdict(); {
+	case v == won:
 		return true, false
-	case refused:
-		// A split vote (grants of ours among the refusals) waits for the
-		// nodes below its lowest grant, up to the node timeout: they tell
-		// whether it is the keeper (round.decide). Deciding without them,
-		// two voters could each miss the other's lower grant and neither
-		// keep: nobody would win.
-		return all, t.ours == 0 || t.answeredBelow(slices.Min(t.oursAt))
-	case failed:
+	case v == refused || t.split():
+		return all, t.answeredBelow(t.lowest())
+	case v == failed:
 		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
 	}
-	return false, t.split()
+	return false, false
+}
+
+// lowest is the lowest node known held, by this token or another; n if none.
+func (t *tally) lowest() int {
+	if len(t.oursAt) > 0 {
+		return min(t.firstOther, slices.Min(t.oursAt))
+	}
+	return t.firstOther
 }
 
 // answeredBelow reports whether every node before node i has answered.
@@ -185,6 +193,9 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 		}
 		select {
 		case a := <-answers:
+			if t.first == 0 {
+				t.first = time.Since(start)
+			}
 			t.add(a)
 			continue
 		case <-timer.C:

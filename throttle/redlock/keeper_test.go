@@ -1,0 +1,122 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-throttle/throttle/internal/faultproxy"
+	"github.com/go-throttle/throttle/throttle/redlock"
+	"github.com/go-throttle/throttle/throttle/store"
+)
+
+// TestLateLowestGrantKeeps: the contender that took node 0 hears of that
+// grant last. Three contenders race on five nodes, each through a proxy of
+// its own per node: A's SETs reach nodes 0 and 3 first, B's nodes 1 and 2,
+// C's node 4, so that nobody holds a quorum; B and C are refused first,
+// and node 0's reply to A comes two seconds after the others'. B and C let
+// go; A must wait for that reply to learn that it keeps (the holder of the
+// lowest node), then retry and win. Deciding without it, A let go
+// too, and all three were refused: nobody won the key. A hears its grant
+// on node 3 with the refusals (a split vote), or with node 0's (refusals
+// first, with no grant among them).
+func TestLateLowestGrantKeeps(t *testing.T) {
+	const late = 2 * time.Second
+	for name, node3 := range map[string]time.Duration{"split": 0, "refusal-first": late} {
+		t.Run(name, func(t *testing.T) { lateLowestGrant(t, late, node3) })
+	}
+}
+
+// lateLowestGrant runs TestLateLowestGrantKeeps's race, node 0's reply to A
+// late, node 3's by node3.
+func lateLowestGrant(t *testing.T, late, node3 time.Duration) {
+	ns := startNodes(t, 5, false)
+	first := []int{0, 1, 1, 0, 2} // the contender whose SET reaches each node first
+	proxies := make([][]*faultproxy.Proxy, 3)
+	stores := make([]*redlock.Store, 3)
+	for c := range stores {
+		clients := make([]redis.UniversalClient, len(ns.srvs))
+		for i, srv := range ns.srvs {
+			p := faultproxy.Start(t, srv.Addr)
+			proxies[c] = append(proxies[c], p)
+			cl := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = cl.Close() })
+			clients[i] = cl
+		}
+		// The node timeout outlasts the late reply, which A waits for.
+		s, err := redlock.New(clients, redlock.WithNodeTimeout(3*late))
+		require.NoError(t, err)
+		closeAtEnd(t, s)
+		warmUp(s, 1) // connections made before the faults
+		stores[c] = s
+	}
+
+	key := newKey(t)
+	reqs := []store.Request{req(key, time.Minute), req(key, time.Minute), req(key, time.Minute)}
+	for i, c := range first { // hold the SETs that come second
+		for o := range proxies {
+			if o != c {
+				proxies[o][i].SetBlackHole(true)
+			}
+		}
+	}
+	proxies[0][0].SetLatency(0, late)
+	proxies[0][3].SetLatency(0, node3)
+	grants, errs := make([]store.Grant, len(stores)), make([]error, len(stores))
+	var wg sync.WaitGroup
+	for c, s := range stores {
+		wg.Go(func() { grants[c], errs[c] = s.Acquire(context.Background(), reqs[c]) })
+	}
+	eventually(t, func() bool {
+		for i, c := range first {
+			if ns.holder(t, i, key) != reqs[c].Token {
+				return false
+			}
+		}
+		return true
+	}, "the first SETs did not all land")
+	// B's and C's releases are held until A is answered, so that nobody
+	// takes the nodes they let go before every contender decided. (Their
+	// SETs' replies went through: the key was read on the servers since.)
+	releases := []*faultproxy.Proxy{proxies[1][1], proxies[1][2], proxies[2][4]}
+	for _, p := range releases {
+		p.SetBlackHole(true)
+	}
+	// Then the SETs that come second, in steps, each once the last one's
+	// were answered: B's and C's on node 0 (they learn that it is held
+	// first), their others (they are refused and let go), A's.
+	for _, step := range [][]*faultproxy.Proxy{
+		{proxies[1][0], proxies[2][0]},
+		{proxies[1][3], proxies[1][4], proxies[2][1], proxies[2][2], proxies[2][3]},
+		{proxies[0][1], proxies[0][2], proxies[0][4]},
+	} {
+		for _, p := range step {
+			before := p.Stats().ServerBytes
+			p.SetBlackHole(false)
+			eventually(t, func() bool { return p.Stats().ServerBytes > before }, "a held SET was not answered")
+		}
+	}
+	for _, p := range releases {
+		p.SetBlackHole(false)
+	}
+	wg.Wait()
+	proxies[0][0].Clear()
+	proxies[0][3].Clear()
+
+	for c := range stores {
+		require.NoError(t, errs[c], "contender %d", c)
+	}
+	winners := 0
+	for _, g := range grants {
+		if g.Acquired {
+			winners++
+		}
+	}
+	require.Equal(t, 1, winners, "winners: %+v", grants)
+	require.True(t, grants[0].Acquired, "A, the holder of node 0, was refused: %+v", grants)
+	require.GreaterOrEqual(t, ns.holding(t, key, reqs[0].Token), 3, "A holds a quorum")
+}
