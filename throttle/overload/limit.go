@@ -93,7 +93,13 @@ type adaptive struct {
 	probeN    int
 	probe     [probeSamples]int64
 	nextProbe int64
-	probed    int64 // when the last probe ended
+	// free holds the latencies of requests that ran outside probes with
+	// no more in flight than a probe allows, since the last probe: when
+	// a probe comes due with enough of them, they are its samples and
+	// the limit is not halved.
+	freeN, freeMax int // how many, and the most in flight with any of them
+	free           [probeSamples]int64
+	probed         int64 // when the last probe ended
 }
 
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
@@ -104,20 +110,29 @@ func newAdaptive(lo, hi int) adaptive {
 
 // permits returns how many requests may be in flight now.
 func (a *adaptive) permits() int {
-	l := a.limit
 	if a.probing {
-		l = max(a.min, math.Ceil(l/2))
+		return a.probeLimit()
 	}
-	return int(math.Round(l))
+	return int(math.Round(a.limit))
+}
+
+// probeLimit returns how many requests may be in flight during a probe.
+func (a *adaptive) probeLimit() int {
+	return int(max(a.min, math.Ceil(a.limit/2)))
 }
 
 // sample learns from a request granted at start, with with requests in
-// flight (itself included), that ended at now.
-func (a *adaptive) sample(now, start int64, with int) {
+// flight (itself included), that ended at now with end in flight.
+func (a *adaptive) sample(now, start int64, with, end int) {
 	rtt := max(now-start, int64(time.Microsecond))
 	if a.probing {
 		a.sampleProbe(now, start, rtt)
 		return
+	}
+	if k := max(with, end); k <= a.probeLimit() {
+		a.free[a.freeN%probeSamples] = rtt
+		a.freeN++
+		a.freeMax = max(a.freeMax, k)
 	}
 	a.last[a.n%windowSamples] = rtt
 	a.n++
@@ -128,6 +143,12 @@ func (a *adaptive) sample(now, start int64, with int) {
 	a.judge(now)
 	a.reset(now)
 	if a.base > 0 && now >= a.nextProbe {
+		if a.freeN >= probeSamples {
+			a.base = median(a.free[:])
+			a.probed, a.stale, a.freeN, a.freeMax = now, 0, 0, 0
+			a.scheduleProbe(now)
+			return
+		}
 		a.probing, a.probeFrom, a.probeN = true, now, 0
 	}
 }
@@ -157,7 +178,12 @@ func (a *adaptive) judge(now int64) {
 		if fall > max(floor, a.min) || g >= staleGradient {
 			a.stale = 0
 		} else if a.stale++; a.stale >= staleWindows && now-a.probed >= int64(staleGap) {
-			a.nextProbe = now
+			a.nextProbe, a.freeN, a.freeMax = now, 0, 0 // samples from before the change would not do
+		}
+		if a.peak <= a.freeMax {
+			// Slower than the free samples at no more in flight: the
+			// service changed, and they are out of date.
+			a.freeN, a.freeMax = 0, 0
 		}
 		return
 	}
@@ -192,7 +218,7 @@ func (a *adaptive) sampleProbe(now, start, rtt int64) {
 	if a.probeN > 0 {
 		a.base = median(a.probe[:min(a.probeN, probeSamples)])
 	}
-	a.probing, a.probed, a.stale = false, now, 0
+	a.probing, a.probed, a.stale, a.freeN, a.freeMax = false, now, 0, 0, 0
 	a.scheduleProbe(now)
 	a.reset(now)
 }
