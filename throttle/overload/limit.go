@@ -93,13 +93,17 @@ type adaptive struct {
 	probeN    int
 	probe     [probeSamples]int64
 	nextProbe int64
-	// free holds the latencies of requests that ran outside probes with
-	// no more in flight than a probe allows, since the last probe: when
-	// a probe comes due with enough of them, they are its samples and
-	// the limit is not halved.
-	freeN, freeMax int // how many, and the most in flight with any of them
+	probed    int64 // when the last probe ended
+	// free holds the latest latencies, since the last probe, of requests
+	// that ran outside a probe as a probe runs them: with no more in
+	// flight, when granted and when they ended, than a probe allows. A
+	// probe that comes due with probeSamples of them takes the base from
+	// them and does not halve the limit, which under overload idles a
+	// slot of the service (of 4, for some 190 ms). freeMax is the most in
+	// flight with any of them: a window over the target at no more is
+	// slower than they were, and they are out of date.
+	freeN, freeMax int
 	free           [probeSamples]int64
-	probed         int64 // when the last probe ended
 }
 
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
@@ -143,7 +147,7 @@ func (a *adaptive) sample(now, start int64, with, end int) {
 	a.judge(now)
 	a.reset(now)
 	if a.base > 0 && now >= a.nextProbe {
-		if a.freeN >= probeSamples {
+		if a.freeN >= probeSamples { // a probe's samples, already taken
 			a.base = median(a.free[:])
 			a.probed, a.stale, a.freeN, a.freeMax = now, 0, 0, 0
 			a.scheduleProbe(now)
@@ -180,9 +184,7 @@ func (a *adaptive) judge(now int64) {
 		} else if a.stale++; a.stale >= staleWindows && now-a.probed >= int64(staleGap) {
 			a.nextProbe, a.freeN, a.freeMax = now, 0, 0 // samples from before the change would not do
 		}
-		if a.peak <= a.freeMax {
-			// Slower than the free samples at no more in flight: the
-			// service changed, and they are out of date.
+		if a.peak <= a.freeMax { // the service got slower than the free samples say
 			a.freeN, a.freeMax = 0, 0
 		}
 		return
