@@ -21,9 +21,9 @@ func printTables(results []result, phases []phase, p50, p99 time.Duration) {
 		}
 		fmt.Println()
 	}
-	fmt.Println("### The limit: unloaded (median of the second half of the first 0.8× phase), under overload (median), and the time after the overload ends until it is back within 10% of the unloaded value for a second")
+	fmt.Println("### The limit: unloaded (median of the second half of the first 0.8× phase), under overload (median, and the lowest sampled in the steady part: a probe of throttle's base latency halves it), and the time after the overload ends until it is back within 10% of the unloaded value for a second")
 	fmt.Println()
-	fmt.Println("| case | unloaded | under 2× | back after 2× | under 5× | back after 5× |")
+	fmt.Println("| case | unloaded | under 2× (lowest) | back after 2× | under 5× (lowest) | back after 5× |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		if r.limits == nil || len(r.starts) < 5 {
@@ -31,9 +31,11 @@ func printTables(results []result, phases []phase, p50, p99 time.Duration) {
 		}
 		l := r.limits
 		unloaded := l.median(r.starts[0].Add(phases[0].d/2), r.starts[1])
-		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f | %s |\n", r.c.name, unloaded,
-			l.median(r.starts[1], r.starts[2]), l.back(r.starts[2], r.starts[3], unloaded),
-			l.median(r.starts[3], r.starts[4]), l.back(r.starts[4], r.starts[4].Add(phases[4].d), unloaded))
+		fmt.Printf("| %s | %.0f | %.0f (%d) | %s | %.0f (%d) | %s |\n", r.c.name, unloaded,
+			l.median(r.starts[1], r.starts[2]), l.lowest(r.starts[1].Add(time.Second), r.starts[2]),
+			l.back(r.starts[2], r.starts[3], unloaded),
+			l.median(r.starts[3], r.starts[4]), l.lowest(r.starts[3].Add(time.Second), r.starts[4]),
+			l.back(r.starts[4], r.starts[4].Add(phases[4].d), unloaded))
 	}
 	fmt.Println()
 	for _, c := range results {
@@ -174,6 +176,17 @@ func (l *limits) median(from, to time.Time) float64 {
 	}
 	slices.Sort(v)
 	return float64(v[len(v)/2])
+}
+
+// lowest returns the lowest of the samples taken in [from, to), or 0.
+func (l *limits) lowest(from, to time.Time) int {
+	low := 0
+	for i, at := range l.at {
+		if !at.Before(from) && at.Before(to) && (low == 0 || l.val[i] < low) {
+			low = l.val[i]
+		}
+	}
+	return low
 }
 
 // back returns how long after from the limit came within 10% of want and

@@ -109,6 +109,34 @@ func TestSlowerServiceIsMeasuredAgain(t *testing.T) {
 	})
 }
 
+// TestSomewhatSlowerServiceIsMeasuredAgain: a service 1.3× slower (65 ms
+// for 50) is over the target (62.5 ms) but not far enough over it for the
+// stale trigger (a gradient under 0.75): the limit falls to 5, under the
+// 5.2 in flight that 80 requests a second now need, and sheds a few. The
+// next periodic probe measures the new base, even though the requests
+// that ran alone before the change would have given it samples: a window
+// slower than they were, at no more in flight, shows them out of date.
+func TestSomewhatSlowerServiceIsMeasuredAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, overload.Config{})
+		svc := newService(16, 50*time.Millisecond)
+		s := newSim(l, svc)
+		s.run(0, 80, 40*time.Second) // a probe 30 to 37.5 s in, from free samples
+		svc.work.Store(int64(65 * time.Millisecond))
+		s.run(1, 80, 35*time.Second) // the next, 60 to 75 s in
+		s.run(2, 80, 5*time.Second)
+		s.end()
+		base := l.Stats().BaseLatency
+		t.Logf("base latency %v; shed %d after the change, %d after the probe", base, s.stats(1, time.Second).shed, s.stats(2, time.Second).shed)
+		if base != 65*time.Millisecond {
+			t.Errorf("base latency %v, want 65ms", base)
+		}
+		if st := s.stats(2, time.Second); st.shed != 0 {
+			t.Errorf("%d shed once the base latency was measured again, want none", st.shed)
+		}
+	})
+}
+
 // TestInflatedBaseIsMeasuredAgain: a limiter that starts under a 5×
 // overload measures its first base latency with requests waiting for
 // each other in the service (its limit starts at 8, for four slots with

@@ -28,7 +28,11 @@
 // again every 30 to 37.5 s by a probe that halves the limit until 8
 // requests granted since have ended; and sooner when three windows in a
 // row end well over the target with the limit on its floor (the service
-// may have become slower for good).
+// may have become slower for good). A periodic probe does not halve the
+// limit when 8 requests since the last probe already ran as a probe runs
+// them (with no more than half the limit in flight), and no window since
+// was slower at no more in flight: under overload a halved limit idles
+// part of the service, and a quieter moment before it measured the same.
 //
 // The queue. When every permit is taken a Normal request waits, as
 // CoDel is applied to request queues: at most the interval (100 ms, or

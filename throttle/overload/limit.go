@@ -94,6 +94,16 @@ type adaptive struct {
 	probe     [probeSamples]int64
 	nextProbe int64
 	probed    int64 // when the last probe ended
+	// free holds the latest latencies, since the last probe, of requests
+	// that ran outside a probe as a probe runs them: with no more in
+	// flight, when granted and when they ended, than a probe allows. A
+	// probe that comes due with probeSamples of them takes the base from
+	// them and does not halve the limit, which under overload idles a
+	// slot of the service (of 4, for some 190 ms). freeMax is the most in
+	// flight with any of them: a window over the target at no more is
+	// slower than they were, and they are out of date.
+	freeN, freeMax int
+	free           [probeSamples]int64
 }
 
 // newAdaptive returns a limit between lo and hi, starting at idleLimit.
@@ -104,20 +114,29 @@ func newAdaptive(lo, hi int) adaptive {
 
 // permits returns how many requests may be in flight now.
 func (a *adaptive) permits() int {
-	l := a.limit
 	if a.probing {
-		l = max(a.min, math.Ceil(l/2))
+		return a.probeLimit()
 	}
-	return int(math.Round(l))
+	return int(math.Round(a.limit))
+}
+
+// probeLimit returns how many requests may be in flight during a probe.
+func (a *adaptive) probeLimit() int {
+	return int(max(a.min, math.Ceil(a.limit/2)))
 }
 
 // sample learns from a request granted at start, with with requests in
-// flight (itself included), that ended at now.
-func (a *adaptive) sample(now, start int64, with int) {
+// flight (itself included), that ended at now with end in flight.
+func (a *adaptive) sample(now, start int64, with, end int) {
 	rtt := max(now-start, int64(time.Microsecond))
 	if a.probing {
 		a.sampleProbe(now, start, rtt)
 		return
+	}
+	if k := max(with, end); k <= a.probeLimit() {
+		a.free[a.freeN%probeSamples] = rtt
+		a.freeN++
+		a.freeMax = max(a.freeMax, k)
 	}
 	a.last[a.n%windowSamples] = rtt
 	a.n++
@@ -128,6 +147,12 @@ func (a *adaptive) sample(now, start int64, with int) {
 	a.judge(now)
 	a.reset(now)
 	if a.base > 0 && now >= a.nextProbe {
+		if a.freeN >= probeSamples { // a probe's samples, already taken
+			a.base = median(a.free[:])
+			a.probed, a.stale, a.freeN, a.freeMax = now, 0, 0, 0
+			a.scheduleProbe(now)
+			return
+		}
 		a.probing, a.probeFrom, a.probeN = true, now, 0
 	}
 }
@@ -157,7 +182,10 @@ func (a *adaptive) judge(now int64) {
 		if fall > max(floor, a.min) || g >= staleGradient {
 			a.stale = 0
 		} else if a.stale++; a.stale >= staleWindows && now-a.probed >= int64(staleGap) {
-			a.nextProbe = now
+			a.nextProbe, a.freeN, a.freeMax = now, 0, 0 // samples from before the change would not do
+		}
+		if a.peak <= a.freeMax { // the service got slower than the free samples say
+			a.freeN, a.freeMax = 0, 0
 		}
 		return
 	}
@@ -192,7 +220,7 @@ func (a *adaptive) sampleProbe(now, start, rtt int64) {
 	if a.probeN > 0 {
 		a.base = median(a.probe[:min(a.probeN, probeSamples)])
 	}
-	a.probing, a.probed, a.stale = false, now, 0
+	a.probing, a.probed, a.stale, a.freeN, a.freeMax = false, now, 0, 0, 0
 	a.scheduleProbe(now)
 	a.reset(now)
 }

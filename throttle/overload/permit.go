@@ -32,10 +32,10 @@ func (p Permit) end(sample bool, reason string) {
 	}
 	now := l.now()
 	l.mu.Lock()
-	l.inFlight--
 	if sample {
-		l.a.sample(now, p.start, int(p.with))
+		l.a.sample(now, p.start, int(p.with), l.inFlight)
 	}
+	l.inFlight--
 	l.dispatch(now)
 	l.mu.Unlock()
 	if l.obs != nil {
