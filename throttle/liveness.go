@@ -510,6 +510,23 @@ func (l *limiter) callStore(ctx context.Context, st store.Store, patience time.D
 // callStoreAt is callStore for a call sent at the monoNow stamp sent (0:
 // not read yet).
 func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, patience time.Duration, f func(context.Context) error) error {
+	return l.callStoreOf(ctx, st, sent, patience, true, f)
+}
+
+// callCharge is callStore for a quota decision of cost. A charge or a
+// refund (cost not 0) sent again after the store ran it counts twice, and
+// a reply that came too late does not say whether it ran: such a call is
+// shed (503, as one that waited too long), not sent again. It is sent
+// again only when its send timed out (a command not wholly written never
+// runs). A peek is callStore's.
+func (l *limiter) callCharge(ctx context.Context, st store.Store, cost int, f func(context.Context) error) error {
+	return l.callStoreOf(ctx, st, 0, 0, cost == 0, f)
+}
+
+// callStoreOf is callStoreAt; late says whether a call whose reply came
+// too late may be sent again.
+func (l *limiter) callStoreOf(ctx context.Context, st store.Store, sent int64, patience time.Duration, late bool,
+	f func(context.Context) error) error {
 	if l.local(st) {
 		return f(ctx)
 	}
@@ -520,7 +537,8 @@ func (l *limiter) callStoreAt(ctx context.Context, st store.Store, sent int64, p
 	}
 	for start := first; ; start = m.clock.now() {
 		cctx, c := l.watchFrom(ctx, st, first, start, patience)
-		if err := c.finish(f(cctx), true); err != errRetry { //nolint:errorlint // end returns errRetry itself
+		err := f(cctx)
+		if err = c.finish(err, late || sendTimeout(err)); err != errRetry { //nolint:errorlint // end returns errRetry itself
 			return err
 		}
 		// Silence counts from the first send: a store that answered

@@ -302,10 +302,10 @@ func (l *limiter) decideOnce(ctx context.Context, c *quotaCall) (store.Decision,
 	return d, true, nil
 }
 
-// decideIn is one AllowN or AllowAll call to st, bounded by callStore.
+// decideIn is one AllowN or AllowAll call to st, bounded by callCharge.
 func (l *limiter) decideIn(ctx context.Context, st store.Store, c *quotaCall) (store.Decision, error) {
 	var d store.Decision
-	err := l.callStore(ctx, st, 0, func(ctx context.Context) (err error) {
+	err := l.callCharge(ctx, st, c.cost, func(ctx context.Context) (err error) {
 		q := st.(store.Quota) // servable checked it
 		if c.limits == nil {
 			d, err = q.AllowN(ctx, c.key, c.r, c.cost)

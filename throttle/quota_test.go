@@ -37,7 +37,7 @@ func TestQuotaExactUnderContention(t *testing.T) {
 	const burst, workers, each = 20, 64, 5
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "contended"})
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "contended", Options: throttle.Options{Timeout: decideTimeout}})
 			var allowed, refused atomic.Int32
 			var wg sync.WaitGroup
 			for range workers {
@@ -97,7 +97,7 @@ func TestQuotaAcrossProcesses(t *testing.T) {
 // spendQuota asks for the shared key 16×8 times at once and returns how
 // many requests were allowed.
 func spendQuota(st store.Store, burst int) (int, error) {
-	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "shared-quota"})
+	q, err := throttle.NewQuota(st, throttle.QuotaConfig{Name: "shared-quota", Options: throttle.Options{Timeout: decideTimeout}})
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +147,7 @@ func TestQuotaRefill(t *testing.T) {
 	rate := throttle.Rate{Limit: 10, Window: time.Second}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "refill"})
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "refill", Options: throttle.Options{Timeout: decideTimeout}})
 			ctx := context.Background()
 			for i := range 10 {
 				d, err := q.Allow(ctx, "u1", rate, 1)
@@ -178,7 +178,7 @@ func TestQuotaRefill(t *testing.T) {
 func TestQuotaCost(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "cost"})
+			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "cost", Options: throttle.Options{Timeout: decideTimeout}})
 			ctx := context.Background()
 			steps := []struct {
 				cost      int

@@ -26,7 +26,7 @@ func (s *Store) AllowAll(ctx context.Context, limits []store.Limit, cost int) ([
 		keys[i] = l.Key
 		args = append(args, strconv.FormatInt(allInterval(l.Rate), 10), strconv.Itoa(l.Rate.Burst))
 	}
-	res, err := s.conn.Eval(ctx, gcraAllScript, keys, args...)
+	res, err := s.conn.Eval(charging(ctx, cost), gcraAllScript, keys, args...)
 	var ds []store.Decision
 	if err == nil {
 		ds, err = allDecisions(res, limits, cost)

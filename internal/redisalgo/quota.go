@@ -47,6 +47,7 @@ func (s *Store) AllowN(ctx context.Context, key string, r store.Rate, cost int) 
 
 // allowN is AllowN without the near cache.
 func (s *Store) allowN(ctx context.Context, key string, r store.Rate, cost int) (store.Decision, error) {
+	ctx = charging(ctx, cost)
 	t := int64(storekit.Interval(r) / time.Microsecond) // the scripts reply in µs
 	sc, interval, args := s.gcraCall(t, r.Burst, cost)
 	step := sc == gcraMsScript && s.cfg.now == nil && cost > 0
