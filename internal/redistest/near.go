@@ -399,10 +399,11 @@ func trackingFlag(line string) bool {
 }
 
 // NearCacheDelay measures, over many rounds, how long after a release in
-// one store the next request in another is admitted (the invalidation's
-// delay); it logs p50 and p99 and asserts nothing on time. With cluster,
-// open is given a master's address of a Cluster of three, and the keys
-// fall on every master.
+// one store, or a Reset of a spent quota (the quota key deleted), the next
+// request in another is admitted: the invalidation's delay. It logs p50
+// and p99 of each and asserts nothing on time. With cluster, open is given
+// a master's address of a Cluster of three, and the keys fall on every
+// master.
 func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 	if testing.Short() {
 		t.Skip("many rounds")
@@ -415,7 +416,15 @@ func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 		addr = Start(t).Addr
 	}
 	a, b := open(t, addr, ""), open(t, addr, "")
-	var delays []time.Duration
+	// until polls b until it admits, as a flood of callers would (not one
+	// spinning on a core), and returns how long that took since start.
+	until := func(start time.Time, admitted func() bool) time.Duration {
+		for !admitted() {
+			runtime.Gosched()
+		}
+		return time.Since(start)
+	}
+	var released, reset []time.Duration
 	for range 500 {
 		k, tok := nearKey(t), storekit.NewToken()
 		hold(t, a, k, tok)
@@ -423,19 +432,30 @@ func NearCacheDelay(t *testing.T, open Open, cluster bool) {
 		start := time.Now()
 		_, err := a.Release(ctx, k, tok)
 		require.NoError(t, err)
-		for {
+		released = append(released, until(start, func() bool {
 			g, err := b.Acquire(ctx, store.Request{Key: k, Token: storekit.NewToken(), TTL: time.Minute})
 			require.NoError(t, err)
-			if g.Acquired {
-				break
-			}
-			runtime.Gosched() // a flood of callers, not one spinning on a core
-		}
-		delays = append(delays, time.Since(start))
+			return g.Acquired
+		}))
+
+		q := nearKey(t)
+		spentQuota(t, b, q, perMinute)
+		start = time.Now()
+		require.NoError(t, a.Delete(ctx, q))
+		reset = append(reset, until(start, func() bool {
+			d, err := b.AllowN(ctx, q, perMinute, 1)
+			require.NoError(t, err)
+			return d.Allowed
+		}))
 	}
-	slices.Sort(delays)
-	t.Logf("release to admission in another store, %d rounds: p50 %v, p99 %v, max %v", len(delays),
-		delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1])
+	for _, m := range []struct {
+		what string
+		ds   []time.Duration
+	}{{"release", released}, {"reset", reset}} {
+		slices.Sort(m.ds)
+		t.Logf("%s to admission in another store, %d rounds: p50 %v, p99 %v, max %v", m.what, len(m.ds),
+			m.ds[len(m.ds)/2], m.ds[len(m.ds)*99/100], m.ds[len(m.ds)-1])
+	}
 }
 
 // NearPair starts a server and returns two redisstore stores on it, each on
