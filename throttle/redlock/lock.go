@@ -66,36 +66,41 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		if err != nil || !r.split {
 			return g, err
 		}
-		// The keeper retries once the others let go of their grants: they
-		// decide when it does and release at once, in a round trip (the
-		// first answer's time: a burst's queueing inflates the others).
-		// They look again later, after their late answers were cleaned up
-		// (a late release must not free the next grant: same token). A
-		// retry is a round trip that must end by end; the keeper's last one
-		// is squeezed in.
-		rtt := max(r.first, time.Millisecond)
-		lo := time.Duration(try) * rtt
-		if !r.keep {
-			a.calls.Wait()
-			lo *= 3
-		}
-		wait, left := lo+rand.N(lo), time.Until(end)-rtt
-		if r.keep {
-			wait = min(wait, left)
-		}
-		timer := time.NewTimer(max(wait, 0))
+		wait, due := a.pause(r, try, end)
 		var cause error
-		if (try < maxTries || r.keep && try < keeperTries) && 0 <= wait && wait <= left {
+		if due {
+			timer := time.NewTimer(wait)
 			select {
 			case <-timer.C:
 				continue
 			case <-ctx.Done():
 				cause = ctx.Err()
 			}
+			timer.Stop()
 		}
-		timer.Stop()
 		return s.unresolved(ctx, a, r, try, cause)
 	}
+}
+
+// pause says how long to wait before the next try of a split vote after
+// try attempts, and whether one is due. The keeper retries once the others
+// let go of their grants: they decide when it does and release at once, in
+// a round trip (the first answer's time: a burst's queueing inflates the
+// others). They look again later, after their late answers were cleaned up
+// (a late release must not free the next grant: same token). A retry is a
+// round trip that must end by end; the keeper's last one is squeezed in.
+func (a *acquisition) pause(r *round, try int, end time.Time) (time.Duration, bool) {
+	rtt := max(r.first, time.Millisecond)
+	lo := time.Duration(try) * rtt
+	if !r.keep {
+		a.calls.Wait()
+		lo *= 3
+	}
+	wait, left := lo+rand.N(lo), time.Until(end)-rtt
+	if r.keep {
+		wait = min(wait, left)
+	}
+	return wait, (try < maxTries || r.keep && try < keeperTries) && 0 <= wait && wait <= left
 }
 
 // unresolved gives up a split vote after try attempts, or when the caller
