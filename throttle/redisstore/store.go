@@ -103,14 +103,13 @@ type (
 
 // evalCmd builds EVALSHA with the digest sha (an interface value, see
 // redisalgo.Digests.Arg), or EVAL of s when sha is nil, routed by its first
-// key, in an argument array that the caller gives back (putArgs) once it
-// has read the reply.
-func evalCmd(ctx context.Context, s *redisalgo.Script, sha any, keys, args []string) (*redis.Cmd, *cmdArgs) {
+// key.
+func evalCmd(ctx context.Context, s *redisalgo.Script, sha any, keys, args []string) *redis.Cmd {
 	var name, body any = "evalsha", sha
 	if sha == nil {
 		name, body = "eval", s.Src
 	}
-	buf, all := getArgs(3 + len(keys) + len(args))
+	all := make([]any, 0, 3+len(keys)+len(args))
 	all = append(all, name, body, len(keys))
 	for _, k := range keys {
 		all = append(all, k)
@@ -120,34 +119,7 @@ func evalCmd(ctx context.Context, s *redisalgo.Script, sha any, keys, args []str
 	}
 	cmd := redis.NewCmd(ctx, all...)
 	cmd.SetFirstKeyPos(3)
-	return cmd, buf
-}
-
-// cmdArgs is the argument array of one command. go-redis keeps a
-// command's arguments in the command, which the store drops once it has
-// read the reply (go-redis has then written it: the readers wait for an
-// auto-pipelined command to run), so the array goes back to argsPool for
-// the next command instead of being made anew: one allocation less a call.
-type cmdArgs [10]any
-
-var argsPool = sync.Pool{New: func() any { return new(cmdArgs) }}
-
-// getArgs returns an empty slice with room for n arguments, on a pooled
-// array when they fit (nil otherwise), which putArgs gives back.
-func getArgs(n int) (*cmdArgs, []any) {
-	if n > len(cmdArgs{}) {
-		return nil, make([]any, 0, n)
-	}
-	buf := argsPool.Get().(*cmdArgs)
-	return buf, buf[:0]
-}
-
-// putArgs clears buf, when not nil, and gives it back to the pool.
-func putArgs(buf *cmdArgs) {
-	if buf != nil {
-		*buf = cmdArgs{}
-		argsPool.Put(buf)
-	}
+	return cmd
 }
 
 // shaArg returns the digest sha of s as evalCmd takes it: nil (EVAL) when
@@ -183,15 +155,12 @@ func (a conn) Eval(ctx context.Context, s *redisalgo.Script, keys []string, args
 	if err != nil {
 		return nil, err
 	}
-	cmd, buf := evalCmd(ctx, s, a.shaArg(s, sha), keys, args)
+	cmd := evalCmd(ctx, s, a.shaArg(s, sha), keys, args)
 	if _ = a.c.Process(ctx, cmd); noScript(cmd.Err()) {
-		putArgs(buf)
-		cmd, buf = evalCmd(ctx, s, nil, keys, args)
+		cmd = evalCmd(ctx, s, nil, keys, args)
 		_ = a.c.Process(ctx, cmd)
 	}
-	res, err := ints(cmd)
-	putArgs(buf)
-	return res, err
+	return ints(cmd)
 }
 
 func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas int, timeout time.Duration,
@@ -202,10 +171,8 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 	}
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	var buf *cmdArgs
 	for _, sha := range []any{a.shaArg(s, sha), nil} { // EVAL after NOSCRIPT
-		putArgs(buf)
-		cmd, buf = evalCmd(ctx, s, sha, keys, args)
+		cmd = evalCmd(ctx, s, sha, keys, args)
 		wait = redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		p := a.c.Pipeline()
 		_ = p.BatchProcess(ctx, cmd, wait)
@@ -215,7 +182,6 @@ func (a waitConn) EvalWait(ctx context.Context, s *redisalgo.Script, replicas in
 		}
 	}
 	res, err := ints(cmd)
-	putArgs(buf)
 	return res, wait.Val(), wait.Err(), err
 }
 
@@ -229,28 +195,23 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 
 func (a conn) SetNX(ctx context.Context, key, value string, ms int64, lookup bool) (bool, string, int64, error) {
 	// A BoolCmd reads the nil reply of a refused SET NX as false, no error.
-	buf, all := getArgs(6)
-	set := redis.NewBoolCmd(ctx, append(all, "set", key, value, "px", a.ms.Arg(ms), "nx")...)
+	set := redis.NewBoolCmd(ctx, "set", key, value, "px", a.ms.Arg(ms), "nx")
 	set.SetFirstKeyPos(1)
 	if lookup {
-		return a.setLookup(ctx, set, buf, key)
+		return a.setLookup(ctx, set, key)
 	}
 	_ = a.c.Process(ctx, set)
-	ok, err := set.Val(), set.Err()
-	putArgs(buf)
-	return ok, "", 0, err
+	return set.Val(), "", 0, set.Err()
 }
 
-// setLookup sends set (SET NX PX, its arguments in buf) with GET and PTTL
-// of key in one round trip.
-func (a conn) setLookup(ctx context.Context, set *redis.BoolCmd, buf *cmdArgs, key string) (bool, string, int64, error) {
+// setLookup sends set (SET NX PX) with GET and PTTL of key in one round
+// trip.
+func (a conn) setLookup(ctx context.Context, set *redis.BoolCmd, key string) (bool, string, int64, error) {
 	get, pttl := redis.NewStringCmd(ctx, "get", key), redis.NewIntCmd(ctx, "pttl", key)
 	p := a.c.Pipeline()
 	_ = p.BatchProcess(ctx, set, get, pttl)
 	_, _ = p.Exec(ctx)
-	ok, err := set.Val(), cmp.Or(set.Err(), pttl.Err())
-	putArgs(buf)
-	return ok, get.Val(), pttl.Val(), err
+	return set.Val(), get.Val(), pttl.Val(), cmp.Or(set.Err(), pttl.Err())
 }
 
 func (a conn) Get(ctx context.Context, key string) ([]byte, bool, error) {
