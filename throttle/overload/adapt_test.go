@@ -100,13 +100,20 @@ func TestSlowerServiceIsMeasuredAgain(t *testing.T) {
 		s.run(2, 80, 5*time.Second)
 		s.end()
 		t.Logf("base latency %v; shed %d while it was measured, %d after", base, s.stats(1, time.Second).shed, s.stats(2, time.Second).shed)
-		if base != 100*time.Millisecond {
-			t.Errorf("base latency %v, want 100ms", base)
-		}
-		if st := s.stats(2, time.Second); st.shed != 0 {
-			t.Errorf("%d shed once the base latency was measured again, want none", st.shed)
-		}
+		remeasured(t, s, base, 100*time.Millisecond)
 	})
+}
+
+// remeasured checks that a slower service's base latency was measured
+// again (base is want) and that nothing was shed in phase 2 of s, after it.
+func remeasured(t *testing.T, s *sim, base, want time.Duration) {
+	t.Helper()
+	if base != want {
+		t.Errorf("base latency %v, want %v", base, want)
+	}
+	if st := s.stats(2, time.Second); st.shed != 0 {
+		t.Errorf("%d shed once the base latency was measured again, want none", st.shed)
+	}
 }
 
 // TestSomewhatSlowerServiceIsMeasuredAgain: a service 1.3× slower (65 ms
@@ -128,12 +135,7 @@ func TestSomewhatSlowerServiceIsMeasuredAgain(t *testing.T) {
 		s.end()
 		base := l.Stats().BaseLatency
 		t.Logf("base latency %v; shed %d after the change, %d after the probe", base, s.stats(1, time.Second).shed, s.stats(2, time.Second).shed)
-		if base != 65*time.Millisecond {
-			t.Errorf("base latency %v, want 65ms", base)
-		}
-		if st := s.stats(2, time.Second); st.shed != 0 {
-			t.Errorf("%d shed once the base latency was measured again, want none", st.shed)
-		}
+		remeasured(t, s, base, 65*time.Millisecond)
 	})
 }
 
