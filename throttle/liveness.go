@@ -121,9 +121,9 @@ func monitorOf(st store.Store) *monitor {
 	return lv.Liveness().Monitor(func() storekit.Monitor { return newMonitor(realClock) }).(*monitor)
 }
 
-// answer records an answer; the next tick dates it. The shared write is
+// Answered records an answer; the next tick dates it. The shared write is
 // made once a tick, not by every call of a burst.
-func (m *monitor) answer() {
+func (m *monitor) Answered() {
 	if !m.heard.Load() {
 		m.heard.Store(true)
 	}
@@ -461,7 +461,7 @@ func (c *storeCall) finish(err error, retry bool) error {
 	}
 	last, cause := c.m.remove(c)
 	if err == nil {
-		c.m.answer()
+		c.m.Answered()
 		return nil
 	}
 	return c.verdict(err, cause, last, retry)

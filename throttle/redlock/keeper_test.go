@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-throttle/throttle/internal/faultproxy"
+	"github.com/go-throttle/throttle/internal/storekit"
+	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/redlock"
 	"github.com/go-throttle/throttle/throttle/store"
 )
@@ -119,4 +121,44 @@ func lateLowestGrant(t *testing.T, late, node3 time.Duration) {
 	require.Equal(t, 1, winners, "winners: %+v", grants)
 	require.True(t, grants[0].Acquired, "A, the holder of node 0, was refused: %+v", grants)
 	require.GreaterOrEqual(t, ns.holding(t, key, reqs[0].Token), 3, "A holds a quorum")
+}
+
+// TestKeeperOutlastsTimeout: a split vote whose keeper (the holder of node
+// 0) must wait for two partial holds to expire. Its retries take longer
+// than the limiter's Timeout while the nodes answer every one, so the
+// limiter keeps waiting and the keeper wins: the nodes' answers count as
+// the store's, and the deadline the keeper reads moves with them. Cut at
+// the first Timeout, the copy was turned away as a duplicate although no
+// token held the key. A split that stands past the keeper's retries is
+// given up, and the keeper lets go of node 0.
+func TestKeeperOutlastsTimeout(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	ns := startNodes(t, 3, false)
+	ctx := context.Background()
+	// 80 ms: past the Timeout, within the keeper's 16 tries (at least
+	// 120 ms: its pauses grow by a millisecond a try).
+	for name, hold := range map[string]time.Duration{"wins": 80 * time.Millisecond, "gives-up": time.Minute} {
+		t.Run(name, func(t *testing.T) {
+			c := throttle.LockConfig{Name: "keeper-" + name, Mode: throttle.Dedupe, TTL: 8 * time.Second,
+				Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Timeout: timeout}}
+			l := newLock(t, ns.store(t), c)
+			// An answer first: the limiter then gives the store one
+			// Timeout of silence, not the ten of a cold start.
+			_, err := l.Admit(ctx, "warm-up")
+			require.NoError(t, err)
+			key := storekit.Key("throttle", c.Name, "user")
+			ns.hold(t, key, "partial-x", hold, 1)
+			ns.hold(t, key, "partial-y", hold, 2)
+			lease, err := l.Admit(ctx, "user")
+			if hold < time.Second {
+				require.NoError(t, err, "the keeper must win once the partial holds expire")
+				require.NotNil(t, lease)
+				ns.eventuallyHeldEverywhere(t, key, ns.holder(t, 0, key))
+				return
+			}
+			require.Nil(t, lease)
+			require.ErrorIs(t, err, throttle.ErrContended)
+			eventually(t, func() bool { return ns.holder(t, 0, key) == "" }, "the keeper did not let go of node 0")
+		})
+	}
 }

@@ -17,33 +17,30 @@ import (
 type acquisition struct {
 	req   store.Request
 	calls sync.WaitGroup // every node call and its clean-up
-	kept  bool           // some attempt kept its grants
 }
 
 // round is one attempt of an acquisition.
 type round struct {
 	tally
 	decided chan struct{}
-	keep    bool // set before decided closes: the grants stay ours
-	split   bool // a split vote to retry: no token may hold a quorum yet
+	keep    bool // set before decided closes: the grants stay ours (won, or a split vote's keeper)
 }
 
-// maxTries bounds the attempts of a split vote; keeperTries the keeper's,
-// whose nodes contenders that keep arriving may take round after round
-// (200 at once on a loaded machine outlasted 8 tries: every one of them
-// was refused, and nobody held the key).
-const (
-	maxTries    = 8
-	keeperTries = 16
-)
+// maxTries bounds the keeper's attempts at a split vote: contenders that
+// keep arriving may take its missing nodes round after round (200 at once
+// on a loaded machine outlasted 8 tries; each of them was refused, and
+// nobody held the key).
+const maxTries = 16
 
 // Acquire holds req.Key once a quorum of nodes granted it (see the package
 // documentation); the grant's TTL is the lock's validity. It is refused once
 // a quorum answered and none can grant. A split vote, where this token holds
-// some nodes and others the rest, is retried for up to a quarter of the TTL;
-// one that still stands then is a refusal if the others hold a quorum of
-// nodes, else an error matching store.ErrBusy and errNoQuorum: no token
-// holds the key, and the limiter answers 503, never letting it through.
+// some nodes and others the rest, is refused unless this token holds the
+// lowest node that answered: then it is retried, up to maxTries times
+// within a quarter of the TTL. One that still stands then is a refusal if
+// others may hold a quorum of nodes, else an error matching store.ErrBusy
+// and errNoQuorum: no token holds the key, and the limiter answers 503,
+// never letting it through.
 func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, error) {
 	if err := s.Refuses(req); err != nil {
 		return store.Grant{}, err
@@ -52,21 +49,14 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 		return store.Grant{}, notApplied("acquire", err)
 	}
 	a := &acquisition{req: req}
-	// The retries end by a quarter of the TTL, and early enough for the
-	// last one to be answered before the caller's deadline: a split given up
-	// then is load (ErrBusy), where one cut short by the deadline would
-	// look like a store that did not answer (which a Dedupe lets through).
-	end := time.Now().Add(req.TTL / 4)
-	if d, ok := ctx.Deadline(); ok && d.Before(end) {
-		end = d
-	}
+	limit := time.Now().Add(req.TTL / 4)
 	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
 		g, err := s.attempt(ctx, a, r)
-		if err != nil || !r.split {
+		if err != nil || g.Acquired || !r.keep {
 			return g, err
 		}
-		wait, due := a.pause(r, try, end)
+		wait, due := a.pause(r, try, retryEnd(ctx, limit))
 		var cause error
 		if due {
 			timer := time.NewTimer(wait)
@@ -82,37 +72,42 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	}
 }
 
-// pause says how long to wait before the next try of a split vote after
-// try attempts, and whether one is due. The keeper retries once the others
+// retryEnd is when the retries of a split vote end: by limit, and early
+// enough for the last one to be answered before ctx's deadline. A split
+// given up then is load (ErrBusy), where one cut short by the deadline would
+// look like a store that did not answer (which a Dedupe lets through). The
+// deadline is read before each retry: a limiter's moves on while the store
+// answers (see Liveness).
+func retryEnd(ctx context.Context, limit time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok && d.Before(limit) {
+		return d
+	}
+	return limit
+}
+
+// pause says how long the keeper of a split vote waits before its next try
+// after try attempts, and whether one is due. It retries once the others
 // let go of their grants: they decide when it does and release at once, in
 // a round trip (the first answer's time: a burst's queueing inflates the
-// others). They look again later, after their late answers were cleaned up
-// (a late release must not free the next grant: same token). A retry is a
-// round trip that must end by end; the keeper's last one is squeezed in.
+// others). A retry is a round trip that must end by end; the keeper waits
+// at most half the time left, so that its last try is squeezed in and a
+// deadline that moves with the store's answers sees one every half of it.
 func (a *acquisition) pause(r *round, try int, end time.Time) (time.Duration, bool) {
 	rtt := max(r.first, time.Millisecond)
 	lo := time.Duration(try) * rtt
-	if !r.keep {
-		a.calls.Wait()
-		lo *= 3
-	}
 	wait, left := lo+rand.N(lo), time.Until(end)-rtt
-	if r.keep {
-		wait = min(wait, left)
-	}
-	return wait, (try < maxTries || r.keep && try < keeperTries) && 0 <= wait && wait <= left
+	wait = min(wait, left/2)
+	return wait, try < maxTries && 0 <= wait && wait <= left
 }
 
-// unresolved gives up a split vote after try attempts, or when the caller
-// left (cause): it releases what a kept, and refuses when another token
-// may hold a quorum; else no token holds the key.
+// unresolved gives up the split vote a keeps after try attempts, or when
+// the caller left (cause): it releases its grants, and refuses when another
+// token may hold a quorum; else no token holds the key.
 func (s *Store) unresolved(ctx context.Context, a *acquisition, r *round, try int, cause error) (store.Grant, error) {
-	if a.kept { // every grant, late ones too, without making the caller wait
-		s.spawn(func() {
-			a.calls.Wait()
-			s.release(ctx, a.req, func(int) bool { return true })
-		})
-	}
+	s.spawn(func() { // every grant, late ones too, without making the caller wait
+		a.calls.Wait()
+		s.release(ctx, a.req, func(int) bool { return true })
+	})
 	if r.other+r.outstanding() >= r.quorum && cause == nil { // another token may hold a quorum
 		return r.refusal(), nil
 	}
@@ -124,7 +119,7 @@ func (s *Store) unresolved(ctx context.Context, a *acquisition, r *round, try in
 }
 
 // attempt asks every node for a.req and decides, deciding a split vote as
-// soon as a quorum answered: it sets r.split when r is to be retried.
+// soon as a quorum answered: r.keep without a grant when r is to be retried.
 func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Grant, error) {
 	req, t := a.req, &r.tally
 	start, timeout := time.Now(), s.nodeTimeout(req.TTL)
@@ -144,12 +139,12 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 		return store.Grant{Acquired: true, TTL: left, Holds: 1}, nil
 	}
 	split := t.split() && cause == nil
-	r.decide(a, split)
+	r.decide(split)
 	if !r.keep && len(t.oursAt) > 0 {
 		s.release(ctx, req, func(i int) bool { return slices.Contains(t.oursAt, i) })
 	}
 	switch {
-	case r.split:
+	case r.keep:
 		return store.Grant{}, nil
 	case v == won:
 		return store.Grant{}, fmt.Errorf("%w: acquire: %d nodes granted in %v, too late for a TTL of %v",
@@ -162,13 +157,12 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, r *round) (store.Gr
 
 // decide settles a round that was not won. In a split vote the holder of
 // the lowest node that answered (the keeper) keeps its grants and retries
-// while the others release theirs. The others are refused when the other
-// holders may make a quorum (the keeper may win), and otherwise retry,
-// lest it fail.
-func (r *round) decide(a *acquisition, split bool) {
+// while the others release theirs and are refused: the keeper is about to
+// hold the key. Had they retried too, lest the keeper fail, their passing
+// grants took the nodes it needed round after round (with two of five
+// nodes killed, a burst of 20 copies then admitted none).
+func (r *round) decide(split bool) {
 	r.keep = split && slices.Min(r.oursAt) < r.firstOther
-	r.split = r.keep || split && r.other+r.outstanding() < r.quorum
-	a.kept = a.kept || r.keep
 	close(r.decided)
 }
 

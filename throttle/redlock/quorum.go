@@ -174,6 +174,9 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 			nctx, cancel := context.WithTimeout(parent, timeout)
 			a := call(nctx, node)
 			cancel()
+			if a.err == nil {
+				s.live.Answered()
+			}
 			a.i = i
 			answers <- a
 			then(a)

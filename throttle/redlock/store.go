@@ -25,7 +25,13 @@ type Store struct {
 	bg            sync.WaitGroup // the node calls that outlive a decision
 	closed, owned bool           // owned: New made the nodes, for Close to close
 	pending       sync.Map       // key and token of a grant whose late node calls run: a chan closed when they end
+	live          storekit.Liveness
 }
+
+// Liveness returns what the limiters on s know of its answers: every node's
+// answer counts, so that a call retrying a split vote while the nodes
+// answer is not taken for one waiting on a silent store.
+func (s *Store) Liveness() *storekit.Liveness { return &s.live }
 
 // errNoQuorum is matched by the error of a call that no quorum decided in
 // time, and that error by store.ErrNotApplied when it surely changed nothing.
