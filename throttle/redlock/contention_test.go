@@ -21,11 +21,10 @@ import (
 // lock behind. Liveness is a rate, as Redlock promises it: a round in which
 // every contender's split votes fail (possible when sixty start at once on
 // a loaded machine) must leave the key free, so that the next caller wins
-// at once, and most rounds must have their winner. (The node timeout is
-// raised for the reason TestConformance gives.)
+// at once, and most rounds must have their winner.
 func TestOneWinner(t *testing.T) {
 	ns := startNodes(t, 3, false)
-	a, b := ns.store(t, redlock.WithNodeTimeout(time.Second)), ns.store(t, redlock.WithNodeTimeout(time.Second))
+	a, b := ns.store(t), ns.store(t)
 	cases := map[string][]*redlock.Store{
 		"goroutines":  {a},
 		"two-stores":  {a, b},

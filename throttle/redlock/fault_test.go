@@ -31,17 +31,8 @@ var faults = []nodeFault{
 	{"killed/rueidisstore", "killed", (*nodes).rueidisStoreTB},
 }
 
-// The stores of the quorum tests wait a second for a node, not the default
-// 100 ms, which a loaded machine's live nodes missed ("0 of 5 nodes
-// answered"): what is tested is the decision without the faulty nodes,
-// not the speed of the others.
-func (ns *nodes) storeTB(t testing.TB) *redlock.Store {
-	return ns.store(t, redlock.WithNodeTimeout(time.Second))
-}
-
-func (ns *nodes) rueidisStoreTB(t testing.TB) *redlock.Store {
-	return ns.rueidisStore(t, redlock.WithNodeTimeout(time.Second))
-}
+func (ns *nodes) storeTB(t testing.TB) *redlock.Store        { return ns.store(t) }
+func (ns *nodes) rueidisStoreTB(t testing.TB) *redlock.Store { return ns.rueidisStore(t) }
 
 // TestMinorityDownStillAdmits: five nodes, two of them silent (black hole)
 // or dead (killed): acquisitions, refusals and releases still work on the
@@ -172,7 +163,9 @@ func TestAllNodesRefusingIsNotApplied(t *testing.T) {
 func TestSlowNodeDoesNotSlowAdmission(t *testing.T) {
 	const latency = 2 * time.Second // the hang detectors below fire well before
 	ns := startNodes(t, 3, true)
-	s := ns.store(t) // default node timeout: 100 ms for these TTLs
+	// A node timeout well below the latency, and above what a loaded
+	// machine's live nodes take.
+	s := ns.store(t, redlock.WithNodeTimeout(300*time.Millisecond))
 	ns.proxies[2].SetLatency(latency, 0)
 	ctx := context.Background()
 	for range 5 {

@@ -35,12 +35,13 @@ func TestExactlyOneWithMinorityDown(t *testing.T) {
 			ns := startNodes(t, 5, true)
 			// A loaded test machine can make a node miss the default
 			// timeouts (100 ms); the test counts admissions, not speed,
-			// so both are ten times theirs, in the default ratio.
+			// so both are ten times theirs (testNodeTimeout), in the
+			// default ratio.
 			c := throttle.LockConfig{Name: "split-" + fault, Mode: throttle.Dedupe, TTL: ttl,
 				Options: throttle.Options{WhenStoreFails: throttle.FailClosed, Timeout: time.Second}}
 			var locks []*throttle.Lock
 			for range 2 {
-				s := ns.store(t, redlock.WithNodeTimeout(time.Second))
+				s := ns.store(t)
 				warmUp(s, racers)
 				locks = append(locks, newLock(t, s, c))
 			}
