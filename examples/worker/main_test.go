@@ -182,17 +182,19 @@ func (p *proc) next(t *testing.T, limit time.Duration) string {
 	return ""
 }
 
-// TestWorkersShareCustomers runs three workers with the default work and
-// lease against one Redis: each customer is synced by exactly one of them,
-// the others skip it, every sync outlives its 1 s lease thanks to the
-// refresher, and no lease is lost.
+// TestWorkersShareCustomers runs three workers against one Redis: each
+// customer is synced by exactly one of them, the others skip it, every
+// sync outlives its lease three times over thanks to the refresher, and no
+// lease is lost. The lease is 2 s, not the default 1 s: a refresh every
+// third of it then has more than a second of slack, which a loaded
+// machine's scheduling once exceeded.
 func TestWorkersShareCustomers(t *testing.T) {
 	srv := redistest.Start(t)
 	const workers, customers = 3, 10
 	procs := make([]*proc, workers)
 	for i := range procs {
 		procs[i] = startWorker(t, "-redis", srv.Addr, "-id", "w"+strconv.Itoa(i+1),
-			"-customers", strconv.Itoa(customers))
+			"-customers", strconv.Itoa(customers), "-work", "6s", "-ttl", "2s")
 	}
 	var all []event
 	for i, p := range procs {
@@ -259,7 +261,7 @@ func TestWorkersShareCustomers(t *testing.T) {
 func TestWorkerRoundsFence(t *testing.T) {
 	srv := redistest.Start(t)
 	p := startWorker(t, "-redis", srv.Addr, "-id", "solo", "-customers", "3", "-rounds", "3",
-		"-work", "1200ms", "-ttl", "1s") // a lease the refresher must keep alive, with room for a loaded machine
+		"-work", "2400ms", "-ttl", "2s") // a lease the refresher must keep alive, with room for a loaded machine
 	lines, code := p.wait()
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
