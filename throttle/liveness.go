@@ -87,6 +87,7 @@ type monitor struct {
 	tick     atomic.Int64            // the period: a quarter of the shortest Timeout
 	running  atomic.Bool             // the goroutine that ticks
 	refused  atomic.Pointer[refusal] // the latest connection the client could not make
+	runq     *runQueue               // the run queue's waits, read by the ticks; nil: not judged (a test's clock)
 	shards   [shards]shard
 }
 
@@ -108,6 +109,9 @@ type shard struct {
 func newMonitor(c clock) *monitor {
 	m := &monitor{clock: c}
 	m.tick.Store(int64(time.Hour))
+	if c.real {
+		m.runq = newRunQueue()
+	}
 	return m
 }
 
@@ -232,14 +236,24 @@ func (m *monitor) remove(c *storeCall) (last int64, cause error) {
 	return last, cause
 }
 
-// run ticks while calls are in flight.
+// run ticks while calls are in flight. The process is starved of CPU,
+// answers may wait unread, when a tick comes late or when a goroutine
+// waited in the run queue for a whole tick (a quarter of the shortest
+// Timeout) since the last one: the tick's own goroutine runs first once its
+// timer fires, so that it may come on time while the goroutines reading
+// replies wait. A tick period of such waits cannot come from a process
+// that has the CPU for its load, and four of them end a Timeout.
 func (m *monitor) run() {
+	if m.runq != nil {
+		m.runq.restart() // waits while no call was in flight delay no verdict
+	}
 	for {
 		tick := m.tick.Load()
 		due := m.clock.now() + tick
 		<-m.clock.after(time.Duration(tick))
 		now := m.clock.now()
-		if now-due > lateTick {
+		queued := m.runq != nil && m.runq.waited(time.Duration(tick))
+		if now-due > lateTick || queued {
 			m.lateAt.Store(now) // starved of CPU: answers may wait unread
 		}
 		if m.check(now) == 0 {
