@@ -61,7 +61,7 @@ func inFlight(t *testing.T, m *monitor, timeout time.Duration) func() {
 	var once sync.Once
 	end := func() {
 		once.Do(func() {
-			m.remove(c)
+			_, _ = m.remove(c)
 			require.Eventually(t, func() bool { return !m.running.Load() }, 10*time.Second, time.Millisecond,
 				"the monitor kept ticking without calls")
 		})
