@@ -67,7 +67,8 @@ func (e *refusedError) Unwrap() error { return e.err }
 func isShed(err error) bool { return errors.Is(err, errShed) }
 
 // clock is the monitor's time: monoNow stamps, and a channel that a tick
-// later receives. Tests inject theirs.
+// later receives. Tests inject theirs; a monitor on a clock not real reads
+// no run queue (see run), so that only their ticks say it is starved.
 type clock struct {
 	now   func() int64
 	after func(time.Duration) <-chan time.Time
@@ -87,6 +88,7 @@ type monitor struct {
 	tick     atomic.Int64            // the period: a quarter of the shortest Timeout
 	running  atomic.Bool             // the goroutine that ticks
 	refused  atomic.Pointer[refusal] // the latest connection the client could not make
+	runq     *runQueue               // the run queue's waits, read by the ticks; nil: not judged (a test's clock)
 	shards   [shards]shard
 }
 
@@ -108,6 +110,9 @@ type shard struct {
 func newMonitor(c clock) *monitor {
 	m := &monitor{clock: c}
 	m.tick.Store(int64(time.Hour))
+	if c.real {
+		m.runq = newRunQueue()
+	}
 	return m
 }
 
@@ -232,14 +237,28 @@ func (m *monitor) remove(c *storeCall) (last int64, cause error) {
 	return last, cause
 }
 
-// run ticks while calls are in flight.
+// run ticks while calls are in flight. The process counts as starved of
+// CPU (answers may wait unread) when a tick comes late, or when a goroutine
+// waited in the run queue for a whole tick (a quarter of the shortest
+// Timeout) since the last one: a goroutine woken by its timer runs next on
+// its processor, so the ticks may come on time while the goroutines that
+// send calls and read replies wait behind others. A tick's wait is far past
+// what a process that has the CPU for its load shows (a tick of its own
+// comes within lateTick), yet short of the Timeout that a healthy store's
+// answers must sit unread to be taken for silence: the runtime records a
+// wait only once the goroutine runs, so the waits that cost a Timeout show
+// first as shorter ones.
 func (m *monitor) run() {
+	if m.runq != nil {
+		m.runq.restart() // waits while no call was in flight delay no verdict
+	}
 	for {
 		tick := m.tick.Load()
 		due := m.clock.now() + tick
 		<-m.clock.after(time.Duration(tick))
 		now := m.clock.now()
-		if now-due > lateTick {
+		queued := m.runq != nil && m.runq.waited(time.Duration(tick))
+		if now-due > lateTick || queued {
 			m.lateAt.Store(now) // starved of CPU: answers may wait unread
 		}
 		if m.check(now) == 0 {

@@ -8,7 +8,8 @@ import (
 
 // SetClock gives k a monitor of its own that reads now and waits for its
 // ticks on after, so that the tests of the liveness rule run on a clock of
-// their own; the store's refusals go to it. Set it before k's first call.
+// their own; the store's refusals go to it. It does not read the run
+// queue: only a tick that comes late counts the process starved. Set it before k's first call.
 func SetClock(k *Lock, now func() time.Duration, after func(time.Duration) <-chan time.Time) {
 	m := newMonitor(clock{now: func() int64 { return int64(now()) }, after: after})
 	k.l.live = m
