@@ -141,10 +141,12 @@ func runQuota() error {
 	return nil
 }
 
-// TestQuotaRefill: a spent quota of 10 per second allows one more request
+// TestQuotaRefill: a spent quota of 10 per 10 s allows one more request
 // once the RetryAfter it gave has passed.
 func TestQuotaRefill(t *testing.T) {
-	rate := throttle.Rate{Limit: 10, Window: time.Second}
+	// One every second: the burst of ten and the refusal fit in that time
+	// on a loaded machine (one every 100 ms did not, with a Redis clock).
+	rate := throttle.Rate{Limit: 10, Window: 10 * time.Second}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			q := newQuota(t, b.store, throttle.QuotaConfig{Name: "refill", Options: throttle.Options{Timeout: decideTimeout}})
@@ -157,18 +159,19 @@ func TestQuotaRefill(t *testing.T) {
 			}
 			d, err := q.Allow(ctx, "u1", rate, 1)
 			require.NoError(t, err)
-			// Refused for at most one interval (100ms).
+			// Refused for at most one interval (1 s).
 			require.False(t, d.Allowed, "11th request: %+v", d)
 			require.Zero(t, d.Remaining, "11th request: %+v", d)
 			require.Positive(t, d.RetryAfter, "11th request: %+v", d)
-			require.LessOrEqual(t, d.RetryAfter, 100*time.Millisecond, "11th request: %+v", d)
-			require.Greater(t, d.ResetAfter, 900*time.Millisecond, "11th request: %+v", d)
-			require.LessOrEqual(t, d.ResetAfter, time.Second, "11th request: %+v", d)
+			require.LessOrEqual(t, d.RetryAfter, time.Second, "11th request: %+v", d)
+			require.Greater(t, d.ResetAfter, 9*time.Second, "11th request: %+v", d)
+			require.LessOrEqual(t, d.ResetAfter, 10*time.Second, "11th request: %+v", d)
 			time.Sleep(d.RetryAfter + 5*time.Millisecond)
 			d, err = q.Allow(ctx, "u1", rate, 1)
 			require.NoError(t, err, "after RetryAfter")
-			require.True(t, d.Allowed, "after RetryAfter: %+v; want allowed with nothing left", d)
-			require.Zero(t, d.Remaining, "after RetryAfter: %+v; want allowed with nothing left", d)
+			require.True(t, d.Allowed, "after RetryAfter: %+v; want allowed", d)
+			// Nothing left, or one more unit when this call came a second late.
+			require.LessOrEqual(t, d.Remaining, 1, "after RetryAfter: %+v", d)
 		})
 	}
 }
