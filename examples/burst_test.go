@@ -51,7 +51,8 @@ func loadCPU(t *testing.T) []string {
 
 // fire sends n copies of the request mk builds at once (all goroutines
 // start together) and returns the replies. A copy that got no answer at
-// all is sent once more, as a client would.
+// all is sent again, up to three times after growing pauses, as a client
+// would.
 func fire(n int, mk func(i int) *http.Request, c *http.Client) []reply {
 	replies := make([]reply, n)
 	gate := make(chan struct{})
@@ -63,11 +64,12 @@ func fire(n int, mk func(i int) *http.Request, c *http.Client) []reply {
 			req := mk(i)
 			<-gate
 			replies[i] = do(c, req)
-			if replies[i].status == 0 && (req.Body == nil || req.GetBody != nil) {
+			for pause := 50 * time.Millisecond; replies[i].status == 0 && pause <= time.Second &&
+				(req.Body == nil || req.GetBody != nil); pause *= 4 {
 				// The copy never got an answer (a connection the loaded
 				// kernel or client dropped): send it again, as a client
 				// does; an idempotent request is what this guards.
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(pause)
 				again := req.Clone(req.Context())
 				if req.GetBody != nil {
 					again.Body, _ = req.GetBody()
@@ -79,6 +81,17 @@ func fire(n int, mk func(i int) *http.Request, c *http.Client) []reply {
 	close(gate)
 	wg.Wait()
 	return replies
+}
+
+// transportErrors counts the replies that got no answer by their error.
+func transportErrors(rs []reply) map[string]int {
+	errs := map[string]int{}
+	for _, r := range rs {
+		if r.status == 0 && r.err != nil {
+			errs[r.err.Error()]++
+		}
+	}
+	return errs
 }
 
 // statusCounts counts replies by status (0 for a transport error).
@@ -157,7 +170,7 @@ func TestDuplicateStorm(t *testing.T) {
 		return req
 	}, c)
 	counts := statusCounts(rs)
-	require.Equal(t, copies, counts[http.StatusCreated], "statuses %v", counts)
+	require.Equal(t, copies, counts[http.StatusCreated], "statuses %v; transport errors %v", counts, transportErrors(rs))
 	bodies := map[string]int{}
 	for _, r := range rs {
 		bodies[r.body]++
