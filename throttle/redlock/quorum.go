@@ -171,13 +171,7 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 	parent := context.WithoutCancel(ctx)
 	for i, node := range s.nodes {
 		s.spawn(func() {
-			nctx, cancel := context.WithTimeout(parent, timeout)
-			a := call(nctx, node)
-			cancel()
-			if a.err == nil {
-				s.live.Answered()
-			}
-			a.i = i
+			a := s.ask(parent, timeout, i, node, call)
 			answers <- a
 			then(a)
 		})
@@ -215,4 +209,18 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 			}
 		}
 	}
+}
+
+// ask makes call to node i, bounded by timeout alone, and tells the
+// limiters of its answer (see Liveness).
+func (s *Store) ask(parent context.Context, timeout time.Duration, i int, node store.Store,
+	call func(context.Context, store.Store) answer) answer {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	a := call(ctx, node)
+	if a.err == nil {
+		s.live.Answered()
+	}
+	a.i = i
+	return a
 }
