@@ -52,6 +52,7 @@ func (s *Store) Acquire(ctx context.Context, req store.Request) (store.Grant, er
 	limit := time.Now().Add(req.TTL / 4)
 	for try := 1; ; try++ {
 		r := &round{tally: newTally(len(s.nodes)), decided: make(chan struct{})}
+		r.quiet = s.quiet
 		g, err := s.attempt(ctx, a, r)
 		if err != nil || g.Acquired || !r.keep {
 			return g, err
@@ -273,7 +274,9 @@ func (s *Store) update(ctx context.Context, key, token string, ttl time.Duration
 	}
 	start, timeout := time.Now(), s.nodeTimeout(ttl)
 	t := newTally(len(s.nodes))
-	cause := s.fan(ctx, timeout, &t, func() (bool, bool) { return t.ours >= t.quorum || t.outstanding() == 0, false },
+	cause := s.fan(ctx, timeout, &t, func(time.Duration, time.Duration) (bool, time.Duration) {
+		return t.ours >= t.quorum || t.outstanding() == 0, 0
+	},
 		func(ctx context.Context, node store.Store) (a answer) {
 			if ttl == 0 {
 				a.out, a.err = node.Release(ctx, key, token)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-throttle/throttle/internal/storekit"
@@ -30,6 +31,7 @@ type tally struct {
 	oursAt          []int           // the nodes that granted the key
 	seen            []bool          // the nodes whose answer was counted
 	errs            []error         // each node's error, nil where it answered
+	quiet           []atomic.Bool   // the nodes presumed down (Store.quiet); nil: none
 }
 
 func newTally(n int) tally {
@@ -56,25 +58,45 @@ func (t *tally) add(a answer) {
 }
 
 // settled is fan's rule for an acquisition: whether to stop waiting, and
-// whether to wait briefly for the last nodes first. A split vote or a
-// refusal first waits, up to the node timeout, for the nodes below the
-// lowest one it knows held: one of them may be ours, and the holder of the
-// lowest node is the keeper (round.decide). Deciding without them, the
-// voter holding node 0 could miss that grant while the others saw it held:
-// nobody would keep, and nobody win. Then it waits briefly for the last
-// nodes (they may be down). A failure without grants waits for the other
-// quick refusals.
-func (t *tally) settled() (bool, bool) {
+// when the answers so far took took, how much longer to wait at most for
+// the others (0: until the node timeout). A split vote or a refusal first
+// waits, up to the node timeout, for the nodes below the lowest one it
+// knows held: one of them may be ours, and the holder of the lowest node is
+// the keeper (round.decide). Deciding without them, the voter holding node
+// 0 could miss that grant while the others saw it held: nobody would keep,
+// and nobody win. Then it waits briefly for the last nodes, which may be
+// down; but a split this token can still win waits up to half the node
+// timeout for each node not presumed down, lest a slow node's grant be
+// missed and the key refused while no token holds it. A failure without
+// grants waits for the other quick refusals.
+func (t *tally) settled(took, timeout time.Duration) (bool, time.Duration) {
 	all := t.outstanding() == 0
 	switch v := t.verdict(); {
 	case v == won:
-		return true, false
+		return true, 0
 	case v == refused || t.split():
-		return all, t.answeredBelow(t.lowest())
+		if !t.answeredBelow(t.lowest()) {
+			return all, 0
+		}
+		grace := 2*took + time.Millisecond
+		if v == pending && t.awaitsLive() {
+			grace = max(grace, timeout/2)
+		}
+		return all, grace
 	case v == failed:
-		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), false
+		return all || t.ours > 0 || slices.ContainsFunc(t.errs, applied), 0
 	}
-	return false, false
+	return false, 0
+}
+
+// awaitsLive reports whether a node not presumed down has yet to answer.
+func (t *tally) awaitsLive() bool {
+	for i, seen := range t.seen {
+		if !seen && (t.quiet == nil || !t.quiet[i].Load()) {
+			return true
+		}
+	}
+	return false
 }
 
 // lowest is the lowest node known held, by this token or another; n if none.
@@ -162,10 +184,10 @@ func retryAfter(quorum, granted int, remaining []time.Duration) time.Duration {
 // fan runs call, then then, on every node in parallel, each bounded by
 // timeout alone: ctx's cancellation ends the wait, never a node call, so
 // that every call completes or is cleaned up. It counts the answers into t
-// until settled says done; once it says early, for at most twice as long
-// again as it took (the silent nodes stay outstanding); and until the node
-// timeout (with a margin) or ctx ends the wait: the silent nodes then fail.
-func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func() (done, early bool),
+// until settled says done; once it gives a grace, for at most that long
+// again (the silent nodes stay outstanding); and until the node timeout
+// (with a margin) or ctx ends the wait: the silent nodes then fail.
+func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settled func(took, timeout time.Duration) (bool, time.Duration),
 	call func(context.Context, store.Store) answer, then func(answer)) (cause error) {
 	answers := make(chan answer, len(s.nodes))
 	parent := context.WithoutCancel(ctx)
@@ -180,13 +202,14 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 	timer, early := time.NewTimer(wait), false
 	defer timer.Stop()
 	for {
-		done, soon := settled()
+		took := time.Since(start)
+		done, grace := settled(took, timeout)
 		if done {
 			return cause
 		}
-		if soon && !early {
+		if grace > 0 && !early {
 			early = true
-			timer.Reset(min(2*time.Since(start)+time.Millisecond, wait-time.Since(start)))
+			timer.Reset(min(grace, wait-took))
 		}
 		select {
 		case a := <-answers:
@@ -211,8 +234,9 @@ func (s *Store) fan(ctx context.Context, timeout time.Duration, t *tally, settle
 	}
 }
 
-// ask makes call to node i, bounded by timeout alone, and tells the
-// limiters of its answer (see Liveness).
+// ask makes call to node i, bounded by timeout alone, tells the limiters
+// of its answer (see Liveness), and presumes the node down until its next
+// answer if it had none in time.
 func (s *Store) ask(parent context.Context, timeout time.Duration, i int, node store.Store,
 	call func(context.Context, store.Store) answer) answer {
 	ctx, cancel := context.WithTimeout(parent, timeout)
@@ -221,6 +245,7 @@ func (s *Store) ask(parent context.Context, timeout time.Duration, i int, node s
 	if a.err == nil {
 		s.live.Answered()
 	}
+	s.quiet[i].Store(a.err != nil && ctx.Err() != nil)
 	a.i = i
 	return a
 }

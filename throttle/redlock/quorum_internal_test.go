@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +200,45 @@ func TestAdd(t *testing.T) {
 	o.add(answer{i: 0, out: store.StillHeld})
 	o.add(answer{i: 1, out: store.HeldByOther})
 	assert.Equal(t, [2]int{1, 1}, [2]int{o.ours, o.other})
+}
+
+// TestSettledGrace: once a split's lower nodes answered, the wait for the
+// rest is brief (twice what the answers took) unless this token can still
+// win with a node not presumed down: then half the node timeout. A refusal
+// and a split already lost wait briefly whatever the nodes.
+func TestSettledGrace(t *testing.T) {
+	const took, timeout = 2 * time.Millisecond, 100 * time.Millisecond
+	brief := 2*took + time.Millisecond
+	split := func(quiet ...int) tally { // 5 nodes: ours 0 and 1, other 2, 3 and 4 silent
+		tl := newTally(5)
+		tl.quiet = make([]atomic.Bool, 5)
+		for _, i := range quiet {
+			tl.quiet[i].Store(true)
+		}
+		tl.add(answer{i: 0, grant: store.Grant{Acquired: true, TTL: time.Second}})
+		tl.add(answer{i: 1, grant: store.Grant{Acquired: true, TTL: time.Second}})
+		tl.add(answer{i: 2, grant: store.Grant{Remaining: time.Minute}})
+		return tl
+	}
+	for name, c := range map[string]struct {
+		tl   tally
+		want time.Duration
+	}{
+		"winnable, a live node silent":   {split(4), timeout / 2},
+		"winnable, silent nodes down":    {split(3, 4), brief},
+		"winnable, no flags (none down)": {func() tally { tl := split(); tl.quiet = nil; return tl }(), timeout / 2},
+	} {
+		done, grace := c.tl.settled(took, timeout)
+		assert.False(t, done, name)
+		assert.Equal(t, c.want, grace, name)
+	}
+	lost := newTally(5) // ours 4, others 0 to 2: refused
+	lost.add(answer{i: 4, grant: store.Grant{Acquired: true, TTL: time.Second}})
+	for i := range 3 {
+		lost.add(answer{i: i, grant: store.Grant{Remaining: time.Minute}})
+	}
+	done, grace := lost.settled(took, timeout)
+	assert.Equal(t, [2]any{false, brief}, [2]any{done, grace}, "a refusal with node 3 silent")
 }
 
 func TestNodeTimeout(t *testing.T) {

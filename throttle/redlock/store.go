@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,7 @@ type Store struct {
 	closed, owned bool           // owned: New made the nodes, for Close to close
 	pending       sync.Map       // key and token of a grant whose late node calls run: a chan closed when they end
 	live          storekit.Liveness
+	quiet         []atomic.Bool // per node: its last call had no answer in time (see tally.settled)
 }
 
 // Liveness returns what the limiters on s know of its answers: every node's
@@ -101,7 +103,7 @@ func build(nodes []store.Store, names []string, opts []Option) (*Store, error) {
 			return nil, invalid("nodes %d and %d are the same (%s)", j, i, name)
 		}
 	}
-	s := &Store{nodes: nodes}
+	s := &Store{nodes: nodes, quiet: make([]atomic.Bool, len(nodes))}
 	for _, o := range opts {
 		o(s)
 	}
