@@ -55,13 +55,13 @@ type middleware struct {
 func (m *middleware) serve(c fiber.Ctx) error {
 	id, err := m.key(c)
 	call := flow.Call{Route: c.Route().Path, ID: id, Err: err, Request: c}
-	req := c.Request()
-	keyed := req.Header.Peek("Idempotency-Key") != nil
-	var body []byte
-	if keyed {
-		body = req.Body()
-	}
-	m.g.Scope(&call, c.Method(), c.Path(), keyed, body)
+	m.g.Scope(&call, c.Method(), c.Path(), func() ([]byte, bool) {
+		req := c.Request()
+		if req.Header.Peek("Idempotency-Key") == nil {
+			return nil, false
+		}
+		return req.Body(), true
+	})
 	base := c.Context()
 	h := make(map[string][]string, 4)
 	var herr error // the chain's

@@ -82,8 +82,9 @@ func printTargets(results []result, phases []phase, good, p99 time.Duration) {
 			t := summarize(theirs.answers, pi, good)
 			tg := steadyGoodput(*theirs, pi, ph.d, good)
 			check(goodput > tg && s.p99 < t.p99,
-				"%s: ahead of failsafe-go (goodput %.1f%% > %.1f%%; p99 %s < %s)",
-				ph.name, 100*goodput, 100*tg, ms(s.p99), ms(t.p99))
+				"%s: ahead of failsafe-go (goodput %.2f%% > %.2f%%, %d against %d good answers; p99 %s < %s)",
+				ph.name, 100*goodput, 100*tg, steadyGood(*ours, pi, ph.d, good), steadyGood(*theirs, pi, ph.d, good),
+				ms(s.p99), ms(t.p99))
 		}
 	}
 }
@@ -129,8 +130,19 @@ const settle = time.Second
 // credits a guard that keeps a standing queue with the backlog it
 // answers after the phase ended, over 100% of capacity on short phases.
 func steadyGoodput(r result, phase int, d, good time.Duration) float64 {
-	from := r.starts[phase].Add(min(settle, d/2))
-	to := r.starts[phase].Add(d)
+	from, to := steady(r, phase, d)
+	return float64(steadyGood(r, phase, d, good)) / to.Sub(from).Seconds() / capacity
+}
+
+// steady is the steady part of r's phase of length d.
+func steady(r result, phase int, d time.Duration) (from, to time.Time) {
+	return r.starts[phase].Add(min(settle, d/2)), r.starts[phase].Add(d)
+}
+
+// steadyGood counts the good answers completed in the steady part of r's
+// phase of length d, whatever phase they arrived in.
+func steadyGood(r result, phase int, d, good time.Duration) int {
+	from, to := steady(r, phase, d)
 	n := 0
 	for _, a := range r.answers {
 		if a.status != 200 || a.latency > good {
@@ -140,7 +152,7 @@ func steadyGoodput(r result, phase int, d, good time.Duration) float64 {
 			n++
 		}
 	}
-	return float64(n) / to.Sub(from).Seconds() / capacity
+	return n
 }
 
 // latencies returns the sorted latencies of the 200s of phase.

@@ -270,15 +270,16 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, c flow.Call, rej *
 // Scope completes c as Serve does, for an adapter whose requests are not
 // *http.Request (fasthttp): a Replay scopes its stored keys by method and
 // route (path when c.Route is ""), and, for a request with an
-// Idempotency-Key field (keyed), fingerprints body, so that a key reused
-// for another body gets 422, and a body over 1 MiB 413. Other guards leave
-// c as it is.
-func (g *Guard) Scope(c *flow.Call, method, path string, keyed bool, body []byte) {
+// Idempotency-Key field (keyed reports it, with the body), fingerprints
+// body, so that a key reused for another body gets 422, and a body over
+// 1 MiB 413. Other guards leave c as it is, and never call keyed: the
+// field is looked up only where it matters.
+func (g *Guard) Scope(c *flow.Call, method, path string, keyed func() (body []byte, ok bool)) {
 	if g.mode != throttle.ModeReplay {
 		return
 	}
 	g.scope(c, method, path)
-	if c.Err == nil && keyed {
+	if body, ok := keyed(); c.Err == nil && ok {
 		c.Fingerprint, c.Err = hashBody(&http.Request{Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))})
 	}
 }

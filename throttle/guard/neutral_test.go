@@ -110,7 +110,7 @@ func TestScope(t *testing.T) {
 	}
 	scoped := func(body []byte, keyed bool) flow.Call {
 		c := flow.Call{Route: "/orders", ID: "u"}
-		g.Scope(&c, http.MethodPost, "/ignored", keyed, body)
+		g.Scope(&c, http.MethodPost, "/ignored", func() ([]byte, bool) { return body, keyed })
 		return c
 	}
 	require.Equal(t, http.StatusCreated, serveHTTP("a"))
@@ -128,6 +128,9 @@ func TestScope(t *testing.T) {
 	require.ErrorAs(t, scoped(make([]byte, 1<<20+1), true).Err, &ke, "a body over 1 MiB")
 	assert.Equal(t, http.StatusRequestEntityTooLarge, ke.HTTPStatus())
 	c := flow.Call{Route: "/orders/:id", ID: "u"}
-	guard.Lock(newLock(t, throttle.LockConfig{Name: "submit"})).Scope(&c, http.MethodPost, "/orders/7", true, []byte("a"))
+	guard.Lock(newLock(t, throttle.LockConfig{Name: "submit"})).Scope(&c, http.MethodPost, "/orders/7", func() ([]byte, bool) {
+		t.Error("a Lock looked up the Idempotency-Key field")
+		return []byte("a"), true
+	})
 	assert.Equal(t, flow.Call{Route: "/orders/:id", ID: "u"}, c, "a Lock's call")
 }
