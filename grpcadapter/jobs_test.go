@@ -218,6 +218,31 @@ func TestFirstOfPeer(t *testing.T) {
 	require.Equal(t, []string{"1:127.0.0.1", "1:127.0.0.1", "0:127.0.0.1"}, ids)
 }
 
+// TestFullMethodKey: keyed on the full method name, a Lock holds one key
+// per method, whoever calls: the second call of the method is refused for
+// another user too. A call without a method name (only a hand-made Info)
+// is an error naming it.
+func TestFullMethodKey(t *testing.T) {
+	lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "per-method"})
+	var ids []string
+	key := grpcadapter.FullMethod()
+	rec := func(i grpcadapter.Info) (string, error) {
+		id, err := key(i)
+		ids = append(ids, id)
+		return id, err
+	}
+	n := 0
+	conn := serve(t, grpcadapter.Unary(flow.Lock(lock), rec), nil, echo(&n), nil)
+	call(t, conn, nil, "x-user-id", "a").code(t, codes.OK)
+	call(t, conn, nil, "x-user-id", "b").code(t, codes.ResourceExhausted)
+	require.Len(t, ids, 2)
+	require.Equal(t, ids[0], ids[1])
+	require.True(t, strings.HasPrefix(ids[0], "/") && strings.Count(ids[0], "/") == 2, "a full method name: %q", ids[0])
+	require.Equal(t, 1, n)
+	_, err := key(grpcadapter.Info{Ctx: context.Background()})
+	require.ErrorContains(t, err, "full method name")
+}
+
 // TestStreamHoldsItsKey: an Exclusive stream holds its key while it is
 // open; another stream with the key is refused at once, and one opened
 // after the first closed goes ahead.

@@ -89,13 +89,6 @@ func NewOrderBook(server string) *OrderBook {
 	return &OrderBook{server: server, orders: map[string]Order{}}
 }
 
-// Len returns how many orders the book holds.
-func (b *OrderBook) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.orders)
-}
-
 func (b *OrderBook) add(o Order) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
