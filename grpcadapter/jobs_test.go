@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/go-throttle/throttle/grpcadapter"
 	"github.com/go-throttle/throttle/internal/redistest"
+	"github.com/go-throttle/throttle/keyfuncs"
 	"github.com/go-throttle/throttle/throttle"
 	"github.com/go-throttle/throttle/throttle/flow"
 	"github.com/go-throttle/throttle/throttle/memstore"
@@ -216,6 +218,48 @@ func TestFirstOfPeer(t *testing.T) {
 	call(t, conn, nil).code(t, codes.ResourceExhausted) // the same peer
 	call(t, conn, nil, "x-user-id", "127.0.0.1").code(t, codes.OK)
 	require.Equal(t, []string{"1:127.0.0.1", "1:127.0.0.1", "0:127.0.0.1"}, ids)
+}
+
+// TestPeerBehindTrustedProxy: on a real server over loopback, Peer with
+// the loopback network trusted keys on the client the x-forwarded-for
+// metadata names (right to left, past trusted hops), and on the peer when
+// the metadata is absent; without trust, or trusting another network, the
+// same metadata is ignored (a client cannot pick its key). Forwarded reads
+// the forwarded metadata instead.
+func TestPeerBehindTrustedProxy(t *testing.T) {
+	loopback := netip.MustParsePrefix("127.0.0.0/8")
+	cases := []struct {
+		name string
+		key  grpcadapter.Key
+		md   []string
+		want string
+	}{
+		{"trusted", grpcadapter.Peer(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{loopback}}),
+			[]string{"x-forwarded-for", "203.0.113.7, 198.51.100.2"}, "198.51.100.2"},
+		{"trusted, hops", grpcadapter.Peer(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{loopback, netip.MustParsePrefix("10.0.0.0/8")}}),
+			[]string{"x-forwarded-for", "198.51.100.9, 10.1.2.3"}, "198.51.100.9"},
+		{"trusted, no metadata", grpcadapter.Peer(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{loopback}}), nil, "127.0.0.1"},
+		{"forwarded", grpcadapter.Peer(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{loopback}, Forwarded: true}),
+			[]string{"forwarded", `for="[2001:db8::1]:4711"`, "x-forwarded-for", "198.51.100.2"}, "2001:db8::1"},
+		{"untrusted network", grpcadapter.Peer(keyfuncs.IPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}),
+			[]string{"x-forwarded-for", "198.51.100.2"}, "127.0.0.1"},
+		{"no config", grpcadapter.Peer(), []string{"x-forwarded-for", "198.51.100.2"}, "127.0.0.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "peer"})
+			var ids []string
+			rec := func(i grpcadapter.Info) (string, error) {
+				id, err := c.key(i)
+				ids = append(ids, id)
+				return id, err
+			}
+			n := 0
+			conn := serve(t, grpcadapter.Unary(flow.Lock(lock), rec), nil, echo(&n), nil)
+			call(t, conn, nil, c.md...).code(t, codes.OK)
+			require.Equal(t, []string{c.want}, ids)
+		})
+	}
 }
 
 // TestFullMethodKey: keyed on the full method name, a Lock holds one key

@@ -3,6 +3,7 @@ package grpcadapter
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -47,19 +48,39 @@ func Metadata(name string) Key {
 // Peer keys on the IP address of the peer, written as keyfuncs.RemoteIP
 // writes a client's (no port or zone, IPv4-mapped as IPv4), so that a
 // client has the same identity over HTTP and gRPC. Behind a proxy the peer
-// is the proxy: key on metadata it sets instead. A peer without an IP
-// address (a Unix socket) is an error.
-func Peer() Key {
+// is the proxy: give Peer cfg, as keyfuncs.RemoteIP takes it, and from one
+// of cfg's TrustedProxies it keys on the client that the x-forwarded-for
+// metadata (or forwarded, with cfg.Forwarded) names, read right to left,
+// as an HTTP adapter reads the header field; IPv6Prefix groups IPv6
+// clients. Metadata from any other peer is ignored, so a client cannot
+// choose its own key. A peer without an IP address (a Unix socket) is an
+// error. It panics as keyfuncs.RemoteIP does.
+func Peer(cfg ...keyfuncs.IPConfig) Key {
+	if len(cfg) == 0 {
+		return func(i Info) (string, error) {
+			p, ok := peer.FromContext(i.Ctx)
+			if !ok || p.Addr == nil {
+				return keyfuncs.FromIP("", "peer address")
+			}
+			host, _, err := net.SplitHostPort(p.Addr.String())
+			if err != nil {
+				host = p.Addr.String()
+			}
+			return keyfuncs.FromIP(host, "peer address")
+		}
+	}
+	key, field := keyfuncs.RemoteIP(cfg...), "X-Forwarded-For"
+	if cfg[0].Forwarded {
+		field = "Forwarded"
+	}
+	md := strings.ToLower(field)
 	return func(i Info) (string, error) {
 		p, ok := peer.FromContext(i.Ctx)
 		if !ok || p.Addr == nil {
 			return keyfuncs.FromIP("", "peer address")
 		}
-		host, _, err := net.SplitHostPort(p.Addr.String())
-		if err != nil {
-			host = p.Addr.String()
-		}
-		return keyfuncs.FromIP(host, "peer address")
+		r := http.Request{RemoteAddr: p.Addr.String(), Header: http.Header{field: metadata.ValueFromIncomingContext(i.Ctx, md)}}
+		return key(&r)
 	}
 }
 
