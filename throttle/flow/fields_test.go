@@ -153,6 +153,32 @@ func TestQuotaFields(t *testing.T) {
 	}
 }
 
+// TestQuotaFieldOutsideCache: a value the cache does not hold (t of 15 s
+// or more) is made once and given again while r and t repeat, as in a
+// flood of refusals on one key, and made anew when they change; goroutines
+// asking for different values at once each get their own.
+func TestQuotaFieldOutsideCache(t *testing.T) {
+	p := mustPlan("q", []throttle.Rate{{Limit: 5, Window: 5 * time.Minute}})
+	first := p.quotaLimit(0, 0, 60)
+	require.Equal(t, []string{`"q";r=0;t=60`}, first)
+	again := p.quotaLimit(0, 0, 60)
+	require.Same(t, &first[0], &again[0], "the same r and t: the value made last")
+	next := p.quotaLimit(0, 0, 59)
+	require.Equal(t, []string{`"q";r=0;t=59`}, next)
+	require.NotSame(t, &first[0], &next[0])
+	require.Equal(t, []string{`"q";r=1;t=59`}, p.quotaLimit(0, 1, 59), "another r")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 1000 {
+				ts := int64(20 + (g+i)%3)
+				assert.Equal(t, limitField("q", 0, ts), p.quotaLimit(0, 0, ts)[0])
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // TestDecidedLimits checks the fields and First of Quota decisions: t
 // when a refill is ahead, none for a full quota; several rates most
 // restrictive first, and the names Violated gives.

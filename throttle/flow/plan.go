@@ -76,7 +76,7 @@ const (
 )
 
 func quotaFields(name string, burst int) fieldCache {
-	return fieldCache{vals: make([]atomic.Pointer[[]string], min(burst+1, 2*quotaEdge)*quotaSeconds),
+	return fieldCache{vals: make([]atomic.Pointer[[]string], min(burst+1, 2*quotaEdge)*quotaSeconds), last: new(atomic.Pointer[lastField]),
 		format: func(n int64) string {
 			r, t := int(n/quotaSeconds), n%quotaSeconds-1
 			if r >= quotaEdge {
@@ -103,7 +103,7 @@ func (p *plan) quotaLimit(i, r int, t int64) []string {
 	}
 	n := int64(j)*quotaSeconds + t + 1
 	if r < 0 || r > burst || t < -1 || t+1 >= quotaSeconds || n >= int64(len(p.fields[i].vals)) {
-		return []string{limitField(p.names[i], r, t)}
+		return p.fields[i].other(p.names[i], r, t)
 	}
 	return p.fields[i].get(n)
 }
