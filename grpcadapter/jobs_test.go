@@ -203,21 +203,25 @@ func TestMissingKey(t *testing.T) {
 	require.Zero(t, n)
 }
 
+// recording returns key, recording every identity it returns in ids.
+func recording(key grpcadapter.Key) (rec grpcadapter.Key, ids *[]string) {
+	ids = new([]string)
+	return func(i grpcadapter.Info) (string, error) {
+		id, err := key(i)
+		*ids = append(*ids, id)
+		return id, err
+	}, ids
+}
+
 func TestFirstOfPeer(t *testing.T) {
 	lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "submit"})
-	var ids []string
-	key := grpcadapter.FirstOf(user, grpcadapter.Peer())
-	rec := func(i grpcadapter.Info) (string, error) {
-		id, err := key(i)
-		ids = append(ids, id)
-		return id, err
-	}
+	rec, ids := recording(grpcadapter.FirstOf(user, grpcadapter.Peer()))
 	n := 0
 	conn := serve(t, grpcadapter.Unary(flow.Lock(lock), rec), nil, echo(&n), nil)
 	call(t, conn, nil).code(t, codes.OK)
 	call(t, conn, nil).code(t, codes.ResourceExhausted) // the same peer
 	call(t, conn, nil, "x-user-id", "127.0.0.1").code(t, codes.OK)
-	require.Equal(t, []string{"1:127.0.0.1", "1:127.0.0.1", "0:127.0.0.1"}, ids)
+	require.Equal(t, []string{"1:127.0.0.1", "1:127.0.0.1", "0:127.0.0.1"}, *ids)
 }
 
 // TestPeerBehindTrustedProxy: on a real server over loopback, Peer with
@@ -248,16 +252,11 @@ func TestPeerBehindTrustedProxy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "peer"})
-			var ids []string
-			rec := func(i grpcadapter.Info) (string, error) {
-				id, err := c.key(i)
-				ids = append(ids, id)
-				return id, err
-			}
+			rec, ids := recording(c.key)
 			n := 0
 			conn := serve(t, grpcadapter.Unary(flow.Lock(lock), rec), nil, echo(&n), nil)
 			call(t, conn, nil, c.md...).code(t, codes.OK)
-			require.Equal(t, []string{c.want}, ids)
+			require.Equal(t, []string{c.want}, *ids)
 		})
 	}
 }
@@ -268,20 +267,16 @@ func TestPeerBehindTrustedProxy(t *testing.T) {
 // is an error naming it.
 func TestFullMethodKey(t *testing.T) {
 	lock := newLock(t, memstore.New(), throttle.LockConfig{Name: "per-method"})
-	var ids []string
 	key := grpcadapter.FullMethod()
-	rec := func(i grpcadapter.Info) (string, error) {
-		id, err := key(i)
-		ids = append(ids, id)
-		return id, err
-	}
+	rec, ids := recording(key)
 	n := 0
 	conn := serve(t, grpcadapter.Unary(flow.Lock(lock), rec), nil, echo(&n), nil)
 	call(t, conn, nil, "x-user-id", "a").code(t, codes.OK)
 	call(t, conn, nil, "x-user-id", "b").code(t, codes.ResourceExhausted)
-	require.Len(t, ids, 2)
-	require.Equal(t, ids[0], ids[1])
-	require.True(t, strings.HasPrefix(ids[0], "/") && strings.Count(ids[0], "/") == 2, "a full method name: %q", ids[0])
+	require.Len(t, *ids, 2)
+	method := (*ids)[0]
+	require.Equal(t, method, (*ids)[1])
+	require.True(t, strings.HasPrefix(method, "/") && strings.Count(method, "/") == 2, "a full method name: %q", method)
 	require.Equal(t, 1, n)
 	_, err := key(grpcadapter.Info{Ctx: context.Background()})
 	require.ErrorContains(t, err, "full method name")

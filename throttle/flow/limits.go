@@ -185,7 +185,7 @@ type lastField struct {
 // do not hold (a t of 15 s or more: a rate slower than one unit in 15 s):
 // the last one made, when r and t are its, else a new one, kept as the
 // last. The refusals of a flood on one key repeat it within a second
-// (BenchmarkMiddleware/rejected in fiberadapter: two allocations fewer).
+// (fiberadapter's BenchmarkMiddleware/rejected measures what it saves).
 func (c *fieldCache) other(name string, r int, t int64) []string {
 	if l := c.last.Load(); l != nil && l.r == r && l.t == t {
 		return l.v[:]
