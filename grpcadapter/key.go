@@ -58,13 +58,10 @@ func Metadata(name string) Key {
 func Peer(cfg ...keyfuncs.IPConfig) Key {
 	if len(cfg) == 0 {
 		return func(i Info) (string, error) {
-			p, ok := peer.FromContext(i.Ctx)
-			if !ok || p.Addr == nil {
-				return keyfuncs.FromIP("", "peer address")
-			}
-			host, _, err := net.SplitHostPort(p.Addr.String())
+			addr := peerAddr(i.Ctx)
+			host, _, err := net.SplitHostPort(addr)
 			if err != nil {
-				host = p.Addr.String()
+				host = addr
 			}
 			return keyfuncs.FromIP(host, "peer address")
 		}
@@ -75,13 +72,21 @@ func Peer(cfg ...keyfuncs.IPConfig) Key {
 	}
 	md := strings.ToLower(field)
 	return func(i Info) (string, error) {
-		p, ok := peer.FromContext(i.Ctx)
-		if !ok || p.Addr == nil {
+		addr := peerAddr(i.Ctx)
+		if addr == "" {
 			return keyfuncs.FromIP("", "peer address")
 		}
-		r := http.Request{RemoteAddr: p.Addr.String(), Header: http.Header{field: metadata.ValueFromIncomingContext(i.Ctx, md)}}
+		r := http.Request{RemoteAddr: addr, Header: http.Header{field: metadata.ValueFromIncomingContext(i.Ctx, md)}}
 		return key(&r)
 	}
+}
+
+// peerAddr is the address of ctx's peer, "" when there is none.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 var errNoMethod = &keyfuncs.Error{Source: "full method name", Reason: "missing"}
